@@ -1,0 +1,3 @@
+export * from './load';
+export * as sections from './sections';
+export type { BootstrapConfig, ClickHouseConfig, DataDirConfig, HttpConfig, KafkaConfig, LoggingConfig, PostgresConfig } from './sections';

@@ -1,0 +1,129 @@
+import path from 'node:path';
+import { ConfigError, type Section } from './load';
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export interface LoggingConfig {
+  level: string;
+}
+
+export const logging: Section<LoggingConfig> = {
+  variables: {
+    LOG_LEVEL: { description: 'pino log level', type: 'string', enum: LOG_LEVELS, default: 'info' },
+  },
+  read: (v) => ({ level: v.LOG_LEVEL as string }),
+};
+
+export interface HttpConfig {
+  port: number;
+  host: string;
+  trustProxy: boolean;
+}
+
+export function http(defaultPort: number): Section<HttpConfig> {
+  return {
+    variables: {
+      PORT: { description: 'HTTP port to listen on', type: 'integer', minimum: 0, maximum: 65535, default: defaultPort },
+      HOST: { description: 'Address to bind', type: 'string', minLength: 1, default: '0.0.0.0' },
+      TRUST_PROXY: {
+        description: 'Take the client address from X-Forwarded-For (only behind a proxy you run)',
+        type: 'boolean',
+        default: false,
+      },
+    },
+    read: (v) => ({ port: v.PORT as number, host: v.HOST as string, trustProxy: v.TRUST_PROXY as boolean }),
+  };
+}
+
+export interface DataDirConfig {
+  dataDir: string;
+}
+
+export const dataDir: Section<DataDirConfig> = {
+  variables: {
+    PLOVER_DATA_DIR: { description: 'Where embedded mode keeps Postgres, ClickHouse and the bus', type: 'string', minLength: 1, default: './.plover' },
+  },
+  read: (v) => ({ dataDir: path.resolve(v.PLOVER_DATA_DIR as string) }),
+};
+
+export interface PostgresConfig {
+  url: string;
+  poolSize: number;
+}
+
+export const postgres: Section<PostgresConfig> = {
+  variables: {
+    DATABASE_URL: { description: 'Postgres connection string (distributed mode)', type: 'string', pattern: '^postgres(ql)?://' },
+    DATABASE_POOL_SIZE: { description: 'Postgres connections per process', type: 'integer', minimum: 1, maximum: 200, default: 10 },
+  },
+  required: ['DATABASE_URL'],
+  read: (v) => ({ url: v.DATABASE_URL as string, poolSize: v.DATABASE_POOL_SIZE as number }),
+};
+
+export interface ClickHouseConfig {
+  url: string;
+  database: string;
+  username: string;
+  password: string;
+}
+
+export const clickhouse: Section<ClickHouseConfig> = {
+  variables: {
+    CLICKHOUSE_URL: { description: 'ClickHouse HTTP endpoint (distributed mode)', type: 'string', pattern: '^https?://' },
+    CLICKHOUSE_DATABASE: { description: 'ClickHouse database', type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$', default: 'default' },
+    CLICKHOUSE_USER: { description: 'ClickHouse user', type: 'string', default: 'default' },
+    CLICKHOUSE_PASSWORD: { description: 'ClickHouse password', type: 'string', default: '' },
+  },
+  required: ['CLICKHOUSE_URL'],
+  read: (v) => ({
+    url: v.CLICKHOUSE_URL as string,
+    database: v.CLICKHOUSE_DATABASE as string,
+    username: v.CLICKHOUSE_USER as string,
+    password: v.CLICKHOUSE_PASSWORD as string,
+  }),
+};
+
+export interface KafkaConfig {
+  brokers: string[];
+  clientId: string;
+}
+
+export const kafka: Section<KafkaConfig> = {
+  variables: {
+    KAFKA_BROKERS: {
+      description: 'Comma-separated Kafka bootstrap brokers (distributed mode)',
+      type: 'string',
+      pattern: '^[^,:\\s]+:\\d+(,[^,:\\s]+:\\d+)*$',
+    },
+    KAFKA_CLIENT_ID: { description: 'Kafka client id', type: 'string', minLength: 1, default: 'plover' },
+  },
+  required: ['KAFKA_BROKERS'],
+  read: (v) => ({ brokers: (v.KAFKA_BROKERS as string).split(','), clientId: v.KAFKA_CLIENT_ID as string }),
+};
+
+export interface BootstrapConfig {
+  adminEmail: string;
+  projectName: string;
+  timezone: string;
+}
+
+export const bootstrap: Section<BootstrapConfig> = {
+  variables: {
+    PLOVER_ADMIN_EMAIL: { description: 'Email of the admin user created on first start', type: 'string', pattern: '^[^@\\s]+@[^@\\s]+$', default: 'admin@plover.local' },
+    PLOVER_PROJECT_NAME: { description: 'Name of the project created on first start', type: 'string', minLength: 1, maxLength: 200, default: 'Default project' },
+    PLOVER_TIMEZONE: { description: 'IANA timezone of the project created on first start', type: 'string', minLength: 1, default: 'UTC' },
+  },
+  read: (v) => ({
+    adminEmail: v.PLOVER_ADMIN_EMAIL as string,
+    projectName: v.PLOVER_PROJECT_NAME as string,
+    timezone: ianaTimezone('PLOVER_TIMEZONE', v.PLOVER_TIMEZONE as string),
+  }),
+};
+
+function ianaTimezone(variable: string, name: string): string {
+  try {
+    return new Intl.DateTimeFormat('en-US', { timeZone: name }).resolvedOptions().timeZone;
+  } catch {
+    throw new ConfigError(variable, `is not an IANA timezone (got ${JSON.stringify(name)})`);
+  }
+}

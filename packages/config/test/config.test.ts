@@ -1,0 +1,57 @@
+import { ConfigError, loadConfig, sections } from '@plover/config';
+
+const distributed = { logging: sections.logging, http: sections.http(8000), postgres: sections.postgres, kafka: sections.kafka };
+const valid = { DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/plover', KAFKA_BROKERS: 'a:9092,b:9093' };
+
+function errorOf(fn: () => unknown): ConfigError {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('coerces values and applies defaults', () => {
+    const config = loadConfig({ ...valid, PORT: '9001', TRUST_PROXY: 'true' }, distributed);
+    expect(config.http).toEqual({ port: 9001, host: '0.0.0.0', trustProxy: true });
+    expect(config.kafka).toEqual({ brokers: ['a:9092', 'b:9093'], clientId: 'plover' });
+    expect(config.postgres.poolSize).toBe(10);
+    expect(config.logging.level).toBe('info');
+  });
+
+  it('treats an empty value as unset', () => {
+    expect(loadConfig({ ...valid, PORT: '' }, distributed).http.port).toBe(8000);
+  });
+
+  it('names a missing required variable', () => {
+    const error = errorOf(() => loadConfig({ KAFKA_BROKERS: 'a:1' }, distributed));
+    expect(error.variable).toBe('DATABASE_URL');
+    expect(error.message).toBe('Invalid configuration: DATABASE_URL is required but not set');
+  });
+
+  it.each([
+    ['PORT', 'eighty', 'must be integer'],
+    ['PORT', '70000', 'must be <= 65535'],
+    ['TRUST_PROXY', 'yes', 'must be boolean'],
+    ['KAFKA_BROKERS', 'localhost', 'must match pattern'],
+    ['DATABASE_URL', 'mysql://x', 'must match pattern'],
+    ['LOG_LEVEL', 'loud', 'must be equal to one of the allowed values'],
+  ])('rejects %s=%s naming the variable and the value', (variable, value, message) => {
+    const error = errorOf(() => loadConfig({ ...valid, [variable]: value }, distributed));
+    expect(error.variable).toBe(variable);
+    expect(error.message).toContain(message);
+    expect(error.message).toContain(JSON.stringify(value));
+  });
+
+  it('rejects an unknown timezone', () => {
+    const error = errorOf(() => loadConfig({ PLOVER_TIMEZONE: 'Mars/Olympus' }, { bootstrap: sections.bootstrap }));
+    expect(error.variable).toBe('PLOVER_TIMEZONE');
+  });
+
+  it('resolves the data dir to an absolute path', () => {
+    expect(loadConfig({ PLOVER_DATA_DIR: 'rel/dir' }, { d: sections.dataDir }).d.dataDir).toBe(`${process.cwd()}/rel/dir`);
+  });
+});

@@ -1,0 +1,47 @@
+import { bootstrap } from '@plover/accounts';
+import { HttpClickHouse } from '@plover/clickhouse';
+import { loadConfigOrExit, sections } from '@plover/config';
+import { createLogger } from '@plover/core';
+import { PgSql } from '@plover/postgres';
+import { migrateAll } from './admin';
+
+/**
+ * Admin commands for distributed mode (the docker-compose `migrate` job runs the first):
+ *   migrate    apply pending Postgres and ClickHouse migrations
+ *   bootstrap  create the first organization, project, admin and keys if the database has none
+ */
+const USAGE = 'usage: cli.js migrate|bootstrap';
+
+async function run(command: string | undefined): Promise<void> {
+  if (command === 'migrate') {
+    const config = loadConfigOrExit(process.env, { logging: sections.logging, postgres: sections.postgres, clickhouse: sections.clickhouse });
+    const logger = createLogger({ service: 'admin', level: config.logging.level });
+    const sql = PgSql.fromConfig(config.postgres);
+    const clickhouse = new HttpClickHouse(config.clickhouse);
+    try {
+      process.stdout.write(`${JSON.stringify(await migrateAll({ sql, clickhouse }, logger))}\n`);
+    } finally {
+      await clickhouse.close();
+      await sql.close();
+    }
+    return;
+  }
+  if (command === 'bootstrap') {
+    const config = loadConfigOrExit(process.env, { postgres: sections.postgres, bootstrap: sections.bootstrap });
+    const sql = PgSql.fromConfig(config.postgres);
+    try {
+      const credentials = await bootstrap(sql, config.bootstrap);
+      process.stdout.write(credentials ? `${JSON.stringify(credentials, null, 2)}\n` : 'already bootstrapped; nothing created\n');
+    } finally {
+      await sql.close();
+    }
+    return;
+  }
+  process.stderr.write(`${USAGE}\n`);
+  process.exitCode = 2;
+}
+
+run(process.argv[2]).catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

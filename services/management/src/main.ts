@@ -1,0 +1,28 @@
+import { HttpClickHouse } from '@plover/clickhouse';
+import { loadConfigOrExit, sections } from '@plover/config';
+import { createLogger } from '@plover/core';
+import { createMetricsRegistry, serve } from '@plover/http';
+import { PgSql } from '@plover/postgres';
+import { createApp } from './app';
+
+const config = loadConfigOrExit(process.env, {
+  logging: sections.logging,
+  http: sections.http(8000),
+  postgres: sections.postgres,
+  clickhouse: sections.clickhouse,
+});
+const logger = createLogger({ service: 'management', level: config.logging.level });
+const sql = PgSql.fromConfig(config.postgres);
+const clickhouse = new HttpClickHouse(config.clickhouse);
+
+serve(createApp({ logger, metrics: createMetricsRegistry('management'), sql, clickhouse, trustProxy: config.http.trustProxy }), {
+  ...config.http,
+  logger,
+  closeResources: async () => {
+    await clickhouse.close();
+    await sql.close();
+  },
+}).catch((error: unknown) => {
+  logger.fatal({ err: error }, 'failed to start');
+  process.exit(1);
+});

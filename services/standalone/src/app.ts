@@ -1,0 +1,31 @@
+import type { Express } from 'express';
+import type { EventBus } from '@plover/bus';
+import { captureRoutes } from '@plover/capture/app';
+import type { ClickHouse } from '@plover/clickhouse';
+import type { Logger } from '@plover/core';
+import { decideRoutes } from '@plover/decide/app';
+import { createServiceApp, type MetricsRegistry } from '@plover/http';
+import { managementRoutes } from '@plover/management/app';
+import type { Sql } from '@plover/postgres';
+
+export interface StandaloneDeps {
+  logger: Logger;
+  metrics: MetricsRegistry;
+  sql: Sql;
+  clickhouse: ClickHouse;
+  bus: EventBus;
+  trustProxy: boolean;
+}
+
+/** Every HTTP service on one port: the SDKs' capture and flag routes beside the management API. */
+export function createApp(deps: StandaloneDeps): Express {
+  return createServiceApp({
+    ...deps,
+    checks: { postgres: () => deps.sql.ping(), clickhouse: () => deps.clickhouse.ping(), bus: () => deps.bus.ping() },
+    mount(app) {
+      app.use(captureRoutes(deps));
+      app.use(decideRoutes(deps));
+      app.use(managementRoutes(deps));
+    },
+  });
+}

@@ -1,0 +1,49 @@
+import { loadConfigOrExit, sections } from '@plover/config';
+import { bootstrap } from '@plover/accounts';
+import { createLogger } from '@plover/core';
+import { createMetricsRegistry, serve } from '@plover/http';
+import { createApp } from './app';
+import { lockDataDir, writeCredentials } from './data-dir';
+import { openEmbeddedStores } from './stores';
+
+const config = loadConfigOrExit(process.env, {
+  logging: sections.logging,
+  http: sections.http(8000),
+  data: sections.dataDir,
+  bootstrap: sections.bootstrap,
+});
+const logger = createLogger({ service: 'plover', level: config.logging.level });
+
+async function main(): Promise<void> {
+  const unlock = lockDataDir(config.data.dataDir);
+  const stores = await openEmbeddedStores(config.data.dataDir, logger);
+  const credentials = await bootstrap(stores.sql, config.bootstrap);
+  if (credentials) {
+    const file = writeCredentials(config.data.dataDir, credentials);
+    // Printed once, on the first start only: the personal API key is not recoverable from the database.
+    process.stdout.write(
+      [
+        '',
+        'Plover is set up. Keep these; they are also in ' + file + ' (readable by you only):',
+        `  project API key (SDKs):        ${credentials.project.api_token}`,
+        `  personal API key (management): ${credentials.personal_api_key.value}`,
+        `  admin user:                    ${credentials.user.email}`,
+        '',
+      ].join('\n'),
+    );
+  }
+  const app = createApp({ logger, metrics: createMetricsRegistry('plover'), trustProxy: config.http.trustProxy, ...stores });
+  await serve(app, {
+    ...config.http,
+    logger,
+    closeResources: async () => {
+      await stores.close();
+      unlock();
+    },
+  });
+}
+
+main().catch((error: unknown) => {
+  logger.fatal({ err: error }, 'failed to start');
+  process.exit(1);
+});

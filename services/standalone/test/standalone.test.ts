@@ -1,0 +1,111 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const ROOT = path.resolve(__dirname, '../../..');
+
+interface Started {
+  child: ChildProcessWithoutNullStreams;
+  port: number;
+  output: () => string;
+}
+
+function spawnPlover(env: Record<string, string>): { child: ChildProcessWithoutNullStreams; output: () => string; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, ['--conditions=plover-source', '--import', 'tsx', 'services/standalone/src/main.ts'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', HOST: '127.0.0.1', ...env },
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, output: () => output, exited };
+}
+
+async function start(dataDir: string): Promise<Started> {
+  const { child, output, exited } = spawnPlover({ PLOVER_DATA_DIR: dataDir });
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no listening line in time:\n${output()}`)), 60_000);
+    void exited.then((code) => reject(new Error(`exited with ${code}:\n${output()}`)));
+    child.stdout.on('data', () => {
+      const match = /"port":(\d+).*"msg":"listening"/.exec(output());
+      if (match) {
+        clearTimeout(timer);
+        resolve(Number(match[1]));
+      }
+    });
+  });
+  return { child, port, output };
+}
+
+async function stop(started: Started): Promise<number | null> {
+  const exited = new Promise<number | null>((resolve) => started.child.on('exit', (code) => resolve(code)));
+  started.child.kill('SIGTERM');
+  return exited;
+}
+
+describe('npm start (embedded)', () => {
+  let dataDir: string;
+
+  beforeAll(() => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plover-standalone-'));
+  });
+
+  afterAll(() => {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('bootstraps an empty data dir, prints the keys once and stores them readable by the owner only', async () => {
+    const plover = await start(dataDir);
+    try {
+      const file = path.join(dataDir, 'credentials.json');
+      const credentials = JSON.parse(fs.readFileSync(file, 'utf8'));
+      expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+      expect(credentials.project.api_token).toMatch(/^phc_[0-9A-Za-z]{43}$/);
+      expect(credentials.personal_api_key.value).toMatch(/^phx_[0-9A-Za-z]{43}$/);
+      expect(credentials.personal_api_key.scopes).toEqual(['*']);
+      expect(plover.output()).toContain(credentials.project.api_token);
+      expect(plover.output()).toContain(credentials.personal_api_key.value);
+
+      const health = await fetch(`http://127.0.0.1:${plover.port}/_health`);
+      expect(health.status).toBe(200);
+      const ready = await fetch(`http://127.0.0.1:${plover.port}/_ready`);
+      expect(await ready.json()).toEqual({ status: 'ok', checks: { postgres: 'ok', clickhouse: 'ok', bus: 'ok' } });
+    } finally {
+      expect(await stop(plover)).toBe(0);
+    }
+  });
+
+  it('restarts on the same data dir without bootstrapping again', async () => {
+    const before = fs.readFileSync(path.join(dataDir, 'credentials.json'), 'utf8');
+    const plover = await start(dataDir);
+    try {
+      expect(plover.output()).not.toContain('Plover is set up');
+      expect(fs.readFileSync(path.join(dataDir, 'credentials.json'), 'utf8')).toBe(before);
+      expect((await fetch(`http://127.0.0.1:${plover.port}/_ready`)).status).toBe(200);
+    } finally {
+      expect(await stop(plover)).toBe(0);
+    }
+  });
+
+  it('refuses a second process on the same data dir', async () => {
+    const first = await start(dataDir);
+    try {
+      const second = spawnPlover({ PLOVER_DATA_DIR: dataDir });
+      expect(await second.exited).toBe(1);
+      expect(second.output()).toContain(`is in use by process ${first.child.pid}`);
+    } finally {
+      await stop(first);
+    }
+  });
+
+  it.each([
+    [{ PORT: 'eighty' }, 'Invalid configuration: PORT must be integer (got "eighty")'],
+    [{ PLOVER_TIMEZONE: 'Mars/Olympus' }, 'Invalid configuration: PLOVER_TIMEZONE is not an IANA timezone (got "Mars/Olympus")'],
+  ])('refuses bad config %j with one clear message and exit code 1', async (env, message) => {
+    const { output, exited } = spawnPlover({ PLOVER_DATA_DIR: dataDir, ...env });
+    expect(await exited).toBe(1);
+    expect(output().trim()).toBe(message);
+  });
+});

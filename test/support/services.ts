@@ -1,0 +1,22 @@
+/**
+ * Integration suites run against real services named by environment variables (scripts/test.sh sets them).
+ * Outside CI a missing variable skips the suite's real-service half; under CI=true it fails the run,
+ * because a suite that silently skips proves nothing.
+ */
+export interface RealService {
+  /** Connection string, or undefined when the service is not configured (local runs only). */
+  url: string | undefined;
+}
+
+export function realService(variable: 'TEST_DATABASE_URL' | 'TEST_KAFKA_BROKERS' | 'TEST_CLICKHOUSE_URL'): RealService {
+  const url = process.env[variable];
+  if (!url && process.env.CI === 'true') {
+    throw new Error(`${variable} is not set: under CI=true integration suites must run against the real service`);
+  }
+  return { url: url || undefined };
+}
+
+/** `describe` when the service is configured, `describe.skip` otherwise (never under CI, see realService). */
+export function describeWith(service: RealService): jest.Describe {
+  return service.url ? describe : describe.skip;
+}
