@@ -12,4 +12,5 @@ bash scripts/kafka.sh start
 
 export TEST_DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
 export TEST_KAFKA_BROKERS="${TEST_KAFKA_BROKERS:-127.0.0.1:9092}"
-exec npx jest "$@"
+# test:unit sets the Node flag PGlite needs under jest (it loads built-ins with import()).
+exec npm run test:unit -- "$@"

@@ -47,8 +47,9 @@ export async function bootstrap(sql: Sql, options: BootstrapOptions): Promise<Cr
     const user = (
       await tx.query<Credentials['user']>(
         'accounts.createUser',
-        `INSERT INTO users (email, first_name, is_staff) VALUES ($1, $2, true) RETURNING id, uuid, email`,
-        [options.adminEmail, 'Admin'],
+        `INSERT INTO users (email, first_name, is_staff, current_project_id) VALUES ($1, $2, true, $3)
+         RETURNING id, uuid, email`,
+        [options.adminEmail, 'Admin', project.id],
       )
     ).rows[0]!;
     await tx.query(

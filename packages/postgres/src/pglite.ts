@@ -1,0 +1,118 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { mkdir } from 'node:fs/promises';
+import { PGlite, type Transaction } from '@electric-sql/pglite';
+import { StorageError } from '@plover/core';
+import { toStorageError } from './errors';
+import type { QueryResult, Sql, SqlExecutor } from './sql';
+import { RESULT_PARSERS } from './types';
+
+export interface PGliteSqlOptions {
+  /** Directory holding the database files; undefined keeps the database in memory (tests). */
+  dataDir?: string;
+}
+
+/** PGlite's top-level handle and its transaction handle offer the same query/exec calls. */
+function executor(target: PGlite | Transaction): SqlExecutor {
+  return {
+    async query<R = Record<string, unknown>>(name: string, text: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
+      try {
+        const result = await target.query<R>(text, params ? [...params] : undefined);
+        return { rows: result.rows, rowCount: result.rowCount ?? 0 };
+      } catch (error) {
+        throw toStorageError(error, name);
+      }
+    },
+    async exec(name: string, script: string): Promise<void> {
+      try {
+        await target.exec(script);
+      } catch (error) {
+        throw toStorageError(error, name);
+      }
+    },
+  };
+}
+
+/** Carries an error thrown by the caller's callback through PGlite's transaction, so it is rethrown unwrapped. */
+class CallbackFailure extends Error {
+  constructor(readonly error: unknown) {
+    super('transaction callback failed');
+  }
+}
+
+/**
+ * The Sql port on PGlite, in process (embedded mode).
+ *
+ * Main thread, not PGlite's worker mode: `PGliteWorker` expects a browser-style Worker, elects a leader with
+ * `navigator.locks` (absent in Node 20) and loads its database from a separate worker entry module, which
+ * would need its own build step outside tsc's CommonJS output and jest's transform. Queries therefore run on
+ * the event loop; callers that need throughput cache (see ARCHITECTURE.md, embedded adapters).
+ *
+ * PGlite is one connection. Its `transaction()` and top-level `query()`/`exec()` share one mutex, so a
+ * transaction is exclusive and a plain query issued meanwhile waits for it to end instead of running inside it.
+ */
+export class PGliteSql implements Sql {
+  private readonly direct: SqlExecutor;
+  /** Set while this instance's transaction callback runs; see assertOutsideTransaction. */
+  private readonly transactionScope = new AsyncLocalStorage<true>();
+
+  private constructor(private readonly db: PGlite) {
+    this.direct = executor(db);
+  }
+
+  static async open(options: PGliteSqlOptions = {}): Promise<PGliteSql> {
+    try {
+      // PGlite creates only the last path segment; a fresh install's data dir has no parents yet.
+      if (options.dataDir !== undefined) await mkdir(options.dataDir, { recursive: true });
+      return new PGliteSql(await PGlite.create({ dataDir: options.dataDir, parsers: RESULT_PARSERS }));
+    } catch (error) {
+      throw toStorageError(error, 'open');
+    }
+  }
+
+  async query<R = Record<string, unknown>>(name: string, text: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
+    this.assertOutsideTransaction(name);
+    return this.direct.query<R>(name, text, params);
+  }
+
+  async exec(name: string, script: string): Promise<void> {
+    this.assertOutsideTransaction(name);
+    return this.direct.exec(name, script);
+  }
+
+  async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    this.assertOutsideTransaction('transaction');
+    try {
+      return await this.db.transaction((tx) =>
+        this.transactionScope.run(true, async () => {
+          try {
+            return await fn(executor(tx));
+          } catch (error) {
+            throw new CallbackFailure(error);
+          }
+        }),
+      );
+    } catch (error) {
+      if (error instanceof CallbackFailure) throw error.error;
+      // BEGIN, COMMIT (25P02 when the callback swallowed an error) or ROLLBACK failed.
+      throw toStorageError(error, 'transaction');
+    }
+  }
+
+  async ping(): Promise<void> {
+    await this.query('ping', 'SELECT 1');
+  }
+
+  async close(): Promise<void> {
+    if (!this.db.closed) await this.db.close();
+  }
+
+  /**
+   * Inside a transaction callback the Sql itself would wait for that very transaction to end: a deadlock
+   * that hangs embedded mode while the same code runs on a pg pool. Fail at once instead.
+   */
+  private assertOutsideTransaction(name: string): void {
+    if (this.transactionScope.getStore()) {
+      throw new StorageError(`${name}: called on the Sql inside its own transaction; use the transaction's executor`, false, undefined);
+    }
+  }
+}

@@ -1,0 +1,36 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { PGliteSql } from '@plover/postgres/pglite';
+
+describe('PGliteSql', () => {
+  let root: string;
+
+  beforeAll(async () => {
+    root = await mkdtemp(path.join(os.tmpdir(), 'plover-pglite-'));
+  });
+  afterAll(() => rm(root, { recursive: true, force: true }));
+
+  it('keeps committed data in its data dir across a reopen', async () => {
+    const dataDir = path.join(root, 'nested', 'postgres');
+    const first = await PGliteSql.open({ dataDir });
+    await first.exec('test.create', 'CREATE TABLE kept (value text)');
+    await first.transaction((tx) => tx.query('test.insert', 'INSERT INTO kept VALUES ($1)', ['durable']));
+    await first.close();
+
+    const second = await PGliteSql.open({ dataDir });
+    try {
+      expect((await second.query('test.select', 'SELECT value FROM kept')).rows).toEqual([{ value: 'durable' }]);
+
+      // Inside a transaction the Sql itself would wait for that transaction forever: it fails at once instead.
+      const misuse = second.transaction(async () => {
+        await second.query('test.nested', 'SELECT 1');
+      });
+      await expect(misuse).rejects.toMatchObject({ name: 'StorageError', retriable: false });
+      await expect(second.transaction(() => second.transaction(() => Promise.resolve()))).rejects.toMatchObject({ name: 'StorageError' });
+      await expect(second.ping()).resolves.toBeUndefined();
+    } finally {
+      await second.close();
+    }
+  });
+});
