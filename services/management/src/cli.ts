@@ -17,9 +17,10 @@ async function run(command: string | undefined): Promise<void> {
     const config = loadConfigOrExit(process.env, { logging: sections.logging, postgres: sections.postgres, clickhouse: sections.clickhouse });
     const logger = createLogger({ service: 'admin', level: config.logging.level });
     const sql = PgSql.fromConfig(config.postgres);
-    const clickhouse = new HttpClickHouse(config.clickhouse);
+    const clickhouse = new HttpClickHouse({ ...config.clickhouse, database: undefined });
     try {
-      process.stdout.write(`${JSON.stringify(await migrateAll({ sql, clickhouse }, logger))}\n`);
+      const applied = await migrateAll({ sql, clickhouse }, logger, config.clickhouse.database);
+      process.stdout.write(`${JSON.stringify(applied)}\n`);
     } finally {
       await clickhouse.close();
       await sql.close();

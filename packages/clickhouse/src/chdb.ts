@@ -1,0 +1,155 @@
+/**
+ * The ClickHouse port on chDB: ClickHouse's own engine inside this process, for embedded mode. Imported from
+ * `@plover/clickhouse/chdb` only, so services that talk to a server never load the native library.
+ *
+ * What chDB (chdb 3.4.0, engine 26.7) allows, checked by hand and in this package's contract tests:
+ * - The engine is a process-wide singleton bound to ONE data directory. While any connection is open on
+ *   directory A, opening one on directory B (or a temporary one) throws CHDB_CONNECTION ("only one active data
+ *   directory per process"); A is released only when its last connection is destroyed. So a process holds at
+ *   most one ChdbClickHouse data directory at a time: close() one before opening another.
+ * - Several connections on the SAME directory coexist, each with its own session state, and run in parallel.
+ *   Two ChdbClickHouse handles on one directory in one process are therefore fine.
+ * - Another process cannot open a directory in use: the engine locks `<dir>/status` (CANNOT_OPEN_FILE).
+ * - One connection runs one statement at a time. Calls made concurrently on it queue inside chDB, and each
+ *   queued call occupies a libuv worker thread while it waits (measured: an fs.readFile waited 1.1 s behind
+ *   four queued queries on one connection), starving file I/O, DNS and zlib in the whole process. Hence the
+ *   pool below: a few connections, and calls queued in JS so chDB never holds more than one per connection.
+ * - Calls with bound parameters are serialized process-wide by chdb itself (its native parameter state is not
+ *   isolated per connection), so statements without parameters take the unbound path and run in parallel.
+ * - Settings that must hold for every statement are given at connect time (`connectionArgs`), per connection.
+ * - A connection destroyed while a native call still runs on it aborts the engine for the whole process;
+ *   chdb defers such a destruction, and close() below waits until nothing of ours is running.
+ * Only the async entry points (queryAsync, queryBindAsync, insert) are used: they run on libuv threads, so a
+ * long query never blocks the event loop (the synchronous forms freeze it for the whole query).
+ */
+import { mkdir } from 'node:fs/promises';
+import { drainPending, Session, type ChdbResult } from 'chdb';
+import { StorageError } from '@plover/core';
+import { clickHouseFailure, closedFailure, unclassifiedFailure } from './errors';
+import type { ClickHouse, ClickHouseParams } from './port';
+import { assertTableName, normalizeParams, SESSION_SETTINGS } from './wire';
+
+export interface ChdbClickHouseOptions {
+  /** Where the engine keeps its databases; created if missing. */
+  dataDir: string;
+  /**
+   * Connections in the pool, i.e. statements running at once. Keep it below libuv's thread pool
+   * (UV_THREADPOOL_SIZE, 4 by default) so file I/O elsewhere in the process always finds a thread.
+   */
+  connections?: number;
+}
+
+/** Two lets an insert proceed while a long query runs, and leaves half of libuv's default four threads free. */
+const DEFAULT_CONNECTIONS = 2;
+
+const CONNECTION_ARGS = Object.entries(SESSION_SETTINGS).map(([name, value]) => `--${name}=${value}`);
+
+export class ChdbClickHouse implements ClickHouse {
+  private readonly idle: Session[];
+  /** Calls waiting for a connection, first come first served. */
+  private readonly waiting: ((session: Session) => void)[] = [];
+  private closing: Promise<void> | undefined;
+
+  private constructor(private readonly sessions: readonly Session[]) {
+    this.idle = [...sessions];
+  }
+
+  static async open(options: ChdbClickHouseOptions): Promise<ChdbClickHouse> {
+    const count = options.connections ?? DEFAULT_CONNECTIONS;
+    if (!Number.isInteger(count) || count < 1) throw new RangeError(`connections must be a positive integer, got ${count}`);
+    await mkdir(options.dataDir, { recursive: true });
+    const sessions: Session[] = [];
+    try {
+      for (let i = 0; i < count; i++) sessions.push(new Session(options.dataDir, { connectionArgs: CONNECTION_ARGS }));
+    } catch (error) {
+      for (const session of sessions) session.close();
+      throw classify(`chDB open ${options.dataDir}`, error);
+    }
+    return new ChdbClickHouse(sessions);
+  }
+
+  async command(name: string, sql: string, params?: ClickHouseParams): Promise<void> {
+    // The Null format: a command's output (if any) is not wanted, so the engine need not even format it.
+    await this.run(`ClickHouse command ${name}`, (session) => execute(session, sql, params, 'Null'));
+  }
+
+  async query<R = Record<string, unknown>>(name: string, sql: string, params?: ClickHouseParams): Promise<R[]> {
+    return this.run(`ClickHouse query ${name}`, async (session) => parseJsonEachRow<R>(await execute(session, sql, params, 'JSONEachRow')));
+  }
+
+  async insert(table: string, rows: readonly Record<string, unknown>[]): Promise<void> {
+    assertTableName(table);
+    if (rows.length === 0) return;
+    await this.run(`ClickHouse insert into ${table}`, (session) => {
+      // The same JSONEachRow text @clickhouse/client sends, handed over as bytes for the engine to parse
+      // (chdb's row-array insert would instead build a VALUES statement in JS).
+      const values = Buffer.from(rows.map((row) => JSON.stringify(row)).join('\n'), 'utf8');
+      return session.insert({ table, values, format: 'JSONEachRow' });
+    });
+  }
+
+  async ping(): Promise<void> {
+    await this.run('ClickHouse ping', (session) => session.queryAsync('SELECT 1', { format: 'Null' }));
+  }
+
+  /**
+   * Lets every call already made finish, then destroys the connections. When it resolves the data directory is
+   * released, so another ChdbClickHouse (on any directory) can open in this process. Idempotent.
+   */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      // Taking every connection through the same queue as the calls means those queued earlier run first and
+      // none is still running on a connection when it is destroyed.
+      const sessions = await Promise.all(this.sessions.map(() => this.acquire()));
+      for (const session of sessions) session.close();
+      // chdb still defers a destruction while native calls of OTHER handles run; wait for those too, since
+      // the directory is only free once the last connection is really gone.
+      await drainPending();
+    })();
+    return this.closing;
+  }
+
+  private async run<T>(operation: string, call: (session: Session) => Promise<T>): Promise<T> {
+    if (this.closing) throw closedFailure(operation);
+    const session = await this.acquire();
+    try {
+      return await call(session);
+    } catch (error) {
+      throw classify(operation, error);
+    } finally {
+      this.release(session);
+    }
+  }
+
+  private acquire(): Promise<Session> {
+    const session = this.idle.pop();
+    return session ? Promise.resolve(session) : new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  private release(session: Session): void {
+    const next = this.waiting.shift();
+    if (next) next(session);
+    else this.idle.push(session);
+  }
+}
+
+function execute(session: Session, sql: string, params: ClickHouseParams | undefined, format: string): Promise<ChdbResult> {
+  // chdb serializes every bound call in the process (see above); don't pay for that when nothing is bound.
+  return params && Object.keys(params).length > 0
+    ? session.queryBindAsync(sql, normalizeParams(params), { format })
+    : session.queryAsync(sql, { format });
+}
+
+function parseJsonEachRow<R>(result: ChdbResult): R[] {
+  const rows: R[] = [];
+  for (const line of result.text().split('\n')) if (line !== '') rows.push(JSON.parse(line) as R);
+  return rows;
+}
+
+/** chDB errors carry the engine's numeric `clickhouseCode` when ClickHouse raised them, else chdb's own `code`. */
+function classify(operation: string, error: unknown): StorageError {
+  if (error instanceof StorageError) return error;
+  const { clickhouseCode, code } = (error ?? {}) as { clickhouseCode?: unknown; code?: unknown };
+  if (typeof clickhouseCode === 'number') return clickHouseFailure(operation, clickhouseCode, error);
+  return unclassifiedFailure(operation, error, typeof code === 'string' ? code : undefined);
+}

@@ -1,0 +1,430 @@
+/**
+ * One contract, every adapter: chDB in-process; HttpClickHouse through real HTTP against chDB (a test-only
+ * server speaking ClickHouse's HTTP interface); and HttpClickHouse against a real server when
+ * TEST_CLICKHOUSE_URL is set. There is no ClickHouse server on the CI machines, so that last variant is
+ * skipped when the variable is unset, even under CI (hence no realService() here).
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { StorageError } from '@plover/core';
+import { countEvents, HttpClickHouse, insertEvents, listEvents, migrate, type ClickHouse, type EventRow } from '@plover/clickhouse';
+import { ChdbClickHouse } from '@plover/clickhouse/chdb';
+import { splitStatements } from '../src/migrate';
+import { startChdbHttpServer } from './support/chdb-http-server';
+
+interface Target {
+  ch: ClickHouse;
+  /** For HTTP variants: a handle with other options against the same server. */
+  connect?: (options?: { requestTimeoutMs?: number }) => ClickHouse;
+  close(): Promise<void>;
+}
+
+interface Variant {
+  name: string;
+  kind: 'chdb' | 'http';
+  open(): Promise<Target>;
+}
+
+async function tempDir(): Promise<{ dir: string; remove: () => Promise<void> }> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'plover-ch-'));
+  return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
+}
+
+const variants: Variant[] = [
+  {
+    name: 'ChdbClickHouse (in-process)',
+    kind: 'chdb',
+    async open() {
+      const { dir, remove } = await tempDir();
+      const ch = await ChdbClickHouse.open({ dataDir: dir });
+      return {
+        ch,
+        async close() {
+          await ch.close();
+          await remove();
+        },
+      };
+    },
+  },
+  {
+    name: 'HttpClickHouse (HTTP to a chDB-backed test server)',
+    kind: 'http',
+    async open() {
+      const { dir, remove } = await tempDir();
+      const server = await startChdbHttpServer(dir);
+      const ch = new HttpClickHouse({ url: server.url });
+      return {
+        ch,
+        connect: (options) => new HttpClickHouse({ url: server.url, ...options }),
+        async close() {
+          await ch.close();
+          await server.close();
+          await remove();
+        },
+      };
+    },
+  },
+];
+
+const realUrl = process.env.TEST_CLICKHOUSE_URL;
+if (realUrl) {
+  variants.push({
+    name: `HttpClickHouse (real server at TEST_CLICKHOUSE_URL)`,
+    kind: 'http',
+    async open() {
+      // A database of its own per run, so runs neither see each other's rows nor the migrations of the last one.
+      const database = `plover_test_${randomUUID().replace(/-/g, '')}`;
+      const admin = new HttpClickHouse({ url: realUrl });
+      await admin.command('test.createDatabase', `CREATE DATABASE ${database}`);
+      const ch = new HttpClickHouse({ url: realUrl, database });
+      return {
+        ch,
+        connect: (options) => new HttpClickHouse({ url: realUrl, database, ...options }),
+        async close() {
+          await ch.close();
+          await admin.command('test.dropDatabase', `DROP DATABASE IF EXISTS ${database}`);
+          await admin.close();
+        },
+      };
+    },
+  });
+}
+
+let nextTeam = 1;
+function event(teamId: number, overrides: Partial<EventRow> = {}): EventRow {
+  return {
+    uuid: randomUUID(),
+    event: '$pageview',
+    properties: JSON.stringify({ $current_url: 'https://example.com/', $session_id: 's1' }),
+    timestamp: '2024-03-01 12:00:00.123456',
+    team_id: teamId,
+    distinct_id: 'user-1',
+    elements_chain: '',
+    created_at: '2024-03-01 12:00:01.000001',
+    person_id: randomUUID(),
+    person_properties: '{}',
+    person_created_at: '2024-01-01 00:00:00.000',
+    person_mode: 'full',
+    group0_properties: '',
+    group1_properties: '',
+    group2_properties: '',
+    group3_properties: '',
+    group4_properties: '',
+    group0_created_at: '1970-01-01 00:00:00.000',
+    group1_created_at: '1970-01-01 00:00:00.000',
+    group2_created_at: '1970-01-01 00:00:00.000',
+    group3_created_at: '1970-01-01 00:00:00.000',
+    group4_created_at: '1970-01-01 00:00:00.000',
+    $group_0: '',
+    $group_1: '',
+    $group_2: '',
+    $group_3: '',
+    $group_4: '',
+    session_id: 's1',
+    window_id: '',
+    historical_migration: false,
+    ...overrides,
+  };
+}
+
+async function failure(promise: Promise<unknown>): Promise<StorageError> {
+  const error: unknown = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(StorageError);
+  return error as StorageError;
+}
+
+describe.each(variants)('ClickHouse contract: $name', (variant) => {
+  let target: Target;
+  let ch: ClickHouse;
+
+  beforeAll(async () => {
+    target = await variant.open();
+    ch = target.ch;
+  });
+
+  afterAll(async () => {
+    await target?.close();
+  });
+
+  describe('migrations', () => {
+    it('apply in order, are recorded, and a second run applies nothing', async () => {
+      expect(await migrate(ch)).toEqual({ applied: ['001_events'] });
+      expect(await migrate(ch)).toEqual({ applied: [] });
+      const recorded = await ch.query('test.ledger', 'SELECT version, name FROM plover_migrations FINAL ORDER BY version');
+      expect(recorded).toEqual([{ version: 1, name: 'events' }]);
+    });
+
+    it('create the database named in the options and migrate it, harmlessly when two runs race', async () => {
+      const database = `plover_db_${randomUUID().replace(/-/g, '')}`;
+      try {
+        const racing = await Promise.all([migrate(ch, { database }), migrate(ch, { database })]);
+        expect(racing.flatMap((run) => run.applied)).toContain('001_events');
+        expect(await migrate(ch, { database })).toEqual({ applied: [] });
+        const recorded = await ch.query('test.ledger', `SELECT version FROM ${database}.plover_migrations FINAL`);
+        expect(recorded).toEqual([{ version: 1 }]);
+        const tables = await ch.query('test.tables', 'SELECT name FROM system.tables WHERE database = {database:String} ORDER BY name', { database });
+        expect(tables).toEqual([{ name: 'events' }, { name: 'plover_migrations' }]);
+      } finally {
+        await ch.command('test.dropDatabase', `DROP DATABASE IF EXISTS ${database}`);
+      }
+    });
+
+    it('refuse a migration file renamed after it was applied', async () => {
+      const database = `plover_db_${randomUUID().replace(/-/g, '')}`;
+      const { dir, remove } = await tempDir();
+      try {
+        await writeFile(path.join(dir, '001_first.sql'), 'CREATE TABLE IF NOT EXISTS {database}.t (x UInt8) ENGINE = MergeTree ORDER BY x;\n');
+        expect(await migrate(ch, { database, dir })).toEqual({ applied: ['001_first'] });
+        await rename(path.join(dir, '001_first.sql'), path.join(dir, '001_renamed.sql'));
+        const error = await failure(migrate(ch, { database, dir }));
+        expect(error).toMatchObject({ retriable: false, code: 'BAD_MIGRATION' });
+      } finally {
+        await ch.command('test.dropDatabase', `DROP DATABASE IF EXISTS ${database}`);
+        await remove();
+      }
+    });
+
+    it('split a file at semicolons that end a line, ignoring comment-only chunks', () => {
+      const sql = "-- header\nCREATE TABLE a (s String DEFAULT ';');\n\nCREATE TABLE b (x UInt8);  \n-- trailing comment\n";
+      expect(splitStatements(sql)).toEqual(["-- header\nCREATE TABLE a (s String DEFAULT ';')", 'CREATE TABLE b (x UInt8)']);
+    });
+  });
+
+  describe('events', () => {
+    beforeAll(async () => {
+      await migrate(ch);
+    });
+
+    it('round-trip every column: unicode, quotes, JSON, microsecond timestamps', async () => {
+      const teamId = nextTeam++;
+      const tricky = event(teamId, {
+        event: 'signed "up" — 日本語 🚀',
+        distinct_id: "o'brien\\tab\t\nnewline",
+        properties: JSON.stringify({ quote: '"\'`', nested: { emoji: '🦜', n: 1.5 }, list: [1, 'two', null] }),
+        timestamp: '2024-03-01 12:34:56.654321',
+        created_at: '2024-03-01 12:34:57.000009',
+        person_properties: JSON.stringify({ email: 'ü@example.com' }),
+        person_created_at: '2023-12-31 23:59:59.999',
+        person_mode: 'force_upgrade',
+        group0_properties: '{"name":"Acme"}',
+        group4_properties: '{"name":"Globex"}',
+        group0_created_at: '2024-02-01 10:00:00.500',
+        group4_created_at: '2024-02-04 10:00:00.250',
+        $group_0: 'acme',
+        $group_4: 'globex',
+        session_id: '018e0f9a-session',
+        window_id: '018e0f9a-window',
+        historical_migration: true,
+      });
+      const plain = event(teamId, { timestamp: '2024-03-01 13:00:00.000001', person_mode: 'propertyless' });
+      await insertEvents(ch, [tricky, plain]);
+      expect(await listEvents(ch, teamId)).toEqual([tricky, plain]);
+    });
+
+    it('accept ISO-8601 date-times on insert and return them in ClickHouse form', async () => {
+      const teamId = nextTeam++;
+      const row = event(teamId, { timestamp: '2024-03-01T12:00:00.123456Z' });
+      await insertEvents(ch, [row]);
+      const [stored] = await listEvents(ch, teamId);
+      expect(stored?.timestamp).toBe('2024-03-01 12:00:00.123456');
+    });
+
+    it('show a redelivered event once, in counts and in rows', async () => {
+      const teamId = nextTeam++;
+      const batch = [event(teamId), event(teamId, { event: 'clicked', distinct_id: 'user-2' }), event(teamId, { timestamp: '2024-03-02 00:00:00.000000' })];
+      await insertEvents(ch, batch);
+      await insertEvents(ch, batch);
+      await insertEvents(ch, [batch[1]!]);
+      expect(await countEvents(ch, teamId)).toBe(3);
+      const listed = await listEvents(ch, teamId);
+      expect(listed.map((row) => row.uuid).sort()).toEqual(batch.map((row) => row.uuid).sort());
+    });
+
+    it('refuse a row with a field that has no column rather than drop the field', async () => {
+      const error = await failure(ch.insert('events', [{ ...event(nextTeam++), no_such_column: 1 }]));
+      expect(error).toMatchObject({ retriable: false, code: '117' }); // INCORRECT_DATA
+    });
+
+    it('serve concurrent inserts and queries correctly', async () => {
+      const teamIds = Array.from({ length: 8 }, () => nextTeam++);
+      await Promise.all(teamIds.map((teamId, i) => insertEvents(ch, Array.from({ length: i + 1 }, () => event(teamId)))));
+      const counts = await Promise.all(teamIds.map((teamId) => countEvents(ch, teamId)));
+      expect(counts).toEqual(teamIds.map((_, i) => i + 1));
+    });
+  });
+
+  describe('bound parameters', () => {
+    beforeAll(async () => {
+      await migrate(ch);
+    });
+
+    it('keep an injection attempt inert', async () => {
+      const attempt = "x' OR 1=1 --";
+      expect(await ch.query('test.echo', 'SELECT {s:String} AS s', { s: attempt })).toEqual([{ s: attempt }]);
+      const teamId = nextTeam++;
+      await insertEvents(ch, [event(teamId)]);
+      const rows = await ch.query<{ n: string }>('test.inert', 'SELECT count() AS n FROM events FINAL WHERE team_id = {t:Int64} AND distinct_id = {d:String}', {
+        t: teamId,
+        d: attempt,
+      });
+      expect(rows).toEqual([{ n: '0' }]);
+    });
+
+    it('bind String, Int64, DateTime64 and Array values', async () => {
+      const rows = await ch.query('test.types', 'SELECT {s:String} AS s, {i:Int64} AS i, {big:Int64} AS big, {d:DateTime64(3, \'UTC\')} AS d, {d6:DateTime64(6, \'UTC\')} AS d6, {a:Array(String)} AS a, {n:Array(Int64)} AS n', {
+        s: 'tab\there, back\\slash, "quotes", \'single\', ünïcödé',
+        i: -42,
+        big: '9223372036854775807',
+        d: new Date('2024-03-01T12:34:56.789Z'),
+        d6: '2024-03-01 12:34:56.123456',
+        a: ["it's", 'a\\b', 'plain'],
+        n: [1, 2n ** 62n],
+      });
+      expect(rows).toEqual([
+        {
+          s: 'tab\there, back\\slash, "quotes", \'single\', ünïcödé',
+          i: '-42',
+          big: '9223372036854775807',
+          d: '2024-03-01 12:34:56.789',
+          d6: '2024-03-01 12:34:56.123456',
+          a: ["it's", 'a\\b', 'plain'],
+          n: ['1', String(2n ** 62n)],
+        },
+      ]);
+    });
+
+    it('refuse integers that have already lost precision', async () => {
+      const error = await failure(ch.query('test.unsafe', 'SELECT {i:Int64} AS i', { i: 2 ** 60 }));
+      expect(error).toMatchObject({ retriable: false, code: 'BAD_PARAMETER' });
+    });
+  });
+
+  describe('errors', () => {
+    it('a syntax error is permanent and carries the ClickHouse code', async () => {
+      const error = await failure(ch.query('test.syntax', 'SELEC 1'));
+      expect(error).toMatchObject({ retriable: false, code: '62' });
+    });
+
+    it('a server-side limit is retriable and carries the ClickHouse code', async () => {
+      const error = await failure(ch.query('test.limit', 'SELECT count() FROM system.numbers SETTINGS max_execution_time = 0.2'));
+      expect(error).toMatchObject({ retriable: true, code: '159' }); // TIMEOUT_EXCEEDED
+    });
+
+    it('an unknown table is permanent', async () => {
+      const error = await failure(ch.command('test.unknownTable', 'INSERT INTO no_such_table SELECT 1'));
+      expect(error).toMatchObject({ retriable: false, code: '60' });
+    });
+
+    it('ping resolves', async () => {
+      await expect(ch.ping()).resolves.toBeUndefined();
+    });
+
+    if (variant.kind === 'http') {
+      it('an unreachable server is retriable', async () => {
+        const unreachable = new HttpClickHouse({ url: 'http://127.0.0.1:1' });
+        try {
+          const error = await failure(unreachable.ping());
+          expect(error).toMatchObject({ retriable: true, code: 'ECONNREFUSED' });
+        } finally {
+          await unreachable.close();
+        }
+      });
+
+      it('a closed handle refuses calls', async () => {
+        const closed = target.connect!();
+        await closed.close();
+        const error = await failure(closed.ping());
+        expect(error).toMatchObject({ retriable: false, code: 'CLOSED' });
+      });
+
+      it('a request past its deadline is retriable', async () => {
+        const impatient = target.connect!({ requestTimeoutMs: 300 });
+        try {
+          const error = await failure(impatient.query('test.slow', 'SELECT sleep(1.5) AS s'));
+          expect(error).toMatchObject({ retriable: true, code: 'TIMEOUT' });
+        } finally {
+          await impatient.close();
+        }
+      });
+    }
+  });
+
+  if (variant.kind === 'chdb') {
+    describe('in-process engine', () => {
+      it('async queries do not block a concurrent HTTP request (show it)', async () => {
+        const server = http.createServer((_req, res) => res.end('ok'));
+        await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+        const { port } = server.address() as AddressInfo;
+        try {
+          const started = performance.now();
+          let finishedAt: number | undefined;
+          // One thread of hashing, ~1 s on the 2-core dev machine; max_threads=1 keeps its length independent
+          // of the core count and leaves a core to the event loop, as in production.
+          const query = ch
+            .query('test.heavy', "SELECT count() AS c FROM numbers(10000000) WHERE sipHash128(number, 'plover') != '' SETTINGS max_threads = 1")
+            .then((rows) => {
+              finishedAt = performance.now();
+              return rows;
+            });
+          // A timer firing while the query runs is the first sign the loop is free; the request is the proof.
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          const sent = performance.now();
+          const body = await new Promise<string>((resolve, reject) => {
+            http
+              .get(`http://127.0.0.1:${port}/`, (res) => {
+                res.setEncoding('utf8');
+                let text = '';
+                res.on('data', (chunk: string) => (text += chunk));
+                res.on('end', () => resolve(text));
+              })
+              .on('error', reject);
+          });
+          const answeredAt = performance.now();
+          const stillRunning = finishedAt === undefined;
+          expect(await query).toEqual([{ c: '10000000' }]);
+          const queryMs = finishedAt! - started;
+          const responseMs = answeredAt - sent;
+          expect(body).toBe('ok');
+          expect(stillRunning).toBe(true);
+          expect(responseMs).toBeLessThan(queryMs / 5);
+        } finally {
+          await new Promise((resolve) => server.close(resolve));
+        }
+      });
+
+      it('refuses a second data directory in the same process while one is open', async () => {
+        const { dir, remove } = await tempDir();
+        try {
+          const error = await failure(ChdbClickHouse.open({ dataDir: dir }));
+          expect(error).toMatchObject({ retriable: false, code: 'CHDB_CONNECTION' });
+        } finally {
+          await remove();
+        }
+      });
+
+      it('close() lets calls already made finish, refuses new ones, and releases the data directory', async () => {
+        const pending = ch.query('test.beforeClose', 'SELECT count() AS c FROM numbers(1000000)');
+        const closed = ch.close();
+        const refused = await failure(ch.ping());
+        expect(refused).toMatchObject({ retriable: false, code: 'CLOSED' });
+        expect(await pending).toEqual([{ c: '1000000' }]);
+        await closed;
+        const { dir, remove } = await tempDir();
+        try {
+          const other = await ChdbClickHouse.open({ dataDir: dir });
+          await other.ping();
+          await other.close();
+        } finally {
+          await remove();
+        }
+      });
+    });
+  }
+});
