@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Runs every benchmark (or the ones named: `npm run bench -- bus`) and prints one JSON line each.
+# Numbers go into BENCHMARKS.md by hand, with the date and machine, so regressions are visible in review.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+names=("$@")
+[ ${#names[@]} -gt 0 ] || names=(bus chdb-insert)
+for name in "${names[@]}"; do
+  echo "== bench/${name}.ts" >&2
+  node --conditions=plover-source --import tsx "bench/${name}.ts"
+done
