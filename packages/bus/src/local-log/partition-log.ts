@@ -1,0 +1,344 @@
+/**
+ * One partition of a LocalLogBus topic: a directory of segment files `<baseOffset>.log` (zero-padded so that
+ * names sort like offsets), appended with group commit and read by consumers up to what is fsynced.
+ */
+import { open, readdir, unlink } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import { StorageError } from '@plover/core';
+import type { Logger } from '@plover/core';
+import type { BusMessage, OutgoingMessage } from '../port';
+import { busClosedError, fsyncDir, storageError, writeFully } from './files';
+import { decodeFrame, encodeFrames, frameEnd, scanFrames } from './record';
+
+const SEGMENT_NAME = /^(\d{20})\.log$/;
+/** Consumers and recovery read segments in pieces this large (a single larger frame is read whole). */
+const READ_CHUNK_BYTES = 1024 * 1024;
+const EMPTY = Buffer.alloc(0);
+
+export interface Segment {
+  readonly baseOffset: number;
+  readonly path: string;
+  /** Undefined until the flush that first writes a freshly rolled segment creates its file. */
+  handle: FileHandle | undefined;
+  /** Bytes handed out to appends, durable or not: where the next append goes. */
+  assignedBytes: number;
+  /** Bytes written and fsynced: readers never look beyond them. */
+  durableBytes: number;
+}
+
+interface PendingWrite {
+  segment: Segment;
+  frames: Buffer;
+  /** Offset after the last frame. */
+  endOffset: number;
+  resolve: () => void;
+  reject: (error: StorageError) => void;
+}
+
+export interface PartitionLogOptions {
+  dir: string;
+  topic: string;
+  partition: number;
+  segmentBytes: number;
+  logger: Logger;
+}
+
+export class PartitionLog {
+  /** Offset after the last fsynced record: consumers see exactly the records below it. */
+  private durableOffset: number;
+  private pending: PendingWrite[] = [];
+  private flushing: Promise<void> | undefined;
+  private readonly listeners = new Set<() => void>();
+  private closed = false;
+  /** Set when a write or fsync failed: the tail of the file is unknown, so nothing is appended until a reopen recovers it. */
+  failure: StorageError | undefined;
+  /** fdatasync calls so far; with group commit far fewer than produce calls. */
+  syncs = 0;
+
+  private constructor(
+    private readonly options: PartitionLogOptions,
+    private readonly segments: Segment[],
+    /** Offset the next appended record gets (records up to it may still be waiting for their fsync). */
+    private nextOffset: number,
+  ) {
+    this.durableOffset = nextOffset;
+  }
+
+  /** Opens the partition in `options.dir` (which must exist), cutting off a torn tail of its last segment. */
+  static async open(options: PartitionLogOptions): Promise<PartitionLog> {
+    const names = (await readdir(options.dir)).filter((name) => SEGMENT_NAME.test(name)).sort();
+    const segments: Segment[] = [];
+    try {
+      for (const name of names) {
+        const file = path.join(options.dir, name);
+        const handle = await open(file, 'r+');
+        const { size } = await handle.stat();
+        segments.push({ baseOffset: Number(name.slice(0, 20)), path: file, handle, assignedBytes: size, durableBytes: size });
+      }
+      const last = segments.at(-1);
+      if (!last) return new PartitionLog(options, [newSegment(options.dir, 0)], 0);
+      // Earlier segments were fsynced before the next one was created; only the last can end in a torn write.
+      return new PartitionLog(options, segments, await recoverTail(last, options.logger));
+    } catch (error) {
+      await closeFiles(segments);
+      throw storageError(`LocalLogBus: cannot open ${options.dir}`, error, false);
+    }
+  }
+
+  get startOffset(): number {
+    return (this.segments[0] as Segment).baseOffset;
+  }
+
+  get endOffset(): number {
+    return this.durableOffset;
+  }
+
+  get topic(): string {
+    return this.options.topic;
+  }
+
+  get partition(): number {
+    return this.options.partition;
+  }
+
+  /**
+   * Appends `messages` and resolves once they are fsynced. Offsets and file positions are handed out right here,
+   * synchronously, so concurrent callers keep their call order; the write itself is left to `flush`, which writes
+   * everything that queued up meanwhile with one writev and one fdatasync (group commit).
+   */
+  append(messages: readonly OutgoingMessage[], timestamp: number): Promise<void> {
+    // The executor runs synchronously; what it throws (a message too large to frame) rejects the promise.
+    return new Promise((resolve, reject) => {
+      if (this.failure) throw this.failure;
+      if (this.closed) throw busClosedError();
+      const frames = encodeFrames(messages, this.nextOffset, timestamp);
+      let segment = this.segments.at(-1) as Segment;
+      if (segment.assignedBytes > 0 && segment.assignedBytes + frames.length > this.options.segmentBytes) {
+        segment = newSegment(this.options.dir, this.nextOffset);
+        this.segments.push(segment);
+      }
+      segment.assignedBytes += frames.length;
+      this.nextOffset += messages.length;
+      this.pending.push({ segment, frames, endOffset: this.nextOffset, resolve, reject });
+      this.flushing ??= this.flush();
+    });
+  }
+
+  private async flush(): Promise<void> {
+    // Waiting for the check phase lets every produce call made by this loop turn's I/O callbacks join the first
+    // write; later calls queue up while that write's fsync runs and go together in the next one.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    while (this.pending.length > 0) {
+      const writes = this.pending;
+      this.pending = [];
+      let done = 0;
+      try {
+        while (done < writes.length) {
+          // A batch spans two segments only when the log rolled: finish (and fsync) the old file first.
+          const segment = (writes[done] as PendingWrite).segment;
+          let end = done + 1;
+          while (end < writes.length && (writes[end] as PendingWrite).segment === segment) end++;
+          await this.writeDurably(segment, writes.slice(done, end));
+          done = end;
+        }
+      } catch (error) {
+        this.fail(error, writes.slice(done));
+        break;
+      }
+    }
+    this.flushing = undefined;
+  }
+
+  private async writeDurably(segment: Segment, writes: PendingWrite[]): Promise<void> {
+    if (!segment.handle) {
+      segment.handle = await open(segment.path, 'wx+');
+      await fsyncDir(this.options.dir);
+    }
+    const bytes = await writeFully(
+      segment.handle,
+      writes.map((write) => write.frames),
+      segment.durableBytes,
+    );
+    await segment.handle.datasync();
+    this.syncs++;
+    segment.durableBytes += bytes;
+    this.durableOffset = (writes.at(-1) as PendingWrite).endOffset;
+    for (const write of writes) write.resolve();
+    for (const listener of this.listeners) listener();
+  }
+
+  private fail(error: unknown, unsettled: PendingWrite[]): void {
+    this.failure = storageError(`LocalLogBus: appending to ${this.options.dir} failed, appends are refused until the bus is reopened`, error, false);
+    this.options.logger.error({ err: error, dir: this.options.dir }, 'local log append failed');
+    for (const write of [...unsettled, ...this.pending]) write.reject(this.failure);
+    this.pending = [];
+  }
+
+  /** Calls `listener` whenever new records become durable; returns the unsubscribe function. */
+  onAppend(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * A reader positioned at `offset`, clamped into the retained, durable range (a group's commit can point before
+   * the first segment when segments were deleted, or past the end when a crash lost unsynced records).
+   */
+  async readerAt(offset: number): Promise<LogReader> {
+    const target = Math.min(Math.max(offset, this.startOffset), this.durableOffset);
+    const segment = this.segments.findLast((candidate) => candidate.baseOffset <= target) as Segment;
+    // Nothing indexes offsets to positions: walking one segment is cheap and only happens when a consumer starts.
+    const reader = new LogReader(this, segment, segment.baseOffset);
+    await reader.skipTo(target);
+    return reader;
+  }
+
+  /** The segment holding the records right after `segment`. */
+  segmentAfter(segment: Segment): Segment {
+    const next = this.segments.find((candidate) => candidate.baseOffset > segment.baseOffset);
+    if (!next) throw new StorageError(`LocalLogBus: no segment after ${segment.path}`, false, 'LOG_INVARIANT');
+    return next;
+  }
+
+  /** Deletes the segments whose records all lie below `offset` (every group has committed past them). */
+  async deleteSegmentsBefore(offset: number): Promise<void> {
+    let count = 0;
+    // The last segment is never deleted: appends go there.
+    while (count < this.segments.length - 1 && (this.segments[count + 1] as Segment).baseOffset <= offset) count++;
+    for (const segment of this.segments.splice(0, count)) {
+      try {
+        await segment.handle?.close();
+        await unlink(segment.path);
+      } catch (error) {
+        // A segment left behind is only disk space: it is found again on open and deleted with the next commit.
+        this.options.logger.warn({ err: error, file: segment.path }, 'could not delete a consumed local log segment');
+      }
+    }
+  }
+
+  /** Waits for queued appends to become durable, then closes the files. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.flushing;
+    await closeFiles(this.segments);
+  }
+}
+
+/** Reads a partition forward from an offset, one chunk of the file at a time. */
+export class LogReader {
+  /** Whole intact frames read ahead of `offset`, starting at `index`. */
+  private chunk: Buffer = EMPTY;
+  private index = 0;
+  /** File position right after `chunk`. */
+  private position = 0;
+
+  constructor(
+    private readonly log: PartitionLog,
+    private segment: Segment,
+    /** Offset of the next record this reader returns. */
+    public offset: number,
+  ) {}
+
+  /**
+   * Up to `max` records from `offset` on, none when the reader is at the durable end. A batch never spans two
+   * reads of the file, so a read that fails cannot take records already decoded down with it.
+   */
+  async next(max: number): Promise<BusMessage[]> {
+    if (this.index >= this.chunk.length && !(await this.fill())) return [];
+    const messages: BusMessage[] = [];
+    while (messages.length < max && this.index < this.chunk.length) {
+      messages.push(decodeFrame(this.chunk, this.index, this.log.topic, this.log.partition));
+      this.index = frameEnd(this.chunk, this.index);
+      this.offset++;
+    }
+    return messages;
+  }
+
+  async skipTo(target: number): Promise<void> {
+    while (this.offset < target && (this.index < this.chunk.length || (await this.fill()))) {
+      this.index = frameEnd(this.chunk, this.index);
+      this.offset++;
+    }
+  }
+
+  private async fill(): Promise<boolean> {
+    if (this.offset >= this.log.endOffset) return false;
+    if (this.position >= this.segment.durableBytes) {
+      // This segment is exhausted yet durable records follow: they are in the next segment.
+      this.segment = this.log.segmentAfter(this.segment);
+      this.position = 0;
+    }
+    const { segment, position } = this;
+    const read = await readFrames(segment, position, segment.durableBytes, this.offset);
+    if (read.count === 0) {
+      throw new StorageError(`LocalLogBus: damaged record in ${segment.path} at byte ${position}`, false, 'LOG_CORRUPT');
+    }
+    this.chunk = read.frames;
+    this.index = 0;
+    this.position = position + read.frames.length;
+    return true;
+  }
+}
+
+async function closeFiles(segments: readonly Segment[]): Promise<void> {
+  await Promise.all(segments.map(async (segment) => segment.handle?.close()));
+}
+
+function newSegment(dir: string, baseOffset: number): Segment {
+  const file = path.join(dir, `${String(baseOffset).padStart(20, '0')}.log`);
+  return { baseOffset, path: file, handle: undefined, assignedBytes: 0, durableBytes: 0 };
+}
+
+interface FramesRead {
+  /** Whole intact frames. */
+  frames: Buffer;
+  count: number;
+  /** The bytes after `frames` (up to `limit`) do not start with an intact frame. */
+  damaged: boolean;
+}
+
+/** Reads the intact frames at `position` (the first with offset `firstOffset`) without looking past `limit`. */
+async function readFrames(segment: Segment, position: number, limit: number, firstOffset: number): Promise<FramesRead> {
+  const handle = segment.handle;
+  if (!handle) throw new StorageError(`LocalLogBus: ${segment.path} is not open`, false, 'LOG_INVARIANT');
+  let size = Math.min(READ_CHUNK_BYTES, limit - position);
+  for (;;) {
+    if (size <= 0) return { frames: EMPTY, count: 0, damaged: false };
+    const buffer = Buffer.allocUnsafe(size);
+    const { bytesRead } = await handle.read(buffer, 0, size, position);
+    const scan = scanFrames(buffer.subarray(0, bytesRead), firstOffset);
+    if (scan.count === 0 && !scan.damaged && scan.cutFrameBytes > size && position + scan.cutFrameBytes <= limit) {
+      size = scan.cutFrameBytes; // one frame larger than a chunk
+      continue;
+    }
+    // Not even one whole frame before the limit: the file ends in a torn write.
+    const torn = scan.count === 0;
+    return { frames: buffer.subarray(0, scan.bytes), count: scan.count, damaged: scan.damaged || torn };
+  }
+}
+
+/**
+ * Finds the end of the intact records of the last segment and truncates what follows, which is what a crash in
+ * the middle of a write leaves. Returns the offset the next append gets.
+ */
+async function recoverTail(segment: Segment, logger: Logger): Promise<number> {
+  const fileBytes = segment.durableBytes;
+  let position = 0;
+  let offset = segment.baseOffset;
+  for (;;) {
+    const read = await readFrames(segment, position, fileBytes, offset);
+    position += read.frames.length;
+    offset += read.count;
+    if (read.damaged || read.count === 0) break;
+  }
+  if (position < fileBytes) {
+    logger.warn({ file: segment.path, keptBytes: position, droppedBytes: fileBytes - position }, 'cutting off a torn tail of the local log');
+    const handle = segment.handle as FileHandle;
+    await handle.truncate(position);
+    await handle.datasync();
+    segment.assignedBytes = position;
+    segment.durableBytes = position;
+  }
+  return offset;
+}

@@ -1,0 +1,276 @@
+/**
+ * What KafkaBus promises beyond the shared bus contract (test/bus.contract.test.ts): Java-compatible key
+ * partitioning, idempotent acks=-1 producing, error classification, and group membership surviving long
+ * batches.
+ * The broker-backed half needs TEST_KAFKA_BROKERS (scripts/kafka.sh start; then 127.0.0.1:9092).
+ */
+import { createServer } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import {
+  Kafka,
+  KafkaJSConnectionError,
+  KafkaJSNonRetriableError,
+  KafkaJSNumberOfRetriesExceeded,
+  KafkaJSProtocolError,
+  KafkaJSTimeout,
+  logLevel,
+} from 'kafkajs';
+import { StorageError, silentLogger } from '@plover/core';
+import { KafkaBus, toStorageError } from '@plover/bus/kafka';
+import type { BusMessage, Consumer } from '../src/port';
+import { describeWith, realService } from '../../../test/support/services';
+import { deleteTopics } from './support/kafka-factory';
+
+const kafka = realService('TEST_KAFKA_BROKERS');
+const runId = `${Date.now()}-${randomUUID().slice(0, 8)}`;
+let sequence = 0;
+const unique = (kind: string) => `plover-kafka-test-${runId}-${kind}-${++sequence}`;
+/** Topics of this run, deleted at the end: the broker is shared and would otherwise collect them. */
+const topics: string[] = [];
+const uniqueTopic = (kind: string) => {
+  const topic = unique(kind);
+  topics.push(topic);
+  return topic;
+};
+
+/** A port nothing listens on: bound by us a moment ago, then released. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  if (address === null || typeof address === 'string') throw new Error('no TCP address');
+  return address.port;
+}
+
+async function until(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe('toStorageError', () => {
+  it('classifies retries exhausted on a connection failure as retriable, by the inner error class', () => {
+    const error = toStorageError(
+      'produce failed',
+      new KafkaJSNumberOfRetriesExceeded(new KafkaJSConnectionError('Connection error: connect ECONNREFUSED'), {
+        retryCount: 5,
+        retryTime: 1000,
+      }),
+    );
+    expect(error).toBeInstanceOf(StorageError);
+    expect(error).toMatchObject({ retriable: true, code: 'KafkaJSConnectionError' });
+    expect(error.cause).toBeInstanceOf(KafkaJSNumberOfRetriesExceeded);
+  });
+
+  it('uses the Kafka protocol error type as the code and its retriable flag', () => {
+    const notEnoughReplicas = new KafkaJSProtocolError({ type: 'NOT_ENOUGH_REPLICAS', code: 19, retriable: true, message: 'x' } as unknown as Error);
+    expect(toStorageError('x', notEnoughReplicas)).toMatchObject({ retriable: true, code: 'NOT_ENOUGH_REPLICAS' });
+    const tooLarge = new KafkaJSProtocolError({ type: 'MESSAGE_TOO_LARGE', code: 10, retriable: false, message: 'x' } as unknown as Error);
+    const NonRetriable = KafkaJSNonRetriableError as unknown as new (error: Error, options: { cause: Error }) => KafkaJSNonRetriableError;
+    expect(toStorageError('x', new NonRetriable(tooLarge, { cause: tooLarge }))).toMatchObject({
+      retriable: false,
+      code: 'MESSAGE_TOO_LARGE',
+    });
+  });
+
+  it('treats kafkajs timeouts as retriable and foreign errors as permanent', () => {
+    // kafkajs's typings leave out the message its constructors take.
+    const Timeout = KafkaJSTimeout as unknown as new (message: string) => KafkaJSTimeout;
+    expect(toStorageError('x', new Timeout('Timed out while waiting for topic leaders'))).toMatchObject({ retriable: true, code: 'KafkaJSTimeout' });
+    expect(toStorageError('x', new TypeError('bad argument'))).toMatchObject({ retriable: false, code: undefined });
+  });
+});
+
+describe('KafkaBus with an unreachable broker', () => {
+  let bus: KafkaBus;
+
+  beforeAll(async () => {
+    bus = new KafkaBus({
+      brokers: [`127.0.0.1:${await closedPort()}`],
+      clientId: 'plover-kafka-test',
+      logger: silentLogger(),
+      requestTimeoutMs: 1000,
+      retry: { retries: 1, initialRetryTimeMs: 50 },
+    });
+  });
+
+  afterAll(() => bus.close());
+
+  it('rejects produce, ping, ensureTopics and consume with retriable StorageErrors', async () => {
+    const expected = { name: 'StorageError', retriable: true, code: 'KafkaJSConnectionError' };
+    await expect(bus.produce('events', [{ key: 'k', value: Buffer.from('v') }])).rejects.toMatchObject(expected);
+    // A second produce after the failure gets a new producer session, and fails the same way.
+    await expect(bus.produce('events', [{ key: 'k', value: Buffer.from('v') }])).rejects.toMatchObject(expected);
+    await expect(bus.ping()).rejects.toMatchObject(expected);
+    await expect(bus.ensureTopics(['events'])).rejects.toMatchObject(expected);
+    await expect(bus.consume({ groupId: 'g', topics: ['events'], handleBatch: () => Promise.resolve() })).rejects.toMatchObject(expected);
+  });
+
+  it('refuses a maxBatchSize that is not a positive integer before touching the network', async () => {
+    await expect(bus.consume({ groupId: 'g', topics: ['events'], maxBatchSize: 0, handleBatch: () => Promise.resolve() })).rejects.toMatchObject({
+      name: 'StorageError',
+      retriable: false,
+      code: 'INVALID_ARGUMENT',
+    });
+  });
+});
+
+describeWith(kafka)('KafkaBus against a broker', () => {
+  const brokers = (kafka.url ?? '').split(',');
+  let bus: KafkaBus;
+  const consumers: Consumer[] = [];
+
+  beforeAll(() => {
+    bus = new KafkaBus({ brokers, clientId: 'plover-kafka-test', logger: silentLogger(), partitions: 4 });
+  });
+
+  afterEach(async () => {
+    await Promise.all(consumers.splice(0).map((consumer) => consumer.stop()));
+  });
+
+  afterAll(async () => {
+    await bus.close();
+    await deleteTopics(kafka.url ?? '', topics);
+  });
+
+  it('puts every message of one key into the partition the Java client would choose', async () => {
+    const topic = uniqueTopic('keys');
+    await bus.ensureTopics([topic]);
+    // Utils.toPositive(Utils.murmur2(key.getBytes(UTF_8))) % 4, computed with kafka-clients 3.9.1.
+    const javaPartition: Record<string, number> = { '2:alice': 0, '1:alice': 1, '5:ivan': 2, '1:bob': 3 };
+    const keys = Object.keys(javaPartition);
+    for (let round = 0; round < 10; round += 1) {
+      await bus.produce(
+        topic,
+        keys.flatMap((key) => [0, 1, 2].map((n) => ({ key, value: Buffer.from(`${round * 3 + n}`) }))),
+      );
+    }
+
+    const received: BusMessage[] = [];
+    consumers.push(
+      await bus.consume({
+        groupId: unique('group'),
+        topics: [topic],
+        handleBatch: (batch) => {
+          received.push(...batch.messages);
+          return Promise.resolve();
+        },
+      }),
+    );
+    await until(() => received.length === keys.length * 30, 30_000, 'all messages');
+
+    for (const key of keys) {
+      const mine = received.filter((message) => message.key === key);
+      expect(new Set(mine.map((message) => message.partition))).toEqual(new Set([javaPartition[key]]));
+      // One partition keeps the order of production.
+      expect(mine.map((message) => Number(message.value.toString()))).toEqual([...Array(30).keys()]);
+    }
+  });
+
+  it('hands what one fetch returned to handleBatch in slices of at most maxBatchSize', async () => {
+    const topic = uniqueTopic('slices');
+    await bus.ensureTopics([topic]);
+    // Produced before the consumer starts, so that its first fetch returns all of them at once.
+    await bus.produce(topic, [...Array(25).keys()].map((n) => ({ key: 'one-key', value: Buffer.from(`${n}`) })));
+    const batches: number[][] = [];
+    consumers.push(
+      await bus.consume({
+        groupId: unique('group'),
+        topics: [topic],
+        maxBatchSize: 10,
+        handleBatch: (batch) => {
+          batches.push(batch.messages.map((message) => Number(message.value.toString())));
+          return Promise.resolve();
+        },
+      }),
+    );
+    await until(() => batches.flat().length === 25, 30_000, 'all messages');
+    expect(Math.max(...batches.map((batch) => batch.length))).toBe(10);
+    expect(batches.flat()).toEqual([...Array(25).keys()]);
+  });
+
+  it('produces idempotently, and replaces its producer after a failed send', async () => {
+    const topic = uniqueTopic('idempotent');
+    const raw = new Kafka({ clientId: 'plover-kafka-test-raw', brokers, logLevel: logLevel.NOTHING });
+    const admin = raw.admin();
+    await admin.connect();
+    try {
+      await admin.createTopics({
+        topics: [{ topic, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: '2048' }] }],
+        waitForLeaders: true,
+      });
+    } finally {
+      await admin.disconnect();
+    }
+
+    await bus.produce(topic, [{ key: 'k', value: Buffer.from('before') }]);
+    const tooLarge = bus.produce(topic, [{ key: 'k', value: Buffer.alloc(4096) }]);
+    await expect(tooLarge).rejects.toBeInstanceOf(StorageError);
+    await expect(tooLarge).rejects.toMatchObject({ retriable: false, code: 'MESSAGE_TOO_LARGE' });
+    await bus.produce(topic, [{ key: 'k', value: Buffer.from('after') }]);
+
+    // The record batches say which producer wrote them; BusMessage does not, so read them with kafkajs.
+    const producerIds = new Map<string, string>();
+    const reader = raw.consumer({ groupId: unique('group'), maxWaitTimeInMs: 500 });
+    await reader.connect();
+    await reader.subscribe({ topics: [topic], fromBeginning: true });
+    await reader.run({
+      eachMessage: ({ message }) => {
+        const { batchContext } = message as unknown as { batchContext: { producerId: string } };
+        producerIds.set(message.value?.toString() ?? '', batchContext.producerId);
+        return Promise.resolve();
+      },
+    });
+    try {
+      await until(() => producerIds.size === 2, 15_000, 'both messages');
+    } finally {
+      await reader.disconnect();
+    }
+    // A producer id means an idempotent producer, which kafkajs only lets send with acks=-1.
+    expect(Number(producerIds.get('before'))).toBeGreaterThanOrEqual(0);
+    // A new producer id: the failed session's sequence numbers can never shadow later messages.
+    expect(producerIds.get('after')).not.toEqual(producerIds.get('before'));
+  });
+
+  it('keeps its partitions through a batch longer than the session timeout', async () => {
+    const topic = uniqueTopic('slow');
+    await bus.ensureTopics([topic]);
+    await bus.produce(topic, [{ key: 'k', value: Buffer.from('slow') }]);
+    const groupId = unique('group');
+    const deliveries: string[] = [];
+    const first = await bus.consume({
+      groupId,
+      topics: [topic],
+      handleBatch: async (batch) => {
+        deliveries.push(...batch.messages.map((message) => message.value.toString()));
+        // Past the 10 s session timeout: without heartbeats during the batch the broker would evict the
+        // member, the commit would fail and the message would come again.
+        await new Promise((resolve) => setTimeout(resolve, 12_000));
+      },
+    });
+    await until(() => deliveries.length === 1, 15_000, 'the slow delivery');
+    await first.stop();
+
+    // The offset was committed: a new member of the group starts after the slow message.
+    await bus.produce(topic, [{ key: 'k', value: Buffer.from('next') }]);
+    consumers.push(
+      await bus.consume({
+        groupId,
+        topics: [topic],
+        handleBatch: (batch) => {
+          deliveries.push(...batch.messages.map((message) => message.value.toString()));
+          return Promise.resolve();
+        },
+      }),
+    );
+    await until(() => deliveries.length >= 2, 15_000, 'the next message');
+    expect(deliveries).toEqual(['slow', 'next']);
+  }, 60_000);
+
+  it('reports itself reachable', async () => {
+    await expect(bus.ping()).resolves.toBeUndefined();
+  });
+});
