@@ -58,7 +58,7 @@ describeWith(postgres)('bootstrap on Postgres', () => {
   it('creates them once even when two processes bootstrap at the same time', async () => {
     const database = await createTestDatabase(postgres.url!);
     try {
-      await expectBootstrapContract(async () => new PgSql({ connectionString: database.url }));
+      await expectBootstrapContract(() => Promise.resolve(new PgSql({ connectionString: database.url })));
       const a = new PgSql({ connectionString: database.url });
       const b = new PgSql({ connectionString: database.url });
       await a.query('test.reset', 'TRUNCATE organizations, users, projects CASCADE');

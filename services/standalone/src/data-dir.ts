@@ -17,7 +17,9 @@ export function lockDataDir(dataDir: string): () => void {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       const holder = Number(fs.readFileSync(lockPath, 'utf8'));
       if (holder && holder !== process.pid && isAlive(holder)) {
-        throw new Error(`${dataDir} is in use by process ${holder}; stop it or set PLOVER_DATA_DIR to another directory`);
+        throw new Error(`${dataDir} is in use by process ${holder}; stop it or set PLOVER_DATA_DIR to another directory`, {
+          cause: error,
+        });
       }
       fs.rmSync(lockPath, { force: true });
     }
