@@ -14,8 +14,10 @@ const REDACT = [
   '*.personal_api_key',
 ];
 
-export function createLogger(options: { service: string; level: string }): Logger {
-  return pino({ name: options.service, level: options.level, redact: { paths: REDACT, censor: '[redacted]' } });
+/** Services log to stdout; command-line tools log to stderr so their stdout stays a clean result. */
+export function createLogger(options: { service: string; level: string; toStderr?: boolean }): Logger {
+  const destination = pino.destination({ fd: options.toStderr ? 2 : 1, sync: true });
+  return pino({ name: options.service, level: options.level, redact: { paths: REDACT, censor: '[redacted]' } }, destination);
 }
 
 /** A logger that writes nothing, for tests and tools that only need the interface. */

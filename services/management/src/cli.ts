@@ -15,7 +15,7 @@ const USAGE = 'usage: cli.js migrate|bootstrap';
 async function run(command: string | undefined): Promise<void> {
   if (command === 'migrate') {
     const config = loadConfigOrExit(process.env, { logging: sections.logging, postgres: sections.postgres, clickhouse: sections.clickhouse });
-    const logger = createLogger({ service: 'admin', level: config.logging.level });
+    const logger = createLogger({ service: 'admin', level: config.logging.level, toStderr: true });
     const sql = PgSql.fromConfig(config.postgres);
     const clickhouse = new HttpClickHouse({ ...config.clickhouse, database: undefined });
     try {

@@ -11,7 +11,7 @@ async function run(command: string | undefined): Promise<void> {
     return;
   }
   const config = loadConfigOrExit(process.env, { logging: sections.logging, data: sections.dataDir });
-  const logger = createLogger({ service: 'admin', level: config.logging.level });
+  const logger = createLogger({ service: 'admin', level: config.logging.level, toStderr: true });
   const unlock = lockDataDir(config.data.dataDir);
   try {
     const stores = await openEmbeddedStores(config.data.dataDir, logger);
