@@ -88,14 +88,14 @@ describeWith({ url: postgres.url && kafka.url })('distributed services', () => {
   });
 
   it.each(['capture', 'decide', 'management', 'ingestion'])('%s starts on real adapters and is ready', async (service) => {
-    const process = run(`services/${service}/src/main.ts`, [], env);
+    const child = run(`services/${service}/src/main.ts`, [], env);
     try {
-      const port = await waitForPort(process.output);
+      const port = await waitForPort(() => child.output());
       const ready = await fetch(`http://127.0.0.1:${port}/_ready`);
       expect({ status: ready.status, body: await ready.json() }).toMatchObject({ status: 200, body: { status: 'ok' } });
     } finally {
-      process.kill();
-      expect((await process).code).toBe(0);
+      child.kill();
+      expect((await child).code).toBe(0);
     }
   });
 
