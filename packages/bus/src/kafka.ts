@@ -96,14 +96,10 @@ export class KafkaBus implements EventBus {
     if (messages.length === 0) return;
     const session = (this.producer ??= new ProducerSession(
       this.kafka.producer({ idempotent: true, createPartitioner: Partitioners.DefaultPartitioner }),
+      this.requestTimeoutMs,
     ));
     try {
-      await session.send({
-        topic,
-        acks: -1,
-        timeout: this.requestTimeoutMs,
-        messages: messages.map((message) => ({ key: message.key, value: message.value, headers: message.headers })),
-      });
+      await session.send(topic, messages);
     } catch (error) {
       // After a failure the broker may hold messages whose acknowledgement never arrived, while kafkajs will
       // number the next batch as if they were lost; the broker would then discard that batch as a duplicate.
@@ -207,41 +203,138 @@ export class KafkaBus implements EventBus {
 }
 
 /**
- * One kafkajs producer and its connection. Retired after a failed send: it stops taking new sends and
- * disconnects once the sends already under way have settled, so they are not cut off.
+ * Our share of a produce request's bytes. The broker refuses a partition's record batch above
+ * `message.max.bytes` (1 MiB by default) and kafkajs does not split batches, so requests stay below it.
+ */
+const MAX_REQUEST_BYTES = 900 * 1024;
+
+type KafkaMessageOut = ProducerRecord['messages'][number];
+
+interface QueuedSend {
+  topic: string;
+  messages: KafkaMessageOut[];
+  bytes: number;
+  resolve(): void;
+  reject(error: Error | undefined): void;
+}
+
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
+}
+
+function sizeOf(message: OutgoingMessage): number {
+  let bytes = message.value.length + Buffer.byteLength(message.key);
+  for (const [name, value] of Object.entries(message.headers ?? {})) bytes += name.length + value.length;
+  return bytes;
+}
+
+/** Splits one call's messages into pieces that each fit a request (a lone oversized message stays whole). */
+function chunk(messages: readonly OutgoingMessage[]): { messages: KafkaMessageOut[]; bytes: number }[] {
+  const chunks: { messages: KafkaMessageOut[]; bytes: number }[] = [];
+  let current: { messages: KafkaMessageOut[]; bytes: number } | undefined;
+  for (const message of messages) {
+    const bytes = sizeOf(message);
+    if (!current || (current.bytes + bytes > MAX_REQUEST_BYTES && current.messages.length > 0)) {
+      current = { messages: [], bytes: 0 };
+      chunks.push(current);
+    }
+    current.messages.push({ key: message.key, value: message.value, headers: message.headers });
+    current.bytes += bytes;
+  }
+  return chunks;
+}
+
+/**
+ * One kafkajs producer and its connection, sending one request at a time: kafkajs serializes an idempotent
+ * producer's requests anyway, so concurrent calls would queue one round trip each. Instead, calls that
+ * arrive while a request is in flight wait together and go out as the next request (group commit, as
+ * the local log does with fsync), each resolving when the request carrying it is acknowledged.
+ * Retired after a failed send: what was queued behind the failure is refused rather than sent on a
+ * producer whose sequence numbers may no longer match the broker's, and it disconnects once idle.
  */
 class ProducerSession {
   private readonly connected: Promise<void>;
-  private inFlight = 0;
+  private readonly queue: QueuedSend[] = [];
+  private flushing = false;
+  private failure: Error | undefined;
   private retired = false;
   private disconnected: Promise<void> | undefined;
 
-  constructor(private readonly producer: Producer) {
+  constructor(
+    private readonly producer: Producer,
+    private readonly timeoutMs: number,
+  ) {
     this.connected = producer.connect();
-    // Observed through send(); without this a failed connect with no send waiting would be unhandled.
+    // Observed through flush(); without this a failed connect with no send waiting would be unhandled.
     this.connected.catch(() => undefined);
   }
 
-  async send(record: ProducerRecord): Promise<void> {
-    this.inFlight += 1;
-    try {
-      await this.connected;
-      await this.producer.send(record);
-    } finally {
-      this.inFlight -= 1;
-      if (this.retired && this.inFlight === 0) void this.disconnect();
-    }
+  async send(topic: string, messages: readonly OutgoingMessage[]): Promise<void> {
+    await Promise.all(
+      chunk(messages).map(
+        (piece) =>
+          new Promise<void>((resolve, reject) => {
+            if (this.failure !== undefined) return reject(this.failure);
+            this.queue.push({ topic, ...piece, resolve, reject });
+            if (!this.flushing) void this.flush();
+          }),
+      ),
+    );
   }
 
   retire(): Promise<void> {
     this.retired = true;
-    return this.inFlight === 0 ? this.disconnect() : Promise.resolve();
+    return this.flushing ? Promise.resolve() : this.disconnect();
+  }
+
+  private async flush(): Promise<void> {
+    this.flushing = true;
+    try {
+      await this.connected;
+      while (this.queue.length > 0) {
+        const group = this.takeRequest();
+        try {
+          await this.producer.sendBatch({ acks: -1, timeout: this.timeoutMs, topicMessages: byTopic(group) });
+        } catch (error) {
+          this.failure = asError(error);
+          for (const send of group) send.reject(this.failure);
+          break;
+        }
+        for (const send of group) send.resolve();
+      }
+    } catch (error) {
+      this.failure = asError(error);
+    } finally {
+      for (const send of this.queue.splice(0)) send.reject(this.failure);
+      this.flushing = false;
+      if (this.retired) void this.disconnect();
+    }
+  }
+
+  private takeRequest(): QueuedSend[] {
+    let bytes = 0;
+    let count = 0;
+    while (count < this.queue.length && (count === 0 || bytes + this.queue[count]!.bytes <= MAX_REQUEST_BYTES)) {
+      bytes += this.queue[count]!.bytes;
+      count += 1;
+    }
+    return this.queue.splice(0, count);
   }
 
   private disconnect(): Promise<void> {
     this.disconnected ??= this.producer.disconnect().catch(() => undefined);
     return this.disconnected;
   }
+}
+
+function byTopic(group: readonly QueuedSend[]): { topic: string; messages: KafkaMessageOut[] }[] {
+  const topics = new Map<string, KafkaMessageOut[]>();
+  for (const send of group) {
+    const messages = topics.get(send.topic);
+    if (messages) messages.push(...send.messages);
+    else topics.set(send.topic, [...send.messages]);
+  }
+  return [...topics].map(([topic, messages]) => ({ topic, messages }));
 }
 
 class KafkaBusConsumer implements Consumer {

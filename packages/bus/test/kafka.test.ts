@@ -170,6 +170,46 @@ describeWith(kafka)('KafkaBus against a broker', () => {
     }
   });
 
+  it('splits one call bigger than a broker request and keeps its order', async () => {
+    const topic = uniqueTopic('large');
+    await bus.ensureTopics([topic]);
+    // 3 MiB for one key, i.e. one partition: as one record batch the broker would refuse it (1 MiB limit).
+    const value = Buffer.alloc(1024, 'x');
+    await bus.produce(topic, [...Array(3072).keys()].map((n) => ({ key: 'one-key', value: Buffer.concat([Buffer.from(`${n}:`), value]) })));
+    const received: number[] = [];
+    consumers.push(
+      await bus.consume({
+        groupId: unique('group'),
+        topics: [topic],
+        handleBatch: (batch) => {
+          received.push(...batch.messages.map((message) => Number(message.value.toString().split(':')[0])));
+          return Promise.resolve();
+        },
+      }),
+    );
+    await until(() => received.length === 3072, 30_000, 'all messages');
+    expect(received).toEqual([...Array(3072).keys()]);
+  });
+
+  it('acknowledges every one of many concurrent calls, each only once its messages are stored', async () => {
+    const topic = uniqueTopic('concurrent');
+    await bus.ensureTopics([topic]);
+    await Promise.all(
+      [...Array(64).keys()].map((caller) =>
+        bus.produce(topic, [...Array(10).keys()].map((n) => ({ key: `caller-${caller}`, value: Buffer.from(`${caller}:${n}`) }))),
+      ),
+    );
+    const offsets = await new Kafka({ clientId: 'plover-kafka-test-raw', brokers, logLevel: logLevel.NOTHING }).admin();
+    await offsets.connect();
+    try {
+      const high = await offsets.fetchTopicOffsets(topic);
+      // Every call resolved, so all 640 messages are on the broker already (no consumer needed to see them).
+      expect(high.reduce((sum, partition) => sum + Number(partition.high), 0)).toBe(640);
+    } finally {
+      await offsets.disconnect();
+    }
+  });
+
   it('hands what one fetch returned to handleBatch in slices of at most maxBatchSize', async () => {
     const topic = uniqueTopic('slices');
     await bus.ensureTopics([topic]);
