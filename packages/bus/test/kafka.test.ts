@@ -199,7 +199,7 @@ describeWith(kafka)('KafkaBus against a broker', () => {
         bus.produce(topic, [...Array(10).keys()].map((n) => ({ key: `caller-${caller}`, value: Buffer.from(`${caller}:${n}`) }))),
       ),
     );
-    const offsets = await new Kafka({ clientId: 'plover-kafka-test-raw', brokers, logLevel: logLevel.NOTHING }).admin();
+    const offsets = new Kafka({ clientId: 'plover-kafka-test-raw', brokers, logLevel: logLevel.NOTHING }).admin();
     await offsets.connect();
     try {
       const high = await offsets.fetchTopicOffsets(topic);
