@@ -1,0 +1,16 @@
+export type { Properties } from './json';
+export type { PersonWarning } from './warnings';
+export type { PersonOverride } from './person-repository';
+export {
+  PersonStore,
+  type DeletedPerson,
+  type EventPerson,
+  type Person,
+  type PersonEvent,
+  type PersonMode,
+  type PropertiesUpdate,
+} from './person-store';
+export { GroupStore, type EventGroup, type Group, type GroupEvent, type GroupTypeMapping } from './group-store';
+export { MAX_PROPERTIES_BYTES } from './rules/properties';
+export { PERSON_UUID_NAMESPACE, PERSONLESS_CREATED_AT, isPersonless, personUuid } from './rules/identity';
+export { MAX_GROUP_TYPES } from './rules/groups';

@@ -1,0 +1,51 @@
+/** A JSON object as parsed from an event or read from a jsonb column. */
+export type Properties = Record<string, unknown>;
+
+export function isPlainObject(value: unknown): value is Properties {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Own keys only: a property named `toString` or `__proto__` must not be mistaken for an inherited member. */
+export function hasOwn(properties: Properties, key: string): boolean {
+  return Object.hasOwn(properties, key);
+}
+
+/**
+ * Equality of JSON values, objects compared key by key in any order. jsonb returns keys in its own order,
+ * and an object or array parsed from each event is a new reference, so `===` would report every such
+ * value as changed and bump the version on every replay.
+ */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a)) {
+    return Array.isArray(b) && a.length === b.length && a.every((item, index) => jsonEqual(item, b[index]));
+  }
+  if (isPlainObject(a) && isPlainObject(b)) {
+    const keys = Object.keys(a);
+    return keys.length === Object.keys(b).length && keys.every((key) => hasOwn(b, key) && jsonEqual(a[key], b[key]));
+  }
+  return false;
+}
+
+// NUL and unpaired surrogates: JSON.stringify writes them as \u0000 / \udXXX escapes, which Postgres
+// refuses in jsonb (22P05, 22P02), and NUL is refused in text too. Replaced as PostHog does for distinct ids
+// (reference §2.1: NUL becomes U+FFFD), so one odd character cannot fail every write for a person.
+// eslint-disable-next-line no-control-regex -- matching NUL is the point
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+export function storableText(text: string): string {
+  return text.replace(UNSTORABLE, '\ufffd');
+}
+
+/** A copy of a JSON value that Postgres accepts as jsonb, with the characters above replaced in keys and strings. */
+export function storableJson(value: unknown): unknown {
+  if (typeof value === 'string') return storableText(value);
+  if (Array.isArray(value)) return value.map(storableJson);
+  if (isPlainObject(value)) return storableProperties(value);
+  return value;
+}
+
+export function storableProperties(properties: Properties): Properties {
+  // fromEntries defines own properties, so a `__proto__` key stays a key instead of setting the prototype.
+  return Object.fromEntries(Object.entries(properties).map(([key, value]) => [storableText(key), storableJson(value)]));
+}

@@ -1,0 +1,196 @@
+import type { SqlExecutor } from '@plover/postgres';
+import type { PersonState } from './rules/person-state';
+import { LostRaceError } from './transactions';
+
+/**
+ * The person statements, one function each, over any executor (the Sql or a transaction). Values are
+ * always bound; properties go in whole as one jsonb parameter, computed by the rules under a row lock.
+ */
+
+/** A person row as the rules see it. */
+export interface StoredPerson extends PersonState {
+  id: number;
+  uuid: string;
+}
+
+export interface PersonOverride {
+  oldPersonUuid: string;
+  overridePersonUuid: string;
+  version: number;
+}
+
+export type PersonRef = { id: number } | { uuid: string };
+
+const PERSON_COLUMNS = `p.id, p.uuid, p.properties, p.is_identified AS "isIdentified", p.created_at AS "createdAt", p.version`;
+const OVERRIDE_COLUMNS = `old_person_uuid AS "oldPersonUuid", override_person_uuid AS "overridePersonUuid", version`;
+
+function refCondition(ref: PersonRef): { column: string; value: number | string } {
+  return 'id' in ref ? { column: 'p.id', value: ref.id } : { column: 'p.uuid', value: ref.uuid };
+}
+
+/** Without a lock: the read-only fast path and personless events. */
+export async function findPersonByDistinctId(db: SqlExecutor, projectId: number, distinctId: string): Promise<StoredPerson | undefined> {
+  const result = await db.query<StoredPerson>(
+    'persons.findByDistinctId',
+    `SELECT ${PERSON_COLUMNS}
+       FROM person_distinct_ids d JOIN persons p ON p.id = d.person_id
+      WHERE d.project_id = $1 AND d.distinct_id = $2`,
+    [projectId, distinctId],
+  );
+  return result.rows[0];
+}
+
+/**
+ * Locks the distinct-id rows of `distinctIds` and their persons, in distinct-id order so that two
+ * transactions over the same ids queue instead of deadlocking. Ids without a person are absent from the map.
+ */
+export async function lockPersonsByDistinctIds(
+  tx: SqlExecutor,
+  projectId: number,
+  distinctIds: readonly string[],
+): Promise<Map<string, StoredPerson>> {
+  const result = await tx.query<StoredPerson & { distinctId: string }>(
+    'persons.lockByDistinctIds',
+    `SELECT d.distinct_id AS "distinctId", ${PERSON_COLUMNS}
+       FROM person_distinct_ids d JOIN persons p ON p.id = d.person_id
+      WHERE d.project_id = $1 AND d.distinct_id = ANY($2::text[])
+      ORDER BY d.distinct_id
+        FOR UPDATE OF d, p`,
+    [projectId, distinctIds],
+  );
+  return new Map(result.rows.map(({ distinctId, ...person }) => [distinctId, person]));
+}
+
+/**
+ * Creates a person with its distinct ids in one statement. It also drops an override left from an earlier
+ * person with the same uuid: uuids are deterministic, so a person deleted (with its distinct ids) comes back
+ * under the same uuid when its distinct id is seen again, and must count as itself.
+ * A person or distinct id created meanwhile by a concurrent transaction is a lost race.
+ */
+export async function insertPerson(
+  tx: SqlExecutor,
+  projectId: number,
+  uuid: string,
+  state: PersonState,
+  distinctIds: readonly string[],
+): Promise<StoredPerson> {
+  const result = await tx.query<StoredPerson & { attached: number }>(
+    'persons.insert',
+    `WITH cleared AS (
+       DELETE FROM person_overrides WHERE project_id = $1 AND old_person_uuid = $2
+     ), p AS (
+       INSERT INTO persons (project_id, uuid, properties, is_identified, created_at, version)
+       VALUES ($1, $2, $3::jsonb, $4, $5, $6)
+       ON CONFLICT (project_id, uuid) DO NOTHING
+       RETURNING *
+     ), attached AS (
+       INSERT INTO person_distinct_ids (project_id, distinct_id, person_id)
+       SELECT $1, ids.distinct_id, p.id FROM p, unnest($7::text[]) WITH ORDINALITY AS ids (distinct_id, position)
+        ORDER BY ids.position
+       ON CONFLICT (project_id, distinct_id) DO NOTHING
+       RETURNING 1
+     )
+     SELECT ${PERSON_COLUMNS}, (SELECT count(*) FROM attached)::int AS attached FROM p`,
+    [projectId, uuid, JSON.stringify(state.properties), state.isIdentified, state.createdAt, state.version, distinctIds],
+  );
+  const row = result.rows[0];
+  if (!row || row.attached !== distinctIds.length) throw new LostRaceError('person created concurrently');
+  const { attached: _attached, ...person } = row;
+  return person;
+}
+
+export async function updatePersonState(tx: SqlExecutor, personId: number, state: PersonState): Promise<void> {
+  await tx.query(
+    'persons.update',
+    'UPDATE persons SET properties = $2::jsonb, is_identified = $3, created_at = $4, version = $5 WHERE id = $1',
+    [personId, JSON.stringify(state.properties), state.isIdentified, state.createdAt, state.version],
+  );
+}
+
+export async function attachDistinctId(tx: SqlExecutor, projectId: number, distinctId: string, personId: number): Promise<void> {
+  const result = await tx.query(
+    'persons.attachDistinctId',
+    `INSERT INTO person_distinct_ids (project_id, distinct_id, person_id) VALUES ($1, $2, $3)
+     ON CONFLICT (project_id, distinct_id) DO NOTHING`,
+    [projectId, distinctId, personId],
+  );
+  if (result.rowCount !== 1) throw new LostRaceError('distinct id attached concurrently');
+}
+
+/** Moves every distinct id of the merged-away person; each moved row gets version + 1 (reference §2.4). */
+export async function moveDistinctIds(tx: SqlExecutor, projectId: number, fromPersonId: number, toPersonId: number): Promise<void> {
+  await tx.query(
+    'persons.moveDistinctIds',
+    'UPDATE person_distinct_ids SET person_id = $3, version = version + 1 WHERE project_id = $1 AND person_id = $2',
+    [projectId, fromPersonId, toPersonId],
+  );
+}
+
+/**
+ * Upserts overrides `[old, new]` and returns the rows written. Re-writing an existing mapping is a no-op
+ * (no version bump), so replaying the event that wrote it changes nothing.
+ */
+export async function writeOverrides(tx: SqlExecutor, projectId: number, pairs: ReadonlyArray<readonly [string, string]>): Promise<PersonOverride[]> {
+  const effective = pairs.filter(([oldUuid, newUuid]) => oldUuid !== newUuid);
+  if (effective.length === 0) return [];
+  const result = await tx.query<PersonOverride>(
+    'persons.writeOverrides',
+    `INSERT INTO person_overrides (project_id, old_person_uuid, override_person_uuid)
+     SELECT $1, pairs.old_uuid, pairs.new_uuid FROM unnest($2::uuid[], $3::uuid[]) AS pairs (old_uuid, new_uuid)
+     ON CONFLICT (project_id, old_person_uuid) DO UPDATE
+       SET override_person_uuid = EXCLUDED.override_person_uuid, version = person_overrides.version + 1
+       WHERE person_overrides.override_person_uuid <> EXCLUDED.override_person_uuid
+     RETURNING ${OVERRIDE_COLUMNS}`,
+    [projectId, effective.map(([oldUuid]) => oldUuid), effective.map(([, newUuid]) => newUuid)],
+  );
+  return result.rows;
+}
+
+/** Keeps override chains flat: what pointed at the merged-away person now points at the survivor. */
+export async function repointOverrides(tx: SqlExecutor, projectId: number, fromUuid: string, toUuid: string): Promise<PersonOverride[]> {
+  const result = await tx.query<PersonOverride>(
+    'persons.repointOverrides',
+    `UPDATE person_overrides SET override_person_uuid = $3, version = version + 1
+      WHERE project_id = $1 AND override_person_uuid = $2
+      RETURNING ${OVERRIDE_COLUMNS}`,
+    [projectId, fromUuid, toUuid],
+  );
+  return result.rows;
+}
+
+export async function deletePersonRow(tx: SqlExecutor, personId: number): Promise<StoredPerson | undefined> {
+  const result = await tx.query<StoredPerson>('persons.delete', `DELETE FROM persons p WHERE p.id = $1 RETURNING ${PERSON_COLUMNS}`, [personId]);
+  return result.rows[0];
+}
+
+/** Deletes a person's distinct ids first, so their row locks are taken before the person's, as ingestion does. */
+export async function deleteDistinctIds(tx: SqlExecutor, personId: number): Promise<string[]> {
+  const result = await tx.query<{ distinct_id: string }>(
+    'persons.deleteDistinctIds',
+    'DELETE FROM person_distinct_ids WHERE person_id = $1 RETURNING distinct_id',
+    [personId],
+  );
+  return result.rows.map((row) => row.distinct_id);
+}
+
+/**
+ * A person with its distinct ids, oldest first (the order PostHog's API lists them in); `forUpdate` also
+ * locks the person row (the management API's writes).
+ */
+export async function selectPerson(
+  db: SqlExecutor,
+  projectId: number,
+  ref: PersonRef,
+  lock: 'forUpdate' | 'noLock' = 'noLock',
+): Promise<(StoredPerson & { distinctIds: string[] }) | undefined> {
+  const { column, value } = refCondition(ref);
+  const result = await db.query<StoredPerson & { distinctIds: string[] }>(
+    lock === 'forUpdate' ? 'persons.selectForUpdate' : 'persons.select',
+    `SELECT ${PERSON_COLUMNS},
+            array(SELECT d.distinct_id FROM person_distinct_ids d WHERE d.person_id = p.id ORDER BY d.id) AS "distinctIds"
+       FROM persons p WHERE p.project_id = $1 AND ${column} = $2
+       ${lock === 'forUpdate' ? 'FOR UPDATE' : ''}`,
+    [projectId, value],
+  );
+  return result.rows[0];
+}

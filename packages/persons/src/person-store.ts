@@ -1,0 +1,291 @@
+import { isUuid } from '@plover/core';
+import type { Sql, SqlExecutor } from '@plover/postgres';
+import { storableText, type Properties } from './json';
+import {
+  attachDistinctId,
+  deleteDistinctIds,
+  deletePersonRow,
+  findPersonByDistinctId,
+  insertPerson,
+  lockPersonsByDistinctIds,
+  moveDistinctIds,
+  repointOverrides,
+  selectPerson,
+  updatePersonState,
+  writeOverrides,
+  type PersonOverride,
+  type PersonRef,
+  type StoredPerson,
+} from './person-repository';
+import {
+  FORCE_UPGRADE_AFTER_MS,
+  PERSONLESS_CREATED_AT,
+  isPersonless,
+  mergeRequestOf,
+  personUuid,
+  planIdentity,
+  type MergeRequest,
+} from './rules/identity';
+import { newPersonState, nextPersonState, type ChangeOptions, type PersonChange } from './rules/person-state';
+import { MAX_PROPERTIES_BYTES, eventPersonProperties, normalizeUpdate, propertyUpdateOf, writesEveryChange, type PropertyUpdate } from './rules/properties';
+import { LostRaceError, transactionWithReplays } from './transactions';
+import type { PersonWarning } from './warnings';
+
+/** An event as person processing needs it: capture's normalized event (distinct_id a string, timestamp computed). */
+export interface PersonEvent {
+  uuid: string;
+  event: string;
+  distinctId: string;
+  timestamp: Date;
+  properties: Properties;
+}
+
+/** The events table's person_mode (reference §3.1). */
+export type PersonMode = 'full' | 'propertyless' | 'force_upgrade';
+
+/** What the stored event row needs from person processing, plus what to record beside it. */
+export interface EventPerson {
+  mode: PersonMode;
+  /** events.person_id. */
+  personUuid: string;
+  /** The Postgres id; undefined for a personless event of a distinct id that has no person. */
+  personId: number | undefined;
+  /** events.person_created_at. */
+  createdAt: Date;
+  /** events.person_properties: the person after this event, with its $set on top ({} when personless). */
+  properties: Properties;
+  /** Ingestion warnings to record; the event is still stored. */
+  warnings: PersonWarning[];
+  /** Override rows this event wrote (new or re-pointed), for a copy kept next to the events. */
+  overrides: PersonOverride[];
+}
+
+export interface Person {
+  id: number;
+  uuid: string;
+  properties: Properties;
+  isIdentified: boolean;
+  createdAt: Date;
+  version: number;
+  distinctIds: string[];
+}
+
+export interface PropertiesUpdate {
+  /** `updated` (version + 1), `unchanged` (nothing to write) or `too_large` (refused, nothing written). */
+  outcome: 'updated' | 'unchanged' | 'too_large';
+  person: Person;
+}
+
+export interface DeletedPerson {
+  id: number;
+  uuid: string;
+  version: number;
+  distinctIds: string[];
+}
+
+/** The event-independent part of processing one event, fixed before any attempt of its transaction. */
+interface EventContext {
+  projectId: number;
+  event: PersonEvent;
+  distinctId: string;
+  update: PropertyUpdate;
+  writeEveryChange: boolean;
+}
+
+/**
+ * Persons in Postgres, processed as PostHog's ingestion does (capture/persons reference §2). Ingestion calls
+ * processEvent per event, serially per distinct id; the management API's PATCH calls updateProperties. Both
+ * decide with the same rules (rules/person-state.ts) on a row locked with SELECT … FOR UPDATE, so concurrent
+ * consumers and API calls never lose each other's changes.
+ *
+ * Idempotency under at-least-once delivery: every rule writes only what changes, so replaying an event whose
+ * effects are stored is a no-op with no version bump — a create finds the person, `$set` finds equal values,
+ * `$set_once` finds the key, `$unset` finds it gone, a merge finds both ids on one person, an override finds
+ * itself. Not idempotent: replaying an event after later events changed the same keys re-applies it (the
+ * replay of those later events then restores the final state, with extra version bumps), and warnings are
+ * raised again on every replay (dedupe them by event uuid).
+ */
+export class PersonStore {
+  constructor(private readonly sql: Sql) {}
+
+  async processEvent(projectId: number, event: PersonEvent): Promise<EventPerson> {
+    // Postgres text refuses NUL; the event's distinct_id is normalized the same way before storage (§2.1).
+    const distinctId = storableText(event.distinctId);
+    if (isPersonless(event.properties)) return this.personlessEvent(projectId, distinctId, event.timestamp);
+
+    const { request, warning } = mergeRequestOf({ ...event, distinctId });
+    const warnings = warning ? [warning] : [];
+    const context: EventContext = {
+      projectId,
+      event,
+      distinctId,
+      update: propertyUpdateOf(event.event, event.properties),
+      writeEveryChange: writesEveryChange(event.event),
+    };
+    if (!request) {
+      // Most events change nothing: answer them from one unlocked read. Deciding "no write" on a snapshot is
+      // safe — a concurrent writer's change simply orders after this event.
+      const person = await findPersonByDistinctId(this.sql, projectId, distinctId);
+      if (person) {
+        const change = nextPersonState(person, context.update, { writeEveryChange: context.writeEveryChange, identify: false });
+        if (!change.write) return this.eventPerson(context, person, change, warnings, []);
+      }
+    }
+    return transactionWithReplays(this.sql, (tx) => this.processLocked(tx, context, request, warnings));
+  }
+
+  /**
+   * Merges `update` into the person's properties for the management API ($set semantics for a PATCH body:
+   * `{ set: properties }`), through the same rules and row lock as ingestion. Undefined when there is no
+   * such person. A string ref is a person uuid; anything else matches nothing.
+   */
+  async updateProperties(
+    projectId: number,
+    personIdOrUuid: number | string,
+    update: { set?: unknown; setOnce?: unknown; unset?: unknown },
+  ): Promise<PropertiesUpdate | undefined> {
+    const ref = toRef(personIdOrUuid);
+    if (!ref) return undefined;
+    const normalized = normalizeUpdate(update);
+    return transactionWithReplays(this.sql, async (tx) => {
+      const person = await selectPerson(tx, projectId, ref, 'forUpdate');
+      if (!person) return undefined;
+      const change = nextPersonState(person, normalized, { writeEveryChange: true, identify: false });
+      if (change.write) await updatePersonState(tx, person.id, change.state);
+      const outcome = change.refusedBytes !== undefined ? 'too_large' : change.write ? 'updated' : 'unchanged';
+      return { outcome, person: { ...person, ...change.state } };
+    });
+  }
+
+  /**
+   * Deletes the person and its distinct ids (new events of those ids create a new person). Overrides that
+   * point at it are kept: the deletion of its events must still find the events of persons merged into it.
+   */
+  async deletePerson(projectId: number, personIdOrUuid: number | string): Promise<DeletedPerson | undefined> {
+    const ref = toRef(personIdOrUuid);
+    if (!ref) return undefined;
+    return transactionWithReplays(this.sql, async (tx) => {
+      const person = await selectPerson(tx, projectId, ref);
+      if (!person) return undefined;
+      const distinctIds = await deleteDistinctIds(tx, person.id);
+      const deleted = await deletePersonRow(tx, person.id);
+      // Merged away between the read and the delete: replayed, the read then finds no such person.
+      if (!deleted) throw new LostRaceError('person merged away while being deleted');
+      return { id: deleted.id, uuid: deleted.uuid, version: deleted.version, distinctIds };
+    });
+  }
+
+  /** By integer id, or by uuid when given a string. */
+  async getPerson(projectId: number, personIdOrUuid: number | string): Promise<Person | undefined> {
+    const ref = toRef(personIdOrUuid);
+    return ref ? selectPerson(this.sql, projectId, ref) : undefined;
+  }
+
+  async getPersonByDistinctId(projectId: number, distinctId: string): Promise<Person | undefined> {
+    const person = await findPersonByDistinctId(this.sql, projectId, storableText(distinctId));
+    return person ? selectPerson(this.sql, projectId, { id: person.id }) : undefined;
+  }
+
+  /**
+   * Personless events (reference §2.2): no row is written and $set is ignored. A distinct id without a
+   * person gets its deterministic uuid; one with a person gets that person's uuid without properties, or,
+   * when the person is more than a minute older than the event, its properties as `force_upgrade`.
+   */
+  private async personlessEvent(projectId: number, distinctId: string, timestamp: Date): Promise<EventPerson> {
+    const person = await findPersonByDistinctId(this.sql, projectId, distinctId);
+    const result = { warnings: [], overrides: [] };
+    if (!person) {
+      return { ...result, mode: 'propertyless', personUuid: personUuid(projectId, distinctId), personId: undefined, createdAt: PERSONLESS_CREATED_AT, properties: {} };
+    }
+    const upgrade = timestamp.getTime() > person.createdAt.getTime() + FORCE_UPGRADE_AFTER_MS;
+    return {
+      ...result,
+      mode: upgrade ? 'force_upgrade' : 'propertyless',
+      personUuid: person.uuid,
+      personId: person.id,
+      createdAt: person.createdAt,
+      properties: upgrade ? person.properties : {},
+    };
+  }
+
+  /** One attempt: lock the ids' rows and persons, plan per reference §2.4, execute. */
+  private async processLocked(tx: SqlExecutor, context: EventContext, request: MergeRequest | undefined, warnings: PersonWarning[]): Promise<EventPerson> {
+    const { projectId, event, update } = context;
+    const owners = await lockPersonsByDistinctIds(tx, projectId, request ? [request.into, request.other] : [context.distinctId]);
+    const plan = planIdentity(context.distinctId, request, (distinctId) => owners.get(distinctId), event.uuid);
+
+    switch (plan.kind) {
+      case 'create': {
+        const [primary, ...others] = plan.distinctIds;
+        const change = newPersonState(update, event.uuid, event.timestamp, plan.identify);
+        const person = await insertPerson(tx, projectId, personUuid(projectId, primary), change.state, plan.distinctIds);
+        // Events stored personless under the other id carry its own uuid: map them to this person.
+        const overrides = await writeOverrides(tx, projectId, others.map((other) => [personUuid(projectId, other), person.uuid] as const));
+        return this.eventPerson(context, person, change, warnings, overrides);
+      }
+      case 'update':
+        return this.change(tx, context, plan.person, { identify: plan.identify }, plan.warning ? [...warnings, plan.warning] : warnings, []);
+      case 'attach': {
+        await attachDistinctId(tx, projectId, plan.distinctId, plan.person.id);
+        const overrides = await writeOverrides(tx, projectId, [[personUuid(projectId, plan.distinctId), plan.person.uuid]]);
+        return this.change(tx, context, plan.person, { identify: true }, warnings, overrides);
+      }
+      case 'merge': {
+        const { source, target } = plan;
+        await moveDistinctIds(tx, projectId, source.id, target.id);
+        const overrides = [
+          ...(await repointOverrides(tx, projectId, source.uuid, target.uuid)),
+          ...(await writeOverrides(tx, projectId, [[source.uuid, target.uuid]])),
+        ];
+        await deletePersonRow(tx, source.id);
+        return this.change(tx, context, target, { identify: true, mergeFrom: source }, warnings, overrides);
+      }
+    }
+  }
+
+  /** Applies the event to a locked person, writing only when something changes. */
+  private async change(
+    tx: SqlExecutor,
+    context: EventContext,
+    person: StoredPerson,
+    options: Omit<ChangeOptions, 'writeEveryChange'>,
+    warnings: PersonWarning[],
+    overrides: PersonOverride[],
+  ): Promise<EventPerson> {
+    const change = nextPersonState(person, context.update, { ...options, writeEveryChange: context.writeEveryChange });
+    if (change.write) await updatePersonState(tx, person.id, change.state);
+    return this.eventPerson(context, { ...person, ...change.state }, change, warnings, overrides);
+  }
+
+  private eventPerson(context: EventContext, person: StoredPerson, change: PersonChange, warnings: PersonWarning[], overrides: PersonOverride[]): EventPerson {
+    const sizeWarnings: PersonWarning[] =
+      change.refusedBytes === undefined
+        ? []
+        : [
+            {
+              type: 'person_properties_size_violation',
+              details: {
+                personUuid: person.uuid,
+                distinctId: context.distinctId,
+                eventUuid: context.event.uuid,
+                sizeBytes: change.refusedBytes,
+                maxBytes: MAX_PROPERTIES_BYTES,
+              },
+            },
+          ];
+    return {
+      mode: 'full',
+      personUuid: person.uuid,
+      personId: person.id,
+      createdAt: person.createdAt,
+      properties: eventPersonProperties(change.properties, context.update),
+      warnings: [...warnings, ...sizeWarnings],
+      overrides,
+    };
+  }
+}
+
+function toRef(personIdOrUuid: number | string): PersonRef | undefined {
+  if (typeof personIdOrUuid === 'number') return Number.isSafeInteger(personIdOrUuid) ? { id: personIdOrUuid } : undefined;
+  return isUuid(personIdOrUuid) ? { uuid: personIdOrUuid.toLowerCase() } : undefined;
+}

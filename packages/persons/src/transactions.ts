@@ -1,0 +1,36 @@
+import { StorageError } from '@plover/core';
+import type { Sql, SqlExecutor } from '@plover/postgres';
+
+/**
+ * A concurrent writer changed what this transaction relied on: a person or distinct id it meant to create
+ * appeared, a row it looked up vanished. The transaction is rolled back and replayed from its reads;
+ * retriable, so a caller that still sees it after the replays (a pathological hot spot) backs off.
+ */
+export class LostRaceError extends StorageError {
+  constructor(what: string) {
+    super(`persons: lost a race with a concurrent writer (${what})`, true, undefined);
+    this.name = 'LostRaceError';
+  }
+}
+
+/** PostHog retries a merge transaction up to 5 times on races (reference §2.4). */
+const MAX_ATTEMPTS = 5;
+
+// Deadlocks (two merges locking the same persons in opposite order) and serialization failures: the
+// server aborted one transaction, which can simply run again.
+const REPLAYABLE_SQLSTATES = new Set(['40P01', '40001']);
+
+function isReplayable(error: unknown): boolean {
+  return error instanceof LostRaceError || (error instanceof StorageError && error.code !== undefined && REPLAYABLE_SQLSTATES.has(error.code));
+}
+
+/** Runs `fn` in a transaction, replaying it when it lost a race; other failures are rethrown at once. */
+export async function transactionWithReplays<T>(sql: Sql, fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await sql.transaction(fn);
+    } catch (error) {
+      if (attempt >= MAX_ATTEMPTS || !isReplayable(error)) throw error;
+    }
+  }
+}
