@@ -1,2 +1,3 @@
 export * from './bootstrap';
 export * from './keys';
+export * from './projects';

@@ -101,6 +101,45 @@ export const kafka: Section<KafkaConfig> = {
   read: (v) => ({ brokers: (v.KAFKA_BROKERS as string).split(','), clientId: v.KAFKA_CLIENT_ID as string }),
 };
 
+export interface CaptureConfig {
+  /** How long capture waits for the bus to acknowledge a request's events before answering 503. */
+  produceTimeoutMs: number;
+  /** Per-project token bucket; undefined when rate limiting is off. */
+  rateLimit: { eventsPerSecond: number; burst: number } | undefined;
+}
+
+export const capture: Section<CaptureConfig> = {
+  variables: {
+    CAPTURE_PRODUCE_TIMEOUT_MS: {
+      description: 'How long capture waits for the bus to acknowledge a request before answering 503 (clients retry)',
+      type: 'integer',
+      minimum: 100,
+      maximum: 120000,
+      default: 5000,
+    },
+    CAPTURE_RATE_LIMIT_EVENTS_PER_SECOND: {
+      description: 'Events per second one project may send before capture answers 429; 0 turns the limit off',
+      type: 'integer',
+      minimum: 0,
+      default: 0,
+    },
+    CAPTURE_RATE_LIMIT_BURST: {
+      description: 'Events one project may send at once above that rate; 0 means ten seconds worth',
+      type: 'integer',
+      minimum: 0,
+      default: 0,
+    },
+  },
+  read: (v) => {
+    const eventsPerSecond = v.CAPTURE_RATE_LIMIT_EVENTS_PER_SECOND as number;
+    const burst = (v.CAPTURE_RATE_LIMIT_BURST as number) || eventsPerSecond * 10;
+    return {
+      produceTimeoutMs: v.CAPTURE_PRODUCE_TIMEOUT_MS as number,
+      rateLimit: eventsPerSecond > 0 ? { eventsPerSecond, burst } : undefined,
+    };
+  },
+};
+
 export interface BootstrapConfig {
   adminEmail: string;
   projectName: string;

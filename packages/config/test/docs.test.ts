@@ -11,6 +11,7 @@ const every = variablesOf({
   clickhouse: sections.clickhouse,
   kafka: sections.kafka,
   bootstrap: sections.bootstrap,
+  capture: sections.capture,
 });
 
 describe('configuration docs', () => {

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 
 function format(bytes: Buffer): string {
   const hex = bytes.toString('hex');
@@ -11,13 +11,15 @@ export function isUuid(value: string): boolean {
   return UUID_PATTERN.test(value);
 }
 
-/** RFC 9562 UUIDv7: 48-bit Unix milliseconds, then random bits — sortable by creation time. */
+/**
+ * RFC 9562 UUIDv7: 48-bit Unix milliseconds, then random bits — sortable by creation time.
+ * The random bits come from `randomUUID()`, which draws from a pooled entropy buffer: `randomBytes(16)` per id
+ * was half of capture's CPU time per event. A v4 uuid keeps 74 random bits after its first 48 are replaced by
+ * the time and its version nibble by 7, exactly what v7 asks for; its variant bits are already v7's.
+ */
 export function uuidv7(now: number = Date.now()): string {
-  const bytes = randomBytes(16);
-  bytes.writeUIntBE(now, 0, 6);
-  bytes[6] = (bytes[6]! & 0x0f) | 0x70;
-  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
-  return format(bytes);
+  const time = now.toString(16).padStart(12, '0');
+  return `${time.slice(0, 8)}-${time.slice(8, 12)}-7${randomUUID().slice(15)}`;
 }
 
 /** RFC 9562 UUIDv5 (SHA-1, name-based): the same namespace and name always give the same uuid. */

@@ -1,8 +1,34 @@
-import { Router, type Express } from 'express';
-import type { EventBus } from '@plover/bus';
-import type { Logger } from '@plover/core';
-import { createServiceApp, type MetricsRegistry } from '@plover/http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Router, type Express, type Request, type RequestHandler } from 'express';
+import { ProjectTokenCache } from '@plover/accounts';
+import type { EventBus, OutgoingMessage } from '@plover/bus';
+import type { CaptureConfig } from '@plover/config';
+import { CAPTURE_TOPICS } from '@plover/contracts';
+import { ApiError, type Logger } from '@plover/core';
+import { createServiceApp, permissiveCors, type MetricsRegistry } from '@plover/http';
 import type { Sql } from '@plover/postgres';
+import { readBody } from './body';
+import { decodePayload } from './decode';
+import { captureError } from './errors';
+import { captureMetrics } from './metrics';
+import { toBusMessage, type RequestContext } from './normalize';
+import { ProjectRateLimiter } from './rate-limit';
+import { parseCaptureRequest, requestToken } from './request';
+import { sentAtFromQuery } from './timestamp';
+
+export interface CaptureSettings extends CaptureConfig {
+  topics: { events: string; historical: string };
+  limits: {
+    /** Request body as received (PostHog: 20 MiB on every analytics route). */
+    bodyBytes: number;
+    /** After decompression (PostHog: 5 × the body limit). */
+    decompressedBytes: number;
+    /** One bus message (Kafka's default `message.max.bytes`, which PostHog's capture inherits). */
+    eventBytes: number;
+  };
+  /** Epoch ms; tests fix it to check timestamps. */
+  now: () => number;
+}
 
 export interface CaptureDeps {
   logger: Logger;
@@ -10,11 +36,151 @@ export interface CaptureDeps {
   sql: Sql;
   bus: EventBus;
   trustProxy: boolean;
+  /** The `capture` config section, and in tests other topics, limits or a fixed clock; defaults otherwise. */
+  capture?: Partial<CaptureSettings>;
 }
 
-/** The ingest routes (`/e`, `/batch`, `/i/v0/e`, …) mount here; they are built by the capture issue. */
-export function captureRoutes(_deps: CaptureDeps): Router {
-  return Router();
+const MIB = 1024 * 1024;
+export const DEFAULT_CAPTURE_SETTINGS: CaptureSettings = {
+  produceTimeoutMs: 5_000,
+  rateLimit: undefined,
+  topics: CAPTURE_TOPICS,
+  limits: { bodyBytes: 20 * MIB, decompressedBytes: 100 * MIB, eventBytes: 1_000_000 },
+  now: Date.now,
+};
+
+/** Routes whose payload may carry PostHog's legacy second base64 layer (Rust `path_is_legacy_endpoint`). */
+const ROUTES = [
+  { path: '/i/v0/e', legacy: false },
+  { path: '/batch', legacy: false },
+  { path: '/e', legacy: true },
+  { path: '/capture', legacy: true },
+  { path: '/track', legacy: true },
+  { path: '/engage', legacy: true, engage: true },
+];
+
+/** Exactly this, with status 200: posthog-js retries anything but 200, posthog-python accepts only 200. */
+const OK_BODY = Buffer.from(JSON.stringify({ status: 1 }));
+
+/**
+ * The SDK ingest routes. Each request is decoded, validated whole, normalized, and produced to the bus in one
+ * call; the answer is 200 only once the bus has every event durably (SPEC §3). Nothing of a rejected request
+ * reaches the bus.
+ */
+export function captureRoutes(deps: CaptureDeps): Router {
+  const settings: CaptureSettings = { ...DEFAULT_CAPTURE_SETTINGS, ...deps.capture };
+  const projects = new ProjectTokenCache(deps.sql);
+  const limiter = settings.rateLimit ? new ProjectRateLimiter(settings.rateLimit) : undefined;
+  const metrics = captureMetrics(deps.metrics);
+  const logger = deps.logger.child({ component: 'capture' });
+
+  async function capture(req: Request, res: ServerResponse, route: { legacy: boolean; engage?: boolean }): Promise<void> {
+    const now = settings.now();
+    const query = new URLSearchParams(queryString(req.url));
+    const body = await readBody(req, settings.limits.bodyBytes);
+    const text = await decodePayload(
+      { query, body, contentType: req.headers['content-type'], contentEncoding: req.headers['content-encoding'], legacyEndpoint: route.legacy },
+      settings.limits.decompressedBytes,
+    );
+    const request = parseCaptureRequest(text);
+    const project = await lookUpProject(requestToken(request));
+    if (limiter && !limiter.take(project.id, request.events.length, now)) throw captureError.rateLimited();
+
+    const ip = clientIp(req);
+    const sentAt = request.sentAt ?? sentAtFromQuery(query.get('sent_at') ?? query.get('_'));
+    const context: RequestContext = {
+      teamId: project.id,
+      ip,
+      ipJson: JSON.stringify(ip),
+      now,
+      nowIso: new Date(now).toISOString(),
+      sentAt,
+      sentAtJson: sentAt === undefined ? 'null' : `"${new Date(sentAt).toISOString()}"`,
+      historical: request.historical,
+      engage: route.engage === true,
+      maxMessageBytes: settings.limits.eventBytes,
+    };
+    const messages = request.events.map(({ event, attrPrefix }) => toBusMessage(event, attrPrefix, context));
+    await produce(request.historical ? settings.topics.historical : settings.topics.events, messages);
+    metrics.events.inc({ topic: request.historical ? 'historical' : 'events' }, messages.length);
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': OK_BODY.length });
+    res.end(OK_BODY);
+  }
+
+  async function lookUpProject(token: string) {
+    let project;
+    try {
+      project = await projects.get(token);
+    } catch (error) {
+      logger.warn({ err: error }, 'project lookup failed');
+      throw captureError.unavailable();
+    }
+    if (!project) throw captureError.unknownToken();
+    return project;
+  }
+
+  /** Resolves when the bus has the messages durably; 503 when it fails or takes longer than the timeout. */
+  async function produce(topic: string, messages: OutgoingMessage[]): Promise<void> {
+    const stopTimer = metrics.produceSeconds.startTimer();
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), settings.produceTimeoutMs);
+    });
+    const produced = deps.bus.produce(topic, messages);
+    try {
+      // A produce that times out may still land later: the client retries and the event uuids dedupe the copy.
+      if ((await Promise.race([produced, timeout])) === 'timeout') {
+        produced.catch((error: unknown) => logger.warn({ err: error, topic }, 'produce failed after its request had timed out'));
+        logger.warn({ topic, timeoutMs: settings.produceTimeoutMs, events: messages.length }, 'produce timed out');
+        throw captureError.unavailable();
+      }
+    } catch (error) {
+      if (error instanceof ApiError) throw error;
+      logger.warn({ err: error, topic, events: messages.length }, 'produce failed');
+      throw captureError.unavailable();
+    } finally {
+      clearTimeout(timer);
+      stopTimer();
+    }
+  }
+
+  const router = Router();
+  const cors = permissiveCors();
+  for (const route of ROUTES) {
+    const handle: RequestHandler = async (req, res) => {
+      try {
+        await capture(req, res, route);
+      } catch (error) {
+        metrics.rejected.inc({ code: error instanceof ApiError ? error.code : 'error' });
+        throw error;
+      }
+    };
+    // Express matches `/e` and `/e/` alike (non-strict routing), which is what the SDKs need.
+    router
+      .route(route.path)
+      .all(cors)
+      .get(handle)
+      .post(handle)
+      // PostHog answers a preflight with the success body.
+      .options((_req, res) => {
+        res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': OK_BODY.length });
+        res.end(OK_BODY);
+      });
+  }
+  return router;
+}
+
+function queryString(url: string | undefined): string {
+  const at = url?.indexOf('?') ?? -1;
+  return at === -1 ? '' : url!.slice(at + 1);
+}
+
+/** Express's `req.ip` honours `trust proxy` (X-Forwarded-For only behind a configured proxy). */
+function clientIp(req: Request & IncomingMessage): string | null {
+  const ip = req.ip;
+  if (!ip) return null;
+  // Dual-stack sockets report IPv4 clients as IPv4-mapped IPv6; GeoIP and people want the IPv4 form.
+  return ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice(7) : ip;
 }
 
 export function createApp(deps: CaptureDeps): Express {

@@ -1,5 +1,6 @@
 import { KafkaBus } from '@plover/bus/kafka';
 import { loadConfigOrExit, sections } from '@plover/config';
+import { CAPTURE_TOPICS } from '@plover/contracts';
 import { createLogger } from '@plover/core';
 import { createMetricsRegistry, serve } from '@plover/http';
 import { PgSql } from '@plover/postgres';
@@ -10,12 +11,17 @@ const config = loadConfigOrExit(process.env, {
   http: sections.http(8000),
   postgres: sections.postgres,
   kafka: sections.kafka,
+  capture: sections.capture,
 });
 const logger = createLogger({ service: 'capture', level: config.logging.level });
 const sql = PgSql.fromConfig(config.postgres);
 const bus = new KafkaBus({ ...config.kafka, logger });
 
-serve(createApp({ logger, metrics: createMetricsRegistry('capture'), sql, bus, trustProxy: config.http.trustProxy }), {
+// Capture starts even while Kafka is down (it answers 503 until the broker is back), so a failed topic
+// creation is a warning; produce fails loudly enough if the topics are still missing then.
+bus.ensureTopics(Object.values(CAPTURE_TOPICS)).catch((error: unknown) => logger.warn({ err: error }, 'could not create the capture topics'));
+
+serve(createApp({ logger, metrics: createMetricsRegistry('capture'), sql, bus, trustProxy: config.http.trustProxy, capture: config.capture }), {
   ...config.http,
   logger,
   closeResources: async () => {

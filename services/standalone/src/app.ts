@@ -2,6 +2,7 @@ import type { Express } from 'express';
 import type { EventBus } from '@plover/bus';
 import { captureRoutes } from '@plover/capture/app';
 import type { ClickHouse } from '@plover/clickhouse';
+import type { CaptureConfig } from '@plover/config';
 import type { Logger } from '@plover/core';
 import { decideRoutes } from '@plover/decide/app';
 import { createServiceApp, type MetricsRegistry } from '@plover/http';
@@ -15,6 +16,7 @@ export interface StandaloneDeps {
   clickhouse: ClickHouse;
   bus: EventBus;
   trustProxy: boolean;
+  capture?: CaptureConfig;
 }
 
 /** Every HTTP service on one port: the SDKs' capture and flag routes beside the management API. */

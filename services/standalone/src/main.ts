@@ -11,6 +11,7 @@ const config = loadConfigOrExit(process.env, {
   http: sections.http(8000),
   data: sections.dataDir,
   bootstrap: sections.bootstrap,
+  capture: sections.capture,
 });
 const logger = createLogger({ service: 'plover', level: config.logging.level });
 
@@ -32,7 +33,7 @@ async function main(): Promise<void> {
       ].join('\n'),
     );
   }
-  const app = createApp({ logger, metrics: createMetricsRegistry('plover'), trustProxy: config.http.trustProxy, ...stores });
+  const app = createApp({ logger, metrics: createMetricsRegistry('plover'), trustProxy: config.http.trustProxy, capture: config.capture, ...stores });
   await serve(app, {
     ...config.http,
     logger,

@@ -1,0 +1,3 @@
+export * from './validate';
+export * from './capture';
+export * from './captured-event';

@@ -1,0 +1,29 @@
+import { ApiError } from '@plover/core';
+
+/**
+ * Capture's errors, in our `{type, code, detail, attr}` shape with the codes of PostHog's newest capture
+ * (reference/posthog-capture-persons.md §1.9), so that a client's logs read the same on either server.
+ * Statuses follow SPEC §3 where it differs from PostHog (unknown token → 401).
+ */
+export const captureError = {
+  emptyPayload: () => ApiError.validation('Request missing data payload.', null, 'empty_payload'),
+  decoding: (detail: string) => ApiError.validation(`Failed to decode request: ${detail}.`, null, 'request_decoding_error'),
+  parsing: (detail: string) => ApiError.validation(`Failed to parse request: ${detail}`, null, 'request_parsing_error'),
+  invalidEvent: (detail: string, attr: string | null) => ApiError.validation(detail, attr, 'invalid_event'),
+  emptyBatch: () => ApiError.validation('Request holds no event.', null, 'empty_batch'),
+  emptyAfterFiltering: () => ApiError.validation('Payload empty after filtering invalid event types.', null, 'empty_payload_filtered'),
+  missingEventName: (attr: string, detail: string) => ApiError.validation(detail, attr, 'missing_event_name'),
+  missingDistinctId: (attr: string) => ApiError.validation('Event submitted without a distinct_id.', attr, 'missing_distinct_id'),
+  tooLarge: (detail: string, attr: string | null = null) => new ApiError(413, 'validation_error', 'payload_too_large', detail, attr),
+  noToken: () => ApiError.unauthenticated('Event submitted without an api_key.', 'ingest_key_required'),
+  mixedTokens: () => ApiError.validation('Batch submitted with inconsistent api_key values.', null, 'unroutable_events'),
+  invalidToken: (reason: string) => ApiError.unauthenticated(`API key is not valid: ${reason}.`, 'ingest_key_unknown'),
+  personalApiKey: () =>
+    ApiError.unauthenticated(
+      'API key is not valid: personal_api_key. Events take the project API key (phc_…), not a personal API key (phx_…).',
+      'ingest_key_unknown',
+    ),
+  unknownToken: () => ApiError.unauthenticated('API key does not resolve to a known project.', 'ingest_key_unknown'),
+  rateLimited: () => new ApiError(429, 'throttled', 'rate_limited', 'Rate limit exceeded: too many events for this project.'),
+  unavailable: () => ApiError.unavailable('Transient error, please retry.'),
+};

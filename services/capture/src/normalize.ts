@@ -1,0 +1,102 @@
+/**
+ * One raw event to its bus message: PostHog capture's per-event processing (reference/posthog-capture-persons.md
+ * §1.6–1.8) plus the normalization its Node pipeline did first thing (§2.1), so ingestion reads clean events.
+ */
+import type { OutgoingMessage } from '@plover/bus';
+import { capturedEventKey, type CapturedEvent, type RawEvent } from '@plover/contracts';
+import { uuidv7 } from '@plover/core';
+import { captureError } from './errors';
+import { eventTimestamp } from './timestamp';
+
+/** What is the same for every event of one request. */
+export interface RequestContext {
+  teamId: number;
+  ip: string | null;
+  ipJson: string;
+  /** Receive time, epoch ms. */
+  now: number;
+  nowIso: string;
+  /** When the client sent the request (epoch ms), if it said so. */
+  sentAt: number | undefined;
+  /** The same as JSON (`"…"` or `null`), written into every message of the request. */
+  sentAtJson: string;
+  historical: boolean;
+  /** On `/engage` an event without a name is a Mixpanel-style profile update: it becomes `$identify`. */
+  engage: boolean;
+  /** Bus message size limit (Kafka's default `message.max.bytes`); a bigger event is refused with 413. */
+  maxMessageBytes: number;
+}
+
+const MAX_ID_CHARS = 200;
+
+export function toBusMessage(raw: RawEvent, attrPrefix: string, context: RequestContext): OutgoingMessage {
+  const name = eventName(raw, attrPrefix, context.engage);
+  const properties = raw.properties ?? {};
+  const distinctId = distinctIdOf(raw.distinct_id ?? raw.$distinct_id ?? properties.distinct_id);
+  if (distinctId === undefined) throw captureError.missingDistinctId(`${attrPrefix}distinct_id`);
+  // posthog-js puts `$set`/`$set_once` at the top level of `$identify`; persons read them from properties,
+  // and the top-level value wins a clash (PostHog `normalizeEvent`).
+  if (raw.$set) properties.$set = { ...asObject(properties.$set), ...raw.$set };
+  if (raw.$set_once) properties.$set_once = { ...asObject(properties.$set_once), ...raw.$set_once };
+  if (properties.$ip === undefined && context.ip !== null) properties.$ip = context.ip;
+
+  const uuid = raw.uuid ? raw.uuid.toLowerCase() : uuidv7(context.now);
+  const sentAt = properties.$ignore_sent_at === true ? undefined : context.sentAt;
+  const timestamp = new Date(eventTimestamp({ timestamp: raw.timestamp, offset: raw.offset, sentAt, now: context.now })).toISOString();
+  const event: CapturedEvent = { uuid, event: name, distinct_id: distinctId, properties, timestamp };
+  // The envelope (CapturedEventMessage) is written by hand: one JSON.stringify of a whole object per event
+  // was a third of capture's CPU per event; only the strings that need escaping go through it.
+  const value = Buffer.from(
+    `{"uuid":"${uuid}","team_id":${context.teamId},"distinct_id":${JSON.stringify(distinctId)},"ip":${context.ipJson},` +
+      `"now":"${context.nowIso}","sent_at":${context.sentAtJson},"data":${JSON.stringify(JSON.stringify(event))},"historical":${context.historical}}`,
+  );
+  if (value.length > context.maxMessageBytes) {
+    const attr = attrPrefix === '' ? null : attrPrefix.slice(0, -2);
+    const which = attr === null ? 'The event' : `Event ${attr}`;
+    throw captureError.tooLarge(`${which} is ${value.length} bytes, above the limit of ${context.maxMessageBytes} bytes per event.`, attr);
+  }
+  return { key: capturedEventKey(context.teamId, distinctId), value };
+}
+
+function eventName(raw: RawEvent, attrPrefix: string, engage: boolean): string {
+  if (raw.event === undefined) {
+    if (engage) return '$identify';
+    throw captureError.missingEventName(`${attrPrefix}event`, 'Event submitted without an event name.');
+  }
+  if (raw.event === '') throw captureError.missingEventName(`${attrPrefix}event`, 'Event submitted with an empty event name.');
+  return truncate(raw.event);
+}
+
+function asObject(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+}
+
+/**
+ * PostHog `extract_distinct_id`: strings as they are, anything else as compact JSON (objects with sorted keys,
+ * as serde_json writes them), NUL → U+FFFD, at most 200 characters. Missing, null and "" are no id.
+ */
+export function distinctIdOf(value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  const text = typeof value === 'string' ? value : JSON.stringify(sortKeys(value));
+  if (text === '') return undefined;
+  return truncate(text.includes('\0') ? text.replace(/\0/g, '\uFFFD') : text);
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (typeof value !== 'object' || value === null) return value;
+  const sorted: Record<string, unknown> = {};
+  for (const key of Object.keys(value).sort()) sorted[key] = sortKeys((value as Record<string, unknown>)[key]);
+  return sorted;
+}
+
+/** The first 200 characters (code points, as Rust's `chars()`: a surrogate pair is never split). */
+function truncate(text: string): string {
+  if (text.length <= MAX_ID_CHARS) return text;
+  let end = 0;
+  for (let count = 0; count < MAX_ID_CHARS && end < text.length; count++) {
+    const code = text.charCodeAt(end);
+    end += code >= 0xd800 && code <= 0xdbff && end + 1 < text.length ? 2 : 1;
+  }
+  return text.slice(0, end);
+}

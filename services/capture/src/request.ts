@@ -1,0 +1,100 @@
+/**
+ * From decoded JSON to the request's events, its token and its routing: the shapes of
+ * reference/posthog-capture-persons.md §1.4–1.5, validated against the schemas in packages/contracts.
+ */
+import { validateBatchBody, validateEventArray, validateRawEvent, type RawEvent, type Validation } from '@plover/contracts';
+import { captureError } from './errors';
+import { parseIsoTimestamp } from './timestamp';
+
+export interface IndexedEvent {
+  event: RawEvent;
+  /** Prefix of this event's fields in error `attr`s: `batch__3__`, `3__` or `` (the body is the event). */
+  attrPrefix: string;
+}
+
+export interface CaptureRequest {
+  events: IndexedEvent[];
+  /** The batch's own `api_key`/`token`; it overrides the events' tokens. */
+  batchToken: string | undefined;
+  /** `historical_migration: true`, read only from the batch shape as PostHog does. */
+  historical: boolean;
+  /** The batch's `sent_at` (epoch ms), when it has a valid one. */
+  sentAt: number | undefined;
+}
+
+/** Dropped without a word: posthog-js's performance events are not analytics (PostHog `RawRequest::events`). */
+const DROPPED_EVENTS = new Set(['$performance_event']);
+
+export function parseCaptureRequest(text: string): CaptureRequest {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (error) {
+    throw captureError.parsing(error instanceof Error ? error.message : 'invalid JSON');
+  }
+  let request: CaptureRequest;
+  if (Array.isArray(body)) {
+    const events = valid(validateEventArray(body));
+    request = { events: events.map((event, i) => ({ event, attrPrefix: `${i}__` })), batchToken: undefined, historical: false, sentAt: undefined };
+  } else if (isObject(body) && 'batch' in body) {
+    const batch = valid(validateBatchBody(body));
+    request = {
+      events: batch.batch.map((event, i) => ({ event, attrPrefix: `batch__${i}__` })),
+      batchToken: batch.api_key ?? batch.token ?? undefined,
+      historical: batch.historical_migration === true,
+      sentAt: batch.sent_at ? parseIsoTimestamp(batch.sent_at) : undefined,
+    };
+  } else if (isObject(body)) {
+    request = { events: [{ event: valid(validateRawEvent(body)), attrPrefix: '' }], batchToken: undefined, historical: false, sentAt: undefined };
+  } else {
+    throw captureError.parsing('expected an event, an array of events or a batch object');
+  }
+  if (request.events.length === 0) throw captureError.emptyBatch();
+  request.events = request.events.filter(({ event }) => !(event.event !== undefined && DROPPED_EVENTS.has(event.event)));
+  if (request.events.length === 0) throw captureError.emptyAfterFiltering();
+  return request;
+}
+
+function valid<T>(validation: Validation<T>): T {
+  if (validation.ok) return validation.value;
+  throw captureError.invalidEvent(validation.violation.detail, validation.violation.attr);
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null;
+}
+
+/**
+ * The one project token of the request: the batch's, else the one every event agrees on (`token`, `$token`,
+ * `api_key`, then `properties.token`). PostHog `extract_and_verify_token` and `validate_token`.
+ */
+export function requestToken(request: CaptureRequest): string {
+  let token = request.batchToken;
+  if (token === undefined) {
+    for (const { event } of request.events) {
+      const own = eventToken(event);
+      if (own === undefined) continue;
+      if (token !== undefined && own !== token) throw captureError.mixedTokens();
+      token = own;
+    }
+  }
+  if (token === undefined) throw captureError.noToken();
+  return checkTokenShape(token);
+}
+
+function eventToken(event: RawEvent): string | undefined {
+  const token = event.token ?? event.$token ?? event.api_key ?? event.properties?.token;
+  return typeof token === 'string' ? token : undefined;
+}
+
+/** PostHog's shape checks, before any lookup; a copied key's stray whitespace is forgiven. */
+export function checkTokenShape(raw: string): string {
+  const token = raw.trim();
+  if (token === '') throw captureError.invalidToken('empty');
+  if (token.length > 64) throw captureError.invalidToken('too_long');
+  // eslint-disable-next-line no-control-regex -- the ASCII range, NUL included, is the point
+  if (!/^[\x00-\x7f]*$/.test(token)) throw captureError.invalidToken('not_ascii');
+  if (token.startsWith('phx_')) throw captureError.personalApiKey();
+  if (token.includes('\0')) throw captureError.invalidToken('null_byte');
+  return token;
+}

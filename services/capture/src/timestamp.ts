@@ -1,0 +1,103 @@
+/**
+ * When an event happened, from what the client says and when we received it: PostHog's clock-skew rule
+ * (reference/posthog-capture-persons.md §1.8, Rust `parse_event_timestamp`).
+ */
+
+/** A client more than this far ahead of us is not believed: the event is stamped `now` instead. */
+export const MAX_FUTURE_MS = 23 * 60 * 60 * 1000;
+
+export interface TimestampInput {
+  timestamp?: string | null;
+  /** Milliseconds before `now` (posthog-js batches). */
+  offset?: number | null;
+  /** When the client sent the request, in epoch ms; undefined when unknown or to be ignored (`$ignore_sent_at`). */
+  sentAt?: number | undefined;
+  now: number;
+}
+
+/**
+ * `offset` wins; else `timestamp`, moved by the client's clock error (`now − sent_at`) when `sent_at` is known;
+ * else `now`. A result more than 23 h ahead, or outside years 0–9999, becomes `now`. An unparseable
+ * `timestamp` counts as absent, as in PostHog (the event is kept, stamped `now`).
+ */
+export function eventTimestamp(input: TimestampInput): number {
+  const { now } = input;
+  let result = now;
+  if (typeof input.offset === 'number' && Number.isFinite(input.offset)) {
+    result = now - input.offset;
+  } else if (input.timestamp) {
+    const timestamp = parseTimestamp(input.timestamp);
+    if (timestamp !== undefined) result = input.sentAt === undefined ? timestamp : now + (timestamp - input.sentAt);
+  }
+  if (result - now > MAX_FUTURE_MS || result < MIN_TIME || result > MAX_TIME) return now;
+  return result;
+}
+
+// Years 0 to 9999, as in PostHog; its older Node ingestion also fell back to now outside them.
+const MIN_TIME = Date.parse('0000-01-01T00:00:00.000Z');
+const MAX_TIME = Date.parse('9999-12-31T23:59:59.999Z');
+
+/** The time the client sent the request, from the `_` or `sent_at` query parameter (epoch ms). */
+export function sentAtFromQuery(value: string | null): number | undefined {
+  if (!value || !/^\d{1,16}$/.test(value)) return undefined;
+  const ms = Number(value);
+  // PostHog ignores values that land in 2020 or earlier: they are seconds sent by old SDKs, not milliseconds.
+  return ms >= FIRST_MS_OF_2021 ? ms : undefined;
+}
+
+const FIRST_MS_OF_2021 = Date.UTC(2021, 0, 1);
+
+// ISO 8601 / RFC 3339 and the relaxed forms PostHog's parser accepts: date only, space instead of `T`, no
+// seconds, no zone (read as UTC), `+03` and `+0300` for `+03:00`.
+const ISO = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?)?\s*(Z|z|[+-]\d{2}(?::?\d{2})?)?$/;
+const SLASHED = /^(\d{4})\/(\d{1,2})\/(\d{1,2})(?:[T ](\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?)?$/;
+const EPOCH = /^\d{9,19}(?:\.\d+)?$/;
+const RFC2822 = /^(?:[A-Za-z]{3},\s*)?\d{1,2}\s+[A-Za-z]{3}\s+\d{4}\s+\d{2}:\d{2}(?::\d{2})?\s+(?:[+-]\d{4}|[A-Za-z]{1,5})$/;
+
+/** Epoch milliseconds of a client timestamp, or undefined when it is in none of the accepted formats. */
+export function parseTimestamp(value: string): number | undefined {
+  const text = value.trim();
+  let match = ISO.exec(text);
+  if (match) return fromFields(match, match[8]);
+  match = SLASHED.exec(text);
+  if (match) return fromFields(match, undefined);
+  if (EPOCH.test(text)) return fromEpoch(Number(text));
+  if (RFC2822.test(text)) {
+    const ms = Date.parse(text);
+    return Number.isNaN(ms) ? undefined : ms;
+  }
+  return undefined;
+}
+
+/** An ISO 8601 timestamp only (the batch body's `sent_at`). */
+export function parseIsoTimestamp(value: string): number | undefined {
+  const match = ISO.exec(value.trim());
+  return match ? fromFields(match, match[8]) : undefined;
+}
+
+function fromFields(match: RegExpExecArray, zone: string | undefined): number | undefined {
+  const [year, month, day, hour, minute, second] = [1, 2, 3, 4, 5, 6].map((i) => Number(match[i] ?? 0)) as [number, number, number, number, number, number];
+  const millis = Number((match[7] ?? '').slice(0, 3).padEnd(3, '0'));
+  // setUTCFullYear, unlike Date.UTC, keeps years 0–99 as they are.
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  // Dates roll over (2024-02-30 becomes March 1st); that is not what the client meant.
+  if (date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day || hour > 23 || minute > 59 || second > 59) return undefined;
+  date.setUTCHours(hour, minute, second, millis);
+  return date.getTime() - zoneOffsetMs(zone);
+}
+
+function zoneOffsetMs(zone: string | undefined): number {
+  if (!zone || zone === 'Z' || zone === 'z') return 0;
+  const sign = zone[0] === '-' ? -1 : 1;
+  const digits = zone.slice(1).replace(':', '');
+  return sign * (Number(digits.slice(0, 2)) * 60 + Number(digits.slice(2, 4) || 0)) * 60_000;
+}
+
+/** Seconds, milliseconds, microseconds or nanoseconds since the epoch, told apart by magnitude. */
+function fromEpoch(value: number): number {
+  if (value < 1e11) return value * 1000;
+  if (value < 1e14) return value;
+  if (value < 1e17) return value / 1000;
+  return value / 1e6;
+}

@@ -1,0 +1,107 @@
+import type { CapturedEvent, CapturedEventMessage, RawEvent } from '@plover/contracts';
+import { ApiError } from '@plover/core';
+import { distinctIdOf, toBusMessage, type RequestContext } from '../src/normalize';
+
+const NOW = Date.parse('2025-06-01T12:00:00.000Z');
+const context: RequestContext = {
+  teamId: 7,
+  ip: '203.0.113.9',
+  ipJson: '"203.0.113.9"',
+  now: NOW,
+  nowIso: new Date(NOW).toISOString(),
+  sentAt: undefined,
+  sentAtJson: 'null',
+  historical: false,
+  engage: false,
+  maxMessageBytes: 1_000_000,
+};
+
+function normalize(raw: RawEvent, overrides: Partial<RequestContext> = {}): { key: string; message: CapturedEventMessage; event: CapturedEvent } {
+  const merged = { ...context, ...overrides };
+  if (overrides.ip !== undefined) merged.ipJson = JSON.stringify(overrides.ip);
+  const { key, value } = toBusMessage(raw, '', merged);
+  const message = JSON.parse(value.toString()) as CapturedEventMessage;
+  return { key, message, event: JSON.parse(message.data) as CapturedEvent };
+}
+
+describe('distinct_id', () => {
+  it.each<[string, unknown, string | undefined]>([
+    ['a string as it is', 'user-1', 'user-1'],
+    ['an integer stringified', 23, '23'],
+    ['a float stringified', 23.4, '23.4'],
+    ['an array as compact JSON', ['a', 'b'], '["a","b"]'],
+    ['an object as compact JSON with sorted keys (as serde_json writes it)', { string: 'a', number: 3 }, '{"number":3,"string":"a"}'],
+    ['a boolean stringified', true, 'true'],
+    ['NUL replaced by U+FFFD', 'a\u0000b', 'a\uFFFDb'],
+    ['cut to 200 characters', 'x'.repeat(222), 'x'.repeat(200)],
+    ['cut by characters, never inside a surrogate pair', `${'x'.repeat(199)}😀😀`, `${'x'.repeat(199)}😀`],
+    ['null is none', null, undefined],
+    ['missing is none', undefined, undefined],
+    ['empty is none', '', undefined],
+  ])('%s', (_name, value, expected) => {
+    expect(distinctIdOf(value)).toBe(expected);
+  });
+
+  it('top level wins over properties.distinct_id; $distinct_id is an alias; properties are the fallback', () => {
+    expect(normalize({ event: 'e', distinct_id: 23, properties: { distinct_id: 'p' } }).message.distinct_id).toBe('23');
+    expect(normalize({ event: 'e', $distinct_id: 'mix' }).message.distinct_id).toBe('mix');
+    expect(normalize({ event: 'e', distinct_id: null, properties: { distinct_id: 'p' } }).message.distinct_id).toBe('p');
+  });
+
+  it('an empty top-level id is an error even when properties have one (PostHog does not fall back)', () => {
+    expect(() => normalize({ event: 'e', distinct_id: '', properties: { distinct_id: 'p' } })).toThrow(ApiError);
+  });
+});
+
+describe('normalization', () => {
+  it('keys by team_id:distinct_id and keeps a client uuid, lowercased', () => {
+    const { key, message } = normalize({ event: 'e', distinct_id: 'd', uuid: '0190B0F2-0E5F-7A2C-9D4E-6F1A2B3C4D5E' });
+    expect(key).toBe('7:d');
+    expect(message.uuid).toBe('0190b0f2-0e5f-7a2c-9d4e-6f1a2b3c4d5e');
+  });
+
+  it('generates a UUIDv7 of the receive time when the client sent none (or "")', () => {
+    for (const uuid of [undefined, '']) {
+      const { message } = normalize({ event: 'e', distinct_id: 'd', uuid });
+      expect(message.uuid).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      expect(parseInt(message.uuid.replace(/-/g, '').slice(0, 12), 16)).toBe(NOW);
+    }
+  });
+
+  it('cuts the event name to 200 characters', () => {
+    expect(normalize({ event: 'n'.repeat(300), distinct_id: 'd' }).event.event).toBe('n'.repeat(200));
+  });
+
+  it('folds top-level $set/$set_once into properties, the top level winning a clash', () => {
+    const { event } = normalize({ event: '$identify', distinct_id: 'd', properties: { $set: { a: 1, b: 1 }, $set_once: { c: 1 } }, $set: { b: 2 }, $set_once: { d: 1 } });
+    expect(event.properties.$set).toEqual({ a: 1, b: 2 });
+    expect(event.properties.$set_once).toEqual({ c: 1, d: 1 });
+  });
+
+  it('keeps $feature/<key> and $feature_flag_called properties exactly', () => {
+    const properties = { $feature_flag: 'beta', $feature_flag_response: 'variant-b', '$feature/beta': 'variant-b', '$feature/off': false, $active_feature_flags: ['beta'] };
+    expect(normalize({ event: '$feature_flag_called', distinct_id: 'd', properties: { ...properties } }).event.properties).toEqual({ ...properties, $ip: '203.0.113.9' });
+  });
+
+  it('sets $ip from the request unless the client sent one', () => {
+    expect(normalize({ event: 'e', distinct_id: 'd' }).event.properties.$ip).toBe('203.0.113.9');
+    expect(normalize({ event: 'e', distinct_id: 'd', properties: { $ip: '1.2.3.4' } }).event.properties.$ip).toBe('1.2.3.4');
+    expect(normalize({ event: 'e', distinct_id: 'd' }, { ip: null }).event.properties.$ip).toBeUndefined();
+  });
+
+  it('honours $ignore_sent_at', () => {
+    const sentAt = NOW - 3_600_000;
+    const timestamp = '2025-06-01T11:00:00.000Z';
+    expect(normalize({ event: 'e', distinct_id: 'd', timestamp }, { sentAt }).event.timestamp).toBe('2025-06-01T12:00:00.000Z');
+    expect(normalize({ event: 'e', distinct_id: 'd', timestamp, properties: { $ignore_sent_at: true } }, { sentAt }).event.timestamp).toBe(timestamp);
+  });
+
+  it('refuses an event whose message would pass the size limit, naming it', () => {
+    try {
+      toBusMessage({ event: 'e', distinct_id: 'd', properties: { blob: 'x'.repeat(2000) } }, 'batch__4__', { ...context, maxMessageBytes: 1000 });
+      throw new Error('accepted');
+    } catch (error) {
+      expect(error).toMatchObject({ status: 413, code: 'payload_too_large', attr: 'batch__4' });
+    }
+  });
+});

@@ -1,0 +1,131 @@
+/**
+ * A capture app on PGlite (migrated, bootstrapped: one project and its token) and a bus, plus a reader that
+ * takes what capture produced back off the bus.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import type { Express } from 'express';
+import { bootstrap } from '@plover/accounts';
+import { LocalLogBus, type BusMessage, type EventBus } from '@plover/bus';
+import { createApp, type CaptureSettings } from '@plover/capture/app';
+import { parseCapturedEventMessage, type CapturedEvent, type CapturedEventMessage } from '@plover/contracts';
+import { silentLogger } from '@plover/core';
+import { createMetricsRegistry } from '@plover/http';
+import { migrate } from '@plover/postgres';
+import { PGliteSql } from '@plover/postgres/pglite';
+
+/** Every test's "now": timestamps in assertions are relative to it. */
+export const NOW = Date.parse('2025-06-01T12:00:00.000Z');
+
+const runId = `${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
+let sequence = 0;
+
+/** Topic names unique to this run (the Kafka broker is shared by every run on the machine). */
+export function uniqueTopics(): { events: string; historical: string } {
+  const n = ++sequence;
+  return { events: `plover-capture-test-${runId}-${n}-events`, historical: `plover-capture-test-${runId}-${n}-historical` };
+}
+
+export interface Captured {
+  message: CapturedEventMessage;
+  event: CapturedEvent;
+  key: string;
+  topic: string;
+}
+
+export interface CaptureHarness {
+  app: Express;
+  sql: PGliteSql;
+  bus: EventBus;
+  token: string;
+  projectId: number;
+  topics: { events: string; historical: string };
+  /**
+   * Reads `topic` from the beginning with a new consumer group until `count` messages arrived, then watches
+   * `quietMs` longer for any that should not be there. Fails when fewer arrive within `timeoutMs`.
+   */
+  read(topic: string, count: number, options?: { quietMs?: number; timeoutMs?: number }): Promise<Captured[]>;
+  close(): Promise<void>;
+}
+
+export interface HarnessOptions {
+  /** Defaults to a LocalLogBus in a temporary directory. */
+  bus?: EventBus;
+  capture?: Partial<CaptureSettings>;
+  trustProxy?: boolean;
+}
+
+export async function openHarness(options: HarnessOptions = {}): Promise<CaptureHarness> {
+  const sql = await PGliteSql.open({});
+  await migrate(sql);
+  const credentials = await bootstrap(sql, { adminEmail: 'admin@example.com', projectName: 'Test', timezone: 'UTC' });
+  let dataDir: string | undefined;
+  let bus = options.bus;
+  if (!bus) {
+    dataDir = await mkdtemp(path.join(os.tmpdir(), 'plover-capture-'));
+    bus = await LocalLogBus.open({ dataDir });
+  }
+  const topics = options.capture?.topics ?? uniqueTopics();
+  const app = createApp({
+    logger: silentLogger(),
+    metrics: createMetricsRegistry('capture-test'),
+    sql,
+    bus,
+    trustProxy: options.trustProxy ?? false,
+    capture: { now: () => NOW, ...options.capture, topics },
+  });
+  const openBus = bus;
+  return {
+    app,
+    sql,
+    bus,
+    token: credentials!.project.api_token,
+    projectId: credentials!.project.id,
+    topics,
+    read: (topic, count, readOptions) => readTopic(openBus, topic, count, readOptions),
+    async close() {
+      await openBus.close();
+      await sql.close();
+      if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function readTopic(bus: EventBus, topic: string, count: number, options: { quietMs?: number; timeoutMs?: number } = {}): Promise<Captured[]> {
+  const { quietMs = 300, timeoutMs = 15_000 } = options;
+  const received: BusMessage[] = [];
+  let enough: () => void = () => undefined;
+  const reached = new Promise<void>((resolve) => {
+    enough = resolve;
+    if (count === 0) resolve();
+  });
+  const consumer = await bus.consume({
+    groupId: `reader-${runId}-${++sequence}`,
+    topics: [topic],
+    handleBatch: (batch) => {
+      received.push(...batch.messages);
+      if (received.length >= count) enough();
+      return Promise.resolve();
+    },
+  });
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      reached,
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`read ${received.length} of ${count} messages from ${topic} in ${timeoutMs} ms`)), timeoutMs);
+      }),
+    ]);
+    await new Promise((resolve) => setTimeout(resolve, quietMs));
+  } finally {
+    clearTimeout(timer);
+    await consumer.stop();
+  }
+  return received.map((message) => {
+    const parsed = parseCapturedEventMessage(message.value);
+    if (!parsed.ok) throw new Error(`${topic} holds a message that breaks the contract: ${JSON.stringify(parsed.violation)}`);
+    return { ...parsed.value, key: message.key, topic };
+  });
+}

@@ -1,0 +1,61 @@
+import { eventTimestamp, parseTimestamp, sentAtFromQuery } from '../src/timestamp';
+
+const NOW = Date.parse('2025-06-01T12:00:00.000Z');
+const iso = (ms: number) => new Date(ms).toISOString();
+const H = 3_600_000;
+
+describe('the clock-skew rule (fixed clock at 2025-06-01T12:00:00Z)', () => {
+  it.each<[string, { timestamp?: string; offset?: number; sentAt?: number }, string]>([
+    ['nothing given → now', {}, '2025-06-01T12:00:00.000Z'],
+    ['timestamp alone → as given', { timestamp: '2025-06-01T10:00:00Z' }, '2025-06-01T10:00:00.000Z'],
+    ['timestamp corrected by sent_at: client 1 h fast', { timestamp: '2025-06-01T12:30:00Z', sentAt: NOW + H }, '2025-06-01T11:30:00.000Z'],
+    ['timestamp corrected by sent_at: client 1 h late', { timestamp: '2025-06-01T10:30:00Z', sentAt: NOW - H }, '2025-06-01T11:30:00.000Z'],
+    ['offset → now − offset', { offset: 5_000 }, '2025-06-01T11:59:55.000Z'],
+    ['offset overrides timestamp and sent_at', { offset: 1_000, timestamp: '2020-01-01T00:00:00Z', sentAt: NOW - H }, '2025-06-01T11:59:59.000Z'],
+    ['22 h in the future is kept', { timestamp: iso(NOW + 22 * H) }, iso(NOW + 22 * H)],
+    ['more than 23 h in the future → now', { timestamp: iso(NOW + 23 * H + 1) }, '2025-06-01T12:00:00.000Z'],
+    ['a negative offset far ahead → now', { offset: -24 * H }, '2025-06-01T12:00:00.000Z'],
+    ['an unparseable timestamp → now', { timestamp: 'yesterday' }, '2025-06-01T12:00:00.000Z'],
+    ['a year past 9999 → now', { timestamp: '2025-06-01T12:00:00Z', sentAt: NOW - 9000 * 365 * 24 * H }, '2025-06-01T12:00:00.000Z'],
+    ['the distant past is kept', { timestamp: '1999-12-31T23:59:59Z' }, '1999-12-31T23:59:59.000Z'],
+  ])('%s', (_name, input, expected) => {
+    expect(iso(eventTimestamp({ ...input, now: NOW }))).toBe(expected);
+  });
+});
+
+describe('timestamp formats', () => {
+  it.each<[string, string | undefined]>([
+    ['2025-06-01T10:00:00Z', '2025-06-01T10:00:00.000Z'],
+    ['2025-06-01T10:00:00.123456Z', '2025-06-01T10:00:00.123Z'],
+    ['2025-06-01T10:00:00+02:00', '2025-06-01T08:00:00.000Z'],
+    ['2025-06-01T10:00:00+03', '2025-06-01T07:00:00.000Z'],
+    ['2025-06-01T10:00:00-0130', '2025-06-01T11:30:00.000Z'],
+    ['2025-06-01T10:00:00', '2025-06-01T10:00:00.000Z'],
+    ['2025-06-01 10:00:00', '2025-06-01T10:00:00.000Z'],
+    ['2025-06-01T10:00', '2025-06-01T10:00:00.000Z'],
+    ['2025-06-01', '2025-06-01T00:00:00.000Z'],
+    ['2025/06/01 10:00:00', '2025-06-01T10:00:00.000Z'],
+    ['1748772000', '2025-06-01T10:00:00.000Z'],
+    ['1748772000123', '2025-06-01T10:00:00.123Z'],
+    ['Sun, 01 Jun 2025 10:00:00 +0000', '2025-06-01T10:00:00.000Z'],
+    ['2025-02-30T10:00:00Z', undefined],
+    ['2025-06-01T25:00:00Z', undefined],
+    ['not a date', undefined],
+    ['', undefined],
+  ])('%s', (value, expected) => {
+    const parsed = parseTimestamp(value);
+    expect(parsed === undefined ? undefined : iso(parsed)).toBe(expected);
+  });
+});
+
+describe('sent_at from the query (`_` or `sent_at`, epoch ms)', () => {
+  it.each<[string | null, number | undefined]>([
+    ['1748779200000', NOW],
+    ['1748779200', undefined], // seconds from old SDKs land in 1970: ignored
+    ['1577836800000', undefined], // 2020: ignored as PostHog does
+    ['abc', undefined],
+    [null, undefined],
+  ])('%s', (value, expected) => {
+    expect(sentAtFromQuery(value)).toBe(expected);
+  });
+});
