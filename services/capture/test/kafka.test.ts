@@ -7,10 +7,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { Kafka, logLevel } from 'kafkajs';
 import request from 'supertest';
 import { KafkaBus } from '@plover/bus/kafka';
 import { silentLogger } from '@plover/core';
+import { deleteTopics } from '../../../packages/bus/test/support/kafka-factory';
 import { describeWith, realService } from '../../../test/support/services';
 import { openHarness, readTopic, type CaptureHarness } from './support/harness';
 
@@ -25,19 +25,6 @@ function kafkaBus(brokers: string, options: { requestTimeoutMs?: number; retries
     requestTimeoutMs: options.requestTimeoutMs,
     retry: options.retries === undefined ? undefined : { retries: options.retries, initialRetryTimeMs: 100 },
   });
-}
-
-/** The broker is shared by every run on the machine: topics this suite created are deleted afterwards. */
-async function deleteTopics(brokers: string, topics: readonly string[]): Promise<void> {
-  const admin = new Kafka({ clientId: 'plover-capture-test', brokers: brokers.split(','), logLevel: logLevel.NOTHING }).admin();
-  await admin.connect();
-  try {
-    const existing = new Set(await admin.listTopics());
-    const present = topics.filter((topic) => existing.has(topic));
-    if (present.length > 0) await admin.deleteTopics({ topics: present });
-  } finally {
-    await admin.disconnect();
-  }
 }
 
 describeWith(kafka)('capture on Kafka', () => {
