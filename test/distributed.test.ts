@@ -73,7 +73,7 @@ describeWith({ url: postgres.url && kafka.url })('distributed services', () => {
   it('migrate applies every migration once, creating the ClickHouse database, and is idempotent', async () => {
     const first = await run('services/management/src/cli.ts', ['migrate'], env);
     expect(first.code).toBe(0);
-    expect(JSON.parse(first.stdout)).toMatchObject({ postgres: expect.arrayContaining(['001_accounts']), clickhouse: ['001_events'] });
+    expect(JSON.parse(first.stdout)).toMatchObject({ postgres: expect.arrayContaining(['001_accounts']), clickhouse: expect.arrayContaining(['001_events']) });
     const second = await run('services/management/src/cli.ts', ['migrate'], env);
     expect(second.code).toBe(0);
     expect(JSON.parse(second.stdout)).toEqual({ postgres: [], clickhouse: [] });

@@ -140,6 +140,89 @@ export const capture: Section<CaptureConfig> = {
   },
 };
 
+export interface DecideConfig {
+  lookupTimeoutMs: number;
+  definitionsPollMs: number;
+  flagQuotaMonthly: number;
+  /** Per-token token bucket; undefined when off. */
+  rateLimit: { perSecond: number; burst: number } | undefined;
+  geoip: boolean;
+}
+
+export const decide: Section<DecideConfig> = {
+  variables: {
+    DECIDE_LOOKUP_TIMEOUT_MS: {
+      description: 'How long decide waits for stored person/group/cohort data before the flags needing it fail (errorsWhileComputingFlags)',
+      type: 'integer',
+      minimum: 1,
+      maximum: 60000,
+      default: 200,
+    },
+    DECIDE_DEFINITIONS_POLL_MS: {
+      description: 'How often decide checks Postgres for flag changes made by other processes',
+      type: 'integer',
+      minimum: 50,
+      maximum: 60000,
+      default: 500,
+    },
+    DECIDE_FLAG_QUOTA_MONTHLY: {
+      description: 'Flag requests per project and calendar month before decide answers quotaLimited; 0 turns the quota off',
+      type: 'integer',
+      minimum: 0,
+      default: 0,
+    },
+    DECIDE_RATE_LIMIT_PER_SECOND: {
+      description: 'Flag requests per second one project token may make before decide answers 429; 0 turns the limit off',
+      type: 'integer',
+      minimum: 0,
+      default: 0,
+    },
+    DECIDE_RATE_LIMIT_BURST: {
+      description: 'Flag requests one token may make at once above that rate; 0 means 500 (PostHog)',
+      type: 'integer',
+      minimum: 0,
+      default: 0,
+    },
+    DECIDE_GEOIP: {
+      description: 'Add $geoip_* person properties from the bundled GeoLite2 database (about 60 MB of memory)',
+      type: 'boolean',
+      default: true,
+    },
+  },
+  read: (v) => {
+    const perSecond = v.DECIDE_RATE_LIMIT_PER_SECOND as number;
+    return {
+      lookupTimeoutMs: v.DECIDE_LOOKUP_TIMEOUT_MS as number,
+      definitionsPollMs: v.DECIDE_DEFINITIONS_POLL_MS as number,
+      flagQuotaMonthly: v.DECIDE_FLAG_QUOTA_MONTHLY as number,
+      rateLimit: perSecond > 0 ? { perSecond, burst: (v.DECIDE_RATE_LIMIT_BURST as number) || 500 } : undefined,
+      geoip: v.DECIDE_GEOIP as boolean,
+    };
+  },
+};
+
+export interface IngestionConfig {
+  /** Most messages handed to the consumer at once (one partition's); also the largest ClickHouse insert. */
+  batchSize: number;
+  /** Distinct ids processed at once within a batch (one person's events stay in order). */
+  concurrency: number;
+  /** Wait before a batch that failed (Postgres or ClickHouse unreachable) is delivered again. */
+  retryBackoffMs: number;
+}
+
+export const ingestion: Section<IngestionConfig> = {
+  variables: {
+    INGESTION_BATCH_SIZE: { description: 'Most bus messages the ingestion consumer handles (and inserts into ClickHouse) at once', type: 'integer', minimum: 1, maximum: 100000, default: 2000 },
+    INGESTION_CONCURRENCY: { description: 'Distinct ids the ingestion consumer processes at once (each one in order)', type: 'integer', minimum: 1, maximum: 1000, default: 16 },
+    INGESTION_RETRY_BACKOFF_MS: { description: 'Wait before the ingestion consumer retries a batch that failed on an outage', type: 'integer', minimum: 10, maximum: 600000, default: 1000 },
+  },
+  read: (v) => ({
+    batchSize: v.INGESTION_BATCH_SIZE as number,
+    concurrency: v.INGESTION_CONCURRENCY as number,
+    retryBackoffMs: v.INGESTION_RETRY_BACKOFF_MS as number,
+  }),
+};
+
 export interface BootstrapConfig {
   adminEmail: string;
   projectName: string;
@@ -157,6 +240,23 @@ export const bootstrap: Section<BootstrapConfig> = {
     projectName: v.PLOVER_PROJECT_NAME as string,
     timezone: ianaTimezone('PLOVER_TIMEZONE', v.PLOVER_TIMEZONE as string),
   }),
+};
+
+export interface ManagementConfig {
+  /** Cron expression (UTC) of the queued event deletion job. */
+  deletionJobSchedule: string;
+}
+
+export const management: Section<ManagementConfig> = {
+  variables: {
+    DELETION_JOB_SCHEDULE: {
+      description: 'When queued person event deletions run: a five-field cron expression in UTC',
+      type: 'string',
+      pattern: '^\\S+(\\s+\\S+){4}$',
+      default: '0 5 * * 0',
+    },
+  },
+  read: (v) => ({ deletionJobSchedule: v.DELETION_JOB_SCHEDULE as string }),
 };
 
 function ianaTimezone(variable: string, name: string): string {

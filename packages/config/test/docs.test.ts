@@ -12,6 +12,9 @@ const every = variablesOf({
   kafka: sections.kafka,
   bootstrap: sections.bootstrap,
   capture: sections.capture,
+  ingestion: sections.ingestion,
+  decide: sections.decide,
+  management: sections.management,
 });
 
 describe('configuration docs', () => {

@@ -1,3 +1,4 @@
 export * from './errors';
 export * from './ids';
 export * from './logger';
+export * from './token-buckets';

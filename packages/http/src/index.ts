@@ -3,3 +3,4 @@ export * from './health';
 export * from './server';
 export * from './app';
 export * from './cors';
+export * from './payload';

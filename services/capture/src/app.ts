@@ -4,7 +4,7 @@ import { ProjectTokenCache } from '@plover/accounts';
 import type { EventBus, OutgoingMessage } from '@plover/bus';
 import type { CaptureConfig } from '@plover/config';
 import { CAPTURE_TOPICS } from '@plover/contracts';
-import { ApiError, type Logger } from '@plover/core';
+import { ApiError, TokenBuckets, type Logger } from '@plover/core';
 import { createServiceApp, permissiveCors, type MetricsRegistry } from '@plover/http';
 import type { Sql } from '@plover/postgres';
 import { readBody } from './body';
@@ -12,7 +12,6 @@ import { decodePayload } from './decode';
 import { captureError } from './errors';
 import { captureMetrics } from './metrics';
 import { toBusMessage, type RequestContext } from './normalize';
-import { ProjectRateLimiter } from './rate-limit';
 import { parseCaptureRequest, requestToken } from './request';
 import { sentAtFromQuery } from './timestamp';
 
@@ -70,7 +69,7 @@ const OK_BODY = Buffer.from(JSON.stringify({ status: 1 }));
 export function captureRoutes(deps: CaptureDeps): Router {
   const settings: CaptureSettings = { ...DEFAULT_CAPTURE_SETTINGS, ...deps.capture };
   const projects = new ProjectTokenCache(deps.sql);
-  const limiter = settings.rateLimit ? new ProjectRateLimiter(settings.rateLimit) : undefined;
+  const limiter = settings.rateLimit ? new TokenBuckets<number>(settings.rateLimit.eventsPerSecond, settings.rateLimit.burst) : undefined;
   const metrics = captureMetrics(deps.metrics);
   const logger = deps.logger.child({ component: 'capture' });
 
@@ -84,7 +83,7 @@ export function captureRoutes(deps: CaptureDeps): Router {
     );
     const request = parseCaptureRequest(text);
     const project = await lookUpProject(requestToken(request));
-    if (limiter && !limiter.take(project.id, request.events.length, now)) throw captureError.rateLimited();
+    if (limiter && !limiter.take(project.id, now, request.events.length)) throw captureError.rateLimited();
 
     const ip = clientIp(req);
     const sentAt = request.sentAt ?? sentAtFromQuery(query.get('sent_at') ?? query.get('_'));

@@ -1,18 +1,233 @@
-import { Router, type Express } from 'express';
-import type { Logger } from '@plover/core';
-import { createServiceApp, type MetricsRegistry } from '@plover/http';
+import { randomUUID } from 'node:crypto';
+import express, { Router, type Express, type Request, type Response } from 'express';
+import { ProjectTokenCache, type ProjectByToken } from '@plover/accounts';
+import type { DecideConfig } from '@plover/config';
+import { ApiError, TokenBuckets, type Logger } from '@plover/core';
+import type { FeatureFlag, FlagEvaluation, Properties } from '@plover/flags';
+import { createServiceApp, permissiveCors, type MetricsRegistry } from '@plover/http';
 import type { Sql } from '@plover/postgres';
+import { decodeFlagsBody } from './decode';
+import { DefinitionsCache, type CachedDefinitions } from './definitions';
+import { evaluateRequest } from './evaluate';
+import { clientIp, loadGeoIp, type GeoIpLookup } from './geoip';
+import { FlagQuota } from './limits';
+import { authorizeDefinitionsRead } from './personal-key';
+import { decideErrors, parseFlagsRequest } from './request';
+import { publicEarlyAccessFeatures, publicSurveys } from './store';
+import { configFields, decideShaping, flagsShaping, renderBody, type Shaping } from './responses';
+
+export interface DecideOptions {
+  /** Person/group/cohort lookup timeout; flags needing it fail past this (default 200 ms). */
+  lookupTimeoutMs?: number;
+  /** How often cached definitions are checked against Postgres for changes made by other processes (default 500 ms). */
+  definitionsPollMs?: number;
+  /** Flag requests per project and calendar month; 0 (default) is unlimited. */
+  flagQuotaMonthly?: number;
+  /** Per-token rate limit (requests per second, burst); off when undefined. */
+  rateLimit?: { perSecond: number; burst: number } | undefined;
+  /** GeoIP lookup; none when undefined. */
+  geoip?: GeoIpLookup | undefined;
+  now?: () => Date;
+}
 
 export interface DecideDeps {
   logger: Logger;
   metrics: MetricsRegistry;
   sql: Sql;
   trustProxy: boolean;
+  decide?: DecideOptions;
 }
 
-/** The flag routes (`/decide`, `/flags`, local evaluation) mount here; they are built by the decide issue. */
-export function decideRoutes(_deps: DecideDeps): Router {
-  return Router();
+const BODY_LIMIT = 20 * 1024 * 1024;
+
+/** Decide's options from its configuration section; loads the GeoIP database when enabled. */
+export function decideOptions(config: DecideConfig): DecideOptions {
+  return {
+    lookupTimeoutMs: config.lookupTimeoutMs,
+    definitionsPollMs: config.definitionsPollMs,
+    flagQuotaMonthly: config.flagQuotaMonthly,
+    rateLimit: config.rateLimit,
+    geoip: config.geoip ? loadGeoIp() : undefined,
+  };
+}
+
+function searchParams(req: Request): URLSearchParams {
+  const index = req.originalUrl.indexOf('?');
+  return new URLSearchParams(index === -1 ? '' : req.originalUrl.slice(index + 1));
+}
+
+function flagDefinitionsByKey(definitions: CachedDefinitions | undefined): Map<string, FeatureFlag> {
+  return new Map((definitions?.flags ?? []).map((flag) => [flag.key, flag]));
+}
+
+/** The flag routes (`/decide`, `/flags`, local evaluation, remote config), with permissive CORS. */
+export function decideRoutes(deps: DecideDeps): Router {
+  const options = deps.decide ?? {};
+  const tokens = new ProjectTokenCache(deps.sql);
+  const cache = new DefinitionsCache(deps.sql, { logger: deps.logger, pollIntervalMs: options.definitionsPollMs ?? 500 });
+  // Per-token bucket (Django `DecideRateThrottle`: capacity 500, 10/s; off by default).
+  const limiter = options.rateLimit ? new TokenBuckets<string>(options.rateLimit.perSecond, options.rateLimit.burst) : undefined;
+  const quota = new FlagQuota(options.flagQuotaMonthly ?? 0, options.now);
+  const lookupTimeoutMs = options.lookupTimeoutMs ?? 200;
+  const byKeyCache = new WeakMap<CachedDefinitions, Map<string, FeatureFlag>>();
+
+  async function project(token: string | undefined): Promise<ProjectByToken> {
+    if (!token) throw decideErrors.noToken();
+    let found: ProjectByToken | undefined;
+    try {
+      found = await tokens.get(token);
+    } catch (error) {
+      deps.logger.warn({ err: error }, 'project token lookup failed');
+      throw ApiError.unavailable('The project could not be looked up; try again.');
+    }
+    if (!found) throw decideErrors.invalidToken();
+    return found;
+  }
+
+  async function answer(req: Request, res: Response, shaping: Shaping, endpoint: 'decide' | 'flags'): Promise<void> {
+    const query = searchParams(req);
+    const body = await decodeFlagsBody({
+      query,
+      contentType: req.headers['content-type'],
+      contentEncoding: req.headers['content-encoding'],
+      body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
+    });
+    const requestId = randomUUID();
+    if (body === undefined) {
+      // Nothing to evaluate (a bare GET): the minimal answer of each endpoint.
+      if (endpoint === 'decide') res.json({ ...configFields({ surveys: false, endpoint }), featureFlags: {}, requestId });
+      else res.json({ flags: {}, errorsWhileComputingFlags: false, requestId, supportedCompression: ['gzip', 'gzip-js'] });
+      return;
+    }
+    const request = parseFlagsRequest(body, query);
+    if (limiter && !limiter.take(request.token ?? `ip:${clientIp(req) ?? ''}`, Date.now())) throw decideErrors.rateLimited();
+    const { id: projectId } = await project(request.token);
+    const distinctId = request.distinctId;
+    if (distinctId === undefined || distinctId === '') throw decideErrors.noDistinctId();
+
+    const render = (flags: Map<string, FlagEvaluation>, errors: boolean, quotaLimited: boolean, definitions?: CachedDefinitions) => {
+      let byKey = definitions ? byKeyCache.get(definitions) : undefined;
+      if (!byKey) {
+        byKey = flagDefinitionsByKey(definitions);
+        if (definitions) byKeyCache.set(definitions, byKey);
+      }
+      res.json(renderBody(shaping, { flags, errorsWhileComputingFlags: errors, quotaLimited, requestId, flagsById: byKey, surveys: definitions?.hasActiveSurveys ?? false, endpoint }));
+    };
+
+    if (quota.limited(projectId)) return render(new Map(), false, true);
+    let definitions: CachedDefinitions;
+    try {
+      definitions = await cache.get(projectId);
+    } catch (error) {
+      deps.logger.warn({ err: error, projectId }, 'flag definitions could not be loaded');
+      return render(new Map(), true, false);
+    }
+    if (request.disableFlags) return render(new Map(), false, false, definitions);
+
+    let overrides: Properties = request.personProperties;
+    if (!request.geoipDisable && options.geoip) {
+      const ip = clientIp(req);
+      const geo = ip ? options.geoip(ip) : undefined;
+      if (geo) overrides = { ...geo, ...request.personProperties };
+    }
+    const result = await evaluateRequest(
+      { sql: deps.sql, logger: deps.logger, lookupTimeoutMs, now: options.now },
+      projectId,
+      definitions,
+      { ...request, distinctId },
+      overrides,
+    );
+    render(result.flags, result.errorsWhileComputingFlags, false, definitions);
+  }
+
+  async function localEvaluation(req: Request, res: Response): Promise<void> {
+    const query = searchParams(req);
+    const token = query.get('token') ?? undefined;
+    let projectId: number;
+    if (token) projectId = (await project(token)).id;
+    else if (/^\d+$/.test(query.get('project_id') ?? '')) projectId = Number(query.get('project_id'));
+    else throw ApiError.validation('Provide the project API key as ?token=.', 'token', 'required');
+    await authorizeDefinitionsRead(deps.sql, req.headers.authorization, projectId);
+    const definitions = await cache.get(projectId).catch((error: unknown) => {
+      deps.logger.warn({ err: error, projectId }, 'flag definitions could not be loaded');
+      throw ApiError.unavailable('Flag definitions are unavailable; try again.');
+    });
+    const { body, etag } = definitions.localEvaluation(query.has('send_cohorts'));
+    res.setHeader('ETag', etag);
+    res.setHeader('Cache-Control', 'no-cache');
+    if (req.headers['if-none-match'] === etag) {
+      res.status(304).end();
+      return;
+    }
+    res.type('application/json').send(body);
+  }
+
+  async function remoteConfig(req: Request): Promise<{ token: string; config: Record<string, unknown> }> {
+    const token = String(req.params.token ?? '');
+    const found = await tokens.get(token).catch(() => {
+      throw ApiError.unavailable('The project could not be looked up; try again.');
+    });
+    if (!found) throw ApiError.notFound();
+    const definitions = await cache.get(found.id).catch(() => undefined);
+    const { config: _config, toolbarParams: _toolbar, isAuthenticated: _auth, ...fields } = configFields({ surveys: definitions?.hasActiveSurveys ?? false });
+    return {
+      token,
+      config: { token, ...fields, hasFeatureFlags: (definitions?.flags ?? []).some((flag) => flag.active) },
+    };
+  }
+
+  const router = Router();
+  const cors = permissiveCors();
+  const raw = express.raw({ type: () => true, limit: BODY_LIMIT });
+  router.use(['/decide', '/flags', '/array', '/api/feature_flag', '/api/early_access_features', '/api/surveys'], cors);
+
+  router.all(['/decide', '/decide/'], raw, async (req, res) => {
+    if (req.method === 'OPTIONS') {
+      res.json({ status: 1 });
+      return;
+    }
+    if (req.method !== 'GET' && req.method !== 'POST' && req.method !== 'HEAD') throw new ApiError(405, 'validation_error', 'method_not_allowed', `Method "${req.method}" not allowed.`);
+    await answer(req, res, decideShaping(searchParams(req).get('v')), 'decide');
+  });
+
+  router.get(['/flags/definitions', '/flags/definitions/', '/api/feature_flag/local_evaluation', '/api/feature_flag/local_evaluation/'], localEvaluation);
+
+  router.all(['/flags', '/flags/'], raw, async (req, res) => {
+    if (req.method === 'OPTIONS') {
+      res.setHeader('Allow', 'GET, POST, OPTIONS, HEAD');
+      res.status(204).end();
+      return;
+    }
+    if (req.method === 'HEAD') {
+      res.status(200).end();
+      return;
+    }
+    if (req.method !== 'GET' && req.method !== 'POST') throw new ApiError(405, 'validation_error', 'method_not_allowed', `Method "${req.method}" not allowed.`);
+    const query = searchParams(req);
+    await answer(req, res, flagsShaping(query.get('v'), query.get('config')), 'flags');
+  });
+
+  router.get('/array/:token/config', async (req, res) => {
+    res.json((await remoteConfig(req)).config);
+  });
+  router.get('/array/:token/config.js', async (req, res) => {
+    const { token, config } = await remoteConfig(req);
+    const script =
+      '(function() {\n  window._POSTHOG_REMOTE_CONFIG = window._POSTHOG_REMOTE_CONFIG || {};\n' +
+      `  window._POSTHOG_REMOTE_CONFIG[${JSON.stringify(token)}] = {\n    config: ${JSON.stringify(config)},\n    siteApps: []\n  }\n})();`;
+    res.type('application/javascript').send(script);
+  });
+
+  router.get(['/api/early_access_features', '/api/early_access_features/'], async (req, res) => {
+    const { id } = await project(searchParams(req).get('token') ?? undefined);
+    res.json({ earlyAccessFeatures: await publicEarlyAccessFeatures(deps.sql, id) });
+  });
+  router.get(['/api/surveys', '/api/surveys/'], async (req, res) => {
+    const { id } = await project(searchParams(req).get('token') ?? undefined);
+    res.json({ surveys: await publicSurveys(deps.sql, id) });
+  });
+
+  return router;
 }
 
 export function createApp(deps: DecideDeps): Express {

@@ -5,6 +5,7 @@ import { createLogger } from '@plover/core';
 import { createMetricsRegistry, serve } from '@plover/http';
 import { PgSql } from '@plover/postgres';
 import { createApp } from './app';
+import { createConsumer } from './consumer';
 
 const config = loadConfigOrExit(process.env, {
   logging: sections.logging,
@@ -12,21 +13,30 @@ const config = loadConfigOrExit(process.env, {
   postgres: sections.postgres,
   clickhouse: sections.clickhouse,
   kafka: sections.kafka,
+  ingestion: sections.ingestion,
 });
 const logger = createLogger({ service: 'ingestion', level: config.logging.level });
-const sql = PgSql.fromConfig(config.postgres);
+const sql = PgSql.fromConfig(config.postgres, logger);
 const clickhouse = new HttpClickHouse(config.clickhouse);
 const bus = new KafkaBus({ ...config.kafka, logger });
+const metrics = createMetricsRegistry('ingestion');
 
-serve(createApp({ logger, metrics: createMetricsRegistry('ingestion'), sql, clickhouse, bus }), {
-  ...config.http,
-  logger,
-  closeResources: async () => {
-    await bus.close();
-    await clickhouse.close();
-    await sql.close();
-  },
-}).catch((error: unknown) => {
+async function main(): Promise<void> {
+  const consumer = await createConsumer({ logger, metrics, sql, clickhouse, bus, settings: config.ingestion });
+  await serve(createApp({ logger, metrics, sql, clickhouse, bus }), {
+    ...config.http,
+    logger,
+    closeResources: async () => {
+      // The consumer first: its last batches still need Postgres and ClickHouse, and commit through the bus.
+      await consumer.stop();
+      await bus.close();
+      await clickhouse.close();
+      await sql.close();
+    },
+  });
+}
+
+main().catch((error: unknown) => {
   logger.fatal({ err: error }, 'failed to start');
   process.exit(1);
 });

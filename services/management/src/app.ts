@@ -1,9 +1,19 @@
-import { Router, type Express } from 'express';
+import { Router, type Express, type RequestHandler } from 'express';
 import helmet from 'helmet';
 import type { ClickHouse } from '@plover/clickhouse';
 import type { Logger } from '@plover/core';
 import { createServiceApp, type MetricsRegistry } from '@plover/http';
 import type { Sql } from '@plover/postgres';
+import { AuthFailureThrottle, authenticate, resolveProject } from './http/auth';
+import { jsonBody } from './http/body';
+import { errors } from './http/errors';
+import { checkFormat } from './http/render';
+import { schemaRoutes } from './openapi';
+import { accountRoutes, projectRoutes } from './routes/accounts';
+import { dataRoutes } from './routes/data';
+import { personRoutes } from './routes/persons';
+import { playlistRoutes } from './routes/playlists';
+import { projectFlagRoutes } from './feature-flags';
 
 export interface ManagementDeps {
   logger: Logger;
@@ -11,12 +21,49 @@ export interface ManagementDeps {
   sql: Sql;
   clickhouse: ClickHouse;
   trustProxy: boolean;
+  /** Failed authentications per client address before 429 (tests pass their own). */
+  authThrottle?: AuthFailureThrottle;
 }
 
-/** The `/api` routes mount here; they are built by the management, insights and flags issues. */
-export function managementRoutes(_deps: ManagementDeps): Router {
+/** Answers 405 for the methods a path does not support (mounted after the path's handlers). */
+export function methodNotAllowed(): RequestHandler {
+  return (req) => {
+    throw errors.methodNotAllowed(req.method);
+  };
+}
+
+/**
+ * The `/api` routes. Every request: helmet, `format` checked, personal-key authentication, JSON bodies only.
+ * Project routes live under both `/api/projects/:project_id` and `/api/environments/:project_id`; the
+ * insights and flags issues mount theirs on `projectRouter` the same way.
+ */
+export function managementRoutes(deps: ManagementDeps): Router {
   const router = Router();
-  router.use('/api', helmet());
+  const api = Router();
+  api.use(checkFormat, authenticate(deps.sql, deps.authThrottle ?? new AuthFailureThrottle()), jsonBody);
+  api.use(accountRoutes(deps.sql));
+  api.all(['/users/@me', '/personal_api_keys', '/personal_api_keys/:id', '/projects'], methodNotAllowed());
+
+  const project = Router({ mergeParams: true });
+  project.use(resolveProject(deps.sql));
+  project.use(projectRoutes(deps.sql));
+  project.use(personRoutes(deps.sql));
+  project.use(playlistRoutes(deps.sql, deps.clickhouse));
+  project.use(dataRoutes(deps.sql, deps.clickhouse));
+  // Known paths answer 405 for methods they do not support (after every handler of those paths).
+  project.all(
+    [
+      '/', '/reset_token', '/persons', '/persons/bulk_delete', '/persons/:id',
+      '/session_recording_playlists', '/session_recording_playlists/:short_id', '/session_recording_playlists/:short_id/access_controls',
+      '/session_recording_playlists/:short_id/recordings', '/session_recording_playlists/:short_id/recordings/:session_recording_id',
+      '/session_recordings/:session_recording_id', '/groups_types', '/groups', '/events', '/ingestion_warnings',
+    ],
+    methodNotAllowed(),
+  );
+  project.use(projectFlagRoutes(deps.sql));
+  api.use(['/projects/:project_id', '/environments/:project_id'], project);
+
+  router.use('/api', helmet(), schemaRoutes(), api);
   return router;
 }
 

@@ -4,7 +4,7 @@ import { captureRoutes } from '@plover/capture/app';
 import type { ClickHouse } from '@plover/clickhouse';
 import type { CaptureConfig } from '@plover/config';
 import type { Logger } from '@plover/core';
-import { decideRoutes } from '@plover/decide/app';
+import { decideRoutes, type DecideOptions } from '@plover/decide/app';
 import { createServiceApp, type MetricsRegistry } from '@plover/http';
 import { managementRoutes } from '@plover/management/app';
 import type { Sql } from '@plover/postgres';
@@ -17,6 +17,7 @@ export interface StandaloneDeps {
   bus: EventBus;
   trustProxy: boolean;
   capture?: CaptureConfig;
+  decide?: DecideOptions;
 }
 
 /** Every HTTP service on one port: the SDKs' capture and flag routes beside the management API. */

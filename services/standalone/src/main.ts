@@ -2,6 +2,9 @@ import { loadConfigOrExit, sections } from '@plover/config';
 import { bootstrap } from '@plover/accounts';
 import { createLogger } from '@plover/core';
 import { createMetricsRegistry, serve } from '@plover/http';
+import { decideOptions } from '@plover/decide/app';
+import { createConsumer } from '@plover/ingestion/consumer';
+import { startSchedules } from '@plover/management/schedule';
 import { createApp } from './app';
 import { lockDataDir, writeCredentials } from './data-dir';
 import { openEmbeddedStores } from './stores';
@@ -12,6 +15,9 @@ const config = loadConfigOrExit(process.env, {
   data: sections.dataDir,
   bootstrap: sections.bootstrap,
   capture: sections.capture,
+  decide: sections.decide,
+  management: sections.management,
+  ingestion: sections.ingestion,
 });
 const logger = createLogger({ service: 'plover', level: config.logging.level });
 
@@ -33,11 +39,18 @@ async function main(): Promise<void> {
       ].join('\n'),
     );
   }
-  const app = createApp({ logger, metrics: createMetricsRegistry('plover'), trustProxy: config.http.trustProxy, capture: config.capture, ...stores });
+  const metrics = createMetricsRegistry('plover');
+  const app = createApp({ logger, metrics, trustProxy: config.http.trustProxy, capture: config.capture, decide: decideOptions(config.decide), ...stores });
+  // Embedded mode ingests in this process: capture → local bus → consumer → PGlite and chDB.
+  const consumer = await createConsumer({ logger, metrics, sql: stores.sql, clickhouse: stores.clickhouse, bus: stores.bus, settings: config.ingestion });
+  const schedules = startSchedules({ sql: stores.sql, clickhouse: stores.clickhouse, logger }, { deletionCron: config.management.deletionJobSchedule });
   await serve(app, {
     ...config.http,
     logger,
     closeResources: async () => {
+      // The consumer's last batches still need the stores, and it commits them through the bus.
+      await consumer.stop();
+      await schedules.stop();
       await stores.close();
       unlock();
     },

@@ -2,6 +2,8 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { countEvents } from '@plover/clickhouse';
+import { ChdbClickHouse } from '@plover/clickhouse/chdb';
 
 const ROOT = path.resolve(__dirname, '../../..');
 
@@ -86,6 +88,35 @@ describe('npm start (embedded)', () => {
       expect((await fetch(`http://127.0.0.1:${plover.port}/_ready`)).status).toBe(200);
     } finally {
       expect(await stop(plover)).toBe(0);
+    }
+  });
+
+  it('ingests captured events in the same process (capture, local bus, consumer, chDB) and stops cleanly on SIGTERM', async () => {
+    const credentials = JSON.parse(fs.readFileSync(path.join(dataDir, 'credentials.json'), 'utf8'));
+    const projectId: number = credentials.project.id;
+    const plover = await start(dataDir);
+    try {
+      const batch = Array.from({ length: 50 }, (_, i) => ({ event: 'clicked', distinct_id: `user-${i % 5}`, properties: { $set: { n: i } } }));
+      const response = await fetch(`http://127.0.0.1:${plover.port}/batch/`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ api_key: credentials.project.api_token, batch }),
+      });
+      expect(response.status).toBe(200);
+      // chDB belongs to the running process; its consumer's counter says when the events are stored.
+      const deadline = Date.now() + 30_000;
+      while (!/plover_ingestion_messages_total\{[^}]*outcome="ingested"[^}]*\} 50\b/.test(await (await fetch(`http://127.0.0.1:${plover.port}/metrics`)).text())) {
+        if (Date.now() > deadline) throw new Error('the events were not ingested in time');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    } finally {
+      expect(await stop(plover)).toBe(0);
+    }
+    const clickhouse = await ChdbClickHouse.open({ dataDir: path.join(dataDir, 'clickhouse') });
+    try {
+      expect(await countEvents(clickhouse, projectId)).toBe(50);
+    } finally {
+      await clickhouse.close();
     }
   });
 

@@ -1,0 +1,355 @@
+/**
+ * Ingestion end to end: captured-event messages produced to the bus → rows queryable in ClickHouse, through the
+ * consumer (services/ingestion createConsumer) with persons and groups in Postgres. Per stack:
+ * - embedded: LocalLogBus + PGlite + chDB in this process (what `npm start` runs);
+ * - distributed, when TEST_KAFKA_BROKERS (or KAFKA_BROKERS) and TEST_DATABASE_URL (or DATABASE_URL, an admin
+ *   connection that may create databases) are set: Kafka + Postgres + ClickHouse's HTTP interface, served by chDB
+ *   in a child process (no ClickHouse server on this machine), so this process holds what a consumer holds.
+ * BENCH_INGESTION_STACKS (`embedded,distributed`) picks them. Prints one JSON line per stack.
+ *
+ *   node --conditions=plover-source --import tsx bench/ingestion.ts
+ *
+ * Events look like posthog-js pageviews (≈ 1 KB, browser properties that feed person properties); one in ten
+ * carries a `$set` that changes its person, i.e. a Postgres write. Phases, after a warm-up that creates every
+ * person (one event per distinct id, not measured):
+ * - drain: BENCH_INGESTION_EVENTS (50,000) events produced while no consumer runs, then consumed: sustained
+ *   throughput (`drainEventsPerSecond`), from the consumer's start to the last row stored;
+ * - paced: BENCH_INGESTION_RATE (10,000) events/s for BENCH_INGESTION_SECONDS (10) in requests of 100, with the
+ *   consumer running: lag per event from its produce call to its row being stored (`lagMsP50/P99`).
+ * BENCH_INGESTION_PEOPLE (5,000) distinct ids; INGESTION_BATCH_SIZE and INGESTION_CONCURRENCY as in production.
+ * `rssMiB` is this process's peak: consumer and producer, plus PGlite and chDB in the embedded stack;
+ * `chdbTrackedMiB` is what chDB's own memory tracker counts at the end.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { LocalLogBus, type EventBus, type OutgoingMessage } from '@plover/bus';
+import { KafkaBus } from '@plover/bus/kafka';
+import { countEvents, HttpClickHouse, migrate as migrateClickHouse, type ClickHouse } from '@plover/clickhouse';
+import { ChdbClickHouse } from '@plover/clickhouse/chdb';
+import { capturedEventKey, type CapturedEvent, type CapturedEventMessage } from '@plover/contracts';
+import { silentLogger, uuidv7 } from '@plover/core';
+import { createConsumer, DEFAULT_INGESTION_SETTINGS, type IngestionConsumer, type IngestionSettings } from '@plover/ingestion/consumer';
+import { migrate as migratePostgres, PgSql, type Sql } from '@plover/postgres';
+import { PGliteSql } from '@plover/postgres/pglite';
+import { Registry } from 'prom-client';
+import { deleteTopics } from '../packages/bus/test/support/kafka-factory';
+import { createTestDatabase } from '../packages/postgres/test/support/database';
+
+const EVENTS = Number(process.env.BENCH_INGESTION_EVENTS ?? 50_000);
+const RATE = Number(process.env.BENCH_INGESTION_RATE ?? 10_000);
+const SECONDS = Number(process.env.BENCH_INGESTION_SECONDS ?? 10);
+const PEOPLE = Number(process.env.BENCH_INGESTION_PEOPLE ?? 5_000);
+const BATCH_SIZE = Number(process.env.INGESTION_BATCH_SIZE ?? DEFAULT_INGESTION_SETTINGS.batchSize);
+const CONCURRENCY = Number(process.env.INGESTION_CONCURRENCY ?? DEFAULT_INGESTION_SETTINGS.concurrency);
+const KAFKA_BROKERS = process.env.TEST_KAFKA_BROKERS || process.env.KAFKA_BROKERS;
+const DATABASE_URL = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
+const STACKS = (process.env.BENCH_INGESTION_STACKS ?? 'embedded,distributed').split(',');
+/** Events per produce call, as capture produces one request's batch. */
+const REQUEST_EVENTS = 100;
+const PRODUCERS = 8;
+
+interface Stack {
+  name: string;
+  sql: Sql;
+  clickhouse: ClickHouse;
+  bus: EventBus;
+  settings: Partial<IngestionSettings>;
+  close(): Promise<void>;
+}
+
+async function embeddedStack(): Promise<Stack> {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'plover-bench-ingestion-'));
+  const sql = await PGliteSql.open({ dataDir: path.join(dataDir, 'postgres') });
+  const clickhouse = await ChdbClickHouse.open({ dataDir: path.join(dataDir, 'clickhouse') });
+  const bus = await LocalLogBus.open({ dataDir: path.join(dataDir, 'bus') });
+  return {
+    name: 'embedded (LocalLogBus, PGlite, chDB)',
+    sql,
+    clickhouse,
+    bus,
+    settings: {},
+    async close() {
+      await bus.close();
+      await clickhouse.close();
+      await sql.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** ClickHouse's HTTP interface on chDB in a child process (the test helper behind the distributed suites). */
+async function chdbServer(dataDir: string): Promise<{ url: string; stop: () => Promise<void> }> {
+  const script = `require('./packages/clickhouse/test/support/chdb-http-server.ts').startChdbHttpServer(${JSON.stringify(dataDir)}).then((server) => console.log(server.url))`;
+  const child = spawn(process.execPath, ['--conditions=plover-source', '--import', 'tsx', '-e', script], { cwd: path.join(__dirname, '..'), stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString().trim()));
+    void exited.then(() => reject(new Error('the chDB HTTP server exited')));
+  });
+  return {
+    url,
+    async stop() {
+      child.kill();
+      await exited;
+    },
+  };
+}
+
+async function distributedStack(brokers: string, adminUrl: string): Promise<Stack> {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'plover-bench-ingestion-'));
+  const database = await createTestDatabase(adminUrl);
+  const sql = new PgSql({ connectionString: database.url, max: 10 });
+  const server = await chdbServer(dataDir);
+  const clickhouse = new HttpClickHouse({ url: server.url });
+  const bus = new KafkaBus({ brokers: brokers.split(','), clientId: 'plover-bench', logger: silentLogger() });
+  const run = `plover-bench-ingestion-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
+  const topics = { events: `${run}-events`, historical: `${run}-historical`, deadLetter: `${run}-dlq` };
+  return {
+    name: 'distributed (Kafka, Postgres, ClickHouse HTTP on chDB)',
+    sql,
+    clickhouse,
+    bus,
+    settings: { topics, groupIds: { events: `${run}-ingestion`, historical: `${run}-historical` } },
+    async close() {
+      await bus.close();
+      await clickhouse.close();
+      await server.stop();
+      await sql.close();
+      await deleteTopics(brokers, Object.values(topics));
+      await database.drop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Remembers when each event was produced and reports, per stored row, how long it took. */
+class LagMeter {
+  private readonly producedAt = new Map<string, number>();
+  readonly lags: number[] = [];
+  stored = 0;
+  lastStoredAt = 0;
+
+  produced(uuids: readonly string[], at: number): void {
+    for (const uuid of uuids) this.producedAt.set(uuid, at);
+  }
+
+  /** The ClickHouse the consumer writes to: events inserts are timed as they complete. */
+  wrap(inner: ClickHouse): ClickHouse {
+    return {
+      command: (name, sql, params) => inner.command(name, sql, params),
+      query: (name, sql, params) => inner.query(name, sql, params),
+      insert: async (table, rows) => {
+        await inner.insert(table, rows);
+        if (table !== 'events') return;
+        const now = performance.now();
+        for (const row of rows) {
+          const at = this.producedAt.get(row.uuid as string);
+          if (at !== undefined) this.lags.push(now - at);
+        }
+        this.stored += rows.length;
+        this.lastStoredAt = now;
+      },
+      ping: () => inner.ping(),
+      close: () => inner.close(),
+    };
+  }
+}
+
+const BROWSERS = ['Chrome', 'Safari', 'Firefox', 'Edge'];
+
+/** A posthog-js pageview; every tenth one `$set`s something new on its person. */
+function pageview(teamId: number, i: number, people: number): { message: OutgoingMessage; uuid: string } {
+  const uuid = uuidv7();
+  const distinctId = `user-${i % people}`;
+  const sessionId = `0190${(i % 977).toString(16).padStart(8, '0')}-session`;
+  const properties: Record<string, unknown> = {
+    $os: 'Mac OS X',
+    $os_version: '14.3.0',
+    $browser: BROWSERS[i % BROWSERS.length],
+    $browser_version: 122,
+    $device_type: 'Desktop',
+    $current_url: `https://example.com/products/${i % 500}?utm_source=newsletter`,
+    $host: 'example.com',
+    $pathname: `/products/${i % 500}`,
+    $screen_height: 1117,
+    $screen_width: 1728,
+    $viewport_height: 992,
+    $viewport_width: 1728,
+    $lib: 'web',
+    $lib_version: '1.232.3',
+    $insert_id: randomUUID(),
+    $time: Date.now() / 1000,
+    distinct_id: distinctId,
+    $device_id: randomUUID(),
+    $referrer: 'https://www.google.com/',
+    $referring_domain: 'www.google.com',
+    $session_id: sessionId,
+    $window_id: `${sessionId}-w`,
+    $pageview_id: randomUUID(),
+    token: 'phc_bench',
+  };
+  if (i % 10 === 0) properties.$set = { last_product_viewed: i % 500, plan: i % 3 === 0 ? 'pro' : 'free' };
+  const event: CapturedEvent = { uuid, event: '$pageview', distinct_id: distinctId, properties, timestamp: new Date().toISOString() };
+  const envelope: CapturedEventMessage = {
+    uuid,
+    team_id: teamId,
+    distinct_id: distinctId,
+    ip: '203.0.113.9',
+    now: new Date().toISOString(),
+    sent_at: null,
+    data: JSON.stringify(event),
+    historical: false,
+  };
+  return { message: { key: capturedEventKey(teamId, distinctId), value: Buffer.from(JSON.stringify(envelope)) }, uuid };
+}
+
+async function createProject(sql: Sql): Promise<number> {
+  const organization = await sql.query<{ id: string }>('bench.organization', `INSERT INTO organizations (name) VALUES ('Bench') RETURNING id`);
+  const project = await sql.query<{ id: number }>('bench.project', `INSERT INTO projects (organization_id, name, api_token) VALUES ($1, 'Bench', $2) RETURNING id`, [
+    organization.rows[0]?.id,
+    `phc_${randomUUID()}`,
+  ]);
+  const id = project.rows[0]?.id;
+  if (id === undefined) throw new Error('no project created');
+  return id;
+}
+
+/** Produces events `from`…`from+count-1` in requests of REQUEST_EVENTS, PRODUCERS requests at a time. */
+async function produceAll(stack: Stack, meter: LagMeter, teamId: number, from: number, count: number): Promise<void> {
+  let next = from;
+  const end = from + count;
+  const topic = stack.settings.topics?.events ?? DEFAULT_INGESTION_SETTINGS.topics.events;
+  await Promise.all(
+    Array.from({ length: PRODUCERS }, async () => {
+      while (next < end) {
+        const start = next;
+        next = Math.min(end, next + REQUEST_EVENTS);
+        const events = Array.from({ length: next - start }, (_, i) => pageview(teamId, start + i, PEOPLE));
+        const at = performance.now();
+        await stack.bus.produce(topic, events.map((event) => event.message));
+        meter.produced(events.map((event) => event.uuid), at);
+      }
+    }),
+  );
+}
+
+async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+}
+
+async function chdbTrackedBytes(clickhouse: ClickHouse): Promise<number> {
+  const [row] = await clickhouse.query<{ value: string }>('bench.memory', `SELECT value FROM system.metrics WHERE metric = 'MemoryTracking'`);
+  return Number(row?.value ?? 0);
+}
+
+async function run(stack: Stack): Promise<Record<string, unknown>> {
+  await migratePostgres(stack.sql);
+  await migrateClickHouse(stack.clickhouse);
+  const teamId = await createProject(stack.sql);
+  let rssPeak = 0;
+  const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, process.memoryUsage.rss())), 100);
+  const meter = new LagMeter();
+  const start = () =>
+    createConsumer({
+      logger: silentLogger(),
+      metrics: new Registry(),
+      sql: stack.sql,
+      clickhouse: meter.wrap(stack.clickhouse),
+      bus: stack.bus,
+      settings: { ...stack.settings, batchSize: BATCH_SIZE, concurrency: CONCURRENCY },
+    });
+  let consumer: IngestionConsumer | undefined;
+  try {
+    // Warm-up: every person exists before anything is measured.
+    consumer = await start();
+    await produceAll(stack, meter, teamId, 0, PEOPLE);
+    await waitUntil(() => meter.stored >= PEOPLE, 600_000);
+    await consumer.stop();
+
+    // Drain: a backlog, consumed as fast as the consumer can.
+    await produceAll(stack, meter, teamId, PEOPLE, EVENTS);
+    const before = meter.stored;
+    const cpuBefore = process.cpuUsage();
+    consumer = await start();
+    const drainStart = performance.now();
+    await waitUntil(() => meter.stored >= before + EVENTS, 600_000);
+    const drainSeconds = (meter.lastStoredAt - drainStart) / 1000;
+    const cpu = process.cpuUsage(cpuBefore);
+
+    // Paced: a steady rate with the consumer running; lag per event.
+    meter.lags.length = 0;
+    const pacedFrom = PEOPLE + EVENTS;
+    const total = RATE * SECONDS;
+    const pacedStart = performance.now();
+    const requests: Promise<void>[] = [];
+    for (let sent = 0; sent < total; sent += REQUEST_EVENTS) {
+      // Requests go out on schedule whether or not the previous ones were acknowledged, like independent clients.
+      const due = pacedStart + (sent / RATE) * 1000;
+      const wait = due - performance.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      requests.push(produceAll(stack, meter, teamId, pacedFrom + sent, Math.min(REQUEST_EVENTS, total - sent)));
+    }
+    await Promise.all(requests);
+    await waitUntil(() => meter.stored >= PEOPLE + EVENTS + total, 600_000);
+    const pacedSeconds = (meter.lastStoredAt - pacedStart) / 1000;
+    const lags = [...meter.lags].sort((a, b) => a - b);
+    const stored = await countEvents(stack.clickhouse, teamId);
+    const round = (n: number) => Math.round(n * 10) / 10;
+    return {
+      bench: 'ingestion',
+      stack: stack.name,
+      batchSize: BATCH_SIZE,
+      concurrency: CONCURRENCY,
+      people: PEOPLE,
+      drainEvents: EVENTS,
+      drainEventsPerSecond: Math.round(EVENTS / drainSeconds),
+      drainCpuSecondsPerThousandEvents: round(((cpu.user + cpu.system) / 1e6 / EVENTS) * 1000),
+      pacedRate: RATE,
+      pacedSeconds: round(pacedSeconds),
+      pacedEventsPerSecond: Math.round(total / pacedSeconds),
+      lagMsP50: round(percentile(lags, 50)),
+      lagMsP99: round(percentile(lags, 99)),
+      lagMsMax: round(lags[lags.length - 1] ?? 0),
+      storedEvents: stored,
+      rssMiB: Math.round(rssPeak / 2 ** 20),
+      chdbTrackedMiB: Math.round((await chdbTrackedBytes(stack.clickhouse)) / 2 ** 20),
+      cpus: os.cpus().length,
+      loadAverage: os.loadavg().map(round),
+      node: process.version,
+    };
+  } finally {
+    clearInterval(sampler);
+    await consumer?.stop();
+  }
+}
+
+async function main(): Promise<void> {
+  const stacks: Array<() => Promise<Stack>> = [];
+  if (STACKS.includes('embedded')) stacks.push(embeddedStack);
+  if (STACKS.includes('distributed') && KAFKA_BROKERS && DATABASE_URL) stacks.push(() => distributedStack(KAFKA_BROKERS, DATABASE_URL));
+  for (const open of stacks) {
+    const stack = await open();
+    try {
+      console.log(JSON.stringify(await run(stack)));
+    } finally {
+      await stack.close();
+    }
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});

@@ -1,0 +1,138 @@
+import { randomUUID } from 'node:crypto';
+import type { Express } from 'express';
+import { bootstrap, type Credentials } from '@plover/accounts';
+import { silentLogger } from '@plover/core';
+import { createMetricsRegistry, createServiceApp } from '@plover/http';
+import { migrate, PgSql, type QueryResult, type Sql, type SqlExecutor } from '@plover/postgres';
+import { PGliteSql } from '@plover/postgres/pglite';
+import { featureFlagRoutes } from '../../../management/src/feature-flags';
+import { realService } from '../../../../test/support/services';
+import { createTestDatabase } from '../../../../packages/postgres/test/support/database';
+import { decideRoutes, type DecideOptions } from '../../src/app';
+
+export const postgres = realService('TEST_DATABASE_URL');
+
+export interface Database {
+  sql: Sql;
+  /** Another connection to the same database (another process's view); undefined on PGlite. */
+  openSecond?: () => Promise<Sql>;
+  close(): Promise<void>;
+}
+
+export interface Backend {
+  name: string;
+  open(): Promise<Database>;
+}
+
+const pglite: Backend = {
+  name: 'PGlite',
+  async open() {
+    const sql = await PGliteSql.open();
+    await migrate(sql);
+    return { sql, close: () => sql.close() };
+  },
+};
+
+const real: Backend = {
+  name: 'Postgres',
+  async open() {
+    const database = await createTestDatabase(postgres.url!);
+    const sql = new PgSql({ connectionString: database.url, max: 5 });
+    await migrate(sql);
+    const extra: Sql[] = [];
+    return {
+      sql,
+      openSecond() {
+        const second = new PgSql({ connectionString: database.url, max: 2 });
+        extra.push(second);
+        return Promise.resolve(second);
+      },
+      async close() {
+        await Promise.all([sql, ...extra].map((s) => s.close()));
+        await database.drop();
+      },
+    };
+  },
+};
+
+export const backends: Backend[] = postgres.url ? [pglite, real] : [pglite];
+
+/** Wraps a Sql so that tests can make chosen queries fail or hang. */
+export class FaultySql implements Sql {
+  failing = new Set<string>();
+  delayMs = new Map<string, number>();
+
+  constructor(private readonly inner: Sql) {}
+
+  async query<R>(name: string, text: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
+    if (this.failing.has(name)) throw new Error(`injected failure of ${name}`);
+    const delay = this.delayMs.get(name);
+    if (delay) await new Promise((resolve) => setTimeout(resolve, delay));
+    return this.inner.query<R>(name, text, params);
+  }
+
+  exec(name: string, script: string): Promise<void> {
+    return this.inner.exec(name, script);
+  }
+
+  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    return this.inner.transaction(fn);
+  }
+
+  ping(): Promise<void> {
+    return this.inner.ping();
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+/** Decide routes and the flag management routes on one app, like embedded mode (management auth stubbed). */
+export function buildApp(sql: Sql, options: DecideOptions = {}, managementSql: Sql = sql): Express {
+  return createServiceApp({
+    logger: silentLogger(),
+    metrics: createMetricsRegistry('test'),
+    trustProxy: false,
+    checks: {},
+    mount(app) {
+      app.use(decideRoutes({ logger: silentLogger(), metrics: createMetricsRegistry('test'), sql, trustProxy: false, decide: options }));
+      const flags = featureFlagRoutes({
+        sql: managementSql,
+        authorize: (req) => Promise.resolve({ projectId: Number(req.params.project_id), userId: null }),
+      });
+      app.use(['/api/projects/:project_id', '/api/environments/:project_id'], flags);
+    },
+  });
+}
+
+export async function setup(sql: Sql): Promise<Credentials> {
+  const credentials = await bootstrap(sql, { adminEmail: `a-${randomUUID()}@example.com`, projectName: 'P', timezone: 'UTC' });
+  return credentials!;
+}
+
+export async function createPerson(sql: SqlExecutor, projectId: number, distinctIds: string[], properties: Record<string, unknown>): Promise<number> {
+  const person = await sql.query<{ id: number }>(
+    'test.person',
+    `INSERT INTO persons (project_id, uuid, properties, created_at) VALUES ($1, gen_random_uuid(), $2, now()) RETURNING id`,
+    [projectId, JSON.stringify(properties)],
+  );
+  const id = person.rows[0]!.id;
+  for (const distinctId of distinctIds) {
+    await sql.query('test.distinctId', 'INSERT INTO person_distinct_ids (project_id, distinct_id, person_id) VALUES ($1, $2, $3)', [projectId, distinctId, id]);
+  }
+  return id;
+}
+
+export async function createGroup(sql: SqlExecutor, projectId: number, type: string, index: number, key: string, properties: Record<string, unknown>): Promise<void> {
+  await sql.query(
+    'test.groupType',
+    'INSERT INTO group_type_mappings (project_id, group_type, group_type_index) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
+    [projectId, type, index],
+  );
+  await sql.query(
+    'test.group',
+    'INSERT INTO groups (project_id, group_type_index, group_key, group_properties, created_at) VALUES ($1, $2, $3, $4, now())',
+    [projectId, index, key, JSON.stringify(properties)],
+  );
+}

@@ -1,0 +1,256 @@
+/**
+ * One bus batch (one partition's messages, in order) from read to durable: the consumer's handleBatch.
+ *
+ * 1. Read every message; one that is not a usable captured event becomes a dead letter.
+ * 2. Process events through persons and groups: serially per `team_id:distinct_id` (one person's events in
+ *    bus order), up to `concurrency` keys at once.
+ * 3. Store: dead letters to the dead-letter topic, warnings and person overrides to ClickHouse, then the
+ *    events rows. Resolving hands the batch back to the bus, which commits it.
+ * A failure that is not an event's own (Postgres or ClickHouse unavailable, ...) is thrown: nothing is
+ * committed and the bus redelivers the batch after its backoff, for as long as the failure lasts.
+ *
+ * Redelivery does not re-apply person updates, which would bump versions again and re-apply `$set`s that later
+ * events had overwritten (packages/persons README, "Idempotency"):
+ * - after a failure in this process, the events already processed are remembered by offset and reused;
+ * - after a crash or a partition moving between consumers, batches are checked against ClickHouse until one
+ *   holds no stored event. An event row is written last of everything its event produces, so an event found
+ *   there has been fully handled and is skipped.
+ */
+import type { Batch, BusMessage, EventBus } from '@plover/bus';
+import { insertIngestionWarnings, insertPersonOverrides, type ClickHouse, type EventRow, type IngestionWarningRow, type PersonOverrideRow } from '@plover/clickhouse';
+import { isRetriable, type Logger } from '@plover/core';
+import { deadLetterMessage, type DeadLetter } from './dead-letter';
+import { readMessage, type CapturedInput } from './message';
+import type { IngestionMetrics, Outcome, Step } from './metrics';
+import { isEventFault, type EventProcessor, type Processed } from './process';
+import { insertEventRows, storedEventUuids } from './store';
+
+export interface BatchHandlerOptions {
+  processor: EventProcessor;
+  clickhouse: ClickHouse;
+  bus: EventBus;
+  deadLetterTopic: string;
+  /** Distinct ids processed at once. */
+  concurrency: number;
+  metrics: IngestionMetrics;
+  logger: Logger;
+}
+
+interface PartitionState {
+  /** The offset after the last batch handled here; a batch starting elsewhere may hold stored events. */
+  nextOffset: string | undefined;
+  /** Set until a batch shows that the events of an earlier, uncommitted delivery are behind us. */
+  recovering: boolean;
+  /** What processing returned for the messages of a batch that failed later, by offset: reused on redelivery. */
+  processed: Map<string, Processed>;
+}
+
+interface EventOutput {
+  row: EventRow;
+  message: BusMessage;
+  /** Position in the batch. */
+  index: number;
+}
+
+export class BatchHandler {
+  private readonly partitions = new Map<string, PartitionState>();
+
+  constructor(private readonly options: BatchHandlerOptions) {}
+
+  async handle(batch: Batch): Promise<void> {
+    const { metrics } = this.options;
+    const stopBatch = metrics.stepSeconds.startTimer({ step: 'batch' });
+    const state = this.partitionState(batch);
+    const first = batch.messages[0];
+    const last = batch.messages[batch.messages.length - 1];
+    if (!first || !last) return;
+    if (first.offset !== state.nextOffset) state.recovering = true;
+    try {
+      const processed = await this.processBatch(batch.messages, state);
+      this.count(batch, await this.store(processed, batch.messages));
+    } catch (error) {
+      metrics.batchFailures.inc({ topic: batch.topic, retriable: String(isRetriable(error)) });
+      // Retriable failures are outages that pass; anything else stalls the partition until someone acts.
+      const log = isRetriable(error) ? this.options.logger.warn.bind(this.options.logger) : this.options.logger.error.bind(this.options.logger);
+      log({ err: error, topic: batch.topic, partition: batch.partition, offset: first.offset, messages: batch.messages.length }, 'batch not stored; it will be redelivered');
+      throw error;
+    }
+    state.nextOffset = (BigInt(last.offset) + 1n).toString();
+    state.processed.clear();
+    stopBatch();
+  }
+
+  private partitionState(batch: Batch): PartitionState {
+    const id = `${batch.topic}:${batch.partition}`;
+    let state = this.partitions.get(id);
+    if (!state) {
+      state = { nextOffset: undefined, recovering: true, processed: new Map() };
+      this.partitions.set(id, state);
+    }
+    return state;
+  }
+
+  /** Steps 1 and 2: what each message becomes, in batch order. */
+  private async processBatch(messages: readonly BusMessage[], state: PartitionState): Promise<Processed[]> {
+    const results = new Array<Processed | undefined>(messages.length);
+    const pending: Array<{ index: number; input: CapturedInput }> = [];
+    this.time('read', () => {
+      messages.forEach((message, index) => {
+        const remembered = state.processed.get(message.offset);
+        if (remembered) {
+          results[index] = remembered;
+          return;
+        }
+        const read = readMessage(message);
+        if (read.ok) pending.push({ index, input: read.input });
+        else results[index] = this.options.processor.deadLetter(message, read.unreadable);
+      });
+    });
+
+    let toProcess = pending;
+    if (state.recovering && pending.length > 0) {
+      const stored = await this.timeAsync('recover', () => storedEventUuids(this.options.clickhouse, pending.map((item) => item.input)));
+      toProcess = pending.filter((item) => !stored.has(item.input.uuid));
+      for (const item of pending) if (stored.has(item.input.uuid)) results[item.index] = { kind: 'already_stored' };
+      // Stored events are a prefix of the partition (a crashed delivery stored whole batches, in order): past
+      // a batch with none of them, there is nothing left to recognise.
+      if (stored.size === 0) state.recovering = false;
+    }
+
+    await this.timeAsync('process', () => this.processByKey(toProcess, results, state));
+    return results.map((result, index) => {
+      if (!result) throw new Error(`message ${messages[index]?.offset} was left unprocessed`);
+      return result;
+    });
+  }
+
+  /**
+   * One worker per key slot; a worker takes a key and processes its events in order. A failure that is not the
+   * event's own stops every worker before its next event and is rethrown once the others have settled, so
+   * that what they finished is remembered for the redelivery.
+   */
+  private async processByKey(pending: ReadonlyArray<{ index: number; input: CapturedInput }>, results: Array<Processed | undefined>, state: PartitionState): Promise<void> {
+    const queues = new Map<string, Array<{ index: number; input: CapturedInput }>>();
+    for (const item of pending) {
+      const queue = queues.get(item.input.key);
+      if (queue) queue.push(item);
+      else queues.set(item.input.key, [item]);
+    }
+    const keys = [...queues.values()];
+    let nextKey = 0;
+    let failure: { error: unknown } | undefined;
+    const worker = async (): Promise<void> => {
+      while (!failure && nextKey < keys.length) {
+        for (const { index, input } of keys[nextKey++] ?? []) {
+          if (failure) return;
+          let processed: Processed;
+          try {
+            processed = await this.options.processor.process(input);
+          } catch (error) {
+            if (!isEventFault(error)) {
+              failure ??= { error };
+              return;
+            }
+            this.options.logger.warn({ err: error, eventUuid: input.uuid, teamId: input.teamId }, 'event cannot be processed; dead-lettered');
+            processed = this.options.processor.failedEvent(input, error);
+          }
+          results[index] = processed;
+          state.processed.set(input.message.offset, processed);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.options.concurrency, keys.length) }, worker));
+    if (failure) throw failure.error;
+  }
+
+  /**
+   * Step 3. Everything an event produced besides its row is stored before the events rows (the recovery above
+   * relies on it). Rows ClickHouse refuses as invalid data are dead-lettered afterwards; the results are
+   * returned with those events' outcome changed accordingly.
+   */
+  private async store(results: readonly Processed[], messages: readonly BusMessage[]): Promise<Processed[]> {
+    const events: EventOutput[] = [];
+    const warnings: IngestionWarningRow[] = [];
+    const overrides: PersonOverrideRow[] = [];
+    const deadLetters: DeadLetter[] = [];
+    results.forEach((result, index) => {
+      if (result.kind === 'event') {
+        events.push({ row: result.row, message: messages[index] as BusMessage, index });
+        warnings.push(...result.warnings);
+        overrides.push(...result.overrides);
+      } else if (result.kind === 'dead_letter') {
+        deadLetters.push(result.deadLetter);
+        warnings.push(...result.warnings);
+      }
+    });
+
+    await this.timeAsync('side_writes', () => this.storeSideOutputs(deadLetters, warnings, overrides));
+    const refused = await this.timeAsync('insert_events', () => insertEventRows(this.options.clickhouse, events, (output) => output.row));
+    if (refused.length === 0) return [...results];
+
+    this.options.logger.warn({ events: refused.length, err: refused[0]?.error }, 'ClickHouse refused event rows as invalid; dead-lettered');
+    const final = [...results];
+    const rejected = refused.map(({ item, error }) => {
+      const deadLettered = this.options.processor.deadLetter(item.message, {
+        reason: 'insert_failed',
+        detail: error.message,
+        teamId: item.row.team_id,
+        eventUuid: item.row.uuid,
+      });
+      final[item.index] = deadLettered;
+      return deadLettered;
+    });
+    await this.storeSideOutputs(
+      rejected.map((result) => result.deadLetter),
+      rejected.flatMap((result) => result.warnings),
+      [],
+    );
+    return final;
+  }
+
+  private async storeSideOutputs(deadLetters: readonly DeadLetter[], warnings: readonly IngestionWarningRow[], overrides: readonly PersonOverrideRow[]): Promise<void> {
+    const { clickhouse, bus, deadLetterTopic, metrics } = this.options;
+    await Promise.all([
+      deadLetters.length > 0 ? bus.produce(deadLetterTopic, deadLetters.map(deadLetterMessage)) : undefined,
+      warnings.length > 0 ? insertIngestionWarnings(clickhouse, warnings) : undefined,
+      overrides.length > 0 ? insertPersonOverrides(clickhouse, overrides) : undefined,
+    ]);
+    for (const deadLetter of deadLetters) metrics.deadLetters.inc({ reason: deadLetter.reason });
+    for (const warning of warnings) metrics.warnings.inc({ type: warning.type });
+  }
+
+  private count(batch: Batch, results: readonly Processed[]): void {
+    const { metrics } = this.options;
+    const topic = batch.topic;
+    const now = Date.now();
+    const outcomes = new Map<Outcome, number>();
+    results.forEach((result, index) => {
+      const outcome: Outcome = result.kind === 'event' ? 'ingested' : result.kind === 'dead_letter' ? 'dead_lettered' : 'already_stored';
+      outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
+      const message = batch.messages[index];
+      if (result.kind === 'event' && message) metrics.eventLagSeconds.observe({ topic }, (now - message.timestamp) / 1000);
+    });
+    for (const [outcome, count] of outcomes) metrics.messages.inc({ topic, outcome }, count);
+    metrics.batchSize.observe(batch.messages.length);
+    const newest = batch.messages[batch.messages.length - 1];
+    if (newest) metrics.lagSeconds.set({ topic }, (now - newest.timestamp) / 1000);
+  }
+
+  private time<T>(step: Step, fn: () => T): T {
+    const stop = this.options.metrics.stepSeconds.startTimer({ step });
+    try {
+      return fn();
+    } finally {
+      stop();
+    }
+  }
+
+  private async timeAsync<T>(step: Step, fn: () => Promise<T>): Promise<T> {
+    const stop = this.options.metrics.stepSeconds.startTimer({ step });
+    try {
+      return await fn();
+    } finally {
+      stop();
+    }
+  }
+}

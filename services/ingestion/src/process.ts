@@ -1,0 +1,97 @@
+/**
+ * One event through persons and groups to its rows; one unreadable message to its dead letter. No batching,
+ * no retries and no writes to ClickHouse here: batch.ts orders the calls and stores what they return.
+ */
+import type { BusMessage } from '@plover/bus';
+import type { EventRow, IngestionWarningRow, PersonOverrideRow } from '@plover/clickhouse';
+import { StorageError } from '@plover/core';
+import type { GroupStore, PersonStore } from '@plover/persons';
+import { deadLetterOf, type DeadLetter } from './dead-letter';
+import type { CapturedInput, Unreadable } from './message';
+import { normalizeProperties } from './normalize';
+import { eventRow, overrideRow, warningRow, type Warning } from './rows';
+
+export type DeadLettered = { kind: 'dead_letter'; deadLetter: DeadLetter; warnings: IngestionWarningRow[] };
+
+export type Processed =
+  | { kind: 'event'; row: EventRow; warnings: IngestionWarningRow[]; overrides: PersonOverrideRow[] }
+  | DeadLettered
+  /** Found in ClickHouse while recovering: stored by an earlier delivery, with everything that goes with it. */
+  | { kind: 'already_stored' };
+
+export class EventProcessor {
+  constructor(
+    private readonly persons: PersonStore,
+    private readonly groups: GroupStore,
+    private readonly now: () => Date,
+  ) {}
+
+  async process(input: CapturedInput): Promise<Processed> {
+    const normalized = normalizeProperties(input.event, input.properties, input.sentAt);
+    const [person, groups] = await Promise.all([
+      this.persons.processEvent(input.teamId, {
+        uuid: input.uuid,
+        event: input.event,
+        distinctId: input.distinctId,
+        timestamp: input.timestamp,
+        properties: normalized.properties,
+      }),
+      this.groups.processEvent(input.teamId, { event: input.event, timestamp: input.timestamp, properties: normalized.properties }),
+    ]);
+    const warnings: Warning[] = [...person.warnings];
+    if (input.invalidTimestamp !== undefined) {
+      // PostHog's older pipeline: the event is kept at the time capture received it, with this warning.
+      warnings.push({ type: 'ignored_invalid_timestamp', details: { eventUuid: input.uuid, field: 'timestamp', value: input.invalidTimestamp } });
+    }
+    return {
+      kind: 'event',
+      row: eventRow(input, normalized, person, groups, this.now()),
+      warnings: warnings.map((warning) => warningRow({ teamId: input.teamId, eventUuid: input.uuid, message: input.message }, warning)),
+      overrides: person.overrides.map((override) => overrideRow(input.teamId, override)),
+    };
+  }
+
+  /** The dead letter of a message, and its warning when the message names a project (the listing is per project). */
+  deadLetter(message: BusMessage, unreadable: Unreadable): DeadLettered {
+    const deadLetter = deadLetterOf(message, unreadable, this.now());
+    const warning: Warning = {
+      type: 'event_dead_lettered',
+      details: {
+        reason: unreadable.reason,
+        detail: unreadable.detail,
+        eventUuid: unreadable.eventUuid,
+        topic: message.topic,
+        partition: message.partition,
+        offset: message.offset,
+      },
+    };
+    const warnings = unreadable.teamId === null ? [] : [warningRow({ teamId: unreadable.teamId, eventUuid: unreadable.eventUuid, message }, warning)];
+    return { kind: 'dead_letter', deadLetter, warnings };
+  }
+
+  /** The dead letter of an event whose processing failed for a reason of its own (see isEventFault). */
+  failedEvent(input: CapturedInput, error: unknown): DeadLettered {
+    const detail = error instanceof Error ? error.message : String(error);
+    return this.deadLetter(input.message, { reason: 'processing_failed', detail, teamId: input.teamId, eventUuid: input.uuid });
+  }
+}
+
+/**
+ * SQLSTATE classes that blame the statement's data: 22 data exception, 23 integrity constraint violation (e.g.
+ * the project was deleted), 54 program limit exceeded. The same event would fail the same way forever.
+ */
+const EVENT_DATA_SQLSTATE_CLASSES = new Set(['22', '23', '54']);
+const SQLSTATE = /^[0-9A-Z]{5}$/;
+
+/**
+ * Whether processing failed because of the event itself, so it is dead-lettered and the batch goes on.
+ * Anything else (an outage, a permission or schema problem, a closed handle) is not the event's fault: the
+ * batch is redelivered instead, and a permanent cause stalls ingestion loudly rather than dead-letter
+ * every event. An exception that is not a StorageError is this input tripping a bug: dead-lettered, so one
+ * odd event cannot stop the pipeline.
+ */
+export function isEventFault(error: unknown): boolean {
+  if (!(error instanceof StorageError)) return true;
+  const { code } = error;
+  return !error.retriable && code !== undefined && SQLSTATE.test(code) && EVENT_DATA_SQLSTATE_CLASSES.has(code.slice(0, 2));
+}

@@ -1,0 +1,79 @@
+/**
+ * A consumer process for the crash test, which kills it with SIGKILL. The first TEST_COMMITTED_BATCHES events
+ * inserts behave; every later one is carried out in ClickHouse and then never returns, so its batch is stored but
+ * never committed. The process prints `inflight <n> hung <m>` whenever either count changes: once every batch in
+ * flight is hung, nothing is half done, and a kill lands exactly between the insert and the commit.
+ *
+ * Run from the repository root: node --conditions=plover-source --import tsx services/ingestion/test/support/consumer-child.ts
+ * with TEST_INGESTION_STACK (a StackDescription as JSON) and TEST_BATCH_SIZE.
+ */
+import type { EventBus } from '@plover/bus';
+import type { ClickHouse } from '@plover/clickhouse';
+import { silentLogger } from '@plover/core';
+import { createConsumer } from '@plover/ingestion/consumer';
+import { Registry } from 'prom-client';
+import { openStores, type StackDescription } from './stacks';
+
+async function main(): Promise<void> {
+  const description = JSON.parse(required('TEST_INGESTION_STACK')) as StackDescription;
+  const committedBatches = Number(required('TEST_COMMITTED_BATCHES'));
+  const stores = await openStores(description);
+
+  let inflight = 0;
+  let hung = 0;
+  let inserts = 0;
+  const report = () => process.stdout.write(`inflight ${inflight} hung ${hung}\n`);
+
+  const clickhouse: ClickHouse = {
+    command: (name, sql, params) => stores.clickhouse.command(name, sql, params),
+    query: (name, sql, params) => stores.clickhouse.query(name, sql, params),
+    async insert(table, rows) {
+      await stores.clickhouse.insert(table, rows);
+      if (table !== 'events' || ++inserts <= committedBatches) return;
+      hung += 1;
+      report();
+      await new Promise<never>(() => undefined);
+    },
+    ping: () => stores.clickhouse.ping(),
+    close: () => stores.clickhouse.close(),
+  };
+  const bus: EventBus = {
+    produce: (topic, messages) => stores.bus.produce(topic, messages),
+    consume: (options) =>
+      stores.bus.consume({
+        ...options,
+        async handleBatch(batch) {
+          inflight += 1;
+          report();
+          try {
+            await options.handleBatch(batch);
+          } finally {
+            inflight -= 1;
+            report();
+          }
+        },
+      }),
+    ensureTopics: (topics) => stores.bus.ensureTopics(topics),
+    ping: () => stores.bus.ping(),
+    close: () => stores.bus.close(),
+  };
+  await createConsumer({
+    logger: silentLogger(),
+    metrics: new Registry(),
+    sql: stores.sql,
+    clickhouse,
+    bus,
+    settings: { ...description.settings, batchSize: Number(required('TEST_BATCH_SIZE')) },
+  });
+}
+
+function required(variable: string): string {
+  const value = process.env[variable];
+  if (!value) throw new Error(`${variable} is not set`);
+  return value;
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

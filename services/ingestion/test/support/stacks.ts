@@ -1,0 +1,199 @@
+/**
+ * The two stacks the consumer runs on: embedded (LocalLogBus + PGlite + chDB, all in one data directory) and
+ * distributed (Kafka + a real Postgres database; ClickHouse is chDB, as no server exists on this machine).
+ * A stack is described by plain data, so that a child process (consumer-child.ts) opens the same stores.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { LocalLogBus, type BusMessage, type EventBus } from '@plover/bus';
+import { KafkaBus } from '@plover/bus/kafka';
+import { migrate as migrateClickHouse, type ClickHouse } from '@plover/clickhouse';
+import { ChdbClickHouse } from '@plover/clickhouse/chdb';
+import { silentLogger } from '@plover/core';
+import { createConsumer, type ConsumerDeps, type IngestionConsumer, type IngestionSettings } from '@plover/ingestion/consumer';
+import { migrate as migratePostgres, PgSql, type Sql } from '@plover/postgres';
+import { PGliteSql } from '@plover/postgres/pglite';
+import { Registry } from 'prom-client';
+import { deleteTopics } from '../../../../packages/bus/test/support/kafka-factory';
+import { createTestDatabase, type TestDatabase } from '../../../../packages/postgres/test/support/database';
+import { realService } from '../../../../test/support/services';
+
+export const postgres = realService('TEST_DATABASE_URL');
+export const kafka = realService('TEST_KAFKA_BROKERS');
+
+export interface Stores {
+  sql: Sql;
+  clickhouse: ClickHouse;
+  bus: EventBus;
+}
+
+/** Everything needed to open a stack's stores, in this process or a child. */
+export interface StackDescription {
+  kind: 'embedded' | 'kafka';
+  dataDir: string;
+  databaseUrl?: string;
+  brokers?: string;
+  settings: Pick<IngestionSettings, 'topics' | 'groupIds'>;
+}
+
+export interface Stack {
+  readonly name: string;
+  readonly description: StackDescription;
+  /** The open stores; replaced by resume(). */
+  readonly stores: Stores;
+  /** How long a test may wait for a delivery (a Kafka group takes seconds to form, longer after a kill). */
+  readonly deliveryTimeoutMs: number;
+  /** Closes the stores and keeps their data, so that a child process can open them (one process per directory). */
+  suspend(): Promise<void>;
+  resume(): Promise<Stores>;
+  destroy(): Promise<void>;
+}
+
+export interface StackFactory {
+  name: string;
+  open(): Promise<Stack>;
+}
+
+const runId = `${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
+let sequence = 0;
+
+/** Kafka is shared by every run on the machine: names never repeat. */
+function uniqueName(label: string): string {
+  return `plover-ingestion-test-${runId}-${label}-${++sequence}`;
+}
+
+export async function openStores(description: StackDescription): Promise<Stores> {
+  const { dataDir } = description;
+  const clickhouse = await ChdbClickHouse.open({ dataDir: path.join(dataDir, 'clickhouse') });
+  const sql = description.kind === 'embedded' ? await PGliteSql.open({ dataDir: path.join(dataDir, 'postgres') }) : new PgSql({ connectionString: required(description.databaseUrl) });
+  const bus: EventBus =
+    description.kind === 'embedded'
+      ? await LocalLogBus.open({ dataDir: path.join(dataDir, 'bus') })
+      : new KafkaBus({ brokers: required(description.brokers).split(','), clientId: 'plover-ingestion-test', logger: silentLogger() });
+  await migratePostgres(sql);
+  await migrateClickHouse(clickhouse);
+  return { sql, clickhouse, bus };
+}
+
+export async function closeStores(stores: Stores): Promise<void> {
+  await stores.bus.close();
+  await stores.clickhouse.close();
+  await stores.sql.close();
+}
+
+function required(value: string | undefined): string {
+  if (!value) throw new Error('stack description is incomplete');
+  return value;
+}
+
+async function openStack(name: string, description: StackDescription, cleanup: () => Promise<void>, deliveryTimeoutMs: number): Promise<Stack> {
+  let stores: Stores | undefined = await openStores(description);
+  const current = (): Stores => {
+    if (!stores) throw new Error(`${name} stack is suspended`);
+    return stores;
+  };
+  return {
+    name,
+    description,
+    deliveryTimeoutMs,
+    get stores() {
+      return current();
+    },
+    async suspend() {
+      await closeStores(current());
+      stores = undefined;
+    },
+    async resume() {
+      stores = await openStores(description);
+      return stores;
+    },
+    async destroy() {
+      if (stores) await closeStores(stores);
+      stores = undefined;
+      await cleanup();
+    },
+  };
+}
+
+const DEFAULT_NAMES: StackDescription['settings'] = {
+  topics: { events: 'events', historical: 'events_historical', deadLetter: 'events_dlq' },
+  groupIds: { events: 'ingestion', historical: 'ingestion-historical' },
+};
+
+export const embedded: StackFactory = {
+  name: 'embedded (LocalLogBus, PGlite, chDB)',
+  async open() {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'plover-ingestion-'));
+    return openStack(this.name, { kind: 'embedded', dataDir, settings: DEFAULT_NAMES }, () => rm(dataDir, { recursive: true, force: true }), 30_000);
+  },
+};
+
+export const distributed: StackFactory = {
+  name: 'distributed (Kafka, Postgres, chDB)',
+  async open() {
+    const brokers = required(kafka.url);
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'plover-ingestion-'));
+    const database: TestDatabase = await createTestDatabase(required(postgres.url));
+    const settings: StackDescription['settings'] = {
+      topics: { events: uniqueName('events'), historical: uniqueName('historical'), deadLetter: uniqueName('dlq') },
+      groupIds: { events: uniqueName('ingestion'), historical: uniqueName('ingestion-historical') },
+    };
+    return openStack(
+      this.name,
+      { kind: 'kafka', dataDir, databaseUrl: database.url, brokers, settings },
+      async () => {
+        await deleteTopics(brokers, Object.values(settings.topics));
+        await database.drop();
+        await rm(dataDir, { recursive: true, force: true });
+      },
+      // A consumer killed without leaving holds its partitions until the 10 s session timeout expires.
+      60_000,
+    );
+  },
+};
+
+/** Embedded always; distributed when Postgres and Kafka are configured (under CI=true realService insists). */
+export const stackFactories: StackFactory[] = postgres.url && kafka.url ? [embedded, distributed] : [embedded];
+
+/** Ingestion time of every row a test consumer writes, so rows can be compared whole. */
+export const INGESTED_AT = new Date('2024-06-01T00:00:00.000Z');
+
+/** A consumer on the stack's stores, quiet and with the ingestion time fixed. */
+export function startConsumer(stack: Stack, overrides: Partial<ConsumerDeps> = {}): Promise<IngestionConsumer> {
+  return createConsumer({
+    logger: silentLogger(),
+    metrics: new Registry(),
+    ...stack.stores,
+    settings: { ...stack.description.settings, retryBackoffMs: 100 },
+    now: () => INGESTED_AT,
+    ...overrides,
+  });
+}
+
+/** Resolves once `condition` holds; throws after `timeoutMs` with `what` in the message. */
+export async function waitFor(what: string, condition: () => Promise<boolean> | boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await condition()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** Reads a topic from the start under a new group, collecting every message. */
+export async function collectTopic(bus: EventBus, topic: string): Promise<{ received: BusMessage[]; stop: () => Promise<void> }> {
+  const received: BusMessage[] = [];
+  // Kafka refuses to subscribe to a topic that does not exist yet.
+  await bus.ensureTopics([topic]);
+  const consumer = await bus.consume({
+    groupId: uniqueName('reader'),
+    topics: [topic],
+    handleBatch: (batch) => {
+      received.push(...batch.messages);
+      return Promise.resolve();
+    },
+  });
+  return { received, stop: () => consumer.stop() };
+}

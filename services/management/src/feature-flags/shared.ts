@@ -1,0 +1,72 @@
+import { EventEmitter } from 'node:events';
+import type { Request } from 'express';
+import { ApiError } from '@plover/core';
+import type { SqlExecutor } from '@plover/postgres';
+
+/**
+ * Who may call: resolves the request's project and caller for `scope` (`feature_flag:read|write`,
+ * `cohort:read|write`) or throws an ApiError (401 no/invalid key, 403 scope or project). Supplied by the
+ * management API's authentication; the user id becomes `created_by`.
+ */
+export type Authorize = (req: Request, scope: string) => Promise<{ projectId: number; userId: number | null }>;
+
+/**
+ * Marks a project's flag definitions changed, inside the writing transaction: every decide process polls
+ * `flag_definition_versions` (services/decide/src/store.ts reads it).
+ */
+export async function bumpDefinitionsVersion(tx: SqlExecutor, projectId: number): Promise<void> {
+  await tx.query(
+    'flags.bumpDefinitionsVersion',
+    `INSERT INTO flag_definition_versions (project_id) VALUES ($1)
+     ON CONFLICT (project_id) DO UPDATE SET version = flag_definition_versions.version + 1, updated_at = now()`,
+    [projectId],
+  );
+}
+
+// The same registered symbol as services/decide/src/store.ts `definitionsChannel`: decide in this process
+// drops its cached definitions at once, so the very next flag request sees the change.
+const CHANNEL = Symbol.for('plover.flagDefinitions.changed');
+
+export function notifyDefinitionsChanged(projectId: number): void {
+  const holder = globalThis as unknown as Record<symbol, EventEmitter | undefined>;
+  holder[CHANNEL]?.emit('changed', projectId);
+}
+
+export function idParam(req: Request): number {
+  const raw = String(req.params.id ?? '');
+  if (!/^\d+$/.test(raw) || Number(raw) > 2_147_483_647) throw ApiError.notFound();
+  return Number(raw);
+}
+
+export function methodNotAllowed(method: string): ApiError {
+  return new ApiError(405, 'validation_error', 'method_not_allowed', `Method "${method}" not allowed.`);
+}
+
+export function pagination(req: Request): { limit: number; offset: number } {
+  const limit = Number.parseInt(typeof req.query.limit === 'string' ? req.query.limit : '100', 10);
+  const offset = Number.parseInt(typeof req.query.offset === 'string' ? req.query.offset : '0', 10);
+  return {
+    limit: Number.isFinite(limit) && limit > 0 ? Math.min(limit, 1000) : 100,
+    offset: Number.isFinite(offset) && offset > 0 ? offset : 0,
+  };
+}
+
+export function page<T>(req: Request, results: T[], count: number, limit: number, offset: number): Record<string, unknown> {
+  const base = new URL(req.originalUrl, `${req.protocol}://${req.get('host') ?? 'localhost'}`);
+  const at = (value: number): string => {
+    const url = new URL(base);
+    url.searchParams.set('limit', String(limit));
+    url.searchParams.set('offset', String(value));
+    return url.toString();
+  };
+  return {
+    count,
+    next: offset + limit < count ? at(offset + limit) : null,
+    previous: offset > 0 ? at(Math.max(0, offset - limit)) : null,
+    results,
+  };
+}
+
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

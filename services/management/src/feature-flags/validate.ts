@@ -1,0 +1,124 @@
+import { ApiError } from '@plover/core';
+import { isObject } from './shared';
+
+const OPERATORS = new Set([
+  'exact', 'is_not', 'icontains', 'not_icontains', 'icontains_multi', 'not_icontains_multi', 'starts_with', 'not_starts_with',
+  'ends_with', 'not_ends_with', 'regex', 'not_regex', 'gt', 'gte', 'lt', 'lte', 'between', 'not_between', 'is_set', 'is_not_set',
+  'is_date_before', 'is_date_after', 'is_date_exact', 'semver_eq', 'semver_neq', 'semver_gt', 'semver_gte', 'semver_lt', 'semver_lte',
+  'semver_tilde', 'semver_caret', 'semver_wildcard', 'in', 'not_in', 'flag_evaluates_to',
+]);
+const FILTER_TYPES = new Set(['person', 'group', 'cohort', 'flag']);
+
+function invalid(detail: string, attr: string): ApiError {
+  return ApiError.validation(detail, attr, 'invalid_input');
+}
+
+function checkRollout(value: unknown, attr: string): void {
+  if (value === undefined || value === null) return;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 100) {
+    throw invalid('Rollout percentage must be a number between 0 and 100.', attr);
+  }
+}
+
+export interface PropertyReferences {
+  cohortIds: Set<number>;
+}
+
+function checkProperties(value: unknown, attr: string, refs: PropertyReferences): void {
+  if (value === undefined || value === null) return;
+  if (!Array.isArray(value)) throw invalid('Properties must be a list.', attr);
+  value.forEach((filter: unknown, index) => {
+    const at = `${attr}__${index}`;
+    if (!isObject(filter)) throw invalid('Each property filter must be an object.', at);
+    if (typeof filter.key !== 'string' || filter.key === '') throw invalid('A property filter needs a key.', `${at}__key`);
+    if (filter.operator !== undefined && filter.operator !== null && (typeof filter.operator !== 'string' || !OPERATORS.has(filter.operator))) {
+      throw invalid(`${JSON.stringify(filter.operator)} is not a valid operator.`, `${at}__operator`);
+    }
+    if (filter.type !== undefined && filter.type !== null && (typeof filter.type !== 'string' || !FILTER_TYPES.has(filter.type))) {
+      throw invalid(`${JSON.stringify(filter.type)} is not a valid property filter type.`, `${at}__type`);
+    }
+    if (filter.type === 'cohort') {
+      const id = Number(filter.value);
+      if (!Number.isInteger(id)) throw invalid('A cohort filter needs a cohort id as its value.', `${at}__value`);
+      refs.cohortIds.add(id);
+    }
+    if (filter.type === 'group' && (typeof filter.group_type_index !== 'number' || filter.group_type_index < 0 || filter.group_type_index > 4)) {
+      throw invalid('A group filter needs a group_type_index between 0 and 4.', `${at}__group_type_index`);
+    }
+  });
+}
+
+function checkConditions(value: unknown, attr: string, variantKeys: Set<string>, refs: PropertyReferences): void {
+  if (value === undefined || value === null) return;
+  if (!Array.isArray(value)) throw invalid('Condition groups must be a list.', attr);
+  value.forEach((group: unknown, index) => {
+    const at = `${attr}__${index}`;
+    if (!isObject(group)) throw invalid('Each condition group must be an object.', at);
+    checkProperties(group.properties, `${at}__properties`, refs);
+    checkRollout(group.rollout_percentage, `${at}__rollout_percentage`);
+    if (group.variant !== undefined && group.variant !== null && (typeof group.variant !== 'string' || !variantKeys.has(group.variant))) {
+      throw invalid(`Filters are not valid (variant override does not exist)`, 'filters');
+    }
+  });
+}
+
+/**
+ * PostHog's flag `filters` checks (`feature_flag.py` serializer): condition groups, property filters,
+ * variant percentages summing to 100, payload keys naming a variant or `"true"`, the aggregation group type.
+ * Returns the cohort ids the filters reference, which must exist in the project.
+ */
+export function validateFilters(filters: unknown): PropertyReferences {
+  const refs: PropertyReferences = { cohortIds: new Set() };
+  if (!isObject(filters)) throw invalid('Filters must be an object.', 'filters');
+  const index = filters.aggregation_group_type_index;
+  if (index !== undefined && index !== null && (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index > 4)) {
+    throw invalid('aggregation_group_type_index must be between 0 and 4.', 'filters');
+  }
+  const variantKeys = new Set<string>();
+  const multivariate = filters.multivariate;
+  if (multivariate !== undefined && multivariate !== null) {
+    if (!isObject(multivariate) || !Array.isArray(multivariate.variants)) throw invalid('multivariate must have a list of variants.', 'filters');
+    let total = 0;
+    for (const variant of multivariate.variants as unknown[]) {
+      if (!isObject(variant) || typeof variant.key !== 'string' || variant.key === '') throw invalid('Each variant needs a key.', 'filters');
+      if (typeof variant.rollout_percentage !== 'number' || !Number.isFinite(variant.rollout_percentage)) {
+        throw invalid('Each variant needs a rollout_percentage.', 'filters');
+      }
+      if (variantKeys.has(variant.key)) throw invalid('Variant keys must be unique.', 'filters');
+      variantKeys.add(variant.key);
+      total += variant.rollout_percentage;
+    }
+    if (variantKeys.size > 0 && Math.abs(total - 100) > 1e-9) {
+      throw invalid('Invalid variant definitions: Variant rollout percentages must sum to 100.', 'filters');
+    }
+  }
+  checkConditions(filters.groups, 'filters__groups', variantKeys, refs);
+  checkConditions(filters.super_groups, 'filters__super_groups', variantKeys, refs);
+  checkConditions(filters.holdout_groups, 'filters__holdout_groups', variantKeys, refs);
+  checkProperties(filters.properties, 'filters__properties', refs);
+  const payloads = filters.payloads;
+  if (payloads !== undefined && payloads !== null) {
+    if (!isObject(payloads)) throw invalid('Payloads must be an object.', 'filters');
+    for (const key of Object.keys(payloads)) {
+      if (key !== 'true' && !variantKeys.has(key)) throw invalid('Payload keys must be the key of a variant or "true".', 'filters');
+    }
+  }
+  return refs;
+}
+
+/** A cohort's `filters.properties`: nested `{type: AND|OR, values}` groups of person or cohort filters. */
+export function validateCohortFilters(filters: unknown): PropertyReferences {
+  const refs: PropertyReferences = { cohortIds: new Set() };
+  if (!isObject(filters)) throw invalid('Filters must be an object.', 'filters');
+  const walk = (group: unknown, attr: string): void => {
+    if (!isObject(group)) throw invalid('A property group must be an object.', attr);
+    if (group.type !== 'AND' && group.type !== 'OR') throw invalid('A property group type must be AND or OR.', attr);
+    if (!Array.isArray(group.values)) throw invalid('A property group needs a list of values.', attr);
+    group.values.forEach((value: unknown, index) => {
+      if (isObject(value) && (value.type === 'AND' || value.type === 'OR')) walk(value, `${attr}__values__${index}`);
+      else checkProperties([value], `${attr}__values__${index}`, refs);
+    });
+  };
+  if (filters.properties !== undefined && filters.properties !== null) walk(filters.properties, 'filters__properties');
+  return refs;
+}

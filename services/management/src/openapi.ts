@@ -1,0 +1,103 @@
+import { Router } from 'express';
+import { bodySchemas, responseSchemas, type BodySchemaName } from './schemas';
+
+/**
+ * OpenAPI 3.1 for the routes this service serves, built from the schemas the handlers validate with
+ * (schemas/index.ts). Served without authentication at /api/schema/, as PostHog does.
+ */
+interface Operation {
+  method: 'get' | 'post' | 'patch' | 'put' | 'delete';
+  path: string;
+  scope?: string;
+  summary: string;
+  body?: BodySchemaName;
+  response?: { status: number; schema?: string; paginated?: boolean; array?: boolean };
+  query?: string[];
+}
+
+const P = '/api/projects/{project_id}';
+const E = '/api/environments/{project_id}';
+const PAGE = ['limit', 'offset', 'format'];
+
+const OPERATIONS: Operation[] = [
+  { method: 'get', path: '/api/users/@me/', scope: 'user:read', summary: 'The authenticated user', response: { status: 200 } },
+  { method: 'get', path: '/api/personal_api_keys/', scope: 'personal_api_key:read', summary: 'List your personal API keys (masked)', response: { status: 200, schema: 'PersonalApiKey', array: true } },
+  { method: 'post', path: '/api/personal_api_keys/', scope: 'personal_api_key:write', summary: 'Create a personal API key; `value` is shown once', body: 'PersonalApiKeyCreate', response: { status: 201, schema: 'PersonalApiKey' } },
+  { method: 'delete', path: '/api/personal_api_keys/{id}/', scope: 'personal_api_key:write', summary: 'Revoke a personal API key', response: { status: 204 } },
+  { method: 'get', path: '/api/projects/', scope: 'project:read', summary: 'Projects you can access', query: PAGE, response: { status: 200, schema: 'Project', paginated: true } },
+  { method: 'post', path: '/api/projects/', scope: 'project:write', summary: 'Create a project (organization admins)', body: 'ProjectCreate', response: { status: 201, schema: 'Project' } },
+  { method: 'get', path: `${P}/`, scope: 'project:read', summary: 'A project', response: { status: 200, schema: 'Project' } },
+  { method: 'patch', path: `${P}/reset_token/`, scope: 'project:write', summary: 'Rotate the project API key (admins)', response: { status: 200, schema: 'Project' } },
+  ...[P, E].flatMap((prefix): Operation[] => [
+    { method: 'get', path: `${prefix}/persons/`, scope: 'person:read', summary: 'List persons, newest first', query: [...PAGE, 'distinct_id', 'email', 'search', 'properties', 'include_total'], response: { status: 200, schema: 'Person', paginated: true } },
+    { method: 'get', path: `${prefix}/persons/{id}/`, scope: 'person:read', summary: 'A person by integer id or uuid', response: { status: 200, schema: 'Person' } },
+    { method: 'patch', path: `${prefix}/persons/{id}/`, scope: 'person:write', summary: 'Merge properties into a person ($set)', body: 'PersonPatch', response: { status: 200, schema: 'Person' } },
+    { method: 'delete', path: `${prefix}/persons/{id}/`, scope: 'person:write', summary: 'Delete a person; `delete_events=true` queues deletion of its events', query: ['delete_events'], response: { status: 204 } },
+    { method: 'post', path: `${prefix}/persons/bulk_delete/`, scope: 'person:write', summary: 'Delete up to 1000 persons', body: 'PersonBulkDelete', response: { status: 202 } },
+    { method: 'get', path: `${prefix}/session_recording_playlists/`, scope: 'session_recording_playlist:read', summary: 'List playlists', query: [...PAGE, 'created_by', 'short_id', 'search', 'pinned', 'type', 'user'], response: { status: 200, schema: 'SessionRecordingPlaylist', paginated: true } },
+    { method: 'post', path: `${prefix}/session_recording_playlists/`, scope: 'session_recording_playlist:write', summary: 'Create a playlist', body: 'SessionRecordingPlaylistWrite', response: { status: 201, schema: 'SessionRecordingPlaylist' } },
+    { method: 'get', path: `${prefix}/session_recording_playlists/{short_id}/`, scope: 'session_recording_playlist:read', summary: 'A playlist', response: { status: 200, schema: 'SessionRecordingPlaylist' } },
+    { method: 'patch', path: `${prefix}/session_recording_playlists/{short_id}/`, scope: 'session_recording_playlist:write', summary: 'Update a playlist; `deleted: true` soft-deletes', body: 'SessionRecordingPlaylistWrite', response: { status: 200, schema: 'SessionRecordingPlaylist' } },
+    { method: 'delete', path: `${prefix}/session_recording_playlists/{short_id}/`, scope: 'session_recording_playlist:write', summary: 'Hard delete is not allowed: 405, empty body', response: { status: 405 } },
+    { method: 'get', path: `${prefix}/session_recording_playlists/{short_id}/recordings/`, scope: 'session_recording_playlist:read', summary: 'Recordings in a playlist', query: PAGE, response: { status: 200 } },
+    { method: 'post', path: `${prefix}/session_recording_playlists/{short_id}/recordings/{session_recording_id}/`, scope: 'session_recording_playlist:write', summary: 'Add a recording (idempotent)', response: { status: 200 } },
+    { method: 'delete', path: `${prefix}/session_recording_playlists/{short_id}/recordings/{session_recording_id}/`, scope: 'session_recording_playlist:write', summary: 'Remove a recording', response: { status: 204 } },
+    { method: 'get', path: `${prefix}/session_recording_playlists/{short_id}/access_controls/`, scope: 'access_control:read', summary: 'Access rules of a playlist', response: { status: 200 } },
+    { method: 'put', path: `${prefix}/session_recording_playlists/{short_id}/access_controls/`, scope: 'access_control:write', summary: 'Set or remove an access rule', body: 'AccessControlPut', response: { status: 200 } },
+    { method: 'get', path: `${prefix}/session_recordings/{session_recording_id}/`, scope: 'session_recording:read', summary: 'Recording metadata; marks it watched', response: { status: 200 } },
+    { method: 'get', path: `${prefix}/groups_types/`, scope: 'group:read', summary: 'Group types', response: { status: 200 } },
+    { method: 'get', path: `${prefix}/groups/`, scope: 'group:read', summary: 'Groups of one type', query: [...PAGE, 'group_type_index', 'search'], response: { status: 200, paginated: true } },
+    { method: 'get', path: `${prefix}/events/`, scope: 'query:read', summary: 'Events, newest first', query: [...PAGE, 'event', 'distinct_id', 'person_id', 'properties', 'after', 'before'], response: { status: 200, paginated: true } },
+    { method: 'get', path: `${prefix}/ingestion_warnings/`, scope: 'project:read', summary: 'Ingestion warnings, newest first', query: PAGE, response: { status: 200, paginated: true } },
+  ]),
+];
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+
+export function openApiDocument(): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const op of OPERATIONS) {
+    const pathParams = [...op.path.matchAll(/\{([a-z_]+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
+    const queryParams = (op.query ?? ['format']).map((name) => ({ name, in: 'query', required: false, schema: { type: 'string' } }));
+    const response = op.response ?? { status: 200 };
+    let content: unknown;
+    if (response.schema || response.paginated) {
+      const item = response.schema ? ref(response.schema) : { type: 'object' };
+      const schema = response.paginated
+        ? { type: 'object', properties: { count: { type: 'integer' }, next: { type: ['string', 'null'] }, previous: { type: ['string', 'null'] }, results: { type: 'array', items: item } } }
+        : response.array
+          ? { type: 'array', items: item }
+          : item;
+      content = { 'application/json': { schema }, 'text/csv': { schema: { type: 'string' } } };
+    }
+    (paths[op.path] ??= {})[op.method] = {
+      summary: op.summary,
+      ...(op.scope ? { 'x-required-scope': op.scope } : {}),
+      parameters: [...pathParams, ...queryParams],
+      ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: ref(op.body) } } } } : {}),
+      responses: {
+        [String(response.status)]: { description: 'Success', ...(content ? { content } : {}) },
+        default: { description: 'Error', content: { 'application/json': { schema: ref('Error') } } },
+      },
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Plover management API', version: '0.1.0' },
+    components: {
+      schemas: { ...bodySchemas, ...responseSchemas },
+      securitySchemes: { PersonalAPIKey: { type: 'http', scheme: 'bearer', description: '`phx_…` personal API key' } },
+    },
+    security: [{ PersonalAPIKey: [] }],
+    paths,
+  };
+}
+
+export function schemaRoutes(): Router {
+  const router = Router();
+  const document = openApiDocument();
+  router.get('/schema', (_req, res) => {
+    res.type('application/vnd.oai.openapi+json').send(JSON.stringify(document));
+  });
+  return router;
+}

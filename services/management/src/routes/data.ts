@@ -1,0 +1,212 @@
+import { Router, type Request } from 'express';
+import type { ClickHouse, ClickHouseParams } from '@plover/clickhouse';
+import { isUuid } from '@plover/core';
+import { GroupStore, PersonStore } from '@plover/persons';
+import type { Sql } from '@plover/postgres';
+import { projectOf, requireScope } from '../http/auth';
+import { errors } from '../http/errors';
+import { envelope, pageOf, queryValue, send } from '../http/render';
+
+const EVENT_OPERATORS = ['exact', 'is_not', 'icontains', 'not_icontains', 'regex', 'not_regex', 'gt', 'gte', 'lt', 'lte', 'is_set', 'is_not_set'] as const;
+
+/** Event property filters (`properties` on the events listing) → a ClickHouse condition with bound parameters. */
+export function eventPropertiesCondition(raw: string, params: ClickHouseParams): string | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw errors.validation('Properties are unparsable!', 'properties', 'invalid_input');
+  }
+  if (!Array.isArray(parsed)) throw errors.validation('Properties must be a list of filters.', 'properties', 'invalid_input');
+  const parts = parsed.map((item: unknown, index) => {
+    const attr = `properties__${index}`;
+    if (typeof item !== 'object' || item === null) throw errors.validation('Expected a property filter object.', attr, 'invalid');
+    const filter = item as Record<string, unknown>;
+    if ((filter.type ?? 'event') !== 'event') throw errors.validation('Only event property filters are supported here.', `${attr}__type`, 'invalid_choice');
+    if (typeof filter.key !== 'string' || filter.key === '') throw errors.required(`${attr}__key`);
+    const operator = filter.operator ?? 'exact';
+    if (typeof operator !== 'string' || !(EVENT_OPERATORS as readonly string[]).includes(operator)) {
+      throw errors.validation(`${JSON.stringify(operator)} is not a valid choice.`, `${attr}__operator`, 'invalid_choice');
+    }
+    const key = `k${index}`;
+    const value = `v${index}`;
+    params[key] = filter.key;
+    const text = `JSONExtractString(properties, {${key}:String})`;
+    const has = `JSONHas(properties, {${key}:String})`;
+    if (operator === 'is_set') return has;
+    if (operator === 'is_not_set') return `NOT ${has}`;
+    const raw = filter.value;
+    const values = (Array.isArray(raw) ? raw : [raw]).map((v) => {
+      if (typeof v === 'string') return v;
+      if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+      throw errors.validation('Value must be a string, number or boolean.', `${attr}__value`, 'invalid');
+    });
+    if (values.length === 0) throw errors.required(`${attr}__value`);
+    // Numbers and booleans are stored as JSON literals, which JSONExtractString does not return; compare raw too.
+    const textOrRaw = `if(JSONType(properties, {${key}:String}) = 'String', ${text}, JSONExtractRaw(properties, {${key}:String}))`;
+    switch (operator) {
+      case 'exact':
+        params[value] = values;
+        return `(${has} AND ${textOrRaw} IN {${value}:Array(String)})`;
+      case 'is_not':
+        params[value] = values;
+        return `NOT (${has} AND ${textOrRaw} IN {${value}:Array(String)})`;
+      case 'icontains':
+      case 'not_icontains':
+        params[value] = values[0];
+        return `${operator === 'not_icontains' ? 'NOT ' : ''}positionCaseInsensitiveUTF8(${textOrRaw}, {${value}:String}) > 0`;
+      case 'regex':
+      case 'not_regex':
+        params[value] = values[0];
+        return `${operator === 'not_regex' ? 'NOT ' : ''}match(${textOrRaw}, {${value}:String})`;
+      default: {
+        const number = Number(values[0]);
+        if (!Number.isFinite(number)) throw errors.validation('A valid number is required.', `${attr}__value`, 'invalid');
+        params[value] = number;
+        const op = { gt: '>', gte: '>=', lt: '<', lte: '<=' }[operator as 'gt' | 'gte' | 'lt' | 'lte'];
+        return `toFloat64OrNull(${textOrRaw}) ${op} {${value}:Float64}`;
+      }
+    }
+  });
+  return parts.length > 0 ? parts.join(' AND ') : undefined;
+}
+
+function dateParam(req: Request, name: string): Date | undefined {
+  const raw = queryValue(req, name);
+  if (raw === undefined || raw === '') return undefined;
+  const date = new Date(raw);
+  if (Number.isNaN(date.getTime())) throw errors.validation('A valid date-time is required.', name, 'invalid');
+  return date;
+}
+
+function chDate(value: string): string {
+  return new Date(`${value.replace(' ', 'T')}Z`).toISOString();
+}
+
+/** Group types, groups, events and ingestion warnings of a project: read-only listings. */
+export function dataRoutes(sql: Sql, clickhouse: ClickHouse): Router {
+  const router = Router({ mergeParams: true });
+  const groups = new GroupStore(sql);
+  const persons = new PersonStore(sql);
+
+  router.get('/groups_types', async (req, res) => {
+    requireScope(req, 'group:read');
+    const types = await groups.listGroupTypes(projectOf(req).id);
+    send(req, res, 200, types.map((t) => ({ group_type: t.groupType, group_type_index: t.groupTypeIndex, name_singular: t.nameSingular, name_plural: t.namePlural })), 'groups_types');
+  });
+
+  router.get('/groups', async (req, res) => {
+    requireScope(req, 'group:read');
+    const page = pageOf(req);
+    const index = queryValue(req, 'group_type_index');
+    if (index === undefined || index === '') throw errors.required('group_type_index');
+    if (!/^[0-4]$/.test(index)) throw errors.validation('Ensure this value is between 0 and 4.', 'group_type_index', 'invalid');
+    const params: unknown[] = [projectOf(req).id, Number(index)];
+    let where = 'project_id = $1 AND group_type_index = $2';
+    const search = queryValue(req, 'search');
+    if (search !== undefined && search !== '') {
+      params.push(`%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+      where += ` AND (group_key ILIKE $3 OR (group_properties ->> 'name') ILIKE $3)`;
+    }
+    const rows = await sql.query<{ group_type_index: number; group_key: string; group_properties: Record<string, unknown>; created_at: Date }>(
+      'management.listGroups',
+      `SELECT group_type_index, group_key, group_properties, created_at FROM groups WHERE ${where}
+        ORDER BY created_at DESC, id DESC LIMIT ${page.limit + 1} OFFSET ${page.offset}`,
+      params,
+    );
+    const count = await sql.query<{ n: number }>('management.countGroups', `SELECT count(*)::int AS n FROM groups WHERE ${where}`, params);
+    const results = rows.rows.slice(0, page.limit).map((row) => ({ ...row, created_at: row.created_at.toISOString() }));
+    send(req, res, 200, envelope(req, page, results, count.rows[0]?.n ?? 0, rows.rows.length > page.limit), 'groups');
+  });
+
+  router.get('/events', async (req, res) => {
+    requireScope(req, 'query:read');
+    const project = projectOf(req);
+    const page = pageOf(req);
+    const params: ClickHouseParams = { team: project.id };
+    const where = ['team_id = {team:Int64}'];
+    const event = queryValue(req, 'event');
+    if (event !== undefined && event !== '') {
+      params.event = event;
+      where.push('event = {event:String}');
+    }
+    const distinctIds: string[] = [];
+    const distinctId = queryValue(req, 'distinct_id');
+    if (distinctId !== undefined && distinctId !== '') distinctIds.push(distinctId);
+    const personId = queryValue(req, 'person_id');
+    if (personId !== undefined && personId !== '') {
+      const ref = /^[0-9]{1,15}$/.test(personId) ? Number(personId) : isUuid(personId) ? personId.toLowerCase() : undefined;
+      if (ref === undefined) throw errors.validation('A valid person id or uuid is required.', 'person_id', 'invalid');
+      const person = await persons.getPerson(project.id, ref);
+      params.person_ids = person?.distinctIds ?? [];
+      where.push('distinct_id IN {person_ids:Array(String)}');
+    }
+    if (distinctIds.length > 0) {
+      params.distinct_ids = distinctIds;
+      where.push('distinct_id IN {distinct_ids:Array(String)}');
+    }
+    const after = dateParam(req, 'after');
+    if (after) {
+      params.after = after;
+      where.push("timestamp > {after:DateTime64(3, 'UTC')}");
+    }
+    const before = dateParam(req, 'before');
+    if (before) {
+      params.before = before;
+      where.push("timestamp < {before:DateTime64(3, 'UTC')}");
+    }
+    const properties = queryValue(req, 'properties');
+    if (properties !== undefined && properties !== '') {
+      const condition = eventPropertiesCondition(properties, params);
+      if (condition) where.push(condition);
+    }
+    const condition = where.join(' AND ');
+    // Aliases differ from column names: ClickHouse substitutes SELECT aliases in WHERE and ORDER BY.
+    const rows = await clickhouse.query<{ uuid_text: string; event: string; distinct_id: string; properties: string; ts: string; person_id_text: string }>(
+      'management.listEvents',
+      `SELECT toString(uuid) AS uuid_text, event, distinct_id, properties, toString(timestamp) AS ts, toString(person_id) AS person_id_text
+         FROM events FINAL WHERE ${condition}
+        ORDER BY timestamp DESC, uuid DESC LIMIT ${page.limit + 1} OFFSET ${page.offset}`,
+      params,
+    );
+    const hasMore = rows.length > page.limit;
+    const results = rows.slice(0, page.limit).map((row) => ({
+      id: row.uuid_text,
+      uuid: row.uuid_text,
+      event: row.event,
+      distinct_id: row.distinct_id,
+      properties: JSON.parse(row.properties) as unknown,
+      timestamp: chDate(row.ts),
+      person_id: row.person_id_text,
+    }));
+    let count = page.offset + results.length;
+    if (hasMore || (results.length === 0 && page.offset > 0)) {
+      const counted = await clickhouse.query<{ n: string }>('management.countEvents', `SELECT count() AS n FROM events FINAL WHERE ${condition}`, params);
+      count = Number(counted[0]?.n ?? 0);
+    }
+    send(req, res, 200, envelope(req, page, results, count, hasMore), 'events');
+  });
+
+  router.get('/ingestion_warnings', async (req, res) => {
+    requireScope(req, 'project:read');
+    const project = projectOf(req);
+    const page = pageOf(req);
+    const params: ClickHouseParams = { team: project.id };
+    const rows = await clickhouse.query<{ type: string; details: string; ts: string; event_uuid_text: string }>(
+      'management.listIngestionWarnings',
+      `SELECT type, details, toString(timestamp) AS ts, toString(event_uuid) AS event_uuid_text FROM ingestion_warnings FINAL
+        WHERE team_id = {team:Int64} ORDER BY timestamp DESC, type, event_uuid LIMIT ${page.limit + 1} OFFSET ${page.offset}`,
+      params,
+    );
+    const counted = await clickhouse.query<{ n: string }>('management.countIngestionWarnings', 'SELECT count() AS n FROM ingestion_warnings FINAL WHERE team_id = {team:Int64}', params);
+    const results = rows.slice(0, page.limit).map((row) => ({
+      type: row.type,
+      details: JSON.parse(row.details) as unknown,
+      timestamp: chDate(row.ts),
+      event_uuid: row.event_uuid_text,
+    }));
+    send(req, res, 200, envelope(req, page, results, Number(counted[0]?.n ?? 0), rows.length > page.limit), 'ingestion_warnings');
+  });
+
+  return router;
+}

@@ -1,0 +1,205 @@
+import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import { errors } from '../http/errors';
+
+/**
+ * JSON Schemas of the management API's request bodies and responses. Handlers validate bodies with these
+ * (first error only, as PostHog), and /api/schema/ publishes the same objects in its OpenAPI document, so the
+ * two cannot drift. Semantic rules that need the database or PostHog's exact wording stay in the handlers.
+ */
+export type JsonSchema = Record<string, unknown>;
+
+const userBasic: JsonSchema = {
+  type: 'object',
+  properties: {
+    id: { type: 'integer' },
+    uuid: { type: 'string', format: 'uuid' },
+    distinct_id: { type: 'string' },
+    first_name: { type: 'string' },
+    last_name: { type: 'string' },
+    email: { type: 'string', format: 'email' },
+    is_email_verified: { type: 'boolean' },
+    hedgehog_config: { type: ['object', 'null'], additionalProperties: true },
+    role_at_organization: { type: 'string' },
+  },
+};
+
+const propertiesObject: JsonSchema = { type: 'object', additionalProperties: true };
+
+export const bodySchemas = {
+  PersonalApiKeyCreate: {
+    type: 'object',
+    required: ['label', 'scopes'],
+    properties: {
+      label: { type: 'string', minLength: 1, maxLength: 40 },
+      scopes: { type: 'array', items: { type: 'string' }, description: '`*` or `<object>:read|write`' },
+      scoped_teams: { type: ['array', 'null'], items: { type: 'integer', minimum: 1 } },
+      scoped_organizations: { type: ['array', 'null'], items: { type: 'string', format: 'uuid' } },
+    },
+  },
+  ProjectCreate: {
+    type: 'object',
+    required: ['name'],
+    properties: {
+      name: { type: 'string', minLength: 1, maxLength: 200 },
+      timezone: { type: 'string', description: 'IANA timezone; default UTC' },
+      organization: { type: 'string', format: 'uuid' },
+    },
+  },
+  PersonPatch: {
+    type: 'object',
+    required: ['properties'],
+    properties: { properties: { ...propertiesObject, description: 'merged into the person ($set)' } },
+  },
+  PersonBulkDelete: {
+    type: 'object',
+    properties: {
+      distinct_ids: { type: ['array', 'null'], items: { type: 'string' }, description: 'at most 1000' },
+      ids: { type: ['array', 'null'], items: { type: ['string', 'integer'] }, description: 'person uuids or ids; at most 1000' },
+      delete_events: { type: 'boolean' },
+    },
+  },
+  SessionRecordingPlaylistWrite: {
+    type: 'object',
+    properties: {
+      name: { type: ['string', 'null'], maxLength: 400 },
+      derived_name: { type: ['string', 'null'], maxLength: 400 },
+      description: { type: ['string', 'null'] },
+      pinned: { type: 'boolean' },
+      deleted: { type: 'boolean' },
+      filters: { type: ['object', 'null'], additionalProperties: true },
+      type: { type: ['string', 'null'], description: '`collection` or `filters`; create only' },
+    },
+  },
+  AccessControlPut: {
+    type: 'object',
+    required: ['access_level'],
+    properties: {
+      access_level: { type: ['string', 'null'], description: '`none`, `viewer`, `editor`; null removes the rule' },
+      organization_member: { type: ['string', 'null'], format: 'uuid' },
+      role: { type: 'null' },
+    },
+  },
+} satisfies Record<string, JsonSchema>;
+
+export const responseSchemas = {
+  Error: {
+    type: 'object',
+    required: ['type', 'code', 'detail', 'attr'],
+    properties: { type: { type: 'string' }, code: { type: 'string' }, detail: { type: 'string' }, attr: { type: ['string', 'null'] } },
+  },
+  UserBasic: userBasic,
+  Person: {
+    type: 'object',
+    properties: {
+      id: { type: 'integer' },
+      name: { type: 'string' },
+      distinct_ids: { type: 'array', items: { type: 'string' } },
+      properties: { type: ['object', 'null'], additionalProperties: true },
+      created_at: { type: 'string', format: 'date-time' },
+      uuid: { type: 'string', format: 'uuid' },
+      is_identified: { type: 'boolean' },
+    },
+  },
+  Project: {
+    type: 'object',
+    properties: {
+      id: { type: 'integer' },
+      uuid: { type: 'string', format: 'uuid' },
+      organization: { type: 'string', format: 'uuid' },
+      name: { type: 'string' },
+      api_token: { type: 'string' },
+      timezone: { type: 'string' },
+    },
+  },
+  PersonalApiKey: {
+    type: 'object',
+    properties: {
+      id: { type: 'string' },
+      label: { type: 'string' },
+      value: { type: ['string', 'null'], description: 'the key, on create only' },
+      mask_value: { type: 'string' },
+      scopes: { type: 'array', items: { type: 'string' } },
+      scoped_teams: { type: 'array', items: { type: 'integer' } },
+      scoped_organizations: { type: 'array', items: { type: 'string' } },
+      created_at: { type: 'string', format: 'date-time' },
+      last_used_at: { type: ['string', 'null'], format: 'date-time' },
+    },
+  },
+  SessionRecordingPlaylist: {
+    type: 'object',
+    properties: {
+      id: { type: 'integer' },
+      short_id: { type: 'string' },
+      name: { type: ['string', 'null'] },
+      derived_name: { type: ['string', 'null'] },
+      description: { type: 'string' },
+      pinned: { type: 'boolean' },
+      created_at: { type: 'string', format: 'date-time' },
+      created_by: { oneOf: [{ $ref: '#/components/schemas/UserBasic' }, { type: 'null' }] },
+      deleted: { type: 'boolean' },
+      filters: { type: ['object', 'null'] },
+      last_modified_at: { type: 'string', format: 'date-time' },
+      last_modified_by: { oneOf: [{ $ref: '#/components/schemas/UserBasic' }, { type: 'null' }] },
+      type: { type: 'string', enum: ['collection', 'filters'] },
+      user_access_level: { type: 'string', enum: ['none', 'viewer', 'editor'] },
+      recordings_counts: { type: 'object', additionalProperties: { type: 'object', additionalProperties: true } },
+    },
+  },
+} satisfies Record<string, JsonSchema>;
+
+export type BodySchemaName = keyof typeof bodySchemas;
+
+const ajv = new Ajv({ allErrors: false, strict: false });
+ajv.addFormat('uuid', /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i);
+ajv.addFormat('email', /^[^@\s]+@[^@\s]+$/);
+ajv.addFormat('date-time', true);
+const validators = new Map<BodySchemaName, ValidateFunction>();
+
+function attrOf(error: ErrorObject): string | null {
+  const path = error.instancePath.split('/').slice(1).map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'));
+  if (error.keyword === 'required') path.push((error.params as { missingProperty: string }).missingProperty);
+  return path.length > 0 ? path.join('__') : null;
+}
+
+/** DRF's error codes and wording for the first failed keyword. */
+function apiErrorOf(error: ErrorObject) {
+  const attr = attrOf(error);
+  const params = error.params as Record<string, unknown>;
+  switch (error.keyword) {
+    case 'required':
+      return errors.required(attr ?? '');
+    case 'type': {
+      const expected = String(params.type);
+      if (expected.startsWith('object')) return errors.validation('Expected a dictionary of items.', attr, attr === null ? 'invalid_input' : 'not_a_dict');
+      if (expected.startsWith('array')) return errors.validation('Expected a list of items.', attr, 'not_a_list');
+      if (expected.startsWith('boolean')) return errors.validation('Must be a valid boolean.', attr, 'invalid');
+      if (expected.startsWith('integer')) return errors.validation('A valid integer is required.', attr, 'invalid');
+      if (expected === 'null') return errors.validation('This field must be null.', attr, 'invalid');
+      return errors.validation('Not a valid string.', attr, 'invalid');
+    }
+    case 'maxLength':
+      return errors.validation(`Ensure this field has no more than ${String(params.limit)} characters.`, attr, 'max_length');
+    case 'minLength':
+      return errors.validation('This field may not be blank.', attr, 'blank');
+    case 'minimum':
+      return errors.validation(`Ensure this value is greater than or equal to ${String(params.limit)}.`, attr, 'min_value');
+    case 'enum':
+      return errors.validation('Not a valid choice.', attr, 'invalid_choice');
+    case 'format':
+      return errors.validation(params.format === 'uuid' ? 'Must be a valid UUID.' : `Enter a valid ${String(params.format)}.`, attr, 'invalid');
+    default:
+      return errors.validation(error.message ?? 'Invalid input.', attr, 'invalid');
+  }
+}
+
+/** Validates a request body against its schema; throws the first error as a 400 in PostHog's shape. */
+export function validateBody(name: BodySchemaName, body: unknown): void {
+  let validate = validators.get(name);
+  if (!validate) {
+    validate = ajv.compile(bodySchemas[name]);
+    validators.set(name, validate);
+  }
+  if (validate(body)) return;
+  const first = validate.errors?.[0];
+  throw first ? apiErrorOf(first) : errors.validation('Invalid input.');
+}
