@@ -2,7 +2,8 @@
  * Every HTTP error Plover answers has the PostHog/DRF shape `{type, code, detail, attr}`.
  * Errors carry their status so that one renderer (packages/http) turns any of them into a response.
  */
-export type ApiErrorType = 'validation_error' | 'authentication_error' | 'permission_denied' | 'not_found' | 'throttled' | 'server_error';
+/** DRF's error types as PostHog renders them; 404, 405 and 415 are `invalid_request` there. */
+export type ApiErrorType = 'validation_error' | 'authentication_error' | 'permission_denied' | 'invalid_request' | 'throttled' | 'server_error';
 
 export interface ApiErrorBody {
   type: ApiErrorType;
@@ -40,7 +41,7 @@ export class ApiError extends Error {
   }
 
   static notFound(detail = 'Not found.'): ApiError {
-    return new ApiError(404, 'not_found', 'not_found', detail);
+    return new ApiError(404, 'invalid_request', 'not_found', detail);
   }
 
   static unavailable(detail: string): ApiError {

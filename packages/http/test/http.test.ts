@@ -59,6 +59,6 @@ describe('service app frame', () => {
   it('answers unknown routes with a JSON 404', async () => {
     const res = await request(appWith({})).get('/nope');
     expect(res.status).toBe(404);
-    expect(res.body).toEqual({ type: 'not_found', code: 'not_found', detail: 'Not found.', attr: null });
+    expect(res.body).toEqual({ type: 'invalid_request', code: 'not_found', detail: 'Not found.', attr: null });
   });
 });

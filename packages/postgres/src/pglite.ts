@@ -63,7 +63,10 @@ export class PGliteSql implements Sql {
     try {
       // PGlite creates only the last path segment; a fresh install's data dir has no parents yet.
       if (options.dataDir !== undefined) await mkdir(options.dataDir, { recursive: true });
-      return new PGliteSql(await PGlite.create({ dataDir: options.dataDir, parsers: RESULT_PARSERS }));
+      // pg_trgm indexes the persons `search` (email contains); real Postgres ships it, PGlite loads it here.
+      // Imported dynamically: the contrib modules declare only ESM typings.
+      const { pg_trgm } = await import('@electric-sql/pglite/contrib/pg_trgm');
+      return new PGliteSql(await PGlite.create({ dataDir: options.dataDir, parsers: RESULT_PARSERS, extensions: { pg_trgm } }));
     } catch (error) {
       throw toStorageError(error, 'open');
     }

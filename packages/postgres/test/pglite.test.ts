@@ -34,3 +34,16 @@ describe('PGliteSql', () => {
     }
   });
 });
+
+describe('PGliteSql extensions', () => {
+  it('loads pg_trgm, so trigram indexes (persons search) work as on a real server', async () => {
+    const sql = await PGliteSql.open({});
+    try {
+      await sql.exec('test.trgm', "CREATE EXTENSION pg_trgm; CREATE TABLE t (s text); CREATE INDEX t_s ON t USING gin (s gin_trgm_ops)");
+      const similar = await sql.query<{ score: number }>('test.similarity', 'SELECT similarity($1, $2) AS score', ['plover', 'plovers']);
+      expect(similar.rows[0]!.score).toBeGreaterThan(0.5);
+    } finally {
+      await sql.close();
+    }
+  });
+});

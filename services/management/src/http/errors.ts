@@ -1,11 +1,9 @@
-import { ApiError, type ApiErrorType } from '@plover/core';
+import { ApiError } from '@plover/core';
 
 /**
  * The management API's errors, in PostHog's words (reference/posthog-management-api.md §4.3, §5). They are
  * plain ApiErrors, rendered by the one renderer in packages/http.
- *
- * PostHog renders 403 with type `authentication_error` and 404/405/415 with `invalid_request`; core's
- * ApiErrorType has no `invalid_request`, so those keep core's types (`not_found`) except where noted.
+ * PostHog renders 403 with type `authentication_error` and 404/405/415 with `invalid_request`.
  */
 export const errors = {
   notAuthenticated: () => ApiError.unauthenticated('Authentication credentials were not provided.'),
@@ -15,14 +13,11 @@ export const errors = {
   missingScope: (scope: string) => errors.forbidden(`API key missing required scope '${scope}'`),
   notFound: (detail = 'Not found.') => ApiError.notFound(detail),
   methodNotAllowed: (method: string, detail?: string) =>
-    new ApiError(405, INVALID_REQUEST, 'method_not_allowed', detail ?? `Method "${method}" not allowed.`),
+    new ApiError(405, 'invalid_request', 'method_not_allowed', detail ?? `Method "${method}" not allowed.`),
   unsupportedMediaType: (type: string) =>
-    new ApiError(415, INVALID_REQUEST, 'unsupported_media_type', `Unsupported media type "${type}" in request.`),
+    new ApiError(415, 'invalid_request', 'unsupported_media_type', `Unsupported media type "${type}" in request.`),
   throttled: (seconds: number) =>
     new ApiError(429, 'throttled', 'throttled', `Request was throttled. Expected available in ${seconds} seconds.`),
   validation: (detail: string, attr: string | null = null, code = 'invalid_input') => ApiError.validation(detail, attr, code),
   required: (attr: string) => ApiError.validation('This field is required.', attr, 'required'),
 };
-
-// PostHog's type for 405/415; see the note above.
-const INVALID_REQUEST = 'invalid_request' as ApiErrorType;
