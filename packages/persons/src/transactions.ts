@@ -24,6 +24,14 @@ function isReplayable(error: unknown): boolean {
   return error instanceof LostRaceError || (error instanceof StorageError && error.code !== undefined && REPLAYABLE_SQLSTATES.has(error.code));
 }
 
+/**
+ * Before a replay: a random pause growing with the attempt. Replaying at once lets the writers that just
+ * collided collide again in the same order; jitter spreads them out so one of them gets through.
+ */
+function replayDelay(attempt: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * 2 ** attempt));
+}
+
 /** Runs `fn` in a transaction, replaying it when it lost a race; other failures are rethrown at once. */
 export async function transactionWithReplays<T>(sql: Sql, fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt += 1) {
@@ -31,6 +39,7 @@ export async function transactionWithReplays<T>(sql: Sql, fn: (tx: SqlExecutor) 
       return await sql.transaction(fn);
     } catch (error) {
       if (attempt >= MAX_ATTEMPTS || !isReplayable(error)) throw error;
+      await replayDelay(attempt);
     }
   }
 }
