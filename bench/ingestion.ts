@@ -4,8 +4,10 @@
  * - embedded: LocalLogBus + PGlite + chDB in this process (what `npm start` runs);
  * - distributed, when TEST_KAFKA_BROKERS (or KAFKA_BROKERS) and TEST_DATABASE_URL (or DATABASE_URL, an admin
  *   connection that may create databases) are set: Kafka + Postgres + ClickHouse's HTTP interface, served by chDB
- *   in a child process (no ClickHouse server on this machine), so this process holds what a consumer holds.
- * BENCH_INGESTION_STACKS (`embedded,distributed`) picks them. Prints one JSON line per stack.
+ *   in a child process (no ClickHouse server on this machine), so this process holds what a consumer holds. That
+ *   stand-in costs ≈ 50 ms per request (a chDB session and its SETs each time), far more than a server;
+ * - kafka-chdb: the same with chDB in this process instead, which shows the consumer without that cost.
+ * BENCH_INGESTION_STACKS (`embedded,distributed,kafka-chdb`) picks them. Prints one JSON line per stack.
  *
  *   node --conditions=plover-source --import tsx bench/ingestion.ts
  *
@@ -14,9 +16,12 @@
  * person (one event per distinct id, not measured):
  * - drain: BENCH_INGESTION_EVENTS (50,000) events produced while no consumer runs, then consumed: sustained
  *   throughput (`drainEventsPerSecond`), from the consumer's start to the last row stored;
- * - paced: BENCH_INGESTION_RATE (10,000) events/s for BENCH_INGESTION_SECONDS (10) in requests of 100, with the
- *   consumer running: lag per event from its produce call to its row being stored (`lagMsP50/P99`).
+ * - paced: BENCH_INGESTION_RATE (1,000) events/s for BENCH_INGESTION_SECONDS (10) in requests of 100, with the
+ *   consumer running: lag per event from its produce call to its row being stored (`lagMsP50/P99`). The lag
+ *   target holds below the drain rate; above it lag only grows, so pick a rate under `drainEventsPerSecond`.
  * BENCH_INGESTION_PEOPLE (5,000) distinct ids; INGESTION_BATCH_SIZE and INGESTION_CONCURRENCY as in production.
+ * `drainCpuSecondsPerThousandEvents` is this process's CPU (not Postgres', Kafka's or the ClickHouse server's);
+ * `drainStepSeconds` sums the consumer's step timings over batches (concurrent partitions overlap).
  * `rssMiB` is this process's peak: consumer and producer, plus PGlite and chDB in the embedded stack;
  * `chdbTrackedMiB` is what chDB's own memory tracker counts at the end.
  */
@@ -29,25 +34,23 @@ import { performance } from 'node:perf_hooks';
 import { LocalLogBus, type EventBus, type OutgoingMessage } from '@plover/bus';
 import { KafkaBus } from '@plover/bus/kafka';
 import { countEvents, HttpClickHouse, migrate as migrateClickHouse, type ClickHouse } from '@plover/clickhouse';
-import { ChdbClickHouse } from '@plover/clickhouse/chdb';
 import { capturedEventKey, type CapturedEvent, type CapturedEventMessage } from '@plover/contracts';
-import { silentLogger, uuidv7 } from '@plover/core';
+import { createLogger, silentLogger, uuidv7 } from '@plover/core';
 import { createConsumer, DEFAULT_INGESTION_SETTINGS, type IngestionConsumer, type IngestionSettings } from '@plover/ingestion/consumer';
 import { migrate as migratePostgres, PgSql, type Sql } from '@plover/postgres';
-import { PGliteSql } from '@plover/postgres/pglite';
 import { Registry } from 'prom-client';
 import { deleteTopics } from '../packages/bus/test/support/kafka-factory';
 import { createTestDatabase } from '../packages/postgres/test/support/database';
 
 const EVENTS = Number(process.env.BENCH_INGESTION_EVENTS ?? 50_000);
-const RATE = Number(process.env.BENCH_INGESTION_RATE ?? 10_000);
+const RATE = Number(process.env.BENCH_INGESTION_RATE ?? 1_000);
 const SECONDS = Number(process.env.BENCH_INGESTION_SECONDS ?? 10);
 const PEOPLE = Number(process.env.BENCH_INGESTION_PEOPLE ?? 5_000);
 const BATCH_SIZE = Number(process.env.INGESTION_BATCH_SIZE ?? DEFAULT_INGESTION_SETTINGS.batchSize);
 const CONCURRENCY = Number(process.env.INGESTION_CONCURRENCY ?? DEFAULT_INGESTION_SETTINGS.concurrency);
 const KAFKA_BROKERS = process.env.TEST_KAFKA_BROKERS || process.env.KAFKA_BROKERS;
 const DATABASE_URL = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
-const STACKS = (process.env.BENCH_INGESTION_STACKS ?? 'embedded,distributed').split(',');
+const STACKS = (process.env.BENCH_INGESTION_STACKS ?? 'embedded,distributed,kafka-chdb').split(',');
 /** Events per produce call, as capture produces one request's batch. */
 const REQUEST_EVENTS = 100;
 const PRODUCERS = 8;
@@ -61,10 +64,17 @@ interface Stack {
   close(): Promise<void>;
 }
 
+/** Loaded only where used: the native chDB library would count in the memory of the distributed run. */
+async function openChdb(dataDir: string): Promise<ClickHouse> {
+  const { ChdbClickHouse } = await import('@plover/clickhouse/chdb');
+  return ChdbClickHouse.open({ dataDir: path.join(dataDir, 'clickhouse') });
+}
+
 async function embeddedStack(): Promise<Stack> {
+  const { PGliteSql } = await import('@plover/postgres/pglite');
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'plover-bench-ingestion-'));
   const sql = await PGliteSql.open({ dataDir: path.join(dataDir, 'postgres') });
-  const clickhouse = await ChdbClickHouse.open({ dataDir: path.join(dataDir, 'clickhouse') });
+  const clickhouse = await openChdb(dataDir);
   const bus = await LocalLogBus.open({ dataDir: path.join(dataDir, 'bus') });
   return {
     name: 'embedded (LocalLogBus, PGlite, chDB)',
@@ -99,17 +109,17 @@ async function chdbServer(dataDir: string): Promise<{ url: string; stop: () => P
   };
 }
 
-async function distributedStack(brokers: string, adminUrl: string): Promise<Stack> {
+async function distributedStack(brokers: string, adminUrl: string, clickhouseKind: 'http' | 'chdb'): Promise<Stack> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'plover-bench-ingestion-'));
   const database = await createTestDatabase(adminUrl);
   const sql = new PgSql({ connectionString: database.url, max: 10 });
-  const server = await chdbServer(dataDir);
-  const clickhouse = new HttpClickHouse({ url: server.url });
+  const server = clickhouseKind === 'http' ? await chdbServer(dataDir) : undefined;
+  const clickhouse = server ? new HttpClickHouse({ url: server.url }) : await openChdb(dataDir);
   const bus = new KafkaBus({ brokers: brokers.split(','), clientId: 'plover-bench', logger: silentLogger() });
   const run = `plover-bench-ingestion-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
   const topics = { events: `${run}-events`, historical: `${run}-historical`, deadLetter: `${run}-dlq` };
   return {
-    name: 'distributed (Kafka, Postgres, ClickHouse HTTP on chDB)',
+    name: server ? 'distributed (Kafka, Postgres, ClickHouse HTTP on chDB)' : 'kafka-chdb (Kafka, Postgres, chDB in process)',
     sql,
     clickhouse,
     bus,
@@ -117,7 +127,7 @@ async function distributedStack(brokers: string, adminUrl: string): Promise<Stac
     async close() {
       await bus.close();
       await clickhouse.close();
-      await server.stop();
+      await server?.stop();
       await sql.close();
       await deleteTopics(brokers, Object.values(topics));
       await database.drop();
@@ -249,6 +259,18 @@ function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 }
 
+/** Seconds the consumer spent per step (summed over batches; steps of concurrent batches overlap). */
+async function stepSeconds(metrics: Registry): Promise<Record<string, number>> {
+  const metric = await metrics.getSingleMetric('plover_ingestion_step_seconds')?.get();
+  const sums = (metric?.values ?? []).filter((value) => 'metricName' in value && value.metricName === 'plover_ingestion_step_seconds_sum');
+  return Object.fromEntries(sums.map((value) => [String(value.labels.step), value.value]));
+}
+
+async function batchCount(metrics: Registry): Promise<number> {
+  const metric = await metrics.getSingleMetric('plover_ingestion_batch_size')?.get();
+  return metric?.values.find((value) => 'metricName' in value && value.metricName === 'plover_ingestion_batch_size_count')?.value ?? 0;
+}
+
 async function chdbTrackedBytes(clickhouse: ClickHouse): Promise<number> {
   const [row] = await clickhouse.query<{ value: string }>('bench.memory', `SELECT value FROM system.metrics WHERE metric = 'MemoryTracking'`);
   return Number(row?.value ?? 0);
@@ -261,10 +283,12 @@ async function run(stack: Stack): Promise<Record<string, unknown>> {
   let rssPeak = 0;
   const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, process.memoryUsage.rss())), 100);
   const meter = new LagMeter();
+  const metrics = new Registry();
   const start = () =>
     createConsumer({
-      logger: silentLogger(),
-      metrics: new Registry(),
+      // Warnings show why a run stalls (a batch failing again and again).
+      logger: createLogger({ service: 'bench', level: 'warn' }),
+      metrics,
       sql: stack.sql,
       clickhouse: meter.wrap(stack.clickhouse),
       bus: stack.bus,
@@ -282,14 +306,17 @@ async function run(stack: Stack): Promise<Record<string, unknown>> {
     await produceAll(stack, meter, teamId, PEOPLE, EVENTS);
     const before = meter.stored;
     const cpuBefore = process.cpuUsage();
+    metrics.resetMetrics();
     consumer = await start();
     const drainStart = performance.now();
     await waitUntil(() => meter.stored >= before + EVENTS, 600_000);
     const drainSeconds = (meter.lastStoredAt - drainStart) / 1000;
     const cpu = process.cpuUsage(cpuBefore);
+    const drainSteps = await stepSeconds(metrics);
 
     // Paced: a steady rate with the consumer running; lag per event.
     meter.lags.length = 0;
+    metrics.resetMetrics();
     const pacedFrom = PEOPLE + EVENTS;
     const total = RATE * SECONDS;
     const pacedStart = performance.now();
@@ -305,8 +332,10 @@ async function run(stack: Stack): Promise<Record<string, unknown>> {
     await waitUntil(() => meter.stored >= PEOPLE + EVENTS + total, 600_000);
     const pacedSeconds = (meter.lastStoredAt - pacedStart) / 1000;
     const lags = [...meter.lags].sort((a, b) => a - b);
+    const pacedSteps = await stepSeconds(metrics);
     const stored = await countEvents(stack.clickhouse, teamId);
     const round = (n: number) => Math.round(n * 10) / 10;
+    const roundAll = (values: Record<string, number>) => Object.fromEntries(Object.entries(values).map(([key, value]) => [key, round(value)]));
     return {
       bench: 'ingestion',
       stack: stack.name,
@@ -316,14 +345,18 @@ async function run(stack: Stack): Promise<Record<string, unknown>> {
       drainEvents: EVENTS,
       drainEventsPerSecond: Math.round(EVENTS / drainSeconds),
       drainCpuSecondsPerThousandEvents: round(((cpu.user + cpu.system) / 1e6 / EVENTS) * 1000),
+      drainStepSeconds: roundAll(drainSteps),
       pacedRate: RATE,
       pacedSeconds: round(pacedSeconds),
       pacedEventsPerSecond: Math.round(total / pacedSeconds),
       lagMsP50: round(percentile(lags, 50)),
       lagMsP99: round(percentile(lags, 99)),
       lagMsMax: round(lags[lags.length - 1] ?? 0),
+      pacedStepSeconds: roundAll(pacedSteps),
+      pacedBatches: await batchCount(metrics),
       storedEvents: stored,
       rssMiB: Math.round(rssPeak / 2 ** 20),
+      heapUsedMiB: Math.round(process.memoryUsage().heapUsed / 2 ** 20),
       chdbTrackedMiB: Math.round((await chdbTrackedBytes(stack.clickhouse)) / 2 ** 20),
       cpus: os.cpus().length,
       loadAverage: os.loadavg().map(round),
@@ -335,12 +368,22 @@ async function run(stack: Stack): Promise<Record<string, unknown>> {
   }
 }
 
+/** Each stack runs in a process of its own, so that one's memory (PGlite keeps hundreds of MiB) is not the other's. */
 async function main(): Promise<void> {
-  const stacks: Array<() => Promise<Stack>> = [];
-  if (STACKS.includes('embedded')) stacks.push(embeddedStack);
-  if (STACKS.includes('distributed') && KAFKA_BROKERS && DATABASE_URL) stacks.push(() => distributedStack(KAFKA_BROKERS, DATABASE_URL));
-  for (const open of stacks) {
-    const stack = await open();
+  const unknown = STACKS.filter((name) => !['embedded', 'distributed', 'kafka-chdb'].includes(name));
+  if (unknown.length > 0) throw new Error(`unknown BENCH_INGESTION_STACKS entries: ${unknown.join(', ')}`);
+  const selected = STACKS.filter((name) => name === 'embedded' || (KAFKA_BROKERS && DATABASE_URL));
+  if (selected.length > 1) {
+    for (const name of selected) {
+      const child = spawn(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { env: { ...process.env, BENCH_INGESTION_STACKS: name }, stdio: 'inherit' });
+      const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+      if (code !== 0) throw new Error(`the ${name} run exited with ${code}`);
+    }
+    return;
+  }
+  for (const name of selected) {
+    const stack =
+      name === 'embedded' ? await embeddedStack() : await distributedStack(KAFKA_BROKERS as string, DATABASE_URL as string, name === 'distributed' ? 'http' : 'chdb');
     try {
       console.log(JSON.stringify(await run(stack)));
     } finally {

@@ -3,6 +3,7 @@ export type { PersonWarning } from './warnings';
 export type { PersonOverride } from './person-repository';
 export {
   PersonStore,
+  type PersonSnapshot,
   type DeletedPerson,
   type EventPerson,
   type Person,

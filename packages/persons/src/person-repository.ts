@@ -40,6 +40,18 @@ export async function findPersonByDistinctId(db: SqlExecutor, projectId: number,
   return result.rows[0];
 }
 
+/** Without a lock, many distinct ids in one statement: PersonStore.readPersons. Ids without a person are absent. */
+export async function findPersonsByDistinctIds(db: SqlExecutor, projectId: number, distinctIds: readonly string[]): Promise<Map<string, StoredPerson>> {
+  const result = await db.query<StoredPerson & { distinctId: string }>(
+    'persons.findByDistinctIds',
+    `SELECT d.distinct_id AS "distinctId", ${PERSON_COLUMNS}
+       FROM person_distinct_ids d JOIN persons p ON p.id = d.person_id
+      WHERE d.project_id = $1 AND d.distinct_id = ANY($2::text[])`,
+    [projectId, distinctIds],
+  );
+  return new Map(result.rows.map(({ distinctId, ...person }) => [distinctId, person]));
+}
+
 /**
  * Locks the distinct-id rows of `distinctIds` and their persons, in distinct-id order so that two
  * transactions over the same ids queue instead of deadlocking. Ids without a person are absent from the map.

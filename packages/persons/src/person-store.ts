@@ -6,6 +6,7 @@ import {
   deleteDistinctIds,
   deletePersonRow,
   findPersonByDistinctId,
+  findPersonsByDistinctIds,
   insertPerson,
   lockPersonsByDistinctIds,
   moveDistinctIds,
@@ -83,6 +84,44 @@ export interface DeletedPerson {
   distinctIds: string[];
 }
 
+/**
+ * The persons of a batch's distinct ids, read with one statement before the batch (PersonStore.readPersons), so
+ * that processEvent answers the events that write nothing, most of them, without a read of its own. An id it
+ * does not hold is read on first use and kept; a write drops what it touched (its ids, and every id of the
+ * persons involved), to be read again when next needed. A "no write" decided on it is as safe as one decided on
+ * processEvent's own unlocked read: a concurrent writer's change orders after the event. It never refreshes
+ * what it holds, so use a new one per batch.
+ */
+export class PersonSnapshot {
+  /** null: known to have no person. */
+  private readonly persons = new Map<string, StoredPerson | null>();
+  private readonly idsByPerson = new Map<string, Set<string>>();
+
+  constructor(readonly projectId: number) {}
+
+  /** undefined when the snapshot does not know `distinctId`. */
+  get(distinctId: string): StoredPerson | null | undefined {
+    return this.persons.get(distinctId);
+  }
+
+  set(distinctId: string, person: StoredPerson | undefined): void {
+    this.persons.set(distinctId, person ?? null);
+    if (person) {
+      const ids = this.idsByPerson.get(person.uuid) ?? new Set<string>();
+      this.idsByPerson.set(person.uuid, ids.add(distinctId));
+    }
+  }
+
+  forget(distinctIds: readonly string[], personUuids: readonly string[]): void {
+    const ids = new Set(distinctIds);
+    for (const uuid of personUuids) {
+      for (const id of this.idsByPerson.get(uuid) ?? []) ids.add(id);
+      this.idsByPerson.delete(uuid);
+    }
+    for (const id of ids) this.persons.delete(id);
+  }
+}
+
 /** The event-independent part of processing one event, fixed before any attempt of its transaction. */
 interface EventContext {
   projectId: number;
@@ -108,10 +147,24 @@ interface EventContext {
 export class PersonStore {
   constructor(private readonly sql: Sql) {}
 
-  async processEvent(projectId: number, event: PersonEvent): Promise<EventPerson> {
+  /**
+   * The persons of `distinctIds` (ids as events carry them), for processEvent over a batch of their events: one
+   * statement instead of one read per event.
+   */
+  async readPersons(projectId: number, distinctIds: readonly string[]): Promise<PersonSnapshot> {
+    const snapshot = new PersonSnapshot(projectId);
+    const storable = [...new Set(distinctIds.map(storableText))];
+    const found = await findPersonsByDistinctIds(this.sql, projectId, storable);
+    for (const distinctId of storable) snapshot.set(distinctId, found.get(distinctId));
+    return snapshot;
+  }
+
+  /** `snapshot` (from readPersons, same project) stands in for the unlocked reads; see PersonSnapshot. */
+  async processEvent(projectId: number, event: PersonEvent, snapshot?: PersonSnapshot): Promise<EventPerson> {
+    if (snapshot && snapshot.projectId !== projectId) throw new Error(`a snapshot of project ${snapshot.projectId} used for project ${projectId}`);
     // Postgres text refuses NUL; the event's distinct_id is normalized the same way before storage (§2.1).
     const distinctId = storableText(event.distinctId);
-    if (isPersonless(event.properties)) return this.personlessEvent(projectId, distinctId, event.timestamp);
+    if (isPersonless(event.properties)) return this.personlessEvent(projectId, distinctId, event.timestamp, snapshot);
 
     const { request, warning } = mergeRequestOf({ ...event, distinctId });
     const warnings = warning ? [warning] : [];
@@ -125,13 +178,29 @@ export class PersonStore {
     if (!request) {
       // Most events change nothing: answer them from one unlocked read. Deciding "no write" on a snapshot is
       // safe — a concurrent writer's change simply orders after this event.
-      const person = await findPersonByDistinctId(this.sql, projectId, distinctId);
+      const person = await this.findPerson(projectId, distinctId, snapshot);
       if (person) {
         const change = nextPersonState(person, context.update, { writeEveryChange: context.writeEveryChange, identify: false });
         if (!change.write) return this.eventPerson(context, person, change, warnings, []);
       }
     }
-    return transactionWithReplays(this.sql, (tx) => this.processLocked(tx, context, request, warnings));
+    const touched = request ? [request.into, request.other] : [distinctId];
+    try {
+      const result = await transactionWithReplays(this.sql, (tx) => this.processLocked(tx, context, request, warnings));
+      snapshot?.forget(touched, [result.personUuid, ...result.overrides.flatMap((override) => [override.oldPersonUuid, override.overridePersonUuid])]);
+      return result;
+    } catch (error) {
+      snapshot?.forget(touched, []);
+      throw error;
+    }
+  }
+
+  private async findPerson(projectId: number, distinctId: string, snapshot: PersonSnapshot | undefined): Promise<StoredPerson | undefined> {
+    const known = snapshot?.get(distinctId);
+    if (known !== undefined) return known ?? undefined;
+    const person = await findPersonByDistinctId(this.sql, projectId, distinctId);
+    snapshot?.set(distinctId, person);
+    return person;
   }
 
   /**
@@ -191,8 +260,8 @@ export class PersonStore {
    * person gets its deterministic uuid; one with a person gets that person's uuid without properties, or,
    * when the person is more than a minute older than the event, its properties as `force_upgrade`.
    */
-  private async personlessEvent(projectId: number, distinctId: string, timestamp: Date): Promise<EventPerson> {
-    const person = await findPersonByDistinctId(this.sql, projectId, distinctId);
+  private async personlessEvent(projectId: number, distinctId: string, timestamp: Date, snapshot: PersonSnapshot | undefined): Promise<EventPerson> {
+    const person = await this.findPerson(projectId, distinctId, snapshot);
     const result = { warnings: [], overrides: [] };
     if (!person) {
       return { ...result, mode: 'propertyless', personUuid: personUuid(projectId, distinctId), personId: undefined, createdAt: PERSONLESS_CREATED_AT, properties: {} };

@@ -39,6 +39,8 @@ export interface BatchHandlerOptions {
 interface PartitionState {
   /** The offset after the last batch handled here; a batch starting elsewhere may hold stored events. */
   nextOffset: string | undefined;
+  /** Where the last failed batch started: its redelivery starts there too. */
+  retryOffset: string | undefined;
   /** Set until a batch shows that the events of an earlier, uncommitted delivery are behind us. */
   recovering: boolean;
   /** What processing returned for the messages of a batch that failed later, by offset: reused on redelivery. */
@@ -65,17 +67,21 @@ export class BatchHandler {
     const last = batch.messages[batch.messages.length - 1];
     if (!first || !last) return;
     if (first.offset !== state.nextOffset) state.recovering = true;
+    // Neither the next batch nor a redelivery: the partition was consumed elsewhere meanwhile (a rebalance), and
+    // what was remembered from here may be older than what that consumer stored.
+    if (first.offset !== state.nextOffset && first.offset !== state.retryOffset) state.processed.clear();
     try {
       const processed = await this.processBatch(batch.messages, state);
       this.count(batch, await this.store(processed, batch.messages));
     } catch (error) {
       metrics.batchFailures.inc({ topic: batch.topic, retriable: String(isRetriable(error)) });
       // Retriable failures are outages that pass; anything else stalls the partition until someone acts.
-      const log = isRetriable(error) ? this.options.logger.warn.bind(this.options.logger) : this.options.logger.error.bind(this.options.logger);
-      log({ err: error, topic: batch.topic, partition: batch.partition, offset: first.offset, messages: batch.messages.length }, 'batch not stored; it will be redelivered');
+      this.options.logger[isRetriable(error) ? 'warn' : 'error']({ err: error, topic: batch.topic, partition: batch.partition, offset: first.offset, messages: batch.messages.length }, 'batch not stored; it will be redelivered');
+      state.retryOffset = first.offset;
       throw error;
     }
     state.nextOffset = (BigInt(last.offset) + 1n).toString();
+    state.retryOffset = undefined;
     state.processed.clear();
     stopBatch();
   }
@@ -84,7 +90,7 @@ export class BatchHandler {
     const id = `${batch.topic}:${batch.partition}`;
     let state = this.partitions.get(id);
     if (!state) {
-      state = { nextOffset: undefined, recovering: true, processed: new Map() };
+      state = { nextOffset: undefined, retryOffset: undefined, recovering: true, processed: new Map() };
       this.partitions.set(id, state);
     }
     return state;
@@ -125,11 +131,14 @@ export class BatchHandler {
   }
 
   /**
-   * One worker per key slot; a worker takes a key and processes its events in order. A failure that is not the
-   * event's own stops every worker before its next event and is rethrown once the others have settled, so
-   * that what they finished is remembered for the redelivery.
+   * The batch's persons are read first, in one statement per project. Then one worker per key slot; a worker
+   * takes a key and processes its events in order. A failure that is not the event's own stops every worker
+   * before its next event and is rethrown once the others have settled, so that what they finished is
+   * remembered for the redelivery.
    */
   private async processByKey(pending: ReadonlyArray<{ index: number; input: CapturedInput }>, results: Array<Processed | undefined>, state: PartitionState): Promise<void> {
+    if (pending.length === 0) return;
+    const snapshots = await this.options.processor.readPersons(pending.map((item) => item.input));
     const queues = new Map<string, Array<{ index: number; input: CapturedInput }>>();
     for (const item of pending) {
       const queue = queues.get(item.input.key);
@@ -145,7 +154,7 @@ export class BatchHandler {
           if (failure) return;
           let processed: Processed;
           try {
-            processed = await this.options.processor.process(input);
+            processed = await this.options.processor.process(input, snapshots.get(input.teamId));
           } catch (error) {
             if (!isEventFault(error)) {
               failure ??= { error };

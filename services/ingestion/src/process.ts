@@ -5,7 +5,7 @@
 import type { BusMessage } from '@plover/bus';
 import type { EventRow, IngestionWarningRow, PersonOverrideRow } from '@plover/clickhouse';
 import { StorageError } from '@plover/core';
-import type { GroupStore, PersonStore } from '@plover/persons';
+import type { GroupStore, PersonSnapshot, PersonStore } from '@plover/persons';
 import { deadLetterOf, type DeadLetter } from './dead-letter';
 import type { CapturedInput, Unreadable } from './message';
 import { normalizeProperties } from './normalize';
@@ -26,16 +26,29 @@ export class EventProcessor {
     private readonly now: () => Date,
   ) {}
 
-  async process(input: CapturedInput): Promise<Processed> {
+  /**
+   * The persons of the inputs' distinct ids, one read per project, for `process` to decide the events that
+   * change nothing without a read each (packages/persons PersonSnapshot).
+   */
+  async readPersons(inputs: readonly CapturedInput[]): Promise<Map<number, PersonSnapshot>> {
+    const distinctIds = new Map<number, string[]>();
+    for (const input of inputs) {
+      const ids = distinctIds.get(input.teamId);
+      if (ids) ids.push(input.distinctId);
+      else distinctIds.set(input.teamId, [input.distinctId]);
+    }
+    const snapshots = await Promise.all([...distinctIds].map(([teamId, ids]) => this.persons.readPersons(teamId, ids)));
+    return new Map(snapshots.map((snapshot) => [snapshot.projectId, snapshot]));
+  }
+
+  async process(input: CapturedInput, snapshot?: PersonSnapshot): Promise<Processed> {
     const normalized = normalizeProperties(input.event, input.properties, input.sentAt);
     const [person, groups] = await Promise.all([
-      this.persons.processEvent(input.teamId, {
-        uuid: input.uuid,
-        event: input.event,
-        distinctId: input.distinctId,
-        timestamp: input.timestamp,
-        properties: normalized.properties,
-      }),
+      this.persons.processEvent(
+        input.teamId,
+        { uuid: input.uuid, event: input.event, distinctId: input.distinctId, timestamp: input.timestamp, properties: normalized.properties },
+        snapshot,
+      ),
       this.groups.processEvent(input.teamId, { event: input.event, timestamp: input.timestamp, properties: normalized.properties }),
     ]);
     const warnings: Warning[] = [...person.warnings];

@@ -79,11 +79,32 @@ function byMonthGroups<T>(items: readonly T[], rowOf: (item: T) => EventRow): T[
 }
 
 /**
+ * Events looked up per query: bound parameters travel in the URL over HTTP, which servers cap (ClickHouse's
+ * http_max_uri_size is 1 MiB, Node's header limit 16 KiB); 100 uuids and distinct ids stay far below both.
+ */
+const LOOKUP_CHUNK = 100;
+/** Lookups in flight at once: a batch of thousands is checked in a few round trips without flooding the server. */
+const LOOKUP_PARALLELISM = 4;
+
+/**
  * The uuids among `inputs` whose events are stored already. Narrowed by every column of the table's sorting key
  * that the inputs determine, so ClickHouse reads only the granules those events could be in.
  */
 export async function storedEventUuids(ch: ClickHouse, inputs: readonly CapturedInput[]): Promise<Set<string>> {
-  if (inputs.length === 0) return new Set();
+  const chunks: CapturedInput[][] = [];
+  for (let start = 0; start < inputs.length; start += LOOKUP_CHUNK) chunks.push(inputs.slice(start, start + LOOKUP_CHUNK));
+  const stored = new Set<string>();
+  let next = 0;
+  const lookUp = async (): Promise<void> => {
+    for (let chunk = chunks[next++]; chunk; chunk = chunks[next++]) {
+      for (const uuid of await storedAmong(ch, chunk)) stored.add(uuid);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(LOOKUP_PARALLELISM, chunks.length) }, lookUp));
+  return stored;
+}
+
+async function storedAmong(ch: ClickHouse, inputs: readonly CapturedInput[]): Promise<string[]> {
   const distinct = <T>(values: T[]) => [...new Set(values)];
   const rows = await ch.query<{ uuid: string }>(
     'ingestion.storedEventUuids',
@@ -101,5 +122,5 @@ export async function storedEventUuids(ch: ClickHouse, inputs: readonly Captured
       uuids: inputs.map((input) => input.uuid),
     },
   );
-  return new Set(rows.map((row) => row.uuid));
+  return rows.map((row) => row.uuid);
 }

@@ -1,0 +1,91 @@
+import { PersonStore, personUuid, type EventPerson, type PersonEvent } from '@plover/persons';
+import type { Sql } from '@plover/postgres';
+import { backends, event, useStores } from './support/stores';
+
+/** The Sql of `stores`, counting the statements sent outside transactions (the unlocked reads). */
+function countingReads(sql: Sql): { sql: Sql; reads: () => number } {
+  let reads = 0;
+  return {
+    sql: {
+      query: (name, text, params) => {
+        reads += 1;
+        return sql.query(name, text, params);
+      },
+      exec: (name, script) => sql.exec(name, script),
+      transaction: (fn) => sql.transaction(fn),
+      ping: () => sql.ping(),
+      close: () => sql.close(),
+    },
+    reads: () => reads,
+  };
+}
+
+// PersonSnapshot: a batch's persons read at once (what the ingestion consumer does per bus batch).
+describe.each(backends)('person snapshots on $name', (backend) => {
+  const stores = useStores(backend);
+
+  it('answer the events that write nothing without a read of their own', async () => {
+    const projectId = await stores.newProject();
+    for (const id of ['a', 'b']) await stores.persons.processEvent(projectId, event(id, '$pageview', { $set: { plan: 'free' } }));
+    const counting = countingReads(stores.sql);
+    const persons = new PersonStore(counting.sql);
+
+    const snapshot = await persons.readPersons(projectId, ['a', 'b', 'a', 'nobody']);
+    const results = await Promise.all(['a', 'b', 'a'].map((id) => persons.processEvent(projectId, event(id, '$pageview', { $set: { plan: 'free' } }), snapshot)));
+    const personless = await persons.processEvent(projectId, event('nobody', '$pageview', { $process_person_profile: false }), snapshot);
+
+    expect(counting.reads()).toBe(1);
+    expect(results.map((result) => result.personUuid)).toEqual([personUuid(projectId, 'a'), personUuid(projectId, 'b'), personUuid(projectId, 'a')]);
+    expect(personless).toMatchObject({ mode: 'propertyless', personUuid: personUuid(projectId, 'nobody') });
+  });
+
+  it('after a write, the ids and persons it touched are read again: later events see the write', async () => {
+    const projectId = await stores.newProject();
+    for (const id of ['anon', 'user']) await stores.persons.processEvent(projectId, event(id, '$pageview', { $set: { [id]: true } }));
+    const snapshot = await stores.persons.readPersons(projectId, ['anon', 'user']);
+
+    await stores.persons.processEvent(projectId, event('user', '$identify', { $anon_distinct_id: 'anon', $set: { email: 'u@example.com' } }, { minutes: 1 }), snapshot);
+    // anon's person was merged away: its next event belongs to user's person, with the merged properties.
+    const next = await stores.persons.processEvent(projectId, event('anon', '$pageview', {}, { minutes: 2 }), snapshot);
+
+    expect(next).toMatchObject({ personUuid: personUuid(projectId, 'user'), properties: { anon: true, user: true, email: 'u@example.com' } });
+  });
+
+  it('leave the same persons as processing without one', async () => {
+    const events = (ids: readonly string[]): PersonEvent[] =>
+      ids.flatMap((id, n) => [
+        event(id, '$pageview', { $set: { plan: 'free' } }, { minutes: n }),
+        event(id, '$pageview', { $set_once: { first: n } }, { minutes: n + 1 }),
+        event(id, '$pageview', { $set: { plan: 'pro' }, $unset: ['first'] }, { minutes: n + 2 }),
+        event(id, '$pageview', {}, { minutes: n + 3 }),
+      ]);
+    const ids = ['p1', 'p2', 'p3'];
+    const run = async (useSnapshot: boolean): Promise<{ results: EventPerson[]; projectId: number }> => {
+      const projectId = await stores.newProject();
+      const snapshot = useSnapshot ? await stores.persons.readPersons(projectId, ids) : undefined;
+      const results: EventPerson[] = [];
+      for (const item of events(ids)) results.push(await stores.persons.processEvent(projectId, item, snapshot));
+      return { results, projectId };
+    };
+    const withSnapshot = await run(true);
+    const without = await run(false);
+
+    const comparable = async ({ results, projectId }: { results: EventPerson[]; projectId: number }) => ({
+      events: results.map(({ mode, properties, warnings }) => ({ mode, properties, warnings })),
+      persons: await Promise.all(
+        ids.map(async (id) => {
+          const person = await stores.persons.getPersonByDistinctId(projectId, id);
+          return { properties: person?.properties, version: person?.version };
+        }),
+      ),
+    });
+    const strip = (value: unknown) => JSON.parse(JSON.stringify(value, (key, field: unknown) => (key === '$creator_event_uuid' ? undefined : field))) as unknown;
+    expect(strip(await comparable(withSnapshot))).toEqual(strip(await comparable(without)));
+  });
+
+  it('belong to one project', async () => {
+    const projectId = await stores.newProject();
+    const snapshot = await stores.persons.readPersons(projectId, ['a']);
+    await expect(stores.persons.processEvent(projectId + 1, event('a', '$pageview'), snapshot)).rejects.toThrow(`a snapshot of project ${projectId} used for project ${projectId + 1}`);
+  });
+});
