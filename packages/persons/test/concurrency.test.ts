@@ -1,17 +1,18 @@
 import { PersonStore, personUuid } from '@plover/persons';
-import type { PgSql } from '@plover/postgres';
+import type { Sql } from '@plover/postgres';
 import { describeWith } from '../../../test/support/services';
-import { countRows, createProject, event, openPostgres, postgres } from './support/stores';
+import { openMigratedPostgres } from '../../postgres/test/support/backends';
+import { countRows, createProject, event, postgres } from './support/stores';
 
 // Row locks on a real server (PGlite has one connection, so nothing there runs concurrently): concurrent
 // consumers and the management API must never lose each other's writes.
 describeWith(postgres)('person writes racing on Postgres', () => {
   const N = 20;
-  let database: { sql: PgSql; close: () => Promise<void> };
+  let database: { sql: Sql; close: () => Promise<void> };
   let persons: PersonStore;
 
   beforeAll(async () => {
-    database = await openPostgres(postgres.url!, N);
+    database = await openMigratedPostgres(postgres.url!, N);
     persons = new PersonStore(database.sql);
   });
   afterAll(() => database.close());

@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { uuidv7 } from '@plover/core';
 import { GroupStore, PersonStore, type PersonEvent, type Properties } from '@plover/persons';
-import { migrate, PgSql, type Sql } from '@plover/postgres';
-import { PGliteSql } from '@plover/postgres/pglite';
+import type { Sql } from '@plover/postgres';
 import { realService } from '../../../../test/support/services';
-import { createTestDatabase } from '../../../postgres/test/support/database';
+import { sqlBackends } from '../../../postgres/test/support/backends';
 
 export interface Backend {
   name: string;
@@ -14,36 +13,11 @@ export interface Backend {
 
 export const postgres = realService('TEST_DATABASE_URL');
 
-/** Opens a fresh database on the real server; `max` is the pool size. */
-export async function openPostgres(adminUrl: string, max = 10): Promise<{ sql: PgSql; close: () => Promise<void> }> {
-  const database = await createTestDatabase(adminUrl);
-  const sql = new PgSql({ connectionString: database.url, max });
-  await migrate(sql);
-  return {
-    sql,
-    async close() {
-      await sql.close();
-      await database.drop();
-    },
-  };
-}
-
-const pglite: Backend = {
-  name: 'PGlite',
-  async open() {
-    const sql = await PGliteSql.open();
-    await migrate(sql);
-    return { sql, close: () => sql.close() };
-  },
-};
-
 /**
  * Every suite runs on PGlite (embedded) and on real Postgres. Without TEST_DATABASE_URL (local runs only;
  * CI fails in realService) the Postgres half is left out.
  */
-export const backends: Backend[] = postgres.url
-  ? [pglite, { name: 'Postgres', open: () => openPostgres(postgres.url!) }]
-  : [pglite];
+export const backends: Backend[] = sqlBackends(postgres.url);
 
 export interface Stores {
   sql: Sql;

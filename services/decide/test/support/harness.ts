@@ -3,11 +3,10 @@ import type { Express } from 'express';
 import { bootstrap, type Credentials } from '@plover/accounts';
 import { silentLogger } from '@plover/core';
 import { createMetricsRegistry, createServiceApp } from '@plover/http';
-import { migrate, PgSql, type QueryResult, type Sql, type SqlExecutor } from '@plover/postgres';
-import { PGliteSql } from '@plover/postgres/pglite';
+import { PgSql, type QueryResult, type Sql, type SqlExecutor } from '@plover/postgres';
 import { featureFlagRoutes } from '../../../management/src/feature-flags';
 import { realService } from '../../../../test/support/services';
-import { createTestDatabase } from '../../../../packages/postgres/test/support/database';
+import { openMigratedPGlite, openMigratedPostgres } from '../../../../packages/postgres/test/support/backends';
 import { decideRoutes, type DecideOptions } from '../../src/app';
 
 export const postgres = realService('TEST_DATABASE_URL');
@@ -24,36 +23,27 @@ export interface Backend {
   open(): Promise<Database>;
 }
 
-const pglite: Backend = {
-  name: 'PGlite',
-  async open() {
-    const sql = await PGliteSql.open();
-    await migrate(sql);
-    return { sql, close: () => sql.close() };
-  },
-};
-
 const real: Backend = {
   name: 'Postgres',
   async open() {
-    const database = await createTestDatabase(postgres.url!);
-    const sql = new PgSql({ connectionString: database.url, max: 5 });
-    await migrate(sql);
+    const database = await openMigratedPostgres(postgres.url!, 5);
     const extra: Sql[] = [];
     return {
-      sql,
+      sql: database.sql,
       openSecond() {
         const second = new PgSql({ connectionString: database.url, max: 2 });
         extra.push(second);
         return Promise.resolve(second);
       },
       async close() {
-        await Promise.all([sql, ...extra].map((s) => s.close()));
-        await database.drop();
+        await Promise.all(extra.map((s) => s.close()));
+        await database.close();
       },
     };
   },
 };
+
+const pglite: Backend = { name: 'PGlite', open: openMigratedPGlite };
 
 export const backends: Backend[] = postgres.url ? [pglite, real] : [pglite];
 

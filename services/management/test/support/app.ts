@@ -4,12 +4,11 @@ import { hashPersonalApiKey, maskPersonalApiKey, newPersonalApiKey, newProjectTo
 import type { ClickHouse } from '@plover/clickhouse';
 import { createLogger } from '@plover/core';
 import { createMetricsRegistry } from '@plover/http';
-import { migrate, PgSql, type Sql } from '@plover/postgres';
-import { PGliteSql } from '@plover/postgres/pglite';
+import type { Sql } from '@plover/postgres';
 import { createApp } from '../../src/app';
 import { AuthFailureThrottle } from '../../src/http/auth';
 import { realService } from '../../../../test/support/services';
-import { createTestDatabase } from '../../../../packages/postgres/test/support/database';
+import { sqlBackends } from '../../../../packages/postgres/test/support/backends';
 
 export interface Backend {
   name: string;
@@ -18,33 +17,8 @@ export interface Backend {
 
 const postgres = realService('TEST_DATABASE_URL');
 
-const pglite: Backend = {
-  name: 'PGlite',
-  async open() {
-    const sql = await PGliteSql.open();
-    await migrate(sql);
-    return { sql, close: () => sql.close() };
-  },
-};
-
-const pg: Backend = {
-  name: 'Postgres',
-  async open() {
-    const database = await createTestDatabase(postgres.url!);
-    const sql = new PgSql({ connectionString: database.url, max: 10 });
-    await migrate(sql);
-    return {
-      sql,
-      async close() {
-        await sql.close();
-        await database.drop();
-      },
-    };
-  },
-};
-
 /** Every suite runs on PGlite and, when TEST_DATABASE_URL is set, on real Postgres. */
-export const backends: Backend[] = postgres.url ? [pglite, pg] : [pglite];
+export const backends: Backend[] = sqlBackends(postgres.url);
 
 /** A ClickHouse that answers nothing; suites that need events pass chDB. */
 export const noClickHouse: ClickHouse = {
