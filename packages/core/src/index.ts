@@ -2,3 +2,4 @@ export * from './errors';
 export * from './ids';
 export * from './logger';
 export * from './token-buckets';
+export * from './time';

@@ -1,6 +1,6 @@
 import { cohortIdOf, matchesPropertyGroup, membershipMatches } from './cohorts';
 import { selectFlags, type CompiledFlag, type CompiledFlags } from './compile';
-import { isKnownTimezone } from './dates';
+import { isKnownTimezone } from '@plover/core';
 import { FlagErrorCode, FlagEvaluationError } from './errors';
 import { flagHash, holdoutHash } from './hash';
 import { needsLookup } from './lookup';

@@ -24,3 +24,4 @@ export { evaluateFlags, flagValue } from './evaluate';
 export { planLookup, type LookupPlan } from './lookup';
 export { FlagErrorCode } from './errors';
 export { calculateHash } from './hash';
+export { parseDateText, type Clock } from './dates';

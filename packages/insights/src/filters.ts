@@ -1,0 +1,462 @@
+/**
+ * Request parsing for trends: PostHog's legacy filter fields (query string and/or JSON body) and the
+ * `TrendsQuery` node both become one `TrendsInput`. Every rejection is an `ApiError` 400 whose `attr` names the
+ * offending field, nested names joined by `__`; the first problem found is the one reported.
+ */
+import { ApiError } from '@plover/core';
+
+import {
+  DISPLAYS,
+  INTERVALS,
+  MATH_TYPES,
+  PROPERTY_MATH,
+  PROPERTY_OPERATORS,
+  type Breakdown,
+  type BreakdownType,
+  type JsonValue,
+  type MathType,
+  type PropertyFilter,
+  type PropertyGroup,
+  type PropertyOperator,
+  type PropertyType,
+  type Series,
+  type TrendsInput,
+} from './types';
+
+type Fields = Record<string, unknown>;
+
+/** A legacy trend request (query string merged under the JSON body), or its `query` TrendsQuery when present. */
+export function parseTrendsRequest(query: Record<string, unknown>, body: unknown): TrendsInput {
+  const fields: Fields = { ...query, ...bodyFields(body) };
+  if (!isAbsent(fields.query)) return parseTrendsQuery(fields.query, 'query');
+
+  const insight = fields.insight;
+  if (!isAbsent(insight) && (typeof insight !== 'string' || insight.toUpperCase() !== 'TRENDS')) {
+    throw invalidChoice(insight, 'insight');
+  }
+  const series = parseEntities(fields.events, 'events');
+  const [action] = list(fields.actions, 'actions');
+  if (action !== undefined) throw noSuchAction(isObject(action) ? action.id : action, 'actions');
+  if (series.length === 0) throw ApiError.validation('At least one series is required.', 'events', 'required');
+  const top = section(fields, '');
+  return settings(series, { top, dates: top, breakdown: top, trends: top, compare: top });
+}
+
+/** A `TrendsQuery` node (an object or its JSON text); `attr` prefixes every error's field name. */
+export function parseTrendsQuery(node: unknown, attr = 'query'): TrendsInput {
+  const query = object(node, attr);
+  if (query === null) throw required(attr);
+  if (query.kind !== 'TrendsQuery') {
+    throw ApiError.validation(`${describe(query.kind)} is not a valid choice: only TrendsQuery is supported.`, `${attr}__kind`, 'invalid_choice');
+  }
+  const series = list(query.series, `${attr}__series`).map((item, index) => eventsNode(item, `${attr}__series__${index}`, index));
+  if (series.length === 0) throw ApiError.validation('At least one series is required.', `${attr}__series`, 'required');
+  const sub = (key: string): Section => section(object(query[key], `${attr}__${key}`), `${attr}__${key}`);
+  const breakdown = sub('breakdownFilter');
+  if (list(breakdown.fields.breakdowns, breakdown.attr('breakdowns')).length > 0) {
+    throw ApiError.validation('Multiple breakdowns are not supported.', breakdown.attr('breakdowns'));
+  }
+  return settings(series, {
+    top: section(query, attr),
+    dates: sub('dateRange'),
+    breakdown,
+    trends: sub('trendsFilter'),
+    compare: sub('compareFilter'),
+  });
+}
+
+/**
+ * Property filters: a list of filters (AND-ed), or an AND/OR group `{type, values}` whose values are filters or
+ * further groups; either may arrive as JSON text. Empty groups are dropped; nothing left → null.
+ */
+export function parsePropertyFilters(raw: unknown, attr: string): PropertyGroup | null {
+  const value = decode(raw, attr);
+  if (isAbsent(value)) return null;
+  if (Array.isArray(value)) return nonEmptyGroup('AND', value.map((item, index) => propertyNode(item, `${attr}__${index}`)));
+  if (isObject(value) && isGroupShape(value)) return propertyGroup(value, attr);
+  throw ApiError.validation('Must be a list of property filters or a property group.', attr);
+}
+
+/**
+ * The legacy `events` entity list (a list or its JSON text), validated in request order, then sorted by
+ * `order` (stably; an entity without one keeps its position) and renumbered 0, 1, … in that order.
+ */
+export function parseEntities(raw: unknown, attr: string): Series[] {
+  const entities = list(raw, attr).map((item, index) => {
+    const itemAttr = `${attr}__${index}`;
+    const entity = object(item, itemAttr);
+    if (entity === null) throw required(itemAttr);
+    if (entity.type === 'actions') throw noSuchAction(entity.id, `${itemAttr}__id`);
+    if (!isAbsent(entity.type) && entity.type !== 'events') throw invalidChoice(entity.type, `${itemAttr}__type`);
+    const order = integer(entity.order, `${itemAttr}__order`) ?? index;
+    return { order, series: series(entity, 'id', itemAttr) };
+  });
+  return entities
+    .map((entity, index) => ({ ...entity, index }))
+    .sort((a, b) => a.order - b.order || a.index - b.index)
+    .map((entity, position) => ({ ...entity.series, order: position }));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Settings shared by both request forms
+
+/** Fields holding settings, and how an error names one of them. */
+interface Section {
+  fields: Fields;
+  attr: (key: string) => string;
+}
+
+function section(fields: Fields | null, prefix: string): Section {
+  return { fields: fields ?? {}, attr: (key) => (prefix === '' ? key : `${prefix}__${key}`) };
+}
+
+/** The legacy form keeps every setting at the top level; a TrendsQuery groups them in sub-objects. */
+interface Sections {
+  top: Section;
+  dates: Section;
+  breakdown: Section;
+  trends: Section;
+  compare: Section;
+}
+
+function settings(series: Series[], { top, dates, breakdown, trends, compare }: Sections): TrendsInput {
+  return {
+    series,
+    dateFrom: date(dates.fields.date_from, dates.attr('date_from'), true),
+    dateTo: date(dates.fields.date_to, dates.attr('date_to'), false),
+    interval: choice(top.fields.interval, INTERVALS, top.attr('interval')) ?? 'day',
+    properties: parsePropertyFilters(top.fields.properties, top.attr('properties')),
+    breakdown: parseBreakdown(breakdown),
+    compare: parseCompare(compare),
+    formula: formula(trends, series.length),
+    display: choice(trends.fields.display, DISPLAYS, trends.attr('display')) ?? 'ActionsLineGraph',
+  };
+}
+
+const RELATIVE_DATE = /^-?\d+[hdwmqyM]$/;
+const RANGE_KEYWORDS = ['dStart', 'wStart', 'mStart', 'yStart'];
+const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?$/;
+
+function date(raw: unknown, attr: string, isFrom: boolean): string | null {
+  if (isAbsent(raw)) return null;
+  if (typeof raw === 'string' && (RELATIVE_DATE.test(raw) || RANGE_KEYWORDS.includes(raw) || (isFrom && raw === 'all') || isIsoDate(raw))) {
+    return raw;
+  }
+  throw ApiError.validation(`${describe(raw)} is not a valid date: use a relative date like -7d, dStart/wStart/mStart/yStart${isFrom ? ', all' : ''} or an ISO date.`, attr);
+}
+
+/** An ISO date or date-time naming a real calendar day (`Date.parse` alone rolls 30 February over to March). */
+function isIsoDate(text: string): boolean {
+  const match = ISO_DATE.exec(text);
+  if (match === null || Number.isNaN(Date.parse(text.replace(' ', 'T')))) return false;
+  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
+  const calendar = new Date(Date.UTC(year, month - 1, day));
+  return calendar.getUTCMonth() === month - 1 && calendar.getUTCDate() === day;
+}
+
+const BREAKDOWN_TYPES: readonly BreakdownType[] = ['event', 'person', 'group'];
+const DEFAULT_BREAKDOWN_LIMIT = 25;
+const MAX_BREAKDOWN_LIMIT = 1000;
+
+function parseBreakdown({ fields, attr }: Section): Breakdown | null {
+  const property = fields.breakdown;
+  if (isAbsent(property)) return null;
+  if (typeof property !== 'string' || (property.startsWith('[') && Array.isArray(tryJson(property)))) {
+    throw ApiError.validation('Breakdown must be a property name: cohort breakdowns are not supported.', attr('breakdown'));
+  }
+  const type = choice(fields.breakdown_type, BREAKDOWN_TYPES, attr('breakdown_type')) ?? 'event';
+  const groupTypeIndex = type === 'group' ? requiredGroupTypeIndex(fields.breakdown_group_type_index, attr('breakdown_group_type_index')) : null;
+  const limit = integer(fields.breakdown_limit, attr('breakdown_limit')) ?? DEFAULT_BREAKDOWN_LIMIT;
+  if (limit < 1 || limit > MAX_BREAKDOWN_LIMIT) {
+    throw ApiError.validation(`Must be between 1 and ${MAX_BREAKDOWN_LIMIT}.`, attr('breakdown_limit'));
+  }
+  return { property, type, groupTypeIndex, limit };
+}
+
+/** `compare` (a boolean or its text); `compare_to` (an arbitrary earlier period) is not supported. */
+function parseCompare({ fields, attr }: Section): boolean {
+  const raw = fields.compare;
+  const text = typeof raw === 'string' ? raw.toLowerCase() : raw;
+  if (!isAbsent(text) && text !== true && text !== false && text !== 'true' && text !== 'false') {
+    throw ApiError.validation('Must be a valid boolean.', attr('compare'));
+  }
+  const compare = text === true || text === 'true';
+  if (compare && !isAbsent(fields.compare_to)) {
+    throw ApiError.validation('compare_to is not supported: compare always uses the previous period.', attr('compare_to'));
+  }
+  return compare;
+}
+
+/** `formula`, else the first of `formulas` (TrendsQuery's list, one at most). */
+function formula({ fields, attr }: Section, seriesCount: number): string | null {
+  let raw = fields.formula;
+  let rawAttr = attr('formula');
+  if (isAbsent(raw) && !isAbsent(fields.formulas)) {
+    const formulas = list(fields.formulas, attr('formulas'));
+    if (formulas.length > 1) throw ApiError.validation('Only one formula is supported.', attr('formulas'));
+    raw = formulas[0];
+    rawAttr = `${attr('formulas')}__0`;
+  }
+  if (isAbsent(raw)) return null;
+  if (typeof raw !== 'string') throw ApiError.validation('Must be a string.', rawAttr);
+  if (raw.trim() === '') return null;
+  const problem = formulaProblem(raw, seriesCount);
+  if (problem !== null) throw ApiError.validation(`Invalid formula: ${problem}`, rawAttr);
+  return raw;
+}
+
+const FORMULA_TOKEN = /\d+(?:\.\d+)?|[A-Z]|[-+*/()]|\S/g;
+
+/**
+ * Why `text` is not an arithmetic expression over series letters, numbers, `+ - * /`, unary minus and
+ * parentheses (null when it is one): a small recursive-descent check, so that every formula accepted here is
+ * one formula.ts can evaluate.
+ */
+function formulaProblem(text: string, seriesCount: number): string | null {
+  const tokens = text.match(FORMULA_TOKEN) ?? [];
+  let position = 0;
+  const expression = (): string | null => {
+    let problem = term();
+    while (problem === null && (tokens[position] === '+' || tokens[position] === '-')) {
+      position += 1;
+      problem = term();
+    }
+    return problem;
+  };
+  const term = (): string | null => {
+    let problem = factor();
+    while (problem === null && (tokens[position] === '*' || tokens[position] === '/')) {
+      position += 1;
+      problem = factor();
+    }
+    return problem;
+  };
+  const factor = (): string | null => {
+    const token = tokens[position];
+    position += 1;
+    if (token === undefined) return 'it ends too early.';
+    if (token === '-') return factor();
+    if (token === '(') {
+      const problem = expression();
+      if (problem !== null) return problem;
+      if (tokens[position] !== ')') return 'unbalanced parentheses.';
+      position += 1;
+      return null;
+    }
+    if (/^[A-Z]$/.test(token)) {
+      const index = token.charCodeAt(0) - 'A'.charCodeAt(0);
+      return index < seriesCount ? null : `${token} refers to series ${index + 1} but there ${seriesCount === 1 ? 'is 1 series' : `are ${seriesCount} series`}.`;
+    }
+    return /^\d/.test(token) ? null : `unexpected ${JSON.stringify(token)}.`;
+  };
+  const problem = expression();
+  if (problem !== null) return problem;
+  return position < tokens.length ? `unexpected ${JSON.stringify(tokens[position])}.` : null;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Series
+
+function eventsNode(raw: unknown, attr: string, order: number): Series {
+  const node = object(raw, attr) ?? {};
+  if (node.kind === 'ActionsNode') throw noSuchAction(node.id, `${attr}__id`);
+  if (node.kind !== 'EventsNode') {
+    throw ApiError.validation(`${describe(node.kind)} is not a valid choice: only EventsNode series are supported.`, `${attr}__kind`, 'invalid_choice');
+  }
+  return { ...series(node, 'event', attr), order };
+}
+
+/** One series from a legacy entity (event name in `id`) or an EventsNode (in `event`); `order` is set by the caller. */
+function series(fields: Fields, eventKey: 'id' | 'event', attr: string): Series {
+  const event = optionalString(fields[eventKey], `${attr}__${eventKey}`);
+  const math = mathType(fields.math, `${attr}__math`);
+  const mathProperty = PROPERTY_MATH.includes(math) ? optionalString(fields.math_property, `${attr}__math_property`) : null;
+  if (PROPERTY_MATH.includes(math) && mathProperty === null) {
+    throw ApiError.validation(`Math "${math}" needs math_property.`, `${attr}__math_property`, 'required');
+  }
+  return {
+    event,
+    name: optionalString(fields.name, `${attr}__name`) ?? event ?? 'All events',
+    customName: optionalString(fields.custom_name, `${attr}__custom_name`),
+    order: 0,
+    math,
+    mathProperty,
+    mathGroupTypeIndex: math === 'unique_group' ? requiredGroupTypeIndex(fields.math_group_type_index, `${attr}__math_group_type_index`) : null,
+    properties: parsePropertyFilters(fields.properties, `${attr}__properties`),
+  };
+}
+
+function mathType(raw: unknown, attr: string): MathType {
+  if (raw === 'hogql') throw ApiError.validation('HogQL math is not supported.', attr, 'invalid_choice');
+  return choice(raw, MATH_TYPES, attr) ?? 'total';
+}
+
+function noSuchAction(id: unknown, attr: string): ApiError {
+  return ApiError.validation(`Action ${describe(id)} does not exist: Plover has no actions.`, attr);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Property filters
+
+const PROPERTY_TYPES: readonly PropertyType[] = ['event', 'person', 'group', 'cohort'];
+const COHORT_OPERATORS: readonly PropertyOperator[] = ['in', 'not_in'];
+const VALUE_OPERATORS = PROPERTY_OPERATORS.filter((operator) => !COHORT_OPERATORS.includes(operator));
+const NUMERIC_OPERATORS: readonly PropertyOperator[] = ['gt', 'gte', 'lt', 'lte'];
+const DATE_OPERATORS: readonly PropertyOperator[] = ['is_date_before', 'is_date_after', 'is_date_exact'];
+
+function isGroupShape(value: Fields): boolean {
+  return 'values' in value || value.type === 'AND' || value.type === 'OR';
+}
+
+function propertyNode(raw: unknown, attr: string): PropertyGroup | PropertyFilter | null {
+  const fields = object(raw, attr);
+  if (fields === null) throw required(attr);
+  return isGroupShape(fields) ? propertyGroup(fields, attr) : propertyFilter(fields, attr);
+}
+
+function propertyGroup(fields: Fields, attr: string): PropertyGroup | null {
+  const type = choice(fields.type, ['AND', 'OR'] as const, `${attr}__type`) ?? 'AND';
+  if (isAbsent(fields.values)) throw required(`${attr}__values`);
+  const values = list(fields.values, `${attr}__values`);
+  return nonEmptyGroup(type, values.map((item, index) => propertyNode(item, `${attr}__values__${index}`)));
+}
+
+function nonEmptyGroup(type: PropertyGroup['type'], values: (PropertyGroup | PropertyFilter | null)[]): PropertyGroup | null {
+  const kept = values.filter((value) => value !== null);
+  return kept.length === 0 ? null : { type, values: kept };
+}
+
+function propertyFilter(fields: Fields, attr: string): PropertyFilter {
+  const type = choice(fields.type, PROPERTY_TYPES, `${attr}__type`) ?? 'event';
+  if (type === 'cohort') return cohortFilter(fields, attr);
+
+  const key = fields.key;
+  if (isAbsent(key)) throw required(`${attr}__key`);
+  if (typeof key !== 'string') throw ApiError.validation('Must be a string.', `${attr}__key`);
+  const operator = choice(fields.operator, VALUE_OPERATORS, `${attr}__operator`) ?? 'exact';
+  const groupTypeIndex = type === 'group' ? requiredGroupTypeIndex(fields.group_type_index, `${attr}__group_type_index`) : undefined;
+  const filter: PropertyFilter = { type, key, operator };
+  if (groupTypeIndex !== undefined) filter.groupTypeIndex = groupTypeIndex;
+  if (operator !== 'is_set' && operator !== 'is_not_set') filter.value = filterValue(fields.value, operator, `${attr}__value`);
+  return filter;
+}
+
+function cohortFilter(fields: Fields, attr: string): PropertyFilter {
+  if (!isAbsent(fields.key) && fields.key !== 'id') {
+    throw ApiError.validation('Cohort filters use the key "id" (the cohort id is the value).', `${attr}__key`);
+  }
+  const operator = choice(fields.operator, COHORT_OPERATORS, `${attr}__operator`) ?? 'in';
+  const cohortId = integer(fields.value, `${attr}__value`);
+  if (cohortId === null) throw required(`${attr}__value`);
+  return { type: 'cohort', key: 'id', operator, value: cohortId };
+}
+
+function filterValue(raw: unknown, operator: PropertyOperator, attr: string): JsonValue {
+  if (isAbsent(raw) || (Array.isArray(raw) && raw.length === 0)) throw required(attr);
+  if (NUMERIC_OPERATORS.includes(operator)) {
+    if (!isNumeric(raw)) throw ApiError.validation(`Operator "${operator}" needs a numeric value.`, attr);
+    return raw;
+  }
+  if (DATE_OPERATORS.includes(operator)) {
+    if (typeof raw !== 'string' || !(RELATIVE_DATE.test(raw) || isIsoDate(raw))) {
+      throw ApiError.validation(`Operator "${operator}" needs an ISO date or a relative date like -7d.`, attr);
+    }
+    return raw;
+  }
+  if (isScalar(raw) || (Array.isArray(raw) && raw.every(isScalar))) return raw;
+  throw ApiError.validation('Must be a string, number or boolean, or a list of them.', attr);
+}
+
+function isScalar(value: unknown): value is string | number | boolean {
+  return typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
+}
+
+function isNumeric(value: unknown): value is number | string {
+  if (typeof value === 'number') return Number.isFinite(value);
+  return typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Field readers: query-string values are text, so numbers, booleans, lists and objects may arrive encoded.
+
+function bodyFields(body: unknown): Fields {
+  if (body === undefined || body === null || body === '') return {};
+  if (isObject(body)) return body;
+  throw ApiError.validation('The request body must be a JSON object.');
+}
+
+function isAbsent(value: unknown): value is undefined | null | '' {
+  return value === undefined || value === null || value === '';
+}
+
+function isObject(value: unknown): value is Fields {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function tryJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** JSON text → its value (a malformed text is a 400 naming the field); anything else as it is. */
+function decode(raw: unknown, attr: string): unknown {
+  if (typeof raw !== 'string' || raw.trim() === '') return raw;
+  const value = tryJson(raw);
+  if (value === undefined) throw ApiError.validation('Malformed JSON.', attr);
+  return value;
+}
+
+function list(raw: unknown, attr: string): unknown[] {
+  const value = decode(raw, attr);
+  if (isAbsent(value)) return [];
+  if (Array.isArray(value)) return value;
+  throw ApiError.validation('Must be a list.', attr);
+}
+
+function object(raw: unknown, attr: string): Fields | null {
+  const value = decode(raw, attr);
+  if (isAbsent(value)) return null;
+  if (isObject(value)) return value;
+  throw ApiError.validation('Must be an object.', attr);
+}
+
+function optionalString(raw: unknown, attr: string): string | null {
+  if (isAbsent(raw)) return null;
+  if (typeof raw === 'string') return raw;
+  throw ApiError.validation('Must be a string.', attr);
+}
+
+function integer(raw: unknown, attr: string): number | null {
+  if (isAbsent(raw)) return null;
+  if (typeof raw === 'number' && Number.isSafeInteger(raw)) return raw;
+  if (typeof raw === 'string' && /^-?\d{1,15}$/.test(raw.trim())) return Number(raw);
+  throw ApiError.validation('A valid integer is required.', attr);
+}
+
+function requiredGroupTypeIndex(raw: unknown, attr: string): number {
+  const index = integer(raw, attr);
+  if (index === null) throw required(attr);
+  if (index < 0 || index > 4) throw ApiError.validation('Must be between 0 and 4.', attr);
+  return index;
+}
+
+function choice<T extends string>(raw: unknown, choices: readonly T[], attr: string): T | null {
+  if (isAbsent(raw)) return null;
+  if (typeof raw === 'string' && (choices as readonly string[]).includes(raw)) return raw as T;
+  throw invalidChoice(raw, attr);
+}
+
+function invalidChoice(raw: unknown, attr: string): ApiError {
+  return ApiError.validation(`${describe(raw)} is not a valid choice.`, attr, 'invalid_choice');
+}
+
+function required(attr: string): ApiError {
+  return ApiError.validation('This field is required.', attr, 'required');
+}
+
+function describe(value: unknown): string {
+  return typeof value === 'string' ? `"${value}"` : String(JSON.stringify(value));
+}

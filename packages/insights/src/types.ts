@@ -1,0 +1,197 @@
+/**
+ * The normalized insight inputs every computation in this package works from. Requests arrive as PostHog's
+ * legacy filter fields or as a `TrendsQuery` node (filters.ts parses both into these), so the SQL side has one
+ * shape to handle and "legacy parameter and query twin give identical results" holds by construction.
+ */
+
+export type JsonValue = null | boolean | number | string | readonly JsonValue[] | { readonly [key: string]: JsonValue };
+
+export type Interval = 'minute' | 'hour' | 'day' | 'week' | 'month';
+export const INTERVALS: readonly Interval[] = ['minute', 'hour', 'day', 'week', 'month'];
+
+export type MathType =
+  | 'total'
+  | 'dau'
+  | 'weekly_active'
+  | 'monthly_active'
+  | 'unique_group'
+  | 'sum'
+  | 'avg'
+  | 'min'
+  | 'max'
+  | 'median'
+  | 'p75'
+  | 'p90'
+  | 'p95'
+  | 'p99';
+export const MATH_TYPES: readonly MathType[] = [
+  'total', 'dau', 'weekly_active', 'monthly_active', 'unique_group',
+  'sum', 'avg', 'min', 'max', 'median', 'p75', 'p90', 'p95', 'p99',
+];
+/** Math types that aggregate a numeric property and need `math_property`. */
+export const PROPERTY_MATH: readonly MathType[] = ['sum', 'avg', 'min', 'max', 'median', 'p75', 'p90', 'p95', 'p99'];
+
+export type PropertyOperator =
+  | 'exact'
+  | 'is_not'
+  | 'icontains'
+  | 'not_icontains'
+  | 'regex'
+  | 'not_regex'
+  | 'gt'
+  | 'gte'
+  | 'lt'
+  | 'lte'
+  | 'is_set'
+  | 'is_not_set'
+  | 'is_date_before'
+  | 'is_date_after'
+  | 'is_date_exact'
+  /** Cohort filters only. */
+  | 'in'
+  | 'not_in';
+export const PROPERTY_OPERATORS: readonly PropertyOperator[] = [
+  'exact', 'is_not', 'icontains', 'not_icontains', 'regex', 'not_regex', 'gt', 'gte', 'lt', 'lte',
+  'is_set', 'is_not_set', 'is_date_before', 'is_date_after', 'is_date_exact', 'in', 'not_in',
+];
+
+/**
+ * Where a filter's property lives: `event` → the event's properties, `person` → the person properties stored
+ * with the event (as they were after that event), `group` → group `group_type_index`'s properties stored with
+ * the event, `cohort` → membership of the event's person (merged persons resolved) in cohort `value`.
+ */
+export type PropertyType = 'event' | 'person' | 'group' | 'cohort';
+
+export interface PropertyFilter {
+  type: PropertyType;
+  /** The property name (`"id"` for cohort filters, whose cohort id is `value`). */
+  key: string;
+  /** A scalar or a list of scalars; absent for is_set / is_not_set. Dates: ISO or relative (`-7d`). */
+  value?: JsonValue;
+  operator: PropertyOperator;
+  /** Group filters only: 0–4. */
+  groupTypeIndex?: number;
+}
+
+export interface PropertyGroup {
+  type: 'AND' | 'OR';
+  values: readonly (PropertyGroup | PropertyFilter)[];
+}
+
+export function isPropertyGroup(value: PropertyGroup | PropertyFilter): value is PropertyGroup {
+  return 'values' in value;
+}
+
+/** One series (a legacy entity / an EventsNode): an event (null = all events), its math and its own filters. */
+export interface Series {
+  /** null: every event ("All events"). */
+  event: string | null;
+  /** PostHog's `name` (defaults to the event name). */
+  name: string;
+  customName: string | null;
+  /** Position in the request (entities are sorted by their `order`); letters of a formula map to it. */
+  order: number;
+  math: MathType;
+  /** For property math. */
+  mathProperty: string | null;
+  /** For `unique_group`. */
+  mathGroupTypeIndex: number | null;
+  properties: PropertyGroup | null;
+}
+
+export type BreakdownType = 'event' | 'person' | 'group';
+
+export interface Breakdown {
+  property: string;
+  type: BreakdownType;
+  /** Group breakdowns only. */
+  groupTypeIndex: number | null;
+  /** How many values get their own series; the rest are summed into one "other" series. */
+  limit: number;
+}
+
+export type Display =
+  | 'ActionsLineGraph'
+  | 'ActionsLineGraphCumulative'
+  | 'ActionsAreaGraph'
+  | 'ActionsBar'
+  | 'ActionsBarValue'
+  | 'ActionsPie'
+  | 'ActionsTable'
+  | 'WorldMap'
+  | 'BoldNumber';
+export const DISPLAYS: readonly Display[] = [
+  'ActionsLineGraph', 'ActionsLineGraphCumulative', 'ActionsAreaGraph', 'ActionsBar', 'ActionsBarValue',
+  'ActionsPie', 'ActionsTable', 'WorldMap', 'BoldNumber',
+];
+/** Displays that show one number per series over the whole range (`aggregated_value`, empty `data`). */
+export const TOTAL_VALUE_DISPLAYS: readonly Display[] = ['ActionsBarValue', 'ActionsPie', 'ActionsTable', 'WorldMap', 'BoldNumber'];
+
+export interface TrendsInput {
+  series: readonly Series[];
+  /** The request's date grammar, unresolved: `-7d`, `-24h`, `mStart`, `yStart`, `dStart`, `all`, ISO date or date-time. null = default (`-7d`). */
+  dateFrom: string | null;
+  /** Same grammar; null = now. */
+  dateTo: string | null;
+  interval: Interval;
+  /** Filters applied to every series (AND-ed with each series' own). */
+  properties: PropertyGroup | null;
+  breakdown: Breakdown | null;
+  compare: boolean;
+  /** e.g. `A+B*2`: letters are series in order. */
+  formula: string | null;
+  display: Display;
+}
+
+/**
+ * A date range resolved for a project's timezone and an interval. Wall-clock strings are local time in the
+ * project timezone, `YYYY-MM-DD HH:MM:SS`; ClickHouse turns them into instants with the timezone
+ * (`toDateTime64({from:String}, 6, {tz:String})`), so DST is ClickHouse's business, not ours.
+ */
+export interface ResolvedRange {
+  timezone: string;
+  interval: Interval;
+  /** Inclusive start: the start of the first bucket. */
+  from: string;
+  /** Inclusive end (a date-only `date_to` means the end of that day, `… 23:59:59`). */
+  to: string;
+  /** Bucket starts in order, each the local wall-clock start of one interval, same format. */
+  buckets: readonly string[];
+}
+
+/** What a computation needs to know about the project and the moment. */
+export interface InsightContext {
+  teamId: number;
+  /** IANA name, e.g. `Europe/Berlin`. */
+  timezone: string;
+  now: Date;
+  /** Members (person uuids) of a cohort of this project; unknown cohort → an ApiError 400 naming the filter. */
+  cohortMembers(cohortId: number): Promise<readonly string[]>;
+}
+
+/** One series of PostHog's legacy trend response (reference/posthog-management-api.md §3.1). */
+export interface TrendSeriesResult {
+  data: number[];
+  labels: string[];
+  days: string[];
+  count: number;
+  aggregated_value?: number;
+  label: string;
+  breakdown_value?: string | number;
+  compare?: boolean;
+  compare_label?: 'current' | 'previous';
+  action: {
+    days: string[];
+    id: string | null;
+    type: 'events';
+    order: number;
+    name: string;
+    custom_name: string | null;
+    math: MathType;
+    math_property: string | null;
+    math_hogql: null;
+    math_group_type_index: number | null;
+    properties: Record<string, never>;
+  };
+  filter: Record<string, unknown>;
+}

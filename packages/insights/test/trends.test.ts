@@ -1,0 +1,218 @@
+/**
+ * Trends on small hand-built datasets whose answers are worked out by hand in each test (the property tests
+ * cover random data against a reference implementation). Events go straight into chDB's `events` table.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { insertEvents, insertPersonOverrides, migrate, type EventRow } from '@plover/clickhouse';
+import { ChdbClickHouse } from '@plover/clickhouse/chdb';
+import { ApiError } from '@plover/core';
+import { BREAKDOWN_OTHER, runTrends, type InsightContext, type Series, type TrendsInput } from '../src';
+
+const ZERO = '1970-01-01 00:00:00.000';
+let ch: ChdbClickHouse;
+let dir: string;
+let nextTeam = 1;
+
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'plover-trends-'));
+  ch = await ChdbClickHouse.open({ dataDir: dir });
+  await migrate(ch);
+});
+
+afterAll(async () => {
+  await ch.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+interface Fixture {
+  event?: string;
+  at: string;
+  person?: string;
+  properties?: Record<string, unknown>;
+  personProperties?: Record<string, unknown>;
+  group0?: string;
+}
+
+const PERSON_A = '00000000-0000-4000-8000-00000000000a';
+const PERSON_B = '00000000-0000-4000-8000-00000000000b';
+const PERSON_C = '00000000-0000-4000-8000-00000000000c';
+
+let uuidCounter = 0;
+function row(team: number, fixture: Fixture): EventRow {
+  uuidCounter += 1;
+  return {
+    uuid: `00000000-0000-7000-8000-${uuidCounter.toString(16).padStart(12, '0')}`,
+    event: fixture.event ?? '$pageview',
+    properties: JSON.stringify(fixture.properties ?? {}),
+    timestamp: fixture.at,
+    team_id: team,
+    distinct_id: fixture.person ?? PERSON_A,
+    elements_chain: '',
+    created_at: fixture.at,
+    person_id: fixture.person ?? PERSON_A,
+    person_properties: JSON.stringify(fixture.personProperties ?? {}),
+    person_created_at: ZERO,
+    person_mode: 'full',
+    group0_properties: '{}', group1_properties: '{}', group2_properties: '{}', group3_properties: '{}', group4_properties: '{}',
+    group0_created_at: ZERO, group1_created_at: ZERO, group2_created_at: ZERO, group3_created_at: ZERO, group4_created_at: ZERO,
+    $group_0: fixture.group0 ?? '', $group_1: '', $group_2: '', $group_3: '', $group_4: '',
+    session_id: '',
+    window_id: '',
+    historical_migration: false,
+  };
+}
+
+async function team(fixtures: Fixture[]): Promise<number> {
+  const id = nextTeam++;
+  await insertEvents(ch, fixtures.map((fixture) => row(id, fixture)));
+  return id;
+}
+
+function context(teamId: number, timezone = 'UTC', now = '2025-01-07T12:00:00Z'): InsightContext {
+  return { teamId, timezone, now: new Date(now), cohortMembers: () => Promise.resolve([PERSON_A]) };
+}
+
+function series(overrides: Partial<Series> = {}): Series {
+  return { event: '$pageview', name: '$pageview', customName: null, order: 0, math: 'total', mathProperty: null, mathGroupTypeIndex: null, properties: null, ...overrides };
+}
+
+function trend(overrides: Partial<TrendsInput> = {}): TrendsInput {
+  return { series: [series()], dateFrom: '-6d', dateTo: null, interval: 'day', properties: null, breakdown: null, compare: false, formula: null, display: 'ActionsLineGraph', ...overrides };
+}
+
+describe('runTrends', () => {
+  it('counts events per day in the range, with PostHog labels and days', async () => {
+    const teamId = await team([
+      { at: '2025-01-01 10:00:00' },
+      { at: '2025-01-01 11:00:00' },
+      { at: '2025-01-03 00:00:00' },
+      { at: '2025-01-07 11:59:59' },
+      { at: '2024-12-31 23:59:59' }, // before the range
+      { event: 'other', at: '2025-01-02 10:00:00' },
+    ]);
+    const [result] = await runTrends(ch, trend(), context(teamId));
+    expect(result).toMatchObject({
+      data: [2, 0, 1, 0, 0, 0, 1],
+      days: ['2025-01-01', '2025-01-02', '2025-01-03', '2025-01-04', '2025-01-05', '2025-01-06', '2025-01-07'],
+      labels: ['1-Jan-2025', '2-Jan-2025', '3-Jan-2025', '4-Jan-2025', '5-Jan-2025', '6-Jan-2025', '7-Jan-2025'],
+      count: 4,
+      label: '$pageview',
+      action: { id: '$pageview', type: 'events', math: 'total' },
+    });
+  });
+
+  it('buckets by the project timezone', async () => {
+    // 23:10 and 23:30 UTC on 1 January are 2 January in Berlin.
+    const teamId = await team([{ at: '2025-01-01 23:30:00' }, { at: '2025-01-01 23:10:00' }]);
+    const [utc] = await runTrends(ch, trend({ dateFrom: '2025-01-01', dateTo: '2025-01-02' }), context(teamId));
+    const [berlin] = await runTrends(ch, trend({ dateFrom: '2025-01-01', dateTo: '2025-01-02' }), context(teamId, 'Europe/Berlin'));
+    expect(utc?.data).toEqual([2, 0]);
+    expect(berlin?.data).toEqual([0, 2]);
+  });
+
+  it('counts a merged person once for DAU and keeps the person-property filter per event', async () => {
+    const teamId = await team([
+      { at: '2025-01-06 10:00:00', person: PERSON_A, personProperties: { plan: 'pro' } },
+      { at: '2025-01-06 11:00:00', person: PERSON_B, personProperties: { plan: 'pro' } },
+      { at: '2025-01-06 12:00:00', person: PERSON_C, personProperties: { plan: 'free' } },
+    ]);
+    await insertPersonOverrides(ch, [{ team_id: teamId, old_person_id: PERSON_B, override_person_id: PERSON_A, version: 1 }]);
+    const [dau] = await runTrends(ch, trend({ series: [series({ math: 'dau' })], dateFrom: '2025-01-06', dateTo: '2025-01-06' }), context(teamId));
+    expect(dau?.data).toEqual([2]);
+    const [pro] = await runTrends(
+      ch,
+      trend({ series: [series({ math: 'dau' })], dateFrom: '2025-01-06', dateTo: '2025-01-06', properties: { type: 'AND', values: [{ type: 'person', key: 'plan', operator: 'exact', value: 'pro' }] } }),
+      context(teamId),
+    );
+    expect(pro?.data).toEqual([1]);
+  });
+
+  it('aggregates a numeric property: sum, avg, median with interpolation, p90', async () => {
+    const teamId = await team([1, 2, 3, 4].map((price) => ({ at: '2025-01-07 01:00:00', properties: { price: price === 4 ? '4' : price } })).concat([{ at: '2025-01-07 02:00:00', properties: { price: 'n/a' } }]));
+    const run = async (math: Series['math']) => (await runTrends(ch, trend({ series: [series({ math, mathProperty: 'price' })], dateFrom: 'dStart' }), context(teamId)))[0]?.data;
+    expect(await run('sum')).toEqual([10]);
+    expect(await run('avg')).toEqual([2.5]);
+    expect(await run('median')).toEqual([2.5]);
+    expect((await run('p90'))?.[0]).toBeCloseTo(3.7, 10);
+    expect(await run('min')).toEqual([1]);
+  });
+
+  it('breaks down by an event property with a limit and an "other" series', async () => {
+    const teamId = await team([
+      ...['Chrome', 'Chrome', 'Chrome', 'Firefox', 'Firefox', 'Safari', 'Edge'].map((browser) => ({ at: '2025-01-07 01:00:00', properties: { $browser: browser } })),
+      { at: '2025-01-07 01:00:00' },
+    ]);
+    const results = await runTrends(ch, trend({ dateFrom: 'dStart', breakdown: { property: '$browser', type: 'event', groupTypeIndex: null, limit: 2 } }), context(teamId));
+    expect(results.map((r) => [r.breakdown_value, r.label, r.data])).toEqual([
+      ['Chrome', 'Chrome', [3]],
+      ['Firefox', 'Firefox', [2]],
+      [BREAKDOWN_OTHER, BREAKDOWN_OTHER, [3]],
+    ]);
+    const all = await runTrends(ch, trend({ dateFrom: 'dStart', breakdown: { property: '$browser', type: 'event', groupTypeIndex: null, limit: 25 } }), context(teamId));
+    expect(all.map((r) => [r.breakdown_value, r.data[0]])).toEqual([['Chrome', 3], ['Firefox', 2], ['none', 1], ['Edge', 1], ['Safari', 1]]);
+  });
+
+  it('shows running totals, total values, and compares with the previous period', async () => {
+    const teamId = await team([
+      { at: '2025-01-05 01:00:00', person: PERSON_A },
+      { at: '2025-01-06 01:00:00', person: PERSON_A },
+      { at: '2025-01-06 02:00:00', person: PERSON_B },
+      { at: '2025-01-03 01:00:00', person: PERSON_A },
+    ]);
+    const range = { dateFrom: '2025-01-05', dateTo: '2025-01-06' };
+    const [cumulative] = await runTrends(ch, trend({ ...range, display: 'ActionsLineGraphCumulative' }), context(teamId));
+    expect(cumulative).toMatchObject({ data: [1, 3], count: 3 });
+    const [uniqueSoFar] = await runTrends(ch, trend({ ...range, series: [series({ math: 'dau' })], display: 'ActionsLineGraphCumulative' }), context(teamId));
+    expect(uniqueSoFar?.data).toEqual([1, 2]);
+    const [number] = await runTrends(ch, trend({ ...range, series: [series({ math: 'dau' })], display: 'BoldNumber' }), context(teamId));
+    expect(number).toMatchObject({ data: [], labels: [], days: [], count: 0, aggregated_value: 2 });
+    const compared = await runTrends(ch, trend({ ...range, compare: true }), context(teamId));
+    expect(compared.map((r) => [r.compare_label, r.data, r.labels, r.days])).toEqual([
+      ['current', [1, 2], ['day 0', 'day 1'], ['2025-01-05', '2025-01-06']],
+      ['previous', [1, 0], ['day 0', 'day 1'], ['2025-01-03', '2025-01-04']],
+    ]);
+  });
+
+  it('counts weekly active users over the 7 days ending with each day', async () => {
+    const teamId = await team([
+      { at: '2024-12-31 10:00:00', person: PERSON_A },
+      { at: '2025-01-06 10:00:00', person: PERSON_B },
+    ]);
+    const [wau] = await runTrends(ch, trend({ series: [series({ math: 'weekly_active' })], dateFrom: '2025-01-05', dateTo: '2025-01-07' }), context(teamId));
+    // A's event on 31 Dec counts through 6 Jan; B's from 6 Jan.
+    expect(wau?.data).toEqual([1, 2, 1]);
+  });
+
+  it('applies a formula per bucket, dividing by zero as 0', async () => {
+    const teamId = await team([
+      { at: '2025-01-06 01:00:00', event: 'signup' },
+      { at: '2025-01-06 01:00:00' },
+      { at: '2025-01-06 02:00:00' },
+      { at: '2025-01-07 02:00:00', event: 'signup' },
+    ]);
+    const [ratio] = await runTrends(
+      ch,
+      trend({ dateFrom: '2025-01-06', series: [series({ event: 'signup', name: 'signup' }), series({ order: 1 })], formula: 'A / B * 100' }),
+      context(teamId),
+    );
+    expect(ratio).toMatchObject({ label: 'A / B * 100', data: [50, 0], count: 50 });
+  });
+
+  it('treats hostile property keys as ordinary keys', async () => {
+    const key = "x') OR 1=1 -- {p0:String}`";
+    const teamId = await team([{ at: '2025-01-07 01:00:00', properties: { [key]: 'yes' } }, { at: '2025-01-07 01:00:00' }]);
+    const [filtered] = await runTrends(ch, trend({ dateFrom: 'dStart', properties: { type: 'AND', values: [{ type: 'event', key, operator: 'exact', value: 'yes' }] } }), context(teamId));
+    expect(filtered?.data).toEqual([1]);
+    const broken = await runTrends(ch, trend({ dateFrom: 'dStart', breakdown: { property: key, type: 'event', groupTypeIndex: null, limit: 5 } }), context(teamId));
+    expect(broken.map((r) => r.breakdown_value)).toEqual(['none', 'yes']);
+  });
+
+  it('answers 400 for an invalid regular expression', async () => {
+    const teamId = await team([{ at: '2025-01-07 01:00:00', properties: { a: 'b' } }]);
+    const error = await runTrends(ch, trend({ properties: { type: 'AND', values: [{ type: 'event', key: 'a', operator: 'regex', value: '(' }] } }), context(teamId)).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ApiError);
+    expect(error).toMatchObject({ status: 400, attr: 'properties' });
+  });
+});
