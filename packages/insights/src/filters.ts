@@ -4,6 +4,7 @@
  * offending field, nested names joined by `__`; the first problem found is the one reported.
  */
 import { ApiError } from '@plover/core';
+import { checkFormula } from './formula';
 
 import {
   DISPLAYS,
@@ -200,58 +201,8 @@ function formula({ fields, attr }: Section, seriesCount: number): string | null 
   if (isAbsent(raw)) return null;
   if (typeof raw !== 'string') throw ApiError.validation('Must be a string.', rawAttr);
   if (raw.trim() === '') return null;
-  const problem = formulaProblem(raw, seriesCount);
-  if (problem !== null) throw ApiError.validation(`Invalid formula: ${problem}`, rawAttr);
+  checkFormula(raw, seriesCount, rawAttr);
   return raw;
-}
-
-const FORMULA_TOKEN = /\d+(?:\.\d+)?|[A-Z]|[-+*/()]|\S/g;
-
-/**
- * Why `text` is not an arithmetic expression over series letters, numbers, `+ - * /`, unary minus and
- * parentheses (null when it is one): a small recursive-descent check, so that every formula accepted here is
- * one formula.ts can evaluate.
- */
-function formulaProblem(text: string, seriesCount: number): string | null {
-  const tokens = text.match(FORMULA_TOKEN) ?? [];
-  let position = 0;
-  const expression = (): string | null => {
-    let problem = term();
-    while (problem === null && (tokens[position] === '+' || tokens[position] === '-')) {
-      position += 1;
-      problem = term();
-    }
-    return problem;
-  };
-  const term = (): string | null => {
-    let problem = factor();
-    while (problem === null && (tokens[position] === '*' || tokens[position] === '/')) {
-      position += 1;
-      problem = factor();
-    }
-    return problem;
-  };
-  const factor = (): string | null => {
-    const token = tokens[position];
-    position += 1;
-    if (token === undefined) return 'it ends too early.';
-    if (token === '-') return factor();
-    if (token === '(') {
-      const problem = expression();
-      if (problem !== null) return problem;
-      if (tokens[position] !== ')') return 'unbalanced parentheses.';
-      position += 1;
-      return null;
-    }
-    if (/^[A-Z]$/.test(token)) {
-      const index = token.charCodeAt(0) - 'A'.charCodeAt(0);
-      return index < seriesCount ? null : `${token} refers to series ${index + 1} but there ${seriesCount === 1 ? 'is 1 series' : `are ${seriesCount} series`}.`;
-    }
-    return /^\d/.test(token) ? null : `unexpected ${JSON.stringify(token)}.`;
-  };
-  const problem = expression();
-  if (problem !== null) return problem;
-  return position < tokens.length ? `unexpected ${JSON.stringify(tokens[position])}.` : null;
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import { ApiError } from '@plover/core';
 
 type Node = { kind: 'number'; value: number } | { kind: 'series'; index: number } | { kind: 'binary'; op: string; left: Node; right: Node } | { kind: 'negate'; operand: Node };
 
-const TOKEN = /\s*(?:(\d+(?:\.\d+)?)|([A-Za-z])|([-+*/()]))/y;
+const TOKEN = /\s*(?:(\d+(?:\.\d+)?)|([A-Z])|([-+*/()]))/y;
 
 function tokenize(formula: string): string[] {
   const tokens: string[] = [];
@@ -15,13 +15,13 @@ function tokenize(formula: string): string[] {
     if (formula.slice(TOKEN.lastIndex).trim() === '') break;
     const match = TOKEN.exec(formula);
     if (match === null) throw invalid(formula);
-    tokens.push(match[1] ?? (match[2] ?? match[3] ?? '').toUpperCase());
+    tokens.push(match[1] ?? match[2] ?? match[3] ?? '');
   }
   return tokens;
 }
 
 function invalid(formula: string): ApiError {
-  return ApiError.validation(`"${formula}" is not a valid formula.`, 'formula', 'invalid');
+  return ApiError.validation(`"${formula}" is not a valid formula: use series letters, numbers, + - * / and parentheses.`, 'formula');
 }
 
 function parse(formula: string): Node {
@@ -82,12 +82,20 @@ function evaluate(node: Node, values: readonly number[]): number {
 
 const parsed = new Map<string, Node>();
 
-/** Validates a formula for `seriesCount` series (400 on `formula` otherwise). */
-export function checkFormula(formula: string, seriesCount: number): void {
+/** Validates a formula for `seriesCount` series: 400 on `attr` unless it parses and names only those series. */
+export function checkFormula(formula: string, seriesCount: number, attr = 'formula'): void {
   const uses = (node: Node): number[] =>
     node.kind === 'series' ? [node.index] : node.kind === 'binary' ? [...uses(node.left), ...uses(node.right)] : node.kind === 'negate' ? uses(node.operand) : [];
-  if (uses(parse(formula)).some((index) => index >= seriesCount)) {
-    throw ApiError.validation(`The formula "${formula}" refers to a series that does not exist.`, 'formula', 'invalid');
+  let used: number[];
+  try {
+    used = uses(parse(formula));
+  } catch (error) {
+    throw error instanceof ApiError ? ApiError.validation(error.detail, attr) : error;
+  }
+  const missing = used.find((index) => index >= seriesCount);
+  if (missing !== undefined) {
+    const letter = String.fromCharCode(65 + missing);
+    throw ApiError.validation(`The formula refers to series ${letter}, but there ${seriesCount === 1 ? 'is 1 series' : `are ${seriesCount} series`}.`, attr);
   }
 }
 

@@ -516,7 +516,7 @@ const queryErrors: [string, unknown, ErrorCase][] = [
   ['group breakdown index', trendsQuery({ breakdownFilter: { breakdown: 'x', breakdown_type: 'group' } }), { code: 'required', attr: 'query__breakdownFilter__breakdown_group_type_index' }],
   ['multiple breakdowns', trendsQuery({ breakdownFilter: { breakdowns: [{ property: 'a' }, { property: 'b' }] } }), { code: 'invalid_input', attr: 'query__breakdownFilter__breakdowns' }],
   ['display', trendsQuery({ trendsFilter: { display: 'Heatmap' } }), { code: 'invalid_choice', attr: 'query__trendsFilter__display' }],
-  ['formula', trendsQuery({ trendsFilter: { formula: 'A+B' } }), { code: 'invalid_input', attr: 'query__trendsFilter__formula', detail: /B refers to series 2/ }],
+  ['formula', trendsQuery({ trendsFilter: { formula: 'A+B' } }), { code: 'invalid_input', attr: 'query__trendsFilter__formula', detail: /refers to series B/ }],
   ['two formulas', trendsQuery({ trendsFilter: { formulas: ['A', 'A*2'] } }), { code: 'invalid_input', attr: 'query__trendsFilter__formulas' }],
   ['formulas[0]', trendsQuery({ trendsFilter: { formulas: ['A+'] } }), { code: 'invalid_input', attr: 'query__trendsFilter__formulas__0' }],
   ['compare', trendsQuery({ compareFilter: { compare: 'maybe' } }), { code: 'invalid_input', attr: 'query__compareFilter__compare' }],
