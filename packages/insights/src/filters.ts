@@ -4,8 +4,8 @@
  * offending field, nested names joined by `__`; the first problem found is the one reported.
  */
 import { ApiError } from '@plover/core';
+import { bodyFields, choice, decode, describe, integer, invalidChoice, isAbsent, isObject, list, object, optionalString, required, tryJson, type Fields } from './fields';
 import { checkFormula } from './formula';
-
 import {
   DISPLAYS,
   INTERVALS,
@@ -24,7 +24,6 @@ import {
   type TrendsInput,
 } from './types';
 
-type Fields = Record<string, unknown>;
 
 /** A legacy trend request (query string merged under the JSON body), or its `query` TrendsQuery when present. */
 export function parseTrendsRequest(query: Record<string, unknown>, body: unknown): TrendsInput {
@@ -327,87 +326,9 @@ function isNumeric(value: unknown): value is number | string {
   return typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value));
 }
 
-// ---------------------------------------------------------------------------------------------------------
-// Field readers: query-string values are text, so numbers, booleans, lists and objects may arrive encoded.
-
-function bodyFields(body: unknown): Fields {
-  if (body === undefined || body === null || body === '') return {};
-  if (isObject(body)) return body;
-  throw ApiError.validation('The request body must be a JSON object.');
-}
-
-function isAbsent(value: unknown): value is undefined | null | '' {
-  return value === undefined || value === null || value === '';
-}
-
-function isObject(value: unknown): value is Fields {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function tryJson(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return undefined;
-  }
-}
-
-/** JSON text → its value (a malformed text is a 400 naming the field); anything else as it is. */
-function decode(raw: unknown, attr: string): unknown {
-  if (typeof raw !== 'string' || raw.trim() === '') return raw;
-  const value = tryJson(raw);
-  if (value === undefined) throw ApiError.validation('Malformed JSON.', attr);
-  return value;
-}
-
-function list(raw: unknown, attr: string): unknown[] {
-  const value = decode(raw, attr);
-  if (isAbsent(value)) return [];
-  if (Array.isArray(value)) return value;
-  throw ApiError.validation('Must be a list.', attr);
-}
-
-function object(raw: unknown, attr: string): Fields | null {
-  const value = decode(raw, attr);
-  if (isAbsent(value)) return null;
-  if (isObject(value)) return value;
-  throw ApiError.validation('Must be an object.', attr);
-}
-
-function optionalString(raw: unknown, attr: string): string | null {
-  if (isAbsent(raw)) return null;
-  if (typeof raw === 'string') return raw;
-  throw ApiError.validation('Must be a string.', attr);
-}
-
-function integer(raw: unknown, attr: string): number | null {
-  if (isAbsent(raw)) return null;
-  if (typeof raw === 'number' && Number.isSafeInteger(raw)) return raw;
-  if (typeof raw === 'string' && /^-?\d{1,15}$/.test(raw.trim())) return Number(raw);
-  throw ApiError.validation('A valid integer is required.', attr);
-}
-
 function requiredGroupTypeIndex(raw: unknown, attr: string): number {
   const index = integer(raw, attr);
   if (index === null) throw required(attr);
   if (index < 0 || index > 4) throw ApiError.validation('Must be between 0 and 4.', attr);
   return index;
-}
-
-function choice<T extends string>(raw: unknown, choices: readonly T[], attr: string): T | null {
-  if (isAbsent(raw)) return null;
-  if (typeof raw === 'string' && (choices as readonly string[]).includes(raw)) return raw as T;
-  throw invalidChoice(raw, attr);
-}
-
-function invalidChoice(raw: unknown, attr: string): ApiError {
-  return ApiError.validation(`${describe(raw)} is not a valid choice.`, attr, 'invalid_choice');
-}
-
-function required(attr: string): ApiError {
-  return ApiError.validation('This field is required.', attr, 'required');
-}
-
-function describe(value: unknown): string {
-  return typeof value === 'string' ? `"${value}"` : String(JSON.stringify(value));
 }

@@ -32,10 +32,14 @@ function rawValue(column: string, key: string, params: Params): string {
   return `JSONExtractRaw(${column}, ${params.add(key, 'String')})`;
 }
 
-/** The property's text: a string's value, a number's or boolean's literal, `''` when not set (missing or null). */
-export function propertyText(column: string, key: string, params: Params): string {
-  const raw = rawValue(column, key, params);
+/** The text of a raw JSON value: a string's value, a number's or boolean's literal, `''` when not set (missing or null). */
+export function textOfRaw(raw: string): string {
   return `multiIf(${raw} IN ('', 'null'), '', startsWith(${raw}, '"'), JSONExtractString(${raw}), ${raw})`;
+}
+
+/** A property's text (see textOfRaw). */
+export function propertyText(column: string, key: string, params: Params): string {
+  return textOfRaw(rawValue(column, key, params));
 }
 
 /** The property as a number (a JSON number or a numeric string), NULL otherwise. */

@@ -6,9 +6,10 @@
  */
 import { PERSON_ID_EXPRESSION, PERSON_OVERRIDES_SUBQUERY, type ClickHouse } from '@plover/clickhouse';
 import { ApiError, StorageError } from '@plover/core';
-import { bucketDay, bucketLabel, daysBefore, previousRange, resolveRange } from './dates';
+import { bucketDay, bucketLabel, daysBefore, previousRange } from './dates';
 import { checkFormula, evaluateFormula } from './formula';
 import { Params } from './params';
+import { insightRange } from './range';
 import { propertiesCondition, propertyColumn, propertyNumber, propertyText } from './properties';
 import {
   isPropertyGroup,
@@ -332,21 +333,6 @@ function render(line: Line, input: TrendsInput, period: Period, multipleSeries: 
   return result;
 }
 
-async function firstEvent(ch: ClickHouse, teamId: number): Promise<Date | null> {
-  const [row] = await ch.query<{ first: string; n: string }>(
-    'insights.trends.firstEvent',
-    'SELECT toString(min(timestamp)) AS first, count() AS n FROM events WHERE team_id = {teamId:Int64}',
-    { teamId },
-  );
-  return row === undefined || Number(row.n) === 0 ? null : new Date(`${row.first.replace(' ', 'T')}Z`);
-}
-
-/** The date range a trend covers (`date_from: "all"` reads the project's first event). */
-export async function trendRange(ch: ClickHouse, input: TrendsInput, ctx: InsightContext): Promise<ResolvedRange> {
-  const first = input.dateFrom === 'all' ? await firstEvent(ch, ctx.teamId) : null;
-  return resolveRange(input.dateFrom, input.dateTo, input.interval, ctx, first);
-}
-
 /** Computes a trend: PostHog's legacy `result` series, current period first, then the previous one when comparing. */
 export async function runTrends(ch: ClickHouse, input: TrendsInput, ctx: InsightContext): Promise<TrendSeriesResult[]> {
   for (const series of input.series) {
@@ -355,7 +341,7 @@ export async function runTrends(ch: ClickHouse, input: TrendsInput, ctx: Insight
     }
   }
   if (input.formula !== null) checkFormula(input.formula, input.series.length);
-  const range = await trendRange(ch, input, ctx);
+  const range = await insightRange(ch, input, input.interval, ctx);
   const periods: Period[] = input.compare ? [{ range, compareLabel: 'current' }, { range: previousRange(range), compareLabel: 'previous' }] : [{ range }];
   const results: TrendSeriesResult[] = [];
   for (const period of periods) {

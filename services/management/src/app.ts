@@ -13,6 +13,7 @@ import { accountRoutes, projectRoutes } from './routes/accounts';
 import { dataRoutes } from './routes/data';
 import { personRoutes } from './routes/persons';
 import { playlistRoutes } from './routes/playlists';
+import { insightRoutes } from './insights';
 import { projectFlagRoutes } from './feature-flags';
 
 export interface ManagementDeps {
@@ -49,6 +50,7 @@ export function managementRoutes(deps: ManagementDeps): Router {
   project.use(projectRoutes(deps.sql));
   project.use(personRoutes(deps.sql));
   project.use(playlistRoutes(deps.sql, deps.clickhouse));
+  project.use(insightRoutes(deps));
   project.use(dataRoutes(deps.sql, deps.clickhouse));
   // Known paths answer 405 for methods they do not support (after every handler of those paths).
   project.all(
@@ -57,6 +59,8 @@ export function managementRoutes(deps: ManagementDeps): Router {
       '/session_recording_playlists', '/session_recording_playlists/:short_id', '/session_recording_playlists/:short_id/access_controls',
       '/session_recording_playlists/:short_id/recordings', '/session_recording_playlists/:short_id/recordings/:session_recording_id',
       '/session_recordings/:session_recording_id', '/groups_types', '/groups', '/events', '/ingestion_warnings',
+      '/insights', '/insights/trend', '/insights/funnel/correlation', '/insights/timing', '/insights/my_last_viewed', '/insights/viewed',
+      '/insights/:id', '/insights/:id/access_controls',
     ],
     methodNotAllowed(),
   );

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { Express } from 'express';
+import type { Express, RequestHandler } from 'express';
 import { bootstrap, type Credentials } from '@plover/accounts';
-import { silentLogger } from '@plover/core';
+import { ApiError, silentLogger } from '@plover/core';
 import { createMetricsRegistry, createServiceApp } from '@plover/http';
 import { PgSql, type QueryResult, type Sql, type SqlExecutor } from '@plover/postgres';
-import { featureFlagRoutes } from '../../../management/src/feature-flags';
+import { projectFlagRoutes } from '../../../management/src/feature-flags';
 import { realService } from '../../../../test/support/services';
 import { openMigratedPGlite, openMigratedPostgres } from '../../../../packages/postgres/test/support/backends';
 import { decideRoutes, type DecideOptions } from '../../src/app';
@@ -78,6 +78,30 @@ export class FaultySql implements Sql {
   }
 }
 
+/**
+ * Stands in for the management API's key authentication and project resolution: every request acts as the
+ * project's owner with all scopes.
+ */
+function actAsOwner(sql: Sql): RequestHandler {
+  return async (req, _res, next) => {
+    const found = await sql.query<{ id: number; uuid: string; organization_id: string; user_id: number; user_uuid: string; email: string }>(
+      'test.owner',
+      `SELECT p.id, p.uuid, p.organization_id, u.id AS user_id, u.uuid AS user_uuid, u.email
+         FROM projects p JOIN organization_memberships m ON m.organization_id = p.organization_id AND m.level = 'owner' JOIN users u ON u.id = m.user_id
+        WHERE p.id = $1 ORDER BY u.id LIMIT 1`,
+      [Number(req.params.project_id)],
+    );
+    const owner = found.rows[0];
+    if (!owner) throw ApiError.notFound('Project not found.');
+    req.principal = {
+      user: { id: owner.user_id, uuid: owner.user_uuid, email: owner.email, isStaff: false },
+      key: { id: 'test', scopes: ['*'], scopedProjects: null, scopedOrganizations: null },
+    };
+    req.project = { id: owner.id, uuid: owner.uuid, organizationId: owner.organization_id, level: 'owner' };
+    next();
+  };
+}
+
 /** Decide routes and the flag management routes on one app, like embedded mode (management auth stubbed). */
 export function buildApp(sql: Sql, options: DecideOptions = {}, managementSql: Sql = sql): Express {
   return createServiceApp({
@@ -87,11 +111,7 @@ export function buildApp(sql: Sql, options: DecideOptions = {}, managementSql: S
     checks: {},
     mount(app) {
       app.use(decideRoutes({ logger: silentLogger(), metrics: createMetricsRegistry('test'), sql, trustProxy: false, decide: options }));
-      const flags = featureFlagRoutes({
-        sql: managementSql,
-        authorize: (req) => Promise.resolve({ projectId: Number(req.params.project_id), userId: null }),
-      });
-      app.use(['/api/projects/:project_id', '/api/environments/:project_id'], flags);
+      app.use(['/api/projects/:project_id', '/api/environments/:project_id'], actAsOwner(managementSql), projectFlagRoutes(managementSql));
     },
   });
 }

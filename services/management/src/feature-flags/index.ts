@@ -2,12 +2,17 @@
  * Feature flag and cohort management (`/api/projects/:id/feature_flags/`, `/cohorts/`; same under
  * `/api/environments/:id/`; paths here are relative to the project router), PostHog's shapes: soft delete by PATCH `deleted`, DELETE → 405. Every write bumps
  * the project's definitions version in its transaction and signals decide in this process.
+ * Flags carry object-level access control (http/access.ts, as playlists): `user_access_level` on every flag,
+ * `none` hides a flag, writes need `editor`.
  */
 import express, { Router, type Request } from 'express';
 import { ApiError } from '@plover/core';
 import type { Sql, SqlExecutor } from '@plover/postgres';
-import { principalOf, projectOf, requireScope } from '../http/auth';
+import { accessLevelSql, getAccessControls, isAdmin, putAccessControl, requireAccess, type AccessLevel, type AccessTarget } from '../http/access';
+import { principalOf, projectOf } from '../http/auth';
+import { send } from '../http/render';
 import {
+  authorize,
   bumpDefinitionsVersion,
   idParam,
   isObject,
@@ -15,28 +20,11 @@ import {
   notifyDefinitionsChanged,
   page,
   pagination,
-  type Authorize,
 } from './shared';
 import { productRoutes } from './products';
 import { validateCohortFilters, validateFilters, type PropertyReferences } from './validate';
 
-export type { Authorize } from './shared';
-
-/** The routes as mounted on the management API's project router (its authentication and project resolution). */
-export function projectFlagRoutes(sql: Sql): Router {
-  return featureFlagRoutes({
-    sql,
-    authorize: (req, scope) => {
-      requireScope(req, scope);
-      return Promise.resolve({ projectId: projectOf(req).id, userId: principalOf(req).user.id });
-    },
-  });
-}
-
-export interface FeatureFlagRoutesDeps {
-  sql: Sql;
-  authorize: Authorize;
-}
+const RESOURCE = 'feature_flag';
 
 interface FlagRow {
   id: number;
@@ -56,11 +44,25 @@ interface FlagRow {
   created_by_uuid: string | null;
   created_by_distinct_id: string | null;
   created_by_first_name: string | null;
+  user_access_level: AccessLevel;
 }
 
-const FLAG_COLUMNS = `f.id, f.key, f.name, f.filters, f.rollout_percentage, f.active, f.deleted, f.ensure_experience_continuity,
-  f.is_remote_configuration, f.version, f.created_at, f.updated_at, f.created_by_id, u.email AS created_by_email,
-  u.uuid AS created_by_uuid, u.distinct_id AS created_by_distinct_id, u.first_name AS created_by_first_name`;
+/** Flags of project $1 with the caller's ($2, admin $3) access level, matching `where`. */
+function selectFlags(where: string): string {
+  return `SELECT f.id, f.key, f.name, f.filters, f.rollout_percentage, f.active, f.deleted, f.ensure_experience_continuity,
+      f.is_remote_configuration, f.version, f.created_at, f.updated_at, f.created_by_id, u.email AS created_by_email,
+      u.uuid AS created_by_uuid, u.distinct_id AS created_by_distinct_id, u.first_name AS created_by_first_name,
+      ${accessLevelSql(RESOURCE, 'f.id::text', 'f.created_by_id', '$1', '$2', '$3')} AS user_access_level
+    FROM feature_flags f LEFT JOIN users u ON u.id = f.created_by_id
+   WHERE f.project_id = $1 AND ${where}`;
+}
+
+/** The parameters $1–$3 of selectFlags. */
+function callerParams(req: Request): unknown[] {
+  return [projectOf(req).id, principalOf(req).user.id, isAdmin(req)];
+}
+
+const target = (row: FlagRow): AccessTarget => ({ resource: RESOURCE, resourceId: String(row.id), createdBy: row.created_by_id });
 
 function serializeFlag(row: FlagRow): Record<string, unknown> {
   const filters = row.filters;
@@ -89,9 +91,9 @@ function serializeFlag(row: FlagRow): Record<string, unknown> {
     rollback_conditions: null,
     performed_rollback: false,
     tags: [],
-    can_edit: true,
+    can_edit: row.user_access_level === 'editor',
     status: row.deleted ? 'DELETED' : 'ACTIVE',
-    user_access_level: 'editor',
+    user_access_level: row.user_access_level,
   };
 }
 
@@ -135,8 +137,8 @@ function uniqueViolation(error: unknown): boolean {
   return code === '23505' || cause?.code === '23505';
 }
 
-export function featureFlagRoutes(deps: FeatureFlagRoutesDeps): Router {
-  const { sql, authorize } = deps;
+/** The routes as mounted on the management API's project router (its authentication and project resolution). */
+export function projectFlagRoutes(sql: Sql): Router {
   const json = express.json({ limit: '5mb' });
   const router = Router({ mergeParams: true });
   const flagsPath = '/feature_flags';
@@ -144,14 +146,11 @@ export function featureFlagRoutes(deps: FeatureFlagRoutesDeps): Router {
   const cohortsPath = '/cohorts';
   const cohortPath = '/cohorts/:id';
 
-  async function readFlag(tx: SqlExecutor, projectId: number, id: number): Promise<FlagRow> {
-    const result = await tx.query<FlagRow>(
-      'flags.get',
-      `SELECT ${FLAG_COLUMNS} FROM feature_flags f LEFT JOIN users u ON u.id = f.created_by_id WHERE f.project_id = $1 AND f.id = $2`,
-      [projectId, id],
-    );
+  /** The flag `where` ($4 = `value`) names, or 404 (also when the caller's level is `none`). */
+  async function readFlag(tx: SqlExecutor, req: Request, value: number | string, where = 'f.id = $4'): Promise<FlagRow> {
+    const result = await tx.query<FlagRow>('flags.get', selectFlags(where), [...callerParams(req), value]);
     const row = result.rows[0];
-    if (!row) throw ApiError.notFound();
+    if (!row || row.user_access_level === 'none') throw ApiError.notFound();
     return row;
   }
 
@@ -172,29 +171,24 @@ export function featureFlagRoutes(deps: FeatureFlagRoutesDeps): Router {
   }
 
   router.get(flagsPath, async (req, res) => {
-    const { projectId } = await authorize(req, 'feature_flag:read');
+    authorize(req, 'feature_flag:read');
     const { limit, offset } = pagination(req);
-    const params: unknown[] = [projectId];
-    let where = 'f.project_id = $1 AND NOT f.deleted';
+    const params = callerParams(req);
+    let where = `NOT f.deleted AND ${accessLevelSql(RESOURCE, 'f.id::text', 'f.created_by_id', '$1', '$2', '$3')} <> 'none'`;
     if (typeof req.query.search === 'string' && req.query.search !== '') {
       params.push(`%${req.query.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
       where += ` AND (f.key ILIKE $${params.length} OR f.name ILIKE $${params.length})`;
     }
     if (req.query.active === 'true' || req.query.active === 'false') where += ` AND f.active = ${req.query.active === 'true'}`;
     const [rows, count] = await Promise.all([
-      sql.query<FlagRow>(
-        'flags.list',
-        `SELECT ${FLAG_COLUMNS} FROM feature_flags f LEFT JOIN users u ON u.id = f.created_by_id WHERE ${where}
-          ORDER BY f.id DESC LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
-        [...params, limit, offset],
-      ),
-      sql.query<{ count: number }>('flags.count', `SELECT count(*) AS count FROM feature_flags f WHERE ${where}`, params),
+      sql.query<FlagRow>('flags.list', `${selectFlags(where)} ORDER BY f.id DESC LIMIT $${params.length + 1} OFFSET $${params.length + 2}`, [...params, limit, offset]),
+      sql.query<{ count: number }>('flags.count', `SELECT count(*) AS count FROM feature_flags f WHERE f.project_id = $1 AND ${where}`, params),
     ]);
-    res.json(page(req, rows.rows.map(serializeFlag), Number(count.rows[0]?.count ?? 0), limit, offset));
+    send(req, res, 200, page(req, rows.rows.map(serializeFlag), Number(count.rows[0]?.count ?? 0), limit, offset), 'feature_flags');
   });
 
   router.post(flagsPath, json, async (req, res) => {
-    const { projectId, userId } = await authorize(req, 'feature_flag:write');
+    const { projectId, userId } = authorize(req, 'feature_flag:write');
     const body = flagInput(req.body, true);
     const filters = body.filters ?? { groups: [{ properties: [], rollout_percentage: body.rollout_percentage ?? null }] };
     const refs = validateFilters(filters);
@@ -208,23 +202,23 @@ export function featureFlagRoutes(deps: FeatureFlagRoutesDeps): Router {
         [projectId, body.key, body.name ?? '', JSON.stringify(filters), body.rollout_percentage ?? null, body.active ?? true,
           body.ensure_experience_continuity ?? false, body.is_remote_configuration ?? false, userId],
       );
-      return readFlag(tx, projectId, inserted.rows[0]!.id);
+      return readFlag(tx, req, inserted.rows[0]!.id);
     });
-    res.status(201).json(serializeFlag(row));
+    send(req, res, 201, serializeFlag(row), 'feature_flag');
   });
 
   router.get(flagPath, async (req, res) => {
-    const { projectId } = await authorize(req, 'feature_flag:read');
-    res.json(serializeFlag(await readFlag(sql, projectId, idParam(req))));
+    authorize(req, 'feature_flag:read');
+    send(req, res, 200, serializeFlag(await readFlag(sql, req, idParam(req))), 'feature_flag');
   });
 
   const update = async (req: Request, res: express.Response) => {
-    const { projectId, userId } = await authorize(req, 'feature_flag:write');
+    const { projectId, userId } = authorize(req, 'feature_flag:write');
     const id = idParam(req);
     const body = flagInput(req.body, false);
     const refs = body.filters !== undefined ? validateFilters(body.filters) : undefined;
+    await requireAccess(sql, req, target(await readFlag(sql, req, id)), 'editor');
     const row = await write(projectId, async (tx) => {
-      await readFlag(tx, projectId, id);
       if (refs) await checkCohortRefs(tx, projectId, refs);
       await tx.query(
         'flags.update',
@@ -240,14 +234,36 @@ export function featureFlagRoutes(deps: FeatureFlagRoutesDeps): Router {
           body.active ?? null, body.deleted ?? null, body.ensure_experience_continuity ?? null, 'rollout_percentage' in body,
           body.rollout_percentage ?? null, body.is_remote_configuration ?? null, userId],
       );
-      return readFlag(tx, projectId, id);
+      return readFlag(tx, req, id);
     });
-    res.json(serializeFlag(row));
+    send(req, res, 200, serializeFlag(row), 'feature_flag');
   };
   router.patch(flagPath, json, update);
   router.put(flagPath, json, update);
   router.delete(flagPath, () => {
     throw methodNotAllowed('DELETE');
+  });
+
+  router.get(`${flagPath}/access_controls`, async (req, res) => {
+    await getAccessControls(sql, req, res, target(await readFlag(sql, req, idParam(req))));
+  });
+  router.put(`${flagPath}/access_controls`, json, async (req, res) => {
+    await putAccessControl(sql, req, res, target(await readFlag(sql, req, idParam(req))));
+  });
+  router.all(`${flagPath}/access_controls`, (req) => {
+    throw methodNotAllowed(req.method);
+  });
+
+  // A remote-config flag's payload, by id or key, for SDKs' getRemoteConfigPayload (reference/posthog-sdks.md §3.5):
+  // the stored `"true"` payload, itself a JSON string, JSON-encoded once more (or null). Payloads are stored in
+  // clear, so there is nothing to decrypt (`has_encrypted_payloads` is always false).
+  router.get(`${flagPath}/remote_config`, async (req, res) => {
+    authorize(req, 'feature_flag:read');
+    const raw = String(req.params.id);
+    const flag = /^\d+$/.test(raw) ? await readFlag(sql, req, idParam(req)) : await readFlag(sql, req, raw, 'f.key = $4 AND NOT f.deleted');
+    if (!flag.is_remote_configuration) throw ApiError.notFound();
+    const payloads = isObject(flag.filters.payloads) ? flag.filters.payloads : {};
+    res.json(payloads.true ?? null);
   });
 
   // Cohorts.
@@ -301,17 +317,17 @@ export function featureFlagRoutes(deps: FeatureFlagRoutesDeps): Router {
   }
 
   router.get(cohortsPath, async (req, res) => {
-    const { projectId } = await authorize(req, 'cohort:read');
+    const { projectId } = authorize(req, 'cohort:read');
     const { limit, offset } = pagination(req);
     const [rows, count] = await Promise.all([
       sql.query<CohortRow>('cohorts.list', `SELECT ${COHORT_COLUMNS} FROM cohorts c WHERE c.project_id = $1 AND NOT c.deleted ORDER BY c.id DESC LIMIT $2 OFFSET $3`, [projectId, limit, offset]),
       sql.query<{ count: number }>('cohorts.count', 'SELECT count(*) AS count FROM cohorts WHERE project_id = $1 AND NOT deleted', [projectId]),
     ]);
-    res.json(page(req, rows.rows.map(serializeCohort), Number(count.rows[0]?.count ?? 0), limit, offset));
+    send(req, res, 200, page(req, rows.rows.map(serializeCohort), Number(count.rows[0]?.count ?? 0), limit, offset), 'cohorts');
   });
 
   router.post(cohortsPath, json, async (req, res) => {
-    const { projectId, userId } = await authorize(req, 'cohort:write');
+    const { projectId, userId } = authorize(req, 'cohort:write');
     const body: unknown = req.body;
     if (!isObject(body)) throw ApiError.validation('Expected a JSON object.', null, 'parse_error');
     if (body.name !== undefined && typeof body.name !== 'string') throw ApiError.validation('Not a valid string.', 'name');
@@ -329,16 +345,16 @@ export function featureFlagRoutes(deps: FeatureFlagRoutesDeps): Router {
       if (isStatic) await addMembers(tx, projectId, id, body.distinct_ids ?? []);
       return readCohort(tx, projectId, id);
     });
-    res.status(201).json(serializeCohort(row));
+    send(req, res, 201, serializeCohort(row), 'cohort');
   });
 
   router.get(cohortPath, async (req, res) => {
-    const { projectId } = await authorize(req, 'cohort:read');
-    res.json(serializeCohort(await readCohort(sql, projectId, idParam(req))));
+    const { projectId } = authorize(req, 'cohort:read');
+    send(req, res, 200, serializeCohort(await readCohort(sql, projectId, idParam(req))), 'cohort');
   });
 
   router.patch(cohortPath, json, async (req, res) => {
-    const { projectId } = await authorize(req, 'cohort:write');
+    const { projectId } = authorize(req, 'cohort:write');
     const id = idParam(req);
     const body: unknown = req.body;
     if (!isObject(body)) throw ApiError.validation('Expected a JSON object.', null, 'parse_error');
@@ -359,12 +375,12 @@ export function featureFlagRoutes(deps: FeatureFlagRoutesDeps): Router {
       if (existing.is_static) await addMembers(tx, projectId, id, body.distinct_ids);
       return readCohort(tx, projectId, id);
     });
-    res.json(serializeCohort(row));
+    send(req, res, 200, serializeCohort(row), 'cohort');
   });
   router.delete(cohortPath, () => {
     throw methodNotAllowed('DELETE');
   });
 
-  router.use(productRoutes(sql, authorize));
+  router.use(productRoutes(sql));
   return router;
 }

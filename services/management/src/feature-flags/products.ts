@@ -7,7 +7,8 @@ import { randomBytes } from 'node:crypto';
 import express, { Router } from 'express';
 import { ApiError } from '@plover/core';
 import type { Sql, SqlExecutor } from '@plover/postgres';
-import { bumpDefinitionsVersion, isObject, methodNotAllowed, notifyDefinitionsChanged, page, pagination, type Authorize } from './shared';
+import { send } from '../http/render';
+import { authorize, bumpDefinitionsVersion, isObject, methodNotAllowed, notifyDefinitionsChanged, page, pagination } from './shared';
 import { validateFilters } from './validate';
 
 const STAGES = new Set(['draft', 'concept', 'alpha', 'beta', 'general-availability', 'archived']);
@@ -29,7 +30,7 @@ function slug(name: string): string {
   return name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 380) || 'feature';
 }
 
-export function productRoutes(sql: Sql, authorize: Authorize): Router {
+export function productRoutes(sql: Sql): Router {
   const router = Router({ mergeParams: true });
   const json = express.json({ limit: '5mb' });
 
@@ -74,17 +75,17 @@ export function productRoutes(sql: Sql, authorize: Authorize): Router {
   };
 
   router.get('/early_access_features', async (req, res) => {
-    const { projectId } = await authorize(req, 'early_access_feature:read');
+    const { projectId } = authorize(req, 'early_access_feature:read');
     const { limit, offset } = pagination(req);
     const [rows, count] = await Promise.all([
       sql.query<FeatureRow>('eaf.list', `${FEATURE_SELECT} WHERE e.project_id = $1 AND NOT e.deleted ORDER BY e.created_at DESC LIMIT $2 OFFSET $3`, [projectId, limit, offset]),
       sql.query<{ count: number }>('eaf.count', 'SELECT count(*) AS count FROM early_access_features WHERE project_id = $1 AND NOT deleted', [projectId]),
     ]);
-    res.json(page(req, rows.rows.map(serializeFeature), Number(count.rows[0]?.count ?? 0), limit, offset));
+    send(req, res, 200, page(req, rows.rows.map(serializeFeature), Number(count.rows[0]?.count ?? 0), limit, offset), 'early_access_features');
   });
 
   router.post('/early_access_features', json, async (req, res) => {
-    const { projectId, userId } = await authorize(req, 'early_access_feature:write');
+    const { projectId, userId } = authorize(req, 'early_access_feature:write');
     const body: unknown = req.body;
     if (!isObject(body)) throw ApiError.validation('Expected a JSON object.', null, 'parse_error');
     if (typeof body.name !== 'string' || body.name.trim() === '') throw ApiError.validation('This field is required.', 'name', 'required');
@@ -113,16 +114,16 @@ export function productRoutes(sql: Sql, authorize: Authorize): Router {
       );
       return readFeature(tx, projectId, inserted.rows[0]!.id);
     });
-    res.status(201).json(serializeFeature(row));
+    send(req, res, 201, serializeFeature(row), 'early_access_feature');
   });
 
   router.get('/early_access_features/:id', async (req, res) => {
-    const { projectId } = await authorize(req, 'early_access_feature:read');
-    res.json(serializeFeature(await readFeature(sql, projectId, String(req.params.id))));
+    const { projectId } = authorize(req, 'early_access_feature:read');
+    send(req, res, 200, serializeFeature(await readFeature(sql, projectId, String(req.params.id))), 'early_access_feature');
   });
 
   router.patch('/early_access_features/:id', json, async (req, res) => {
-    const { projectId } = await authorize(req, 'early_access_feature:write');
+    const { projectId } = authorize(req, 'early_access_feature:write');
     const body: unknown = req.body;
     if (!isObject(body)) throw ApiError.validation('Expected a JSON object.', null, 'parse_error');
     if (body.stage !== undefined && (typeof body.stage !== 'string' || !STAGES.has(body.stage))) throw ApiError.validation('Not a valid choice.', 'stage', 'invalid_choice');
@@ -139,7 +140,7 @@ export function productRoutes(sql: Sql, authorize: Authorize): Router {
       );
       return body.deleted === true ? undefined : readFeature(tx, projectId, id);
     });
-    res.json(row ? serializeFeature(row) : { id, deleted: true });
+    send(req, res, 200, row ? serializeFeature(row) : { id, deleted: true }, 'early_access_feature');
   });
   router.delete('/early_access_features/:id', () => {
     throw methodNotAllowed('DELETE');
@@ -197,17 +198,17 @@ export function productRoutes(sql: Sql, authorize: Authorize): Router {
   };
 
   router.get('/surveys', async (req, res) => {
-    const { projectId } = await authorize(req, 'survey:read');
+    const { projectId } = authorize(req, 'survey:read');
     const { limit, offset } = pagination(req);
     const [rows, count] = await Promise.all([
       sql.query<SurveyRow>('surveys.list', `${SURVEY_SELECT} WHERE s.project_id = $1 AND NOT s.deleted ORDER BY s.created_at DESC LIMIT $2 OFFSET $3`, [projectId, limit, offset]),
       sql.query<{ count: number }>('surveys.count', 'SELECT count(*) AS count FROM surveys WHERE project_id = $1 AND NOT deleted', [projectId]),
     ]);
-    res.json(page(req, rows.rows.map(serializeSurvey), Number(count.rows[0]?.count ?? 0), limit, offset));
+    send(req, res, 200, page(req, rows.rows.map(serializeSurvey), Number(count.rows[0]?.count ?? 0), limit, offset), 'surveys');
   });
 
   router.post('/surveys', json, async (req, res) => {
-    const { projectId, userId } = await authorize(req, 'survey:write');
+    const { projectId, userId } = authorize(req, 'survey:write');
     const body: unknown = req.body;
     if (!isObject(body)) throw ApiError.validation('Expected a JSON object.', null, 'parse_error');
     if (typeof body.name !== 'string' || body.name.trim() === '') throw ApiError.validation('This field is required.', 'name', 'required');
@@ -240,16 +241,16 @@ export function productRoutes(sql: Sql, authorize: Authorize): Router {
       );
       return readSurvey(tx, projectId, inserted.rows[0]!.id);
     });
-    res.status(201).json(serializeSurvey(row));
+    send(req, res, 201, serializeSurvey(row), 'survey');
   });
 
   router.get('/surveys/:id', async (req, res) => {
-    const { projectId } = await authorize(req, 'survey:read');
-    res.json(serializeSurvey(await readSurvey(sql, projectId, String(req.params.id))));
+    const { projectId } = authorize(req, 'survey:read');
+    send(req, res, 200, serializeSurvey(await readSurvey(sql, projectId, String(req.params.id))), 'survey');
   });
 
   router.patch('/surveys/:id', json, async (req, res) => {
-    const { projectId } = await authorize(req, 'survey:write');
+    const { projectId } = authorize(req, 'survey:write');
     const body: unknown = req.body;
     if (!isObject(body)) throw ApiError.validation('Expected a JSON object.', null, 'parse_error');
     const id = String(req.params.id);
@@ -271,7 +272,7 @@ export function productRoutes(sql: Sql, authorize: Authorize): Router {
       );
       return body.deleted === true ? undefined : readSurvey(tx, projectId, id);
     });
-    res.json(row ? serializeSurvey(row) : { id, deleted: true });
+    send(req, res, 200, row ? serializeSurvey(row) : { id, deleted: true }, 'survey');
   });
   router.delete('/surveys/:id', () => {
     throw methodNotAllowed('DELETE');

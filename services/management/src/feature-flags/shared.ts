@@ -2,13 +2,17 @@ import { EventEmitter } from 'node:events';
 import type { Request } from 'express';
 import { ApiError } from '@plover/core';
 import type { SqlExecutor } from '@plover/postgres';
+import { principalOf, projectOf, requireScope } from '../http/auth';
 
 /**
- * Who may call: resolves the request's project and caller for `scope` (`feature_flag:read|write`,
- * `cohort:read|write`) or throws an ApiError (401 no/invalid key, 403 scope or project). Supplied by the
- * management API's authentication; the user id becomes `created_by`.
+ * The request's project and caller once it holds `scope` (`feature_flag:read|write`, `cohort:read|write`, …),
+ * from the management API's authentication and project resolution; 403 without the scope. The user id
+ * becomes `created_by`.
  */
-export type Authorize = (req: Request, scope: string) => Promise<{ projectId: number; userId: number | null }>;
+export function authorize(req: Request, scope: string): { projectId: number; userId: number } {
+  requireScope(req, scope);
+  return { projectId: projectOf(req).id, userId: principalOf(req).user.id };
+}
 
 /**
  * Marks a project's flag definitions changed, inside the writing transaction: every decide process polls

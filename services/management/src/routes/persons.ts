@@ -228,6 +228,10 @@ export function personRoutes(sql: Sql): Router {
     }
     res.status(202).end();
   });
+  // Other methods on bulk_delete are a 405 here, before `/persons/:id` reads "bulk_delete" as a person id (400).
+  router.all('/persons/bulk_delete', (req) => {
+    throw errors.methodNotAllowed(req.method);
+  });
 
   router.get('/persons/:id', async (req, res) => {
     requireScope(req, 'person:read');

@@ -34,7 +34,7 @@ export interface UserBasic {
   role_at_organization: string;
 }
 
-const USER_JSON = (alias: string) =>
+export const USER_JSON = (alias: string) =>
   `CASE WHEN ${alias}.id IS NULL THEN NULL ELSE json_build_object('id', ${alias}.id, 'uuid', ${alias}.uuid, 'distinct_id', ${alias}.distinct_id,
     'first_name', ${alias}.first_name, 'last_name', ${alias}.last_name, 'email', ${alias}.email, 'is_email_verified', ${alias}.is_email_verified,
     'hedgehog_config', ${alias}.hedgehog_config, 'role_at_organization', ${alias}.role_at_organization) END`;

@@ -70,6 +70,27 @@ export const bodySchemas = {
       type: { type: ['string', 'null'], description: '`collection` or `filters`; create only' },
     },
   },
+  InsightWrite: {
+    type: 'object',
+    properties: {
+      name: { type: ['string', 'null'], maxLength: 400 },
+      derived_name: { type: ['string', 'null'], maxLength: 400 },
+      description: { type: ['string', 'null'], maxLength: 400 },
+      filters: { type: ['object', 'null'], additionalProperties: true, description: 'legacy filter fields' },
+      query: { type: ['object', 'string', 'null'], description: 'a query node `{"kind": …}`, or the same as a JSON string' },
+      order: { type: ['integer', 'null'] },
+      deleted: { type: 'boolean', description: '`true` soft-deletes, `false` restores' },
+      dashboards: { type: 'array', items: { type: 'integer' }, description: 'deprecated; kept as given' },
+      tags: { type: 'array', items: { type: 'string' } },
+      favorited: { type: 'boolean' },
+      saved: { type: 'boolean' },
+    },
+  },
+  InsightViewed: {
+    type: 'object',
+    required: ['insight_ids'],
+    properties: { insight_ids: { type: 'array', minItems: 1, maxItems: 2500, items: { type: 'integer', minimum: 1, maximum: 2147483647 } } },
+  },
   AccessControlPut: {
     type: 'object',
     required: ['access_level'],
@@ -145,6 +166,32 @@ export const responseSchemas = {
       recordings_counts: { type: 'object', additionalProperties: { type: 'object', additionalProperties: true } },
     },
   },
+  Insight: {
+    type: 'object',
+    properties: {
+      id: { type: 'integer' },
+      short_id: { type: 'string' },
+      name: { type: ['string', 'null'] },
+      derived_name: { type: ['string', 'null'] },
+      filters: { type: 'object' },
+      query: { type: ['object', 'null'] },
+      order: { type: ['integer', 'null'] },
+      deleted: { type: 'boolean' },
+      dashboards: { type: 'array', items: { type: 'integer' } },
+      created_at: { type: 'string', format: 'date-time' },
+      created_by: { oneOf: [{ $ref: '#/components/schemas/UserBasic' }, { type: 'null' }] },
+      description: { type: ['string', 'null'] },
+      updated_at: { type: 'string', format: 'date-time' },
+      tags: { type: 'array', items: { type: 'string' } },
+      favorited: { type: 'boolean' },
+      saved: { type: 'boolean' },
+      last_modified_at: { type: 'string', format: 'date-time' },
+      last_modified_by: { oneOf: [{ $ref: '#/components/schemas/UserBasic' }, { type: 'null' }] },
+      timezone: { type: 'string' },
+      user_access_level: { type: 'string', enum: ['none', 'viewer', 'editor'] },
+      last_viewed_at: { type: ['string', 'null'], format: 'date-time' },
+    },
+  },
 } satisfies Record<string, JsonSchema>;
 
 export type BodySchemaName = keyof typeof bodySchemas;
@@ -183,6 +230,12 @@ function apiErrorOf(error: ErrorObject) {
       return errors.validation('This field may not be blank.', attr, 'blank');
     case 'minimum':
       return errors.validation(`Ensure this value is greater than or equal to ${String(params.limit)}.`, attr, 'min_value');
+    case 'maximum':
+      return errors.validation(`Ensure this value is less than or equal to ${String(params.limit)}.`, attr, 'max_value');
+    case 'minItems':
+      return errors.validation('This list may not be empty.', attr, 'empty');
+    case 'maxItems':
+      return errors.validation(`Ensure this field has no more than ${String(params.limit)} elements.`, attr, 'max_length');
     case 'enum':
       return errors.validation('Not a valid choice.', attr, 'invalid_choice');
     case 'format':
