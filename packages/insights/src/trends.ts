@@ -289,7 +289,7 @@ function withFormula(formula: string, input: TrendsInput, perSeries: Line[][]): 
   const values: (string | undefined)[] = [];
   for (const seriesLines of perSeries) for (const line of seriesLines) if (!values.includes(line.value)) values.push(line.value);
   const first = input.series[0] as Series;
-  const formulaSeries: Series = { ...first, name: formula, customName: null };
+  const formulaSeries: Series = { ...first, name: `Formula (${formula})`, customName: null };
   return values.map((value) => {
     const operands = perSeries.map((seriesLines) => seriesLines.find((line) => line.value === value));
     const width = Math.max(0, ...operands.map((line) => line?.data.length ?? 0));

@@ -197,7 +197,7 @@ describe('runTrends', () => {
       trend({ dateFrom: '2025-01-06', series: [series({ event: 'signup', name: 'signup' }), series({ order: 1 })], formula: 'A / B * 100' }),
       context(teamId),
     );
-    expect(ratio).toMatchObject({ label: 'A / B * 100', data: [50, 0], count: 50 });
+    expect(ratio).toMatchObject({ label: 'Formula (A / B * 100)', data: [50, 0], count: 50 });
   });
 
   it('treats hostile property keys as ordinary keys', async () => {
