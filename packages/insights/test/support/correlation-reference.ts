@@ -1,11 +1,10 @@
 /**
  * docs/insights.md "Funnel correlation" in plain TypeScript over events already read back (no SQL): the oracle
- * the correlation property test compares the engine with. Filters: `exact` on event and person properties only
- * (all the property test generates); anything else throws.
+ * the correlation property test compares the engine with. Filters are the trends reference's (every operator).
  */
 import type { CorrelationEntry, CorrelationInput, CorrelationResult, FunnelWindowUnit } from '../../src/correlation';
-import { isPropertyGroup, type PropertyGroup, type Series } from '../../src/types';
-import { propertyText, resolvePeriods, type PlainEvent, type ReferenceContext } from './reference';
+import type { PropertyGroup, Series } from '../../src/types';
+import { matchesGroup, propertyText, resolvePeriods, type PlainEvent, type ReferenceContext } from './reference';
 
 const UNIT_MS: Record<Exclude<FunnelWindowUnit, 'month'>, number> = {
   second: 1000,
@@ -25,20 +24,8 @@ function deadline(instant: number, { amount, unit }: CorrelationInput['window'])
   return target.getTime() + (instant - Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate()));
 }
 
-function matches(event: PlainEvent, group: PropertyGroup | null): boolean {
-  if (group === null) return true;
-  const results = group.values.map((value) => {
-    if (isPropertyGroup(value)) return matches(event, value);
-    if (value.operator !== 'exact' || (value.type !== 'event' && value.type !== 'person')) throw new Error('the reference supports exact event/person filters only');
-    const text = propertyText((value.type === 'event' ? event.properties : event.personProperties)[value.key]);
-    const wanted = (Array.isArray(value.value) ? value.value : [value.value]).map(propertyText);
-    return text !== undefined && wanted.includes(text);
-  });
-  return group.type === 'AND' ? results.every(Boolean) : results.some(Boolean);
-}
-
-const matchesEntity = (event: PlainEvent, series: Series, global: PropertyGroup | null) =>
-  (series.event === null || event.event === series.event) && matches(event, series.properties) && matches(event, global);
+const matchesEntity = (event: PlainEvent, series: Series, global: PropertyGroup | null, ctx: ReferenceContext) =>
+  (series.event === null || event.event === series.event) && matchesGroup(event, series.properties, ctx) && matchesGroup(event, global, ctx);
 
 const byTimeThenUuid = (a: PlainEvent, b: PlainEvent) => a.timestamp - b.timestamp || (a.uuid < b.uuid ? -1 : a.uuid > b.uuid ? 1 : 0);
 
@@ -50,10 +37,10 @@ interface Actor {
 }
 
 /** The person's counted attempt, or undefined when they did not enter. */
-function countedAttempt(input: CorrelationInput, events: readonly PlainEvent[]): Actor | undefined {
-  const stepTimes = input.steps.map((step) => events.filter((event) => matchesEntity(event, step, input.properties)).map((event) => event.timestamp));
-  const exclusionTimes = input.exclusions.map((exclusion) => events.filter((event) => matchesEntity(event, exclusion.series, input.properties)).map((event) => event.timestamp));
-  const starts = events.filter((event) => matchesEntity(event, input.steps[0]!, input.properties)).sort(byTimeThenUuid);
+function countedAttempt(input: CorrelationInput, events: readonly PlainEvent[], ctx: ReferenceContext): Actor | undefined {
+  const stepTimes = input.steps.map((step) => events.filter((event) => matchesEntity(event, step, input.properties, ctx)).map((event) => event.timestamp));
+  const exclusionTimes = input.exclusions.map((exclusion) => events.filter((event) => matchesEntity(event, exclusion.series, input.properties, ctx)).map((event) => event.timestamp));
+  const starts = events.filter((event) => matchesEntity(event, input.steps[0]!, input.properties, ctx)).sort(byTimeThenUuid);
   let best: (Actor & { level: number }) | undefined;
   for (const entry of starts) {
     const t0 = entry.timestamp;
@@ -119,7 +106,7 @@ export function referenceCorrelation(input: CorrelationInput, ctx: ReferenceCont
   let F = 0;
   const counts = new Map<string, { vs: number; vf: number }>();
   for (const personEvents of byPerson.values()) {
-    const actor = countedAttempt(input, personEvents);
+    const actor = countedAttempt(input, personEvents, ctx);
     if (actor === undefined) continue;
     if (actor.success) S += 1;
     else F += 1;

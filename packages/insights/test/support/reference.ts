@@ -317,7 +317,7 @@ function matchesFilter(event: PlainEvent, filter: PropertyFilter, ctx: Reference
   }
 }
 
-function matchesGroup(event: PlainEvent, group: PropertyGroup | null, ctx: ReferenceContext): boolean {
+export function matchesGroup(event: PlainEvent, group: PropertyGroup | null, ctx: ReferenceContext): boolean {
   if (!group) return true;
   const results = group.values.map((value) => (isPropertyGroup(value) ? matchesGroup(event, value, ctx) : matchesFilter(event, value, ctx)));
   return group.type === 'AND' ? results.every(Boolean) : results.some(Boolean);
