@@ -48,6 +48,11 @@ function groupKeyColumn(series: Series): string {
   return column;
 }
 
+/**
+ * The bucket an event falls in. Day, week and month buckets are Dates (cheap to group by; rendered as
+ * `YYYY-MM-DD`); hour and minute buckets are grouped by their local text, so that the two instants of a DST
+ * fall-back hour share one bucket.
+ */
 function bucketExpression(interval: Interval, tz: string): string {
   switch (interval) {
     case 'minute':
@@ -55,12 +60,17 @@ function bucketExpression(interval: Interval, tz: string): string {
     case 'hour':
       return `formatDateTime(toStartOfHour(e.timestamp, ${tz}), '%Y-%m-%d %H:%i:%S', ${tz})`;
     case 'day':
-      return `concat(toString(toDate(e.timestamp, ${tz})), ' 00:00:00')`;
+      return `toDate(e.timestamp, ${tz})`;
     case 'week':
-      return `concat(toString(toStartOfWeek(e.timestamp, 0, ${tz})), ' 00:00:00')`;
+      return `toStartOfWeek(e.timestamp, 0, ${tz})`;
     case 'month':
-      return `concat(toString(toStartOfMonth(e.timestamp, ${tz})), ' 00:00:00')`;
+      return `toStartOfMonth(e.timestamp, ${tz})`;
   }
+}
+
+/** A bucket as ClickHouse returns it (a Date is `YYYY-MM-DD`) → the range's `YYYY-MM-DD HH:MM:SS` key. */
+function bucketKey(raw: string): string {
+  return raw.length === 10 ? `${raw} 00:00:00` : raw;
 }
 
 /** Per breakdown value (`''` without a breakdown): per bucket key (or `''` for a total) the math's value. */
@@ -123,6 +133,24 @@ class SeriesQuery {
     return `ifNull(${aggregate}, 0)`;
   }
 
+  /**
+   * The math as a partial aggregate (`-State`) and how to finish it (`-Merge` of column `st`), so that the
+   * rows of breakdown values past the limit can be folded into "other" after grouping.
+   */
+  aggregateState(): { state: string; merge: string } {
+    const math = this.series.math;
+    if (math === 'total') return { state: 'countState()', merge: 'countMerge(st)' };
+    if (math === 'dau' || math === 'weekly_active' || math === 'monthly_active' || math === 'unique_group') {
+      const counted = math === 'unique_group' ? `nullIf(${groupKeyColumn(this.series)}, '')` : PERSON_ID_EXPRESSION;
+      return { state: `uniqExactState(${counted})`, merge: 'uniqExactMerge(st)' };
+    }
+    const value = propertyNumber('properties', this.series.mathProperty ?? '', this.params);
+    const quantile = QUANTILES[math];
+    const name = quantile === undefined ? math : `quantileExactInclusive`;
+    const level = quantile === undefined ? '' : `(${quantile})`;
+    return { state: `${name}State${level}(${value})`, merge: `ifNull(${name}Merge${level}(st), 0)` };
+  }
+
   /** Who a distinct-count math counts, for "seen so far" running totals. */
   counted(): string {
     return this.series.math === 'unique_group' ? groupKeyColumn(this.series) : PERSON_ID_EXPRESSION;
@@ -138,7 +166,7 @@ class SeriesQuery {
 
   /** `DATE + n days` for each of the `days` days an event counts in (active-user maths). */
   activeDay(days: number): string {
-    return `concat(toString(addDays(toDate(e.timestamp, ${this.tz}), arrayJoin(range(${this.params.add(days, 'UInt16')})))), ' 00:00:00')`;
+    return `addDays(toDate(e.timestamp, ${this.tz}), arrayJoin(range(${this.params.add(days, 'UInt16')})))`;
   }
 }
 
@@ -176,45 +204,69 @@ async function rankBreakdown(ch: ClickHouse, q: SeriesQuery, input: TrendsInput,
   return { top: values.slice(0, limit), other: values.length > limit };
 }
 
+/**
+ * A breakdown in one scan: per value and bucket a partial aggregate and the events counted, each value ranked by
+ * its events over the range (ties by value), and the values past `breakdown_limit` merged into "other".
+ */
+function rankedBreakdownSql(q: SeriesQuery, input: TrendsInput, where: string, bucket: string): string {
+  const { state, merge } = q.aggregateState();
+  const limit = q.params.add(input.breakdown?.limit ?? 0, 'UInt32');
+  const grouped = q.sql(`${q.breakdownValue()} AS value, ${bucket} AS bucket, ${state} AS st, count() AS events`, where, 'value, bucket');
+  const ranked = `SELECT value, bucket, st, dense_rank() OVER (ORDER BY value_events DESC, value ASC) AS value_rank
+    FROM (SELECT value, bucket, st, sum(events) OVER (PARTITION BY value) AS value_events FROM (${grouped}))`;
+  return `SELECT if(value_rank <= ${limit}, value, ${q.params.add(BREAKDOWN_OTHER, 'String')}) AS shown, bucket, ${merge} AS result, min(value_rank) AS shown_rank
+    FROM (${ranked}) GROUP BY shown, bucket`;
+}
+
 async function computeSeries(ch: ClickHouse, series: Series, input: TrendsInput, range: ResolvedRange, ctx: InsightContext): Promise<Computed> {
   const q = new SeriesQuery(series, input, ctx);
-  let breakdown = q.breakdownValue();
-  let values = [''];
-  if (input.breakdown !== null) {
-    const ranked = await rankBreakdown(ch, q, input, range);
-    values = ranked.other ? [...ranked.top, BREAKDOWN_OTHER] : ranked.top;
-    if (ranked.other) breakdown = `if(${breakdown} IN ${q.params.add(ranked.top, 'Array(String)')}, ${breakdown}, ${q.params.add(BREAKDOWN_OTHER, 'String')})`;
-  }
-
   const totalValue = TOTAL_VALUE_DISPLAYS.includes(input.display);
   const active = activeDays(series.math, totalValue ? 'day' : range.interval);
   const firstSeen = !totalValue && input.display === 'ActionsLineGraphCumulative' && (series.math === 'dau' || series.math === 'unique_group');
+  const bucket = totalValue ? "''" : q.bucket(range.interval);
+  const grouping = input.breakdown === null ? (totalValue ? '' : 'bucket') : totalValue ? 'value' : 'value, bucket';
+
   let sql: string;
-  if (totalValue) {
-    // Active users over the whole range: the 7 or 30 days ending with its last day.
-    const where = await q.where(active > 0 ? daysBefore(range.to, active - 1) : range.from, range.to);
-    sql = q.sql(`${breakdown} AS value, '' AS bucket, ${q.aggregate()} AS result`, where, 'value');
-  } else if (active > 0) {
-    // Each event counts on its day and the `active - 1` days after it; buckets read their day's figure.
-    const where = await q.where(daysBefore(range.from, active - 1), range.to);
-    sql = q.sql(`${breakdown} AS value, ${q.activeDay(active)} AS bucket, ${q.aggregate()} AS result`, where, 'value, bucket');
-  } else if (firstSeen) {
-    // Each person (group) counts once, in the first bucket they appear in; the display sums these up.
-    const where = await q.where(range.from, range.to);
-    const inner = q.sql(`${breakdown} AS value, ${q.counted()} AS who, min(${q.bucket(range.interval)}) AS bucket`, where, 'value, who');
-    sql = `SELECT value, bucket, count() AS result FROM (${inner}) ${series.math === 'unique_group' ? "WHERE who != '' " : ''}GROUP BY value, bucket`;
+  // Without a breakdown one line; with one, the values found (none when no event matches).
+  let values = input.breakdown === null ? [''] : [];
+  if (input.breakdown !== null && active === 0 && !firstSeen) {
+    sql = rankedBreakdownSql(q, input, await q.where(range.from, range.to), bucket);
   } else {
-    const where = await q.where(range.from, range.to);
-    sql = q.sql(`${breakdown} AS value, ${q.bucket(range.interval)} AS bucket, ${q.aggregate()} AS result`, where, 'value, bucket');
+    // Active users and first-seen counts read other rows than the range's events, so the values are ranked first.
+    let breakdown = q.breakdownValue();
+    if (input.breakdown !== null) {
+      const ranked = await rankBreakdown(ch, q, input, range);
+      values = ranked.other ? [...ranked.top, BREAKDOWN_OTHER] : ranked.top;
+      if (ranked.other) breakdown = `if(${breakdown} IN ${q.params.add(ranked.top, 'Array(String)')}, ${breakdown}, ${q.params.add(BREAKDOWN_OTHER, 'String')})`;
+    }
+    if (totalValue) {
+      // Active users over the whole range: the 7 or 30 days ending with its last day.
+      const where = await q.where(active > 0 ? daysBefore(range.to, active - 1) : range.from, range.to);
+      sql = q.sql(`${breakdown} AS shown, ${bucket} AS bucket, ${q.aggregate()} AS result`, where, grouping.replace('value', 'shown'));
+    } else if (active > 0) {
+      // Each event counts on its day and the `active - 1` days after it; buckets read their day's figure.
+      const where = await q.where(daysBefore(range.from, active - 1), range.to);
+      sql = q.sql(`${breakdown} AS shown, ${q.activeDay(active)} AS bucket, ${q.aggregate()} AS result`, where, grouping.replace('value', 'shown'));
+    } else if (firstSeen) {
+      // Each person (group) counts once, in the first bucket they appear in; the display sums these up.
+      const where = await q.where(range.from, range.to);
+      const inner = q.sql(`${breakdown} AS shown, ${q.counted()} AS who, min(${bucket}) AS bucket`, where, 'shown, who');
+      sql = `SELECT shown, bucket, count() AS result FROM (${inner}) ${series.math === 'unique_group' ? "WHERE who != '' " : ''}GROUP BY shown, bucket`;
+    } else {
+      sql = q.sql(`${breakdown} AS shown, ${bucket} AS bucket, ${q.aggregate()} AS result`, await q.where(range.from, range.to), grouping);
+    }
   }
 
   const aggregates: Aggregates = new Map();
+  const ranks = new Map<string, number>();
   for (const row of await query(ch, `insights.trends.${series.math}`, sql, q.params)) {
-    const value = String(row.value);
+    const value = String(row.shown);
     let buckets = aggregates.get(value);
     if (buckets === undefined) aggregates.set(value, (buckets = new Map<string, number>()));
-    buckets.set(String(row.bucket), Number(row.result));
+    buckets.set(bucketKey(String(row.bucket)), Number(row.result));
+    if (row.shown_rank !== undefined) ranks.set(value, Math.min(ranks.get(value) ?? Infinity, Number(row.shown_rank)));
   }
+  if (ranks.size > 0) values = [...ranks.keys()].sort((a, b) => (ranks.get(a) ?? 0) - (ranks.get(b) ?? 0));
   return { values, aggregates };
 }
 

@@ -52,6 +52,7 @@ export function managementRoutes(deps: ManagementDeps): Router {
   project.use(playlistRoutes(deps.sql, deps.clickhouse));
   project.use(insightRoutes(deps));
   project.use(dataRoutes(deps.sql, deps.clickhouse));
+  project.use(projectFlagRoutes(deps.sql));
   // Known paths answer 405 for methods they do not support (after every handler of those paths).
   project.all(
     [
@@ -61,10 +62,11 @@ export function managementRoutes(deps: ManagementDeps): Router {
       '/session_recordings/:session_recording_id', '/groups_types', '/groups', '/events', '/ingestion_warnings',
       '/insights', '/insights/trend', '/insights/funnel/correlation', '/insights/timing', '/insights/my_last_viewed', '/insights/viewed',
       '/insights/:id', '/insights/:id/access_controls',
+      '/feature_flags', '/feature_flags/:id', '/feature_flags/:id/access_controls', '/feature_flags/:id/remote_config',
+      '/cohorts', '/cohorts/:id', '/early_access_features', '/early_access_features/:id', '/surveys', '/surveys/:id',
     ],
     methodNotAllowed(),
   );
-  project.use(projectFlagRoutes(deps.sql));
   api.use(['/projects/:project_id', '/environments/:project_id'], project);
 
   router.use('/api', helmet(), schemaRoutes(), api);

@@ -19,25 +19,46 @@ const P = '/api/projects/{project_id}';
 const E = '/api/environments/{project_id}';
 const PAGE = ['limit', 'offset', 'format'];
 
+/** PATCH and PUT of one object: wherever PUT is served it is the same partial update as PATCH. */
+const updates = (op: Omit<Operation, 'method'>): Operation[] => (['patch', 'put'] as const).map((method) => ({ ...op, method }));
+
+/**
+ * A flag-side object under `base` (feature-flags/): list (newest first), create, retrieve, update (`deleted: true`
+ * soft-deletes), and DELETE refused with 405. Their bodies are checked by the handlers, not by a schema here.
+ */
+function flagResource(base: string, object: string, schema: string, [one, many]: [string, string], listQuery = PAGE): Operation[] {
+  const item = `${base}/{id}/`;
+  return [
+    { method: 'get', path: `${base}/`, scope: `${object}:read`, summary: `List ${many}, newest first`, query: listQuery, response: { status: 200, schema, paginated: true } },
+    { method: 'post', path: `${base}/`, scope: `${object}:write`, summary: `Create ${one}`, response: { status: 201, schema } },
+    { method: 'get', path: item, scope: `${object}:read`, summary: `Retrieve ${one}`, response: { status: 200, schema } },
+    ...updates({ path: item, scope: `${object}:write`, summary: `Update ${one}; \`deleted: true\` soft-deletes`, response: { status: 200, schema } }),
+    { method: 'delete', path: item, scope: `${object}:write`, summary: 'Hard delete is not allowed: 405', response: { status: 405 } },
+  ];
+}
+
 const OPERATIONS: Operation[] = [
   { method: 'get', path: '/api/users/@me/', scope: 'user:read', summary: 'The authenticated user', response: { status: 200 } },
   { method: 'get', path: '/api/personal_api_keys/', scope: 'personal_api_key:read', summary: 'List your personal API keys (masked)', response: { status: 200, schema: 'PersonalApiKey', array: true } },
+  { method: 'get', path: '/api/personal_api_keys/{id}/', scope: 'personal_api_key:read', summary: 'One of your personal API keys (masked); `@current` is the calling key', response: { status: 200, schema: 'PersonalApiKey' } },
   { method: 'post', path: '/api/personal_api_keys/', scope: 'personal_api_key:write', summary: 'Create a personal API key; `value` is shown once', body: 'PersonalApiKeyCreate', response: { status: 201, schema: 'PersonalApiKey' } },
   { method: 'delete', path: '/api/personal_api_keys/{id}/', scope: 'personal_api_key:write', summary: 'Revoke a personal API key', response: { status: 204 } },
   { method: 'get', path: '/api/projects/', scope: 'project:read', summary: 'Projects you can access', query: PAGE, response: { status: 200, schema: 'Project', paginated: true } },
   { method: 'post', path: '/api/projects/', scope: 'project:write', summary: 'Create a project (organization admins)', body: 'ProjectCreate', response: { status: 201, schema: 'Project' } },
   { method: 'get', path: `${P}/`, scope: 'project:read', summary: 'A project', response: { status: 200, schema: 'Project' } },
-  { method: 'patch', path: `${P}/reset_token/`, scope: 'project:write', summary: 'Rotate the project API key (admins)', response: { status: 200, schema: 'Project' } },
+  ...(['patch', 'post'] as const).map((method): Operation => ({
+    method, path: `${P}/reset_token/`, scope: 'project:write', summary: 'Rotate the project API key (admins)', response: { status: 200, schema: 'Project' },
+  })),
   ...[P, E].flatMap((prefix): Operation[] => [
     { method: 'get', path: `${prefix}/persons/`, scope: 'person:read', summary: 'List persons, newest first', query: [...PAGE, 'distinct_id', 'email', 'search', 'properties', 'include_total'], response: { status: 200, schema: 'Person', paginated: true } },
     { method: 'get', path: `${prefix}/persons/{id}/`, scope: 'person:read', summary: 'A person by integer id or uuid', response: { status: 200, schema: 'Person' } },
-    { method: 'patch', path: `${prefix}/persons/{id}/`, scope: 'person:write', summary: 'Merge properties into a person ($set)', body: 'PersonPatch', response: { status: 200, schema: 'Person' } },
+    ...updates({ path: `${prefix}/persons/{id}/`, scope: 'person:write', summary: 'Merge properties into a person ($set)', body: 'PersonPatch', response: { status: 200, schema: 'Person' } }),
     { method: 'delete', path: `${prefix}/persons/{id}/`, scope: 'person:write', summary: 'Delete a person; `delete_events=true` queues deletion of its events', query: ['delete_events'], response: { status: 204 } },
     { method: 'post', path: `${prefix}/persons/bulk_delete/`, scope: 'person:write', summary: 'Delete up to 1000 persons', body: 'PersonBulkDelete', response: { status: 202 } },
     { method: 'get', path: `${prefix}/session_recording_playlists/`, scope: 'session_recording_playlist:read', summary: 'List playlists', query: [...PAGE, 'created_by', 'short_id', 'search', 'pinned', 'type', 'user'], response: { status: 200, schema: 'SessionRecordingPlaylist', paginated: true } },
     { method: 'post', path: `${prefix}/session_recording_playlists/`, scope: 'session_recording_playlist:write', summary: 'Create a playlist', body: 'SessionRecordingPlaylistWrite', response: { status: 201, schema: 'SessionRecordingPlaylist' } },
     { method: 'get', path: `${prefix}/session_recording_playlists/{short_id}/`, scope: 'session_recording_playlist:read', summary: 'A playlist', response: { status: 200, schema: 'SessionRecordingPlaylist' } },
-    { method: 'patch', path: `${prefix}/session_recording_playlists/{short_id}/`, scope: 'session_recording_playlist:write', summary: 'Update a playlist; `deleted: true` soft-deletes', body: 'SessionRecordingPlaylistWrite', response: { status: 200, schema: 'SessionRecordingPlaylist' } },
+    ...updates({ path: `${prefix}/session_recording_playlists/{short_id}/`, scope: 'session_recording_playlist:write', summary: 'Update a playlist; `deleted: true` soft-deletes', body: 'SessionRecordingPlaylistWrite', response: { status: 200, schema: 'SessionRecordingPlaylist' } }),
     { method: 'delete', path: `${prefix}/session_recording_playlists/{short_id}/`, scope: 'session_recording_playlist:write', summary: 'Hard delete is not allowed: 405, empty body', response: { status: 405 } },
     { method: 'get', path: `${prefix}/session_recording_playlists/{short_id}/recordings/`, scope: 'session_recording_playlist:read', summary: 'Recordings in a playlist', query: PAGE, response: { status: 200 } },
     { method: 'post', path: `${prefix}/session_recording_playlists/{short_id}/recordings/{session_recording_id}/`, scope: 'session_recording_playlist:write', summary: 'Add a recording (idempotent)', response: { status: 200 } },
@@ -48,7 +69,7 @@ const OPERATIONS: Operation[] = [
     { method: 'get', path: `${prefix}/insights/`, scope: 'insight:read', summary: 'List saved insights by `order`, then last modified', query: [...PAGE, 'saved', 'favorited', 'search', 'short_id', 'created_by', 'user'], response: { status: 200, schema: 'Insight', paginated: true } },
     { method: 'post', path: `${prefix}/insights/`, scope: 'insight:write', summary: 'Create a saved insight (counts as a view)', body: 'InsightWrite', response: { status: 201, schema: 'Insight' } },
     { method: 'get', path: `${prefix}/insights/{id}/`, scope: 'insight:read', summary: 'A saved insight by id or short_id; records a view', response: { status: 200, schema: 'Insight' } },
-    { method: 'patch', path: `${prefix}/insights/{id}/`, scope: 'insight:write', summary: 'Update a saved insight; `deleted: true` soft-deletes', body: 'InsightWrite', response: { status: 200, schema: 'Insight' } },
+    ...updates({ path: `${prefix}/insights/{id}/`, scope: 'insight:write', summary: 'Update a saved insight; `deleted: true` soft-deletes', body: 'InsightWrite', response: { status: 200, schema: 'Insight' } }),
     { method: 'delete', path: `${prefix}/insights/{id}/`, scope: 'insight:write', summary: 'Hard delete is not allowed: 405, empty body', response: { status: 405 } },
     { method: 'get', path: `${prefix}/insights/{id}/access_controls/`, scope: 'access_control:read', summary: 'Access rules of an insight', response: { status: 200 } },
     { method: 'put', path: `${prefix}/insights/{id}/access_controls/`, scope: 'access_control:write', summary: 'Set or remove an access rule', body: 'AccessControlPut', response: { status: 200 } },
@@ -63,6 +84,13 @@ const OPERATIONS: Operation[] = [
     { method: 'get', path: `${prefix}/groups/`, scope: 'group:read', summary: 'Groups of one type', query: [...PAGE, 'group_type_index', 'search'], response: { status: 200, paginated: true } },
     { method: 'get', path: `${prefix}/events/`, scope: 'query:read', summary: 'Events, newest first', query: [...PAGE, 'event', 'distinct_id', 'person_id', 'properties', 'after', 'before'], response: { status: 200, paginated: true } },
     { method: 'get', path: `${prefix}/ingestion_warnings/`, scope: 'project:read', summary: 'Ingestion warnings, newest first', query: PAGE, response: { status: 200, paginated: true } },
+    ...flagResource(`${prefix}/feature_flags`, 'feature_flag', 'FeatureFlag', ['a feature flag', 'feature flags'], [...PAGE, 'search', 'active']),
+    { method: 'get', path: `${prefix}/feature_flags/{id}/access_controls/`, scope: 'access_control:read', summary: 'Access rules of a feature flag', response: { status: 200 } },
+    { method: 'put', path: `${prefix}/feature_flags/{id}/access_controls/`, scope: 'access_control:write', summary: 'Set or remove an access rule', body: 'AccessControlPut', response: { status: 200 } },
+    { method: 'get', path: `${prefix}/feature_flags/{id}/remote_config/`, scope: 'feature_flag:read', summary: 'The payload of a remote-configuration flag, by id or key, JSON-encoded', response: { status: 200 } },
+    ...flagResource(`${prefix}/cohorts`, 'cohort', 'Cohort', ['a cohort', 'cohorts']),
+    ...flagResource(`${prefix}/early_access_features`, 'early_access_feature', 'EarlyAccessFeature', ['an early access feature', 'early access features']),
+    ...flagResource(`${prefix}/surveys`, 'survey', 'Survey', ['a survey', 'surveys']),
   ]),
 ];
 

@@ -75,13 +75,6 @@ const UNSERVED = [...new Set(ROUTES.map(pathOf))].flatMap((path) => {
   return METHODS.filter((method) => !served.has(method)).map((method) => ({ method, path, scope: '*', status: 405 }) satisfies Route);
 });
 
-/**
- * Known defect in services/management/src/feature-flags (owned elsewhere): its paths answer unserved methods with
- * 404 (no 405 fallback for them in app.ts), and its own 405s are typed `validation_error`. These cases run as
- * `it.failing`, so they turn red once that is fixed and this mark must go.
- */
-const FLAG_PATHS = /\/(feature_flags|cohorts|early_access_features|surveys)\//;
-
 describe.each(backends)('management routes on $name', (backend) => {
   const world = useWorld(backend, { clickhouse: recordingsClickHouse });
 
@@ -94,7 +87,7 @@ describe.each(backends)('management routes on $name', (backend) => {
       f = await seedFixture(world);
     });
 
-    (route.missingScopeBug ? it.failing : it)(`without ${route.scope} → 403 permission_denied, nothing changed`, async () => {
+    it(`without ${route.scope} → 403 permission_denied, nothing changed`, async () => {
       const key = await world.newKey(f.userId, allScopesBut(route.scope));
       const before = await snapshot(world.sql);
       const urls = isProjectRoute(route) ? [urlOf(route, f), environments(urlOf(route, f))] : [urlOf(route, f)];
@@ -143,7 +136,7 @@ describe.each(backends)('management routes on $name', (backend) => {
     });
 
     describe.each(UNSERVED.map((route) => [label(route), route] as const))('%s', (_name, route) => {
-      (FLAG_PATHS.test(route.path) ? it.failing : it)('→ 405 method_not_allowed, nothing changed', async () => {
+      it('→ 405 method_not_allowed, nothing changed', async () => {
         const before = await snapshot(world.sql);
         const res = await request(world.app)[route.method](urlOf(route, f)).set(f.auth).send({});
         expect({ status: res.status, body: res.body as unknown }).toEqual({

@@ -1,6 +1,7 @@
 /**
  * Feature flag and cohort management (`/api/projects/:id/feature_flags/`, `/cohorts/`; same under
- * `/api/environments/:id/`; paths here are relative to the project router), PostHog's shapes: soft delete by PATCH `deleted`, DELETE → 405. Every write bumps
+ * `/api/environments/:id/`; paths here are relative to the project router), PostHog's shapes: PUT is PATCH, soft delete by PATCH
+ * `deleted`, DELETE → 405 (after the scope check; other unserved methods → 405 from app.ts). Every write bumps
  * the project's definitions version in its transaction and signals decide in this process.
  * Flags carry object-level access control (http/access.ts, as playlists): `user_access_level` on every flag,
  * `none` hides a flag, writes need `editor`.
@@ -16,10 +17,10 @@ import {
   bumpDefinitionsVersion,
   idParam,
   isObject,
-  methodNotAllowed,
   notifyDefinitionsChanged,
   page,
   pagination,
+  refuseDelete,
 } from './shared';
 import { productRoutes } from './products';
 import { validateCohortFilters, validateFilters, type PropertyReferences } from './validate';
@@ -240,18 +241,13 @@ export function projectFlagRoutes(sql: Sql): Router {
   };
   router.patch(flagPath, json, update);
   router.put(flagPath, json, update);
-  router.delete(flagPath, () => {
-    throw methodNotAllowed('DELETE');
-  });
+  router.delete(flagPath, refuseDelete('feature_flag:write'));
 
   router.get(`${flagPath}/access_controls`, async (req, res) => {
     await getAccessControls(sql, req, res, target(await readFlag(sql, req, idParam(req))));
   });
   router.put(`${flagPath}/access_controls`, json, async (req, res) => {
     await putAccessControl(sql, req, res, target(await readFlag(sql, req, idParam(req))));
-  });
-  router.all(`${flagPath}/access_controls`, (req) => {
-    throw methodNotAllowed(req.method);
   });
 
   // A remote-config flag's payload, by id or key, for SDKs' getRemoteConfigPayload (reference/posthog-sdks.md §3.5):
@@ -353,7 +349,7 @@ export function projectFlagRoutes(sql: Sql): Router {
     send(req, res, 200, serializeCohort(await readCohort(sql, projectId, idParam(req))), 'cohort');
   });
 
-  router.patch(cohortPath, json, async (req, res) => {
+  const updateCohort = async (req: Request, res: express.Response) => {
     const { projectId } = authorize(req, 'cohort:write');
     const id = idParam(req);
     const body: unknown = req.body;
@@ -376,10 +372,10 @@ export function projectFlagRoutes(sql: Sql): Router {
       return readCohort(tx, projectId, id);
     });
     send(req, res, 200, serializeCohort(row), 'cohort');
-  });
-  router.delete(cohortPath, () => {
-    throw methodNotAllowed('DELETE');
-  });
+  };
+  router.patch(cohortPath, json, updateCohort);
+  router.put(cohortPath, json, updateCohort);
+  router.delete(cohortPath, refuseDelete('cohort:write'));
 
   router.use(productRoutes(sql));
   return router;

@@ -1,14 +1,15 @@
 /**
  * Early access features and surveys: products built on flags (reference/posthog-flags.md §3.7; SPEC §5).
  * An early access feature creates its flag with a super group on `$feature_enrollment/<key>`; a survey with
- * `targeting_flag_filters` creates a `survey-targeting-…` flag. Both bump the definitions version.
+ * `targeting_flag_filters` creates a `survey-targeting-…` flag. Both bump the definitions version. As flags:
+ * PUT is PATCH, soft delete by PATCH `deleted`, DELETE → 405.
  */
 import { randomBytes } from 'node:crypto';
-import express, { Router } from 'express';
+import express, { Router, type Request, type Response } from 'express';
 import { ApiError } from '@plover/core';
 import type { Sql, SqlExecutor } from '@plover/postgres';
 import { send } from '../http/render';
-import { authorize, bumpDefinitionsVersion, isObject, methodNotAllowed, notifyDefinitionsChanged, page, pagination } from './shared';
+import { authorize, bumpDefinitionsVersion, isObject, notifyDefinitionsChanged, page, pagination, refuseDelete } from './shared';
 import { validateFilters } from './validate';
 
 const STAGES = new Set(['draft', 'concept', 'alpha', 'beta', 'general-availability', 'archived']);
@@ -122,7 +123,7 @@ export function productRoutes(sql: Sql): Router {
     send(req, res, 200, serializeFeature(await readFeature(sql, projectId, String(req.params.id))), 'early_access_feature');
   });
 
-  router.patch('/early_access_features/:id', json, async (req, res) => {
+  const updateFeature = async (req: Request, res: Response) => {
     const { projectId } = authorize(req, 'early_access_feature:write');
     const body: unknown = req.body;
     if (!isObject(body)) throw ApiError.validation('Expected a JSON object.', null, 'parse_error');
@@ -141,10 +142,10 @@ export function productRoutes(sql: Sql): Router {
       return body.deleted === true ? undefined : readFeature(tx, projectId, id);
     });
     send(req, res, 200, row ? serializeFeature(row) : { id, deleted: true }, 'early_access_feature');
-  });
-  router.delete('/early_access_features/:id', () => {
-    throw methodNotAllowed('DELETE');
-  });
+  };
+  router.patch('/early_access_features/:id', json, updateFeature);
+  router.put('/early_access_features/:id', json, updateFeature);
+  router.delete('/early_access_features/:id', refuseDelete('early_access_feature:write'));
 
   // Surveys.
   interface SurveyRow {
@@ -249,7 +250,7 @@ export function productRoutes(sql: Sql): Router {
     send(req, res, 200, serializeSurvey(await readSurvey(sql, projectId, String(req.params.id))), 'survey');
   });
 
-  router.patch('/surveys/:id', json, async (req, res) => {
+  const updateSurvey = async (req: Request, res: Response) => {
     const { projectId } = authorize(req, 'survey:write');
     const body: unknown = req.body;
     if (!isObject(body)) throw ApiError.validation('Expected a JSON object.', null, 'parse_error');
@@ -273,10 +274,10 @@ export function productRoutes(sql: Sql): Router {
       return body.deleted === true ? undefined : readSurvey(tx, projectId, id);
     });
     send(req, res, 200, row ? serializeSurvey(row) : { id, deleted: true }, 'survey');
-  });
-  router.delete('/surveys/:id', () => {
-    throw methodNotAllowed('DELETE');
-  });
+  };
+  router.patch('/surveys/:id', json, updateSurvey);
+  router.put('/surveys/:id', json, updateSurvey);
+  router.delete('/surveys/:id', refuseDelete('survey:write'));
 
   return router;
 }

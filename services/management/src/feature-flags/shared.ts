@@ -1,8 +1,9 @@
 import { EventEmitter } from 'node:events';
-import type { Request } from 'express';
+import type { Request, RequestHandler } from 'express';
 import { ApiError } from '@plover/core';
 import type { SqlExecutor } from '@plover/postgres';
 import { principalOf, projectOf, requireScope } from '../http/auth';
+import { errors } from '../http/errors';
 
 /**
  * The request's project and caller once it holds `scope` (`feature_flag:read|write`, `cohort:read|write`, …),
@@ -42,8 +43,15 @@ export function idParam(req: Request): number {
   return Number(raw);
 }
 
-export function methodNotAllowed(method: string): ApiError {
-  return new ApiError(405, 'validation_error', 'method_not_allowed', `Method "${method}" not allowed.`);
+/**
+ * `DELETE` of a flag, cohort, early access feature or survey: 405 once the key holds `scope` (403 without it,
+ * the scope being checked first as on every route). Soft delete is PATCH `{"deleted": true}`.
+ */
+export function refuseDelete(scope: string): RequestHandler {
+  return (req) => {
+    requireScope(req, scope);
+    throw errors.methodNotAllowed(req.method);
+  };
 }
 
 export function pagination(req: Request): { limit: number; offset: number } {

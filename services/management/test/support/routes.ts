@@ -39,15 +39,7 @@ export interface Route {
   /** Status with the scope on a fresh fixture. */
   status: number;
   body?: Record<string, unknown>;
-  /**
-   * A known defect, in code owned elsewhere, that makes the missing-scope case fail: that case runs as
-   * `it.failing` (so it turns red once the defect is fixed and this mark must go).
-   */
-  missingScopeBug?: string;
 }
-
-const FLAG_DELETE_ISSUE =
-  'feature-flags/*: DELETE throws 405 before authorize(), so a key without the write scope gets 405, not 403';
 
 const P = '/api/projects/{project}';
 const playlist = `${P}/session_recording_playlists/{playlist}/`;
@@ -96,7 +88,7 @@ export const ROUTES: Route[] = [
   { method: 'get', path: `${P}/feature_flags/{flag}/`, scope: 'feature_flag:read', status: 200 },
   { method: 'patch', path: `${P}/feature_flags/{flag}/`, scope: 'feature_flag:write', status: 200, body: { name: 'Renamed' } },
   { method: 'put', path: `${P}/feature_flags/{flag}/`, scope: 'feature_flag:write', status: 200, body: { name: 'Renamed' } },
-  { method: 'delete', path: `${P}/feature_flags/{flag}/`, scope: 'feature_flag:write', status: 405, missingScopeBug: FLAG_DELETE_ISSUE },
+  { method: 'delete', path: `${P}/feature_flags/{flag}/`, scope: 'feature_flag:write', status: 405 },
   { method: 'get', path: `${P}/feature_flags/{flag}/access_controls/`, scope: 'access_control:read', status: 200 },
   { method: 'put', path: `${P}/feature_flags/{flag}/access_controls/`, scope: 'access_control:write', status: 200, body: { access_level: 'viewer' } },
   { method: 'get', path: `${P}/feature_flags/{flag}/remote_config/`, scope: 'feature_flag:read', status: 200 },
@@ -104,17 +96,20 @@ export const ROUTES: Route[] = [
   { method: 'post', path: `${P}/cohorts/`, scope: 'cohort:write', status: 201, body: { name: 'New cohort' } },
   { method: 'get', path: `${P}/cohorts/{cohort}/`, scope: 'cohort:read', status: 200 },
   { method: 'patch', path: `${P}/cohorts/{cohort}/`, scope: 'cohort:write', status: 200, body: { name: 'Renamed' } },
-  { method: 'delete', path: `${P}/cohorts/{cohort}/`, scope: 'cohort:write', status: 405, missingScopeBug: FLAG_DELETE_ISSUE },
+  { method: 'put', path: `${P}/cohorts/{cohort}/`, scope: 'cohort:write', status: 200, body: { name: 'Renamed' } },
+  { method: 'delete', path: `${P}/cohorts/{cohort}/`, scope: 'cohort:write', status: 405 },
   { method: 'get', path: `${P}/early_access_features/`, scope: 'early_access_feature:read', status: 200 },
   { method: 'post', path: `${P}/early_access_features/`, scope: 'early_access_feature:write', status: 201, body: { name: 'Beta thing' } },
   { method: 'get', path: `${P}/early_access_features/{feature}/`, scope: 'early_access_feature:read', status: 200 },
   { method: 'patch', path: `${P}/early_access_features/{feature}/`, scope: 'early_access_feature:write', status: 200, body: { stage: 'beta' } },
-  { method: 'delete', path: `${P}/early_access_features/{feature}/`, scope: 'early_access_feature:write', status: 405, missingScopeBug: FLAG_DELETE_ISSUE },
+  { method: 'put', path: `${P}/early_access_features/{feature}/`, scope: 'early_access_feature:write', status: 200, body: { stage: 'beta' } },
+  { method: 'delete', path: `${P}/early_access_features/{feature}/`, scope: 'early_access_feature:write', status: 405 },
   { method: 'get', path: `${P}/surveys/`, scope: 'survey:read', status: 200 },
   { method: 'post', path: `${P}/surveys/`, scope: 'survey:write', status: 201, body: { name: 'New survey' } },
   { method: 'get', path: `${P}/surveys/{survey}/`, scope: 'survey:read', status: 200 },
   { method: 'patch', path: `${P}/surveys/{survey}/`, scope: 'survey:write', status: 200, body: { name: 'Renamed' } },
-  { method: 'delete', path: `${P}/surveys/{survey}/`, scope: 'survey:write', status: 405, missingScopeBug: FLAG_DELETE_ISSUE },
+  { method: 'put', path: `${P}/surveys/{survey}/`, scope: 'survey:write', status: 200, body: { name: 'Renamed' } },
+  { method: 'delete', path: `${P}/surveys/{survey}/`, scope: 'survey:write', status: 405 },
 ];
 
 /** `METHOD /path` as written in the table (the test name). */
