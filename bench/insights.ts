@@ -18,7 +18,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -136,7 +136,9 @@ interface Dataset {
 async function openDataset(): Promise<{ ch: ChdbClickHouse; dataset: Dataset; reused: boolean }> {
   const events = generateEventsSql();
   const overrides = generateOverridesSql();
-  const generator = createHash('sha256').update(events).update(overrides).digest('hex');
+  // The schema counts too: a dataset made before a ClickHouse migration lacks its columns.
+  const migrations = (await readdir(path.join(__dirname, '..', 'packages', 'clickhouse', 'migrations'))).sort().join(',');
+  const generator = createHash('sha256').update(events).update(overrides).update(migrations).digest('hex');
   const marker = path.join(DATA_DIR, 'bench-dataset.json');
   if (existsSync(marker)) {
     const kept = JSON.parse(await readFile(marker, 'utf8')) as Dataset;
@@ -210,12 +212,12 @@ async function handTrend(ch: ClickHouse): Promise<TrendLine[]> {
 const BREAKDOWN_LIMIT = 25;
 const OTHER = '$$_posthog_breakdown_other_$$';
 
-/** Counts per (day, browser) in one pass; the top BREAKDOWN_LIMIT browsers by events keep a line, the rest are one. */
+/** Counts per (day, browser) in one pass over the materialized `$browser` column; the top BREAKDOWN_LIMIT browsers by events keep a line, the rest are one. */
 async function handBreakdown(ch: ClickHouse): Promise<TrendLine[]> {
   const rows = await ch.query<{ day: string; breakdown: string; value: string }>(
     'bench.hand.breakdown',
     `SELECT toDate(timestamp, {tz:String}) AS day,
-            ifNull(JSONExtract(properties, '$browser', 'Nullable(String)'), 'none') AS breakdown, count() AS value
+            if(\`mat_$browser\` = '', 'none', \`mat_$browser\`) AS breakdown, count() AS value
        FROM events FINAL WHERE ${IN_RANGE} AND event = '$pageview' GROUP BY day, breakdown`,
     RANGE_PARAMS,
   );

@@ -109,3 +109,11 @@ export async function listEvents(ch: ClickHouse, teamId: number, options: { limi
   );
   return rows.map((row) => ({ ...row, team_id: Number(row.team_id) }));
 }
+
+/**
+ * Event properties that have a materialized column (migrations/004_materialized_properties.sql), by key: the
+ * column holds the property's text, so queries read it instead of parsing `properties`.
+ */
+export const MATERIALIZED_PROPERTIES: ReadonlyMap<string, string> = new Map(
+  ['$browser', '$os', '$device_type', '$lib', '$host', '$pathname', '$current_url', '$referring_domain'].map((key) => [key, `\`mat_${key}\``]),
+);

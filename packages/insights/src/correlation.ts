@@ -4,7 +4,7 @@
  * docs/insights.md, "Funnel correlation"; everything is computed in one ClickHouse query with bound parameters.
  */
 import { ApiError } from '@plover/core';
-import { PERSON_ID_EXPRESSION, PERSON_OVERRIDES_SUBQUERY, type ClickHouse } from '@plover/clickhouse';
+import { MATERIALIZED_PROPERTIES, PERSON_ID_EXPRESSION, PERSON_OVERRIDES_SUBQUERY, type ClickHouse } from '@plover/clickhouse';
 import { bodyFields, choice, decode, integer, isAbsent, isObject, list, optionalString, required, type Fields } from './fields';
 import { parseEntities, parsePropertyFilters } from './filters';
 import { Params } from './params';
@@ -199,6 +199,9 @@ function propertyNames(column: string, keys: readonly string[] | 'all', excluded
   return `arrayMap(k -> concat(${[...prefix, 'k', "'::'", textOfRaw(raw)].join(', ')}), ${kept})`;
 }
 
+/** The materialized property columns, which filters read instead of `properties` (properties.ts). */
+const MATERIALIZED_COLUMNS = [...MATERIALIZED_PROPERTIES.values()].join(', ');
+
 interface Range {
   from: string;
   /** Exclusive. */
@@ -212,7 +215,7 @@ interface Range {
 function resolvedEvents(columns: string, where: string, range: Range): string {
   return `SELECT ${PERSON_ID_EXPRESSION} AS person, ${columns}
     FROM (
-      SELECT uuid, event, timestamp, person_id, properties, person_properties,
+      SELECT uuid, event, timestamp, person_id, properties, person_properties, ${MATERIALIZED_COLUMNS},
              group0_properties, group1_properties, group2_properties, group3_properties, group4_properties
       FROM events FINAL
       WHERE team_id = {teamId:Int64} AND timestamp >= ${range.from} AND timestamp < ${range.end} AND ${where}

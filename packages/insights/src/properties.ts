@@ -4,6 +4,7 @@
  * any query whose FROM yields events columns; the event's person (for cohorts) is an expression the caller
  * provides. Keys and values are always bound parameters.
  */
+import { MATERIALIZED_PROPERTIES } from '@plover/clickhouse';
 import { ApiError } from '@plover/core';
 import { parseDateText } from '@plover/flags';
 import type { Params } from './params';
@@ -37,9 +38,16 @@ export function textOfRaw(raw: string): string {
   return `multiIf(${raw} IN ('', 'null'), '', startsWith(${raw}, '"'), JSONExtractString(${raw}), ${raw})`;
 }
 
-/** A property's text (see textOfRaw). */
+/** A property's text (see textOfRaw) read from the JSON: as a string first, the one cheap parse that answers for most values. */
+export function jsonPropertyText(column: string, key: string, params: Params): string {
+  const text = `JSONExtractString(${column}, ${params.add(key, 'String')})`;
+  return `if(${text} != '', ${text}, ${textOfRaw(rawValue(column, key, params))})`;
+}
+
+/** A property's text: the materialized column for the event properties that have one, else from the JSON. */
 export function propertyText(column: string, key: string, params: Params): string {
-  return textOfRaw(rawValue(column, key, params));
+  const materialized = column === 'properties' ? MATERIALIZED_PROPERTIES.get(key) : undefined;
+  return materialized ?? jsonPropertyText(column, key, params);
 }
 
 /** The property as a number (a JSON number or a numeric string), NULL otherwise. */
@@ -87,12 +95,18 @@ async function filterCondition(filter: PropertyFilter, params: Params, scope: Fi
     case 'is_not_set':
       return `NOT ${set}`;
     case 'exact':
-      return `(${set} AND ${text} IN ${params.add(scalars(filter, attr), 'Array(String)')})`;
-    case 'is_not':
-      return `NOT (${set} AND ${text} IN ${params.add(scalars(filter, attr), 'Array(String)')})`;
+    case 'is_not': {
+      // A non-empty text is set: only an empty value needs the (costlier) check on the JSON.
+      const values = scalars(filter, attr);
+      const equal = `${text} IN ${params.add(values, 'Array(String)')}`;
+      const exact = values.includes('') ? `(${set} AND ${equal})` : equal;
+      return filter.operator === 'exact' ? exact : `NOT ${exact}`;
+    }
     case 'icontains':
     case 'not_icontains': {
-      const contains = `(${set} AND positionCaseInsensitiveUTF8(${text}, ${params.add(firstScalar(filter, attr), 'String')}) > 0)`;
+      const needle = firstScalar(filter, attr);
+      const found = `positionCaseInsensitiveUTF8(${text}, ${params.add(needle, 'String')}) > 0`;
+      const contains = needle === '' ? set : found;
       return filter.operator === 'icontains' ? contains : `NOT ${contains}`;
     }
     case 'regex':

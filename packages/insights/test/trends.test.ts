@@ -5,10 +5,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { insertEvents, insertPersonOverrides, migrate, type EventRow } from '@plover/clickhouse';
+import { insertEvents, insertPersonOverrides, MATERIALIZED_PROPERTIES, migrate, type EventRow } from '@plover/clickhouse';
 import { ChdbClickHouse } from '@plover/clickhouse/chdb';
 import { ApiError } from '@plover/core';
-import { BREAKDOWN_OTHER, runTrends, type InsightContext, type Series, type TrendsInput } from '../src';
+import { BREAKDOWN_OTHER, jsonPropertyText, Params, runTrends, type InsightContext, type Series, type TrendsInput } from '../src';
 
 const ZERO = '1970-01-01 00:00:00.000';
 let ch: ChdbClickHouse;
@@ -214,5 +214,31 @@ describe('runTrends', () => {
     const error = await runTrends(ch, trend({ properties: { type: 'AND', values: [{ type: 'event', key: 'a', operator: 'regex', value: '(' }] } }), context(teamId)).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ApiError);
     expect(error).toMatchObject({ status: 400, attr: 'properties' });
+  });
+
+  it('reads materialized properties exactly as it reads the JSON, for every kind of value', async () => {
+    const values = ['Chrome', '', 'naïve "quoted" \\ \u00e9', 3, 3.5, -0, true, false, null, undefined, ['a'], { b: 1 }];
+    const fixtures = [...MATERIALIZED_PROPERTIES.keys()].flatMap((key) =>
+      values.map((value) => ({ at: '2025-01-07 01:00:00', event: key, properties: value === undefined ? {} : { [key]: value } })),
+    );
+    const teamId = await team(fixtures);
+    for (const [key, column] of MATERIALIZED_PROPERTIES) {
+      const params = new Params();
+      const rows = await ch.query<{ materialized: string; json: string }>(
+        'test.materialized',
+        `SELECT ${column} AS materialized, ${jsonPropertyText('properties', key, params)} AS json FROM events WHERE team_id = {team:Int64} AND event = {key:String}`,
+        { ...params.values, team: teamId, key },
+      );
+      expect(rows).toHaveLength(values.length);
+      for (const row of rows) expect(row.materialized).toBe(row.json);
+    }
+    const browser = async (operator: 'exact' | 'is_not' | 'icontains' | 'is_set' | 'is_not_set', value?: string) =>
+      (await runTrends(ch, trend({ series: [series({ event: '$browser' })], dateFrom: 'dStart', properties: { type: 'AND', values: [{ type: 'event', key: '$browser', operator, value }] } }), context(teamId)))[0]?.data;
+    expect(await browser('exact', 'Chrome')).toEqual([1]);
+    expect(await browser('exact', '')).toEqual([1]);
+    expect(await browser('is_not', 'Chrome')).toEqual([values.length - 1]);
+    expect(await browser('icontains', 'QUOTED')).toEqual([1]);
+    expect(await browser('is_set')).toEqual([values.length - 2]);
+    expect(await browser('is_not_set')).toEqual([2]);
   });
 });
