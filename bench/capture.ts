@@ -1,6 +1,7 @@
 /**
- * Capture benchmark (SPEC §8), per bus: LocalLogBus always (embedded, in a temporary directory), KafkaBus when
- * TEST_KAFKA_BROKERS or KAFKA_BROKERS is set. Prints one JSON line.
+ * Capture benchmark (SPEC §8), per bus: LocalLogBus always (embedded: PGlite, the bus in a temporary directory),
+ * KafkaBus when TEST_KAFKA_BROKERS or KAFKA_BROKERS is set (distributed: real Postgres when BENCH_DATABASE_URL or
+ * TEST_DATABASE_URL is set, in a fresh database, else PGlite). Prints one JSON line.
  *
  *   node --conditions=plover-source --import tsx bench/capture.ts
  *
@@ -10,11 +11,23 @@
  *   batch         capture's `/batch/`, BENCH_CAPTURE_BATCH (100) events per request, posthog-node-shaped
  *   single        capture's `/i/v0/e/`, one event per request, as fast as it goes
  *   singleHalf    `/i/v0/e/` at half the rate `single` reached, for the latency at a steady load
- * Embedded runs a consumer in the same process that reads and parses every message, as ingestion will.
- * autocannon runs in a worker thread with BENCH_CAPTURE_CONNECTIONS (32) connections for BENCH_CAPTURE_SECONDS (5).
- * rssMb is the process's peak resident memory (server, bus, consumer and the load generator's thread).
+ *
+ * Processes: the server process (this file with `server <bus>`) holds the database client (token lookups), the bus,
+ * capture and the baseline; embedded, it also runs a consumer that reads every message of the capture and baseline
+ * topics (parsing each as ingestion will), so both sides pay for it alike. The load generator (this file with
+ * `load`, autocannon, BENCH_CAPTURE_CONNECTIONS (32) connections) is a process of its own per phase: a warm-up of
+ * BENCH_CAPTURE_WARMUP_SECONDS (1), then BENCH_CAPTURE_SECONDS (5) measured. Between phases the consumer is let
+ * catch up, so a backlog never spills into the next phase.
+ *
+ * Reported: the server's CPU (cores, from /proc, and µs per event) and resident memory over each phase, its peak
+ * (VmHWM) and what its startup steps added (the imports, tsx's included; the database with migrations and the
+ * bootstrap project, which for PGlite is the whole database in this process; the bus, capture and the consumer),
+ * and the load generator's own CPU and peak RSS. chDB is not part of capture and not loaded here.
+ * BENCH_CAPTURE_PROFILE_DIR=<dir> writes a CPU profile of the server process there.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -28,50 +41,88 @@ import { createApp } from '@plover/capture/app';
 import { parseCapturedEventMessage } from '@plover/contracts';
 import { silentLogger } from '@plover/core';
 import { createMetricsRegistry, listen } from '@plover/http';
-import { migrate } from '@plover/postgres';
+import { migrate, PgSql, type Sql } from '@plover/postgres';
 import { PGliteSql } from '@plover/postgres/pglite';
 
+const ROOT = path.resolve(__dirname, '..');
 const SECONDS = Number(process.env.BENCH_CAPTURE_SECONDS ?? 5);
+const WARMUP_SECONDS = Number(process.env.BENCH_CAPTURE_WARMUP_SECONDS ?? 1);
 const CONNECTIONS = Number(process.env.BENCH_CAPTURE_CONNECTIONS ?? 32);
 const BATCH = Number(process.env.BENCH_CAPTURE_BATCH ?? 100);
 const KAFKA_BROKERS = process.env.TEST_KAFKA_BROKERS || process.env.KAFKA_BROKERS;
-const runId = `${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
+const PROFILE_DIR = process.env.BENCH_CAPTURE_PROFILE_DIR;
+const DATABASE_URL = process.env.BENCH_DATABASE_URL || process.env.TEST_DATABASE_URL;
+const MB = 1024 * 1024;
 
-interface Bus {
-  name: string;
-  bus: EventBus;
+type BusKind = 'LocalLogBus' | 'KafkaBus';
+
+/** What the server process tells the orchestrator once it listens. */
+interface ServerReady {
+  capturePort: number;
+  baselinePort: number;
+  token: string;
+  database: Database['name'];
+  /** Resident MB after the imports, and what each startup step added (the database: migrated, one project). */
+  startupRssMb: { modules: number; database: number; busCaptureConsumer: number };
+}
+
+/** The server's answer to `settle`: messages its consumer has read so far, by topic. */
+interface Consumed {
+  capture: number;
+  baseline: number;
+}
+
+/** The server's answer to `stop`: its heap as Node accounts it, in MB. */
+type MemoryUsageMb = Record<keyof NodeJS.MemoryUsage, number>;
+
+type ToServer = { id: number; command: 'settle' | 'stop' };
+type FromServer = { ready: ServerReady } | { id: number; consumed: Consumed } | { id: number; memory: MemoryUsageMb };
+
+// ---- server process ----
+
+interface Database {
+  name: 'PGlite' | 'Postgres';
+  sql: Sql;
   close(): Promise<void>;
 }
 
-async function localLogBus(): Promise<Bus> {
+/** Embedded: PGlite in this process. KafkaBus with a Postgres server at hand: a fresh database there, as main.ts runs. */
+async function openDatabase(kind: BusKind): Promise<Database> {
+  if (kind === 'LocalLogBus' || !DATABASE_URL) {
+    const sql = await PGliteSql.open({});
+    return { name: 'PGlite', sql, close: () => sql.close() };
+  }
+  const name = `plover_bench_capture_${randomBytes(6).toString('hex')}`;
+  const admin = new PgSql({ connectionString: DATABASE_URL, max: 1 });
+  await admin.exec('bench.create', `CREATE DATABASE ${name}`);
+  const url = new URL(DATABASE_URL);
+  url.pathname = `/${name}`;
+  const sql = new PgSql({ connectionString: url.toString(), max: 10 });
+  return {
+    name: 'Postgres',
+    sql,
+    async close() {
+      await sql.close();
+      await admin.exec('bench.drop', `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.close();
+    },
+  };
+}
+
+async function openBus(kind: BusKind): Promise<{ bus: EventBus; close(): Promise<void> }> {
+  if (kind === 'KafkaBus') {
+    const bus = new KafkaBus({ brokers: KAFKA_BROKERS!.split(','), clientId: 'plover-bench-capture', logger: silentLogger() });
+    return { bus, close: () => bus.close() };
+  }
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'plover-bench-capture-'));
   const bus = await LocalLogBus.open({ dataDir });
   return {
-    name: 'LocalLogBus',
     bus,
     async close() {
       await bus.close();
       await rm(dataDir, { recursive: true, force: true });
     },
   };
-}
-
-function kafkaBus(brokers: string): Bus {
-  const bus = new KafkaBus({ brokers: brokers.split(','), clientId: 'plover-bench-capture', logger: silentLogger() });
-  return { name: 'KafkaBus', bus, close: () => bus.close() };
-}
-
-/** What posthog-node sends: `{api_key, batch, sent_at}` with its usual properties. */
-function batchBody(token: string, size: number): string {
-  const now = new Date().toISOString();
-  const batch = Array.from({ length: size }, (_, i) => ({
-    distinct_id: `user-${i % 50}`,
-    event: i % 10 === 0 ? '$pageview' : 'button clicked',
-    properties: { $lib: 'posthog-node', $lib_version: '5.70.0', $geoip_disable: true, plan: 'pro', index: i, '$feature/beta': 'variant-b' },
-    timestamp: now,
-    type: 'capture',
-  }));
-  return JSON.stringify({ api_key: token, batch, sent_at: now });
 }
 
 /** The baseline: read, JSON.parse, append each event to the bus. No validation, no normalization, no token check. */
@@ -93,50 +144,34 @@ async function baselineServer(bus: EventBus, topic: string): Promise<{ port: num
   return { port: (server.address() as AddressInfo).port, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }
 
-interface LoadResult {
-  requestsPerSecond: number;
-  eventsPerSecond: number;
-  latencyMs: { p50: number; p99: number; max: number };
-  non2xx: number;
-  errors: number;
-}
+const rssMb = () => Math.round(process.memoryUsage.rss() / MB);
 
-async function load(url: string, body: string, eventsPerRequest: number, overallRate?: number): Promise<LoadResult> {
-  const result = await autocannon({
-    url,
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body,
-    connections: CONNECTIONS,
-    duration: SECONDS,
-    workers: 1,
-    ...(overallRate ? { overallRate } : {}),
-  });
-  return {
-    requestsPerSecond: Math.round(result.requests.average),
-    eventsPerSecond: Math.round(result.requests.average * eventsPerRequest),
-    latencyMs: { p50: result.latency.p50, p99: result.latency.p99, max: result.latency.max },
-    non2xx: result.non2xx,
-    errors: result.errors,
-  };
-}
-
-async function run(open: () => Promise<Bus>, withConsumer: boolean) {
-  const sql = await PGliteSql.open({});
+async function serve(kind: BusKind): Promise<void> {
+  const send = (message: FromServer) => process.send!(message);
+  const runId = `${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
+  const atStart = rssMb();
+  const database = await openDatabase(kind);
+  const { sql } = database;
   await migrate(sql);
   const token = (await bootstrap(sql, { adminEmail: 'bench@example.com', projectName: 'Bench', timezone: 'UTC' }))!.project.api_token;
-  const adapter = await open();
-  const topics = { events: `bench-capture-${runId}-${adapter.name}-events`, historical: `bench-capture-${runId}-${adapter.name}-historical` };
-  const baselineTopic = `bench-capture-${runId}-${adapter.name}-baseline`;
+  const afterDatabase = rssMb();
+  const adapter = await openBus(kind);
+  const topics = { events: `bench-capture-${runId}-events`, historical: `bench-capture-${runId}-historical` };
+  const baselineTopic = `bench-capture-${runId}-baseline`;
   await adapter.bus.ensureTopics([topics.events, topics.historical, baselineTopic]);
-  let consumed = 0;
+  const consumed: Consumed = { capture: 0, baseline: 0 };
   let consumer: Consumer | undefined;
-  if (withConsumer) {
+  if (kind === 'LocalLogBus') {
     consumer = await adapter.bus.consume({
       groupId: `bench-capture-${runId}`,
-      topics: [topics.events],
+      topics: [topics.events, baselineTopic],
       handleBatch: (batch) => {
-        for (const message of batch.messages) if (parseCapturedEventMessage(message.value).ok) consumed++;
+        if (batch.topic === baselineTopic) {
+          for (const message of batch.messages) JSON.parse(message.value.toString('utf8'));
+          consumed.baseline += batch.messages.length;
+        } else {
+          for (const message of batch.messages) if (parseCapturedEventMessage(message.value).ok) consumed.capture++;
+        }
         return Promise.resolve();
       },
     });
@@ -144,38 +179,218 @@ async function run(open: () => Promise<Bus>, withConsumer: boolean) {
   const app = createApp({ logger: silentLogger(), metrics: createMetricsRegistry('bench'), sql, bus: adapter.bus, trustProxy: false, capture: { topics } });
   const server = await listen(app, { port: 0, host: '127.0.0.1' });
   const baseline = await baselineServer(adapter.bus, baselineTopic);
-  try {
-    const batch = batchBody(token, BATCH);
-    const single = JSON.stringify({ event: '$pageview', distinct_id: 'user-1', properties: { $lib: 'web', token, $current_url: 'https://shop.example/' } });
-    const capture = `http://127.0.0.1:${server.port}`;
-    const results = {
-      baseline: await load(`http://127.0.0.1:${baseline.port}/batch/`, batch, BATCH),
-      batch: await load(`${capture}/batch/`, batch, BATCH),
-      single: { ...(await load(`${capture}/i/v0/e/`, single, 1)) },
-      singleHalf: undefined as (LoadResult & { offeredPerSecond: number }) | undefined,
-    };
-    const half = Math.max(1, Math.round(results.single.requestsPerSecond / 2));
-    results.singleHalf = { offeredPerSecond: half, ...(await load(`${capture}/i/v0/e/`, single, 1, half)) };
-    return {
-      bus: adapter.name,
-      ...results,
-      batchVsBaseline: Number((results.batch.eventsPerSecond / results.baseline.eventsPerSecond).toFixed(2)),
-      ...(withConsumer ? { consumedByInProcessConsumer: consumed } : {}),
-    };
-  } finally {
-    await server.close();
-    await baseline.close();
-    await consumer?.stop();
-    await adapter.close();
-    await sql.close();
+  send({ ready: { capturePort: server.port, baselinePort: baseline.port, token, database: database.name, startupRssMb: { modules: atStart, database: afterDatabase - atStart, busCaptureConsumer: rssMb() - afterDatabase } } });
+
+  process.on('message', (message: ToServer) => {
+    if (message.command === 'settle') {
+      // The consumer has caught up once a quarter second passes without it reading anything.
+      let last = -1;
+      const poll = setInterval(() => {
+        const total = consumed.capture + consumed.baseline;
+        if (total !== last) {
+          last = total;
+          return;
+        }
+        clearInterval(poll);
+        send({ id: message.id, consumed: { ...consumed } });
+      }, 250);
+      return;
+    }
+    const memory = Object.fromEntries(Object.entries(process.memoryUsage()).map(([key, bytes]) => [key, Math.round(bytes / MB)])) as MemoryUsageMb;
+    void (async () => {
+      await server.close();
+      await baseline.close();
+      await consumer?.stop();
+      await adapter.close();
+      await database.close();
+      process.send!({ id: message.id, memory } satisfies FromServer, () => process.exit(0));
+    })();
+  });
+}
+
+// ---- load process ----
+
+interface LoadSpec {
+  url: string;
+  body: string;
+  seconds: number;
+  /** Requests per second offered; 0 = as fast as the server answers. */
+  rate: number;
+}
+
+interface LoadResult {
+  requestsPerSecond: number;
+  latencyMs: { p50: number; p99: number; max: number };
+  non2xx: number;
+  errors: number;
+  loadCpuCores: number;
+  loadRssMb: number;
+}
+
+async function load(spec: LoadSpec): Promise<void> {
+  const cpu = process.cpuUsage();
+  const result = await autocannon({
+    url: spec.url,
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: spec.body,
+    connections: CONNECTIONS,
+    duration: spec.seconds,
+    ...(spec.rate > 0 ? { overallRate: spec.rate } : {}),
+  });
+  const used = process.cpuUsage(cpu);
+  const figures: LoadResult = {
+    requestsPerSecond: Math.round(result.requests.total / result.duration),
+    latencyMs: { p50: result.latency.p50, p99: result.latency.p99, max: result.latency.max },
+    non2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+    loadCpuCores: round2((used.user + used.system) / 1e6 / result.duration),
+    loadRssMb: Math.round(process.resourceUsage().maxRSS / 1024),
+  };
+  process.stdout.write(JSON.stringify(figures));
+}
+
+// ---- orchestration ----
+
+/** What posthog-node sends: `{api_key, batch, sent_at}` with its usual properties. */
+function batchBody(token: string, size: number): string {
+  const now = new Date().toISOString();
+  const batch = Array.from({ length: size }, (_, i) => ({
+    distinct_id: `user-${i % 50}`,
+    event: i % 10 === 0 ? '$pageview' : 'button clicked',
+    properties: { $lib: 'posthog-node', $lib_version: '5.70.0', $geoip_disable: true, plan: 'pro', index: i, '$feature/beta': 'variant-b' },
+    timestamp: now,
+    type: 'capture',
+  }));
+  return JSON.stringify({ api_key: token, batch, sent_at: now });
+}
+
+const round2 = (value: number) => Math.round(value * 100) / 100;
+
+function self(args: string[], stdio: 'ipc' | 'pipe', execArgv: string[] = []): ChildProcess {
+  return spawn(process.execPath, [...execArgv, '--conditions=plover-source', '--import', 'tsx', path.join(ROOT, 'bench/capture.ts'), ...args], {
+    cwd: ROOT,
+    stdio: stdio === 'ipc' ? ['ignore', 'inherit', 'inherit', 'ipc'] : ['ignore', 'pipe', 'inherit'],
+  });
+}
+
+function procStatus(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+  const match = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Math.round(Number(match?.[1] ?? 0) / 1024);
+}
+
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+}
+
+async function runLoad(spec: LoadSpec): Promise<LoadResult> {
+  const child = self(['load', JSON.stringify(spec)], 'pipe');
+  let out = '';
+  child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  if (code !== 0) throw new Error(`load process exited with ${code}`);
+  return JSON.parse(out) as LoadResult;
+}
+
+/** The server process, driven over IPC. */
+class ServerProcess {
+  private nextId = 0;
+  private readonly waiting = new Map<number, (message: FromServer) => void>();
+  readonly ready: Promise<ServerReady>;
+  readonly pid: number;
+
+  constructor(private readonly child: ChildProcess) {
+    this.pid = child.pid!;
+    this.ready = new Promise((resolve, reject) => {
+      child.once('exit', (code) => reject(new Error(`server process exited with ${code}`)));
+      child.on('message', (message: FromServer) => {
+        if ('ready' in message) resolve(message.ready);
+        else this.waiting.get(message.id)?.(message);
+      });
+    });
+  }
+
+  private request(command: ToServer['command']): Promise<FromServer> {
+    const id = this.nextId++;
+    return new Promise((resolve) => {
+      this.waiting.set(id, resolve);
+      this.child.send({ id, command } satisfies ToServer);
+    });
+  }
+
+  async settle(): Promise<Consumed> {
+    return ((await this.request('settle')) as { consumed: Consumed }).consumed;
+  }
+
+  /** Stops the server and waits for the process to exit (which writes its CPU profile, when asked for). */
+  async stop(): Promise<MemoryUsageMb> {
+    const exited = new Promise((resolve) => this.child.once('exit', resolve));
+    const { memory } = (await this.request('stop')) as { memory: MemoryUsageMb };
+    await exited;
+    return memory;
   }
 }
 
+interface Phase extends LoadResult {
+  eventsPerSecond: number;
+  serverCpuCores: number;
+  /** Server CPU per accepted event: what the code costs, less sensitive than throughput to a busy machine. */
+  serverCpuUsPerEvent: number;
+  serverRssMb: number;
+}
+
+async function measure(server: ServerProcess, spec: Omit<LoadSpec, 'seconds'>, eventsPerRequest: number): Promise<Phase> {
+  if (WARMUP_SECONDS > 0) await runLoad({ ...spec, seconds: WARMUP_SECONDS });
+  await server.settle();
+  const before = cpuSeconds(server.pid);
+  const started = performance.now();
+  const result = await runLoad({ ...spec, seconds: SECONDS });
+  const serverCpuCores = round2((cpuSeconds(server.pid) - before) / ((performance.now() - started) / 1000));
+  const serverRssMb = procStatus(server.pid, 'VmRSS');
+  await server.settle();
+  const eventsPerSecond = result.requestsPerSecond * eventsPerRequest;
+  return { ...result, eventsPerSecond, serverCpuCores, serverCpuUsPerEvent: Math.round((serverCpuCores / eventsPerSecond) * 1e6), serverRssMb };
+}
+
+async function run(kind: BusKind) {
+  const execArgv = PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
+  const server = new ServerProcess(self(['server', kind], 'ipc', execArgv));
+  const ready = await server.ready;
+  const batch = batchBody(ready.token, BATCH);
+  const single = JSON.stringify({ event: '$pageview', distinct_id: 'user-1', properties: { $lib: 'web', token: ready.token, $current_url: 'https://shop.example/' } });
+  const capture = `http://127.0.0.1:${ready.capturePort}`;
+  const baseline = await measure(server, { url: `http://127.0.0.1:${ready.baselinePort}/batch/`, body: batch, rate: 0 }, BATCH);
+  const batchPhase = await measure(server, { url: `${capture}/batch/`, body: batch, rate: 0 }, BATCH);
+  const singlePhase = await measure(server, { url: `${capture}/i/v0/e/`, body: single, rate: 0 }, 1);
+  const half = Math.max(1, Math.round(singlePhase.requestsPerSecond / 2));
+  const singleHalf = { offeredPerSecond: half, ...(await measure(server, { url: `${capture}/i/v0/e/`, body: single, rate: half }, 1)) };
+  const consumed = await server.settle();
+  const serverPeakRssMb = procStatus(server.pid, 'VmHWM');
+  const memoryUsageMb = await server.stop();
+  return {
+    bus: kind,
+    database: ready.database,
+    baseline,
+    batch: batchPhase,
+    single: singlePhase,
+    singleHalf,
+    batchVsBaseline: round2(batchPhase.eventsPerSecond / baseline.eventsPerSecond),
+    serverPeakRssMb,
+    serverStartupRssMb: ready.startupRssMb,
+    serverMemoryUsageMb: memoryUsageMb,
+    ...(kind === 'LocalLogBus' ? { consumedByInProcessConsumer: consumed } : {}),
+  };
+}
+
 async function main(): Promise<void> {
-  const results = [await run(localLogBus, true)];
-  if (KAFKA_BROKERS) results.push(await run(() => Promise.resolve(kafkaBus(KAFKA_BROKERS)), false));
-  const rssMb = Math.round(process.resourceUsage().maxRSS / 1024);
-  console.log(JSON.stringify({ bench: 'capture', cpus: os.cpus().length, node: process.version, seconds: SECONDS, connections: CONNECTIONS, rssMb, results }));
+  const [role, arg] = process.argv.slice(2);
+  if (role === 'server') return serve(arg as BusKind);
+  if (role === 'load') return load(JSON.parse(arg!) as LoadSpec);
+  const loadAtStart = os.loadavg().map(round2);
+  const results = [await run('LocalLogBus')];
+  if (KAFKA_BROKERS) results.push(await run('KafkaBus'));
+  console.log(JSON.stringify({ bench: 'capture', cpus: os.cpus().length, loadAtStart, node: process.version, seconds: SECONDS, connections: CONNECTIONS, results }));
 }
 
 main().catch((error: unknown) => {

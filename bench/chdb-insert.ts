@@ -13,14 +13,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { countEvents, insertEvents, migrate, type EventRow } from '@plover/clickhouse';
+import { countEvents, insertEvents, migrate, NO_GROUPS, type EventRow } from '@plover/clickhouse';
 import { ChdbClickHouse } from '@plover/clickhouse/chdb';
 
 const batches = Number(process.env.BENCH_BATCHES ?? 50);
 const batchSize = Number(process.env.BENCH_BATCH_SIZE ?? 10_000);
 const TEAM_ID = 1;
 const EPOCH = Date.parse('2024-03-01T00:00:00Z');
-const NO_GROUP = '1970-01-01 00:00:00.000';
 
 function clickHouseTime(ms: number): string {
   return new Date(ms).toISOString().replace('T', ' ').replace('Z', '000');
@@ -69,21 +68,7 @@ function pageview(i: number): EventRow {
     person_properties: JSON.stringify({ email: `user-${i % 5000}@example.com`, plan: properties.plan }),
     person_created_at: '2024-01-15 08:00:00.000',
     person_mode: 'full',
-    group0_properties: '',
-    group1_properties: '',
-    group2_properties: '',
-    group3_properties: '',
-    group4_properties: '',
-    group0_created_at: NO_GROUP,
-    group1_created_at: NO_GROUP,
-    group2_created_at: NO_GROUP,
-    group3_created_at: NO_GROUP,
-    group4_created_at: NO_GROUP,
-    $group_0: '',
-    $group_1: '',
-    $group_2: '',
-    $group_3: '',
-    $group_4: '',
+    ...NO_GROUPS,
     session_id: sessionId,
     window_id: properties.$window_id,
     historical_migration: false,

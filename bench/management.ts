@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { hashPersonalApiKey, maskPersonalApiKey, newPersonalApiKey } from '@plover/accounts';
-import { insertEvents, migrate as migrateClickHouse, type EventRow } from '@plover/clickhouse';
+import { insertEvents, migrate as migrateClickHouse, NO_GROUPS, type EventRow } from '@plover/clickhouse';
 import { ChdbClickHouse } from '@plover/clickhouse/chdb';
 import { createLogger } from '@plover/core';
 import { createMetricsRegistry, listen } from '@plover/http';
@@ -80,9 +80,7 @@ async function main(): Promise<void> {
         rows.push({
           uuid: randomUUID(), event: '$pageview', properties: '{}', timestamp: `2024-03-01 12:${String(e).padStart(2, '0')}:00.000000`, team_id: project,
           distinct_id: `user-${s}`, elements_chain: '', created_at: '2024-03-01 12:00:00.000000', person_id: randomUUID(), person_properties: '{}',
-          person_created_at: zero, person_mode: 'full', group0_properties: '', group1_properties: '', group2_properties: '', group3_properties: '',
-          group4_properties: '', group0_created_at: zero, group1_created_at: zero, group2_created_at: zero, group3_created_at: zero, group4_created_at: zero,
-          $group_0: '', $group_1: '', $group_2: '', $group_3: '', $group_4: '', session_id: `session-${s}`, window_id: '', historical_migration: false,
+          person_created_at: zero, person_mode: 'full', ...NO_GROUPS, session_id: `session-${s}`, window_id: '', historical_migration: false,
         });
       }
     }

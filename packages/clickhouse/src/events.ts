@@ -46,6 +46,25 @@ export type EventRow = {
   historical_migration: boolean;
 };
 
+/** The group columns of an event in no group, as ingestion writes them: empty properties and keys, zero times. */
+export const NO_GROUPS = {
+  group0_properties: '',
+  group1_properties: '',
+  group2_properties: '',
+  group3_properties: '',
+  group4_properties: '',
+  group0_created_at: '1970-01-01 00:00:00.000',
+  group1_created_at: '1970-01-01 00:00:00.000',
+  group2_created_at: '1970-01-01 00:00:00.000',
+  group3_created_at: '1970-01-01 00:00:00.000',
+  group4_created_at: '1970-01-01 00:00:00.000',
+  $group_0: '',
+  $group_1: '',
+  $group_2: '',
+  $group_3: '',
+  $group_4: '',
+} as const satisfies Partial<EventRow>;
+
 /** Every column of EventRow, in table order (`inserted_at`, the dedupe version, is left to its default). */
 export const EVENT_COLUMNS = [
   'uuid',

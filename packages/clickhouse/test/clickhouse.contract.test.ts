@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { StorageError } from '@plover/core';
-import { countEvents, HttpClickHouse, insertEvents, listEvents, migrate, type ClickHouse, type EventRow } from '@plover/clickhouse';
+import { countEvents, HttpClickHouse, insertEvents, listEvents, migrate, NO_GROUPS, type ClickHouse, type EventRow } from '@plover/clickhouse';
 import { ChdbClickHouse } from '@plover/clickhouse/chdb';
 import { splitStatements } from '../src/migrate';
 import { startChdbHttpServer } from './support/chdb-http-server';
@@ -109,21 +109,7 @@ function event(teamId: number, overrides: Partial<EventRow> = {}): EventRow {
     person_properties: '{}',
     person_created_at: '2024-01-01 00:00:00.000',
     person_mode: 'full',
-    group0_properties: '',
-    group1_properties: '',
-    group2_properties: '',
-    group3_properties: '',
-    group4_properties: '',
-    group0_created_at: '1970-01-01 00:00:00.000',
-    group1_created_at: '1970-01-01 00:00:00.000',
-    group2_created_at: '1970-01-01 00:00:00.000',
-    group3_created_at: '1970-01-01 00:00:00.000',
-    group4_created_at: '1970-01-01 00:00:00.000',
-    $group_0: '',
-    $group_1: '',
-    $group_2: '',
-    $group_3: '',
-    $group_4: '',
+    ...NO_GROUPS,
     session_id: 's1',
     window_id: '',
     historical_migration: false,

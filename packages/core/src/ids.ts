@@ -11,6 +11,10 @@ export function isUuid(value: string): boolean {
   return UUID_PATTERN.test(value);
 }
 
+/** The millisecond `uuidv7` last formatted, and its formatted time part. */
+let v7Time = Number.NaN;
+let v7Prefix = '';
+
 /**
  * RFC 9562 UUIDv7: 48-bit Unix milliseconds, then random bits — sortable by creation time.
  * The random bits come from `randomUUID()`, which draws from a pooled entropy buffer: `randomBytes(16)` per id
@@ -18,8 +22,13 @@ export function isUuid(value: string): boolean {
  * the time and its version nibble by 7, exactly what v7 asks for; its variant bits are already v7's.
  */
 export function uuidv7(now: number = Date.now()): string {
-  const time = now.toString(16).padStart(12, '0');
-  return `${time.slice(0, 8)}-${time.slice(8, 12)}-7${randomUUID().slice(15)}`;
+  // Ids are minted in bursts within one millisecond (a capture batch): the time part is formatted once per burst.
+  if (now !== v7Time) {
+    const time = now.toString(16).padStart(12, '0');
+    v7Prefix = `${time.slice(0, 8)}-${time.slice(8, 12)}-7`;
+    v7Time = now;
+  }
+  return v7Prefix + randomUUID().slice(15);
 }
 
 /** RFC 9562 UUIDv5 (SHA-1, name-based): the same namespace and name always give the same uuid. */

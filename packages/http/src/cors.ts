@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
 
 /**
@@ -11,17 +12,22 @@ import type { RequestHandler } from 'express';
  */
 export function permissiveCors(): RequestHandler {
   return (req, res, next) => {
-    const origin = req.headers.origin;
-    // Caches must not serve one origin's mirrored answer to another.
-    res.setHeader('Vary', 'Origin, Access-Control-Request-Headers');
-    res.setHeader('Access-Control-Allow-Origin', origin ?? '*');
-    if (origin !== undefined) res.setHeader('Access-Control-Allow-Credentials', 'true');
-    if (req.method === 'OPTIONS') {
-      res.setHeader('Access-Control-Allow-Methods', 'GET, POST, OPTIONS');
-      const requested = req.headers['access-control-request-headers'];
-      if (requested) res.setHeader('Access-Control-Allow-Headers', requested);
-      res.setHeader('Access-Control-Max-Age', '86400');
-    }
+    setPermissiveCorsHeaders(req, res);
     next();
   };
+}
+
+/** What `permissiveCors` does, for a route that dispatches itself. */
+export function setPermissiveCorsHeaders(req: IncomingMessage, res: ServerResponse): void {
+  const origin = req.headers.origin;
+  // Caches must not serve one origin's mirrored answer to another.
+  res.setHeader('Vary', 'Origin, Access-Control-Request-Headers');
+  res.setHeader('Access-Control-Allow-Origin', origin ?? '*');
+  if (origin !== undefined) res.setHeader('Access-Control-Allow-Credentials', 'true');
+  if (req.method === 'OPTIONS') {
+    res.setHeader('Access-Control-Allow-Methods', 'GET, POST, OPTIONS');
+    const requested = req.headers['access-control-request-headers'];
+    if (requested) res.setHeader('Access-Control-Allow-Headers', requested);
+    res.setHeader('Access-Control-Max-Age', '86400');
+  }
 }

@@ -45,7 +45,7 @@ export async function decodePayload(request: EncodedRequest, maxBytes: number, e
   else if (request.body.length > 0) payload = request.body;
   else throw errors.emptyPayload();
 
-  if (!looksLikeForm(payload) && isBase64(payload, false)) payload = decodeBase64(payload) ?? payload;
+  if (isBase64(payload, false) && !looksLikeForm(payload)) payload = decodeBase64(payload) ?? payload;
 
   let formCompression: string | null = null;
   if (mediaType(request.contentType) === FORM_MIME_TYPE) {

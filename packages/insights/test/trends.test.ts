@@ -5,7 +5,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { insertEvents, insertPersonOverrides, MATERIALIZED_PROPERTIES, migrate, type EventRow } from '@plover/clickhouse';
+import { insertEvents, insertPersonOverrides, MATERIALIZED_PROPERTIES, migrate, NO_GROUPS, type EventRow } from '@plover/clickhouse';
 import { ChdbClickHouse } from '@plover/clickhouse/chdb';
 import { ApiError } from '@plover/core';
 import { BREAKDOWN_OTHER, jsonPropertyText, Params, runTrends, type InsightContext, type Series, type TrendsInput } from '../src';
@@ -55,9 +55,8 @@ function row(team: number, fixture: Fixture): EventRow {
     person_properties: JSON.stringify(fixture.personProperties ?? {}),
     person_created_at: ZERO,
     person_mode: 'full',
-    group0_properties: '{}', group1_properties: '{}', group2_properties: '{}', group3_properties: '{}', group4_properties: '{}',
-    group0_created_at: ZERO, group1_created_at: ZERO, group2_created_at: ZERO, group3_created_at: ZERO, group4_created_at: ZERO,
-    $group_0: fixture.group0 ?? '', $group_1: '', $group_2: '', $group_3: '', $group_4: '',
+    ...NO_GROUPS,
+    $group_0: fixture.group0 ?? '',
     session_id: '',
     window_id: '',
     historical_migration: false,

@@ -76,15 +76,34 @@ export function parseIsoTimestamp(value: string): number | undefined {
 }
 
 function fromFields(match: RegExpExecArray, zone: string | undefined): number | undefined {
-  const [year, month, day, hour, minute, second] = [1, 2, 3, 4, 5, 6].map((i) => Number(match[i] ?? 0)) as [number, number, number, number, number, number];
-  const millis = Number((match[7] ?? '').slice(0, 3).padEnd(3, '0'));
-  // setUTCFullYear, unlike Date.UTC, keeps years 0–99 as they are.
-  const date = new Date(0);
-  date.setUTCFullYear(year, month - 1, day);
-  // Dates roll over (2024-02-30 becomes March 1st); that is not what the client meant.
-  if (date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day || hour > 23 || minute > 59 || second > 59) return undefined;
-  date.setUTCHours(hour, minute, second, millis);
-  return date.getTime() - zoneOffsetMs(zone);
+  // Plain arithmetic rather than a Date per event: this runs for nearly every captured event.
+  const year = Number(match[1]);
+  const month = Number(match[2]);
+  const day = Number(match[3]);
+  const hour = Number(match[4] ?? 0);
+  const minute = Number(match[5] ?? 0);
+  const second = Number(match[6] ?? 0);
+  // Dates do not roll over (2024-02-30 is not March 1st): that is not what the client meant.
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month) || hour > 23 || minute > 59 || second > 59) return undefined;
+  const fraction = match[7];
+  const millis = fraction === undefined ? 0 : Number(fraction.slice(0, 3).padEnd(3, '0'));
+  return utcMs(year, month, day, hour, minute, second, millis) - zoneOffsetMs(zone);
+}
+
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+function daysInMonth(year: number, month: number): number {
+  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+  return month === 2 && leap ? 29 : (DAYS_IN_MONTH[month - 1] as number);
+}
+
+/** The Gregorian calendar repeats every 400 years, which are exactly this many milliseconds. */
+const FOUR_CENTURIES_MS = 146_097 * 86_400_000;
+
+function utcMs(year: number, month: number, day: number, hour: number, minute: number, second: number, millis: number): number {
+  // Date.UTC reads years 0–99 as 1900–1999; four centuries later is the same calendar, and unambiguous.
+  if (year < 100) return Date.UTC(year + 400, month - 1, day, hour, minute, second, millis) - FOUR_CENTURIES_MS;
+  return Date.UTC(year, month - 1, day, hour, minute, second, millis);
 }
 
 function zoneOffsetMs(zone: string | undefined): number {

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
-import { countEvents, insertEvents, insertIngestionWarnings, migrate as migrateClickHouse, type ClickHouse, type EventRow } from '@plover/clickhouse';
+import { countEvents, insertEvents, insertIngestionWarnings, migrate as migrateClickHouse, NO_GROUPS, type ClickHouse, type EventRow } from '@plover/clickhouse';
 import { ChdbClickHouse } from '@plover/clickhouse/chdb';
 import { createLogger, uuidv7 } from '@plover/core';
 import { GroupStore, PersonStore } from '@plover/persons';
@@ -18,9 +18,7 @@ function event(teamId: number, personId: string, overrides: Partial<EventRow> = 
   return {
     uuid: randomUUID(), event: '$pageview', properties: '{}', timestamp: '2024-03-01 12:00:00.000000', team_id: teamId, distinct_id: 'd',
     elements_chain: '', created_at: '2024-03-01 12:00:01.000000', person_id: personId, person_properties: '{}', person_created_at: zero,
-    person_mode: 'full', group0_properties: '', group1_properties: '', group2_properties: '', group3_properties: '', group4_properties: '',
-    group0_created_at: zero, group1_created_at: zero, group2_created_at: zero, group3_created_at: zero, group4_created_at: zero,
-    $group_0: '', $group_1: '', $group_2: '', $group_3: '', $group_4: '', session_id: '', window_id: '', historical_migration: false,
+    person_mode: 'full', ...NO_GROUPS, session_id: '', window_id: '', historical_migration: false,
     ...overrides,
   };
 }
