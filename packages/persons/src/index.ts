@@ -3,7 +3,6 @@ export type { PersonWarning } from './warnings';
 export type { PersonOverride } from './person-repository';
 export {
   PersonStore,
-  type PersonSnapshot,
   type DeletedPerson,
   type EventPerson,
   type Person,
@@ -11,6 +10,8 @@ export {
   type PersonMode,
   type PropertiesUpdate,
 } from './person-store';
+export type { PersonSnapshot, StagedChange } from './person-snapshot';
+export { PersonWriteConflict } from './transactions';
 export { GroupStore, type EventGroup, type Group, type GroupEvent, type GroupTypeMapping } from './group-store';
 export { MAX_PROPERTIES_BYTES } from './rules/properties';
 export { PERSON_UUID_NAMESPACE, PERSONLESS_CREATED_AT, isPersonless, personUuid } from './rules/identity';

@@ -1,4 +1,5 @@
 import type { SqlExecutor } from '@plover/postgres';
+import type { Properties } from './json';
 import type { PersonState } from './rules/person-state';
 import { LostRaceError } from './transactions';
 
@@ -117,6 +118,36 @@ export async function updatePersonState(tx: SqlExecutor, personId: number, state
     'UPDATE persons SET properties = $2::jsonb, is_identified = $3, created_at = $4, version = $5 WHERE id = $1',
     [personId, JSON.stringify(state.properties), state.isIdentified, state.createdAt, state.version],
   );
+}
+
+/**
+ * Writes the properties and version of many persons in one statement, each only if its version is still
+ * `expectedVersion` (optimistic concurrency instead of row locks held across the batch). Returns the ids written;
+ * a person missing from them changed or vanished meanwhile.
+ */
+export async function updatePersonsIfUnchanged(
+  db: SqlExecutor,
+  writes: ReadonlyArray<{ id: number; expectedVersion: number; properties: Properties; version: number }>,
+): Promise<Set<number>> {
+  const result = await db.query<{ id: number }>(
+    'persons.updateIfUnchanged',
+    `UPDATE persons p SET properties = w.properties, version = w.version
+       FROM jsonb_to_recordset($1::jsonb) AS w (id bigint, expected bigint, properties jsonb, version bigint)
+      WHERE p.id = w.id AND p.version = w.expected
+      RETURNING p.id`,
+    [JSON.stringify(writes.map(({ id, expectedVersion, properties, version }) => ({ id, expected: expectedVersion, properties, version })))],
+  );
+  return new Set(result.rows.map((row) => row.id));
+}
+
+/** The stored properties and version of persons by id, without a lock. Ids without a person are absent. */
+export async function selectPersonStates(db: SqlExecutor, ids: readonly number[]): Promise<Map<number, { properties: Properties; version: number }>> {
+  const result = await db.query<{ id: number; properties: Properties; version: number }>(
+    'persons.selectStates',
+    'SELECT id, properties, version FROM persons WHERE id = ANY($1::bigint[])',
+    [ids],
+  );
+  return new Map(result.rows.map(({ id, ...state }) => [id, state]));
 }
 
 export async function attachDistinctId(tx: SqlExecutor, projectId: number, distinctId: string, personId: number): Promise<void> {

@@ -1,6 +1,6 @@
 import { isUuid } from '@plover/core';
 import type { Sql, SqlExecutor } from '@plover/postgres';
-import { storableText, type Properties } from './json';
+import { jsonEqual, storableText, type Properties } from './json';
 import {
   attachDistinctId,
   deleteDistinctIds,
@@ -12,7 +12,9 @@ import {
   moveDistinctIds,
   repointOverrides,
   selectPerson,
+  selectPersonStates,
   updatePersonState,
+  updatePersonsIfUnchanged,
   writeOverrides,
   type PersonOverride,
   type PersonRef,
@@ -25,11 +27,13 @@ import {
   mergeRequestOf,
   personUuid,
   planIdentity,
+  type IdentityPlan,
   type MergeRequest,
 } from './rules/identity';
 import { newPersonState, nextPersonState, type ChangeOptions, type PersonChange } from './rules/person-state';
 import { MAX_PROPERTIES_BYTES, eventPersonProperties, normalizeUpdate, propertyUpdateOf, writesEveryChange, type PropertyUpdate } from './rules/properties';
-import { LostRaceError, transactionWithReplays } from './transactions';
+import { PersonSnapshot, type LockedWrite, type StagedChange } from './person-snapshot';
+import { LostRaceError, PersonWriteConflict, transactionWithReplays } from './transactions';
 import type { PersonWarning } from './warnings';
 
 /** An event as person processing needs it: capture's normalized event (distinct_id a string, timestamp computed). */
@@ -59,6 +63,8 @@ export interface EventPerson {
   warnings: PersonWarning[];
   /** Override rows this event wrote (new or re-pointed), for a copy kept next to the events. */
   overrides: PersonOverride[];
+  /** Set when this result relied on a person change staged in a PersonSnapshot: it holds once that is stored. */
+  staged?: StagedChange;
 }
 
 export interface Person {
@@ -84,44 +90,6 @@ export interface DeletedPerson {
   distinctIds: string[];
 }
 
-/**
- * The persons of a batch's distinct ids, read with one statement before the batch (PersonStore.readPersons), so
- * that processEvent answers the events that write nothing, most of them, without a read of its own. An id it
- * does not hold is read on first use and kept; a write drops what it touched (its ids, and every id of the
- * persons involved), to be read again when next needed. A "no write" decided on it is as safe as one decided on
- * processEvent's own unlocked read: a concurrent writer's change orders after the event. It never refreshes
- * what it holds, so use a new one per batch.
- */
-export class PersonSnapshot {
-  /** null: known to have no person. */
-  private readonly persons = new Map<string, StoredPerson | null>();
-  private readonly idsByPerson = new Map<string, Set<string>>();
-
-  constructor(readonly projectId: number) {}
-
-  /** undefined when the snapshot does not know `distinctId`. */
-  get(distinctId: string): StoredPerson | null | undefined {
-    return this.persons.get(distinctId);
-  }
-
-  set(distinctId: string, person: StoredPerson | undefined): void {
-    this.persons.set(distinctId, person ?? null);
-    if (person) {
-      const ids = this.idsByPerson.get(person.uuid) ?? new Set<string>();
-      this.idsByPerson.set(person.uuid, ids.add(distinctId));
-    }
-  }
-
-  forget(distinctIds: readonly string[], personUuids: readonly string[]): void {
-    const ids = new Set(distinctIds);
-    for (const uuid of personUuids) {
-      for (const id of this.idsByPerson.get(uuid) ?? []) ids.add(id);
-      this.idsByPerson.delete(uuid);
-    }
-    for (const id of ids) this.persons.delete(id);
-  }
-}
-
 /** The event-independent part of processing one event, fixed before any attempt of its transaction. */
 interface EventContext {
   projectId: number;
@@ -135,7 +103,9 @@ interface EventContext {
  * Persons in Postgres, processed as PostHog's ingestion does (capture/persons reference §2). Ingestion calls
  * processEvent per event, serially per distinct id; the management API's PATCH calls updateProperties. Both
  * decide with the same rules (rules/person-state.ts) on a row locked with SELECT … FOR UPDATE, so concurrent
- * consumers and API calls never lose each other's changes.
+ * consumers and API calls never lose each other's changes. Ingestion may instead stage a batch's property
+ * changes of existing persons and `flush` them at once, each write conditional on the version it was decided
+ * on: a person that changed meanwhile is not written, and its events are decided again under the lock.
  *
  * Idempotency under at-least-once delivery: every rule writes only what changes, so replaying an event whose
  * effects are stored is a no-op with no version bump — a create finds the person, `$set` finds equal values,
@@ -149,10 +119,11 @@ export class PersonStore {
 
   /**
    * The persons of `distinctIds` (ids as events carry them), for processEvent over a batch of their events: one
-   * statement instead of one read per event.
+   * statement instead of one read per event. With `stageWrites`, processEvent stages the batch's property changes
+   * in it instead of writing each, and `flush` stores them (PersonSnapshot).
    */
-  async readPersons(projectId: number, distinctIds: readonly string[]): Promise<PersonSnapshot> {
-    const snapshot = new PersonSnapshot(projectId);
+  async readPersons(projectId: number, distinctIds: readonly string[], options: { stageWrites?: boolean } = {}): Promise<PersonSnapshot> {
+    const snapshot = new PersonSnapshot(projectId, options.stageWrites ?? false);
     const storable = [...new Set(distinctIds.map(storableText))];
     const found = await findPersonsByDistinctIds(this.sql, projectId, storable);
     for (const distinctId of storable) snapshot.set(distinctId, found.get(distinctId));
@@ -181,13 +152,16 @@ export class PersonStore {
       const person = await this.findPerson(projectId, distinctId, snapshot);
       if (person) {
         const change = nextPersonState(person, context.update, { writeEveryChange: context.writeEveryChange, identify: false });
-        if (!change.write) return this.eventPerson(context, person, change, warnings, []);
+        if (!change.write) return { ...this.eventPerson(context, person, change, warnings, []), staged: snapshot?.dependencyOf(person) };
+        // A property change of an existing person, staged for the batch's flush.
+        if (snapshot?.stagesWrites) return { ...this.eventPerson(context, person, change, warnings, []), staged: snapshot.stage(person, { ...person, ...change.state }) };
       }
     }
     const touched = request ? [request.into, request.other] : [distinctId];
     try {
-      const result = await transactionWithReplays(this.sql, (tx) => this.processLocked(tx, context, request, warnings));
+      const { result, locked, written } = await transactionWithReplays(this.sql, (tx) => this.processLocked(tx, context, request, warnings, snapshot));
       snapshot?.forget(touched, [result.personUuid, ...result.overrides.flatMap((override) => [override.oldPersonUuid, override.overridePersonUuid])]);
+      snapshot?.lockedWriteCommitted(written, locked);
       return result;
     } catch (error) {
       snapshot?.forget(touched, []);
@@ -195,12 +169,47 @@ export class PersonStore {
     }
   }
 
+  /**
+   * Stores the property changes staged in `snapshot` (readPersons with `stageWrites`), all persons in one
+   * statement, each only if its version is still the one the snapshot read. A person that changed meanwhile (a
+   * management PATCH, another consumer, a merge or a deletion) is not written: PersonWriteConflict, after
+   * storing the others. The events whose results rely on the changes not stored (EventPerson.staged) must then
+   * be processed again without staging, in order, which decides them under row locks.
+   */
+  async flush(snapshot: PersonSnapshot): Promise<void> {
+    const unstored = snapshot.allUnstored().map((staged) => ({ staged, person: staged.person }));
+    if (unstored.length === 0) return;
+    const writes = unstored.map(({ staged, person }) => ({ id: person.id, expectedVersion: staged.storedVersion, properties: person.properties, version: person.version }));
+    // One statement, so a transaction only for its replays: two flushes updating the same persons can deadlock.
+    const written = await transactionWithReplays(this.sql, (tx) => updatePersonsIfUnchanged(tx, writes));
+    for (const { staged, person } of unstored) if (written.has(person.id)) staged.storedVersion = person.version;
+    if (written.size < unstored.length) throw new PersonWriteConflict(`${unstored.length - written.size} of ${unstored.length} persons changed since the batch read them`);
+  }
+
+  /**
+   * After a flush (or a locked write) failed in a way that leaves its outcome unknown — the connection broke
+   * around its COMMIT — finds out what was stored: a staged person that Postgres holds exactly as staged (same
+   * version and properties) counts as stored. Without this, processing the events again would apply them a
+   * second time (extra version bumps). Reads only; call it once Postgres answers again.
+   */
+  async settleFlush(snapshot: PersonSnapshot): Promise<void> {
+    const unstored = snapshot.allUnstored().map((staged) => ({ staged, person: staged.person }));
+    if (unstored.length === 0) return;
+    const stored = await selectPersonStates(this.sql, unstored.map(({ person }) => person.id));
+    for (const { staged, person } of unstored) {
+      const row = stored.get(person.id);
+      if (row && row.version === person.version && jsonEqual(row.properties, person.properties)) staged.storedVersion = person.version;
+    }
+  }
+
+  /** The person as the snapshot holds it (staged changes included), reading it on first use. */
   private async findPerson(projectId: number, distinctId: string, snapshot: PersonSnapshot | undefined): Promise<StoredPerson | undefined> {
     const known = snapshot?.get(distinctId);
     if (known !== undefined) return known ?? undefined;
     const person = await findPersonByDistinctId(this.sql, projectId, distinctId);
-    snapshot?.set(distinctId, person);
-    return person;
+    if (!snapshot) return person;
+    snapshot.set(distinctId, person);
+    return snapshot.get(distinctId) ?? undefined;
   }
 
   /**
@@ -269,6 +278,7 @@ export class PersonStore {
     const upgrade = timestamp.getTime() > person.createdAt.getTime() + FORCE_UPGRADE_AFTER_MS;
     return {
       ...result,
+      staged: snapshot?.dependencyOf(person),
       mode: upgrade ? 'force_upgrade' : 'propertyless',
       personUuid: person.uuid,
       personId: person.id,
@@ -277,12 +287,50 @@ export class PersonStore {
     };
   }
 
-  /** One attempt: lock the ids' rows and persons, plan per reference §2.4, execute. */
-  private async processLocked(tx: SqlExecutor, context: EventContext, request: MergeRequest | undefined, warnings: PersonWarning[]): Promise<EventPerson> {
-    const { projectId, event, update } = context;
-    const owners = await lockPersonsByDistinctIds(tx, projectId, request ? [request.into, request.other] : [context.distinctId]);
-    const plan = planIdentity(context.distinctId, request, (distinctId) => owners.get(distinctId), event.uuid);
+  /**
+   * One attempt: lock the ids' rows and persons, store the snapshot's staged changes of those persons, plan per
+   * reference §2.4, execute. Returns what it locked and which staged changes it wrote, for the snapshot to
+   * account for once the transaction has committed.
+   */
+  private async processLocked(
+    tx: SqlExecutor,
+    context: EventContext,
+    request: MergeRequest | undefined,
+    warnings: PersonWarning[],
+    snapshot: PersonSnapshot | undefined,
+  ): Promise<{ result: EventPerson; locked: StoredPerson[]; written: LockedWrite[] }> {
+    const { projectId, event } = context;
+    const lockedByDistinctId = await lockPersonsByDistinctIds(tx, projectId, request ? [request.into, request.other] : [context.distinctId]);
+    const locked = [...new Map([...lockedByDistinctId.values()].map((person) => [person.id, person])).values()];
+    const written = snapshot ? await this.writeStaged(tx, snapshot, locked) : [];
+    const current = new Map(written.map(({ person }) => [person.id, person]));
+    const owner = (distinctId: string) => {
+      const person = lockedByDistinctId.get(distinctId);
+      return person && (current.get(person.id) ?? person);
+    };
+    const plan = planIdentity(context.distinctId, request, owner, event.uuid);
+    return { result: await this.executePlan(tx, context, plan, warnings), locked, written };
+  }
 
+  /**
+   * The locked persons' staged changes, written first so that the event applies on top of them (one person's
+   * events stay in order). A person whose version moved since it was staged is a conflict.
+   */
+  private async writeStaged(tx: SqlExecutor, snapshot: PersonSnapshot, locked: readonly StoredPerson[]): Promise<LockedWrite[]> {
+    const written: LockedWrite[] = [];
+    for (const person of locked) {
+      const staged = snapshot.unstoredChanges(person.id);
+      if (!staged) continue;
+      if (person.version !== staged.storedVersion) throw new PersonWriteConflict(`person ${person.uuid} changed since the batch read it`);
+      const state = staged.person;
+      await updatePersonState(tx, person.id, state);
+      written.push({ staged, person: state });
+    }
+    return written;
+  }
+
+  private async executePlan(tx: SqlExecutor, context: EventContext, plan: IdentityPlan<StoredPerson>, warnings: PersonWarning[]): Promise<EventPerson> {
+    const { projectId, event, update } = context;
     switch (plan.kind) {
       case 'create': {
         const [primary, ...others] = plan.distinctIds;

@@ -13,6 +13,19 @@ export class LostRaceError extends StorageError {
   }
 }
 
+/**
+ * A person change staged in a PersonSnapshot could not be stored as decided: the person changed in Postgres since
+ * the batch read it (a management PATCH, another consumer, a merge or a deletion). The events that relied on
+ * the staged change must be processed again; retriable, so a caller that does not do so has the whole batch
+ * redelivered.
+ */
+export class PersonWriteConflict extends StorageError {
+  constructor(what: string) {
+    super(`persons: a staged person change lost to a concurrent writer (${what})`, true, undefined);
+    this.name = 'PersonWriteConflict';
+  }
+}
+
 /** PostHog retries a merge transaction up to 5 times on races (reference §2.4). */
 const MAX_ATTEMPTS = 5;
 

@@ -3,7 +3,9 @@
  *
  * 1. Read every message; one that is not a usable captured event becomes a dead letter.
  * 2. Process events through persons and groups: serially per `team_id:distinct_id` (one person's events in
- *    bus order), up to `concurrency` keys at once.
+ *    bus order), up to `concurrency` keys at once. Property changes of existing persons are staged and stored
+ *    together at the end, one statement per project; where a person changed meanwhile, the events that relied
+ *    on its staged changes are processed again, one locked write each (see processStaged).
  * 3. Store: dead letters to the dead-letter topic, warnings and person overrides to ClickHouse, then the
  *    events rows. Resolving hands the batch back to the bus, which commits it.
  * A failure that is not an event's own (Postgres or ClickHouse unavailable, ...) is thrown: nothing is
@@ -19,6 +21,7 @@
 import type { Batch, BusMessage, EventBus } from '@plover/bus';
 import { insertIngestionWarnings, insertPersonOverrides, type ClickHouse, type EventRow, type IngestionWarningRow, type PersonOverrideRow } from '@plover/clickhouse';
 import { isRetriable, type Logger } from '@plover/core';
+import { PersonWriteConflict, type PersonSnapshot } from '@plover/persons';
 import { deadLetterMessage, type DeadLetter } from './dead-letter';
 import { readMessage, type CapturedInput } from './message';
 import type { IngestionMetrics, Outcome, Step } from './metrics';
@@ -45,6 +48,17 @@ interface PartitionState {
   recovering: boolean;
   /** What processing returned for the messages of a batch that failed later, by offset: reused on redelivery. */
   processed: Map<string, Processed>;
+  /**
+   * What a failed attempt processed on staged person changes whose write may have been stored although it
+   * failed (a connection broken around its COMMIT): settled against Postgres before the redelivery, so that
+   * what was stored is reused rather than applied twice.
+   */
+  unsettled: { snapshots: ReadonlyMap<number, PersonSnapshot>; results: ProcessedMessage[] } | undefined;
+}
+
+interface ProcessedMessage {
+  offset: string;
+  processed: Processed;
 }
 
 interface EventOutput {
@@ -69,7 +83,10 @@ export class BatchHandler {
     if (first.offset !== state.nextOffset) state.recovering = true;
     // Neither the next batch nor a redelivery: the partition was consumed elsewhere meanwhile (a rebalance), and
     // what was remembered from here may be older than what that consumer stored.
-    if (first.offset !== state.nextOffset && first.offset !== state.retryOffset) state.processed.clear();
+    if (first.offset !== state.nextOffset && first.offset !== state.retryOffset) {
+      state.processed.clear();
+      state.unsettled = undefined;
+    }
     try {
       const processed = await this.processBatch(batch.messages, state);
       this.count(batch, await this.store(processed, batch.messages));
@@ -90,7 +107,7 @@ export class BatchHandler {
     const id = `${batch.topic}:${batch.partition}`;
     let state = this.partitions.get(id);
     if (!state) {
-      state = { nextOffset: undefined, retryOffset: undefined, recovering: true, processed: new Map() };
+      state = { nextOffset: undefined, retryOffset: undefined, recovering: true, processed: new Map(), unsettled: undefined };
       this.partitions.set(id, state);
     }
     return state;
@@ -98,6 +115,12 @@ export class BatchHandler {
 
   /** Steps 1 and 2: what each message becomes, in batch order. */
   private async processBatch(messages: readonly BusMessage[], state: PartitionState): Promise<Processed[]> {
+    if (state.unsettled) {
+      const { snapshots, results } = state.unsettled;
+      await this.timeAsync('flush_persons', () => this.options.processor.settleFlush(snapshots));
+      this.remember(state, results);
+      state.unsettled = undefined;
+    }
     const results = new Array<Processed | undefined>(messages.length);
     const pending: Array<{ index: number; input: CapturedInput }> = [];
     this.time('read', () => {
@@ -123,7 +146,7 @@ export class BatchHandler {
       if (stored.size === 0) state.recovering = false;
     }
 
-    await this.timeAsync('process', () => this.processByKey(toProcess, results, state));
+    await this.timeAsync('process', () => this.processStaged(toProcess, results, state));
     return results.map((result, index) => {
       if (!result) throw new Error(`message ${messages[index]?.offset} was left unprocessed`);
       return result;
@@ -131,14 +154,43 @@ export class BatchHandler {
   }
 
   /**
-   * The batch's persons are read first, in one statement per project. Then one worker per key slot; a worker
-   * takes a key and processes its events in order. A failure that is not the event's own stops every worker
-   * before its next event and is rethrown once the others have settled, so that what they finished is
-   * remembered for the redelivery.
+   * Processes with person changes staged, then stored together. When some could not be stored (their person
+   * changed since the batch read it: PersonWriteConflict), or the statement storing them failed for a reason of
+   * the events' own, the events whose results relied on them (not remembered as stored) are processed again
+   * without staging: in bus order per key, each write under its row lock, as if they came after the concurrent
+   * change. Of one key's events, those that relied on an unstored change are always the last ones processed
+   * (a locked write of the person stores its staged changes first), so order per key holds.
    */
-  private async processByKey(pending: ReadonlyArray<{ index: number; input: CapturedInput }>, results: Array<Processed | undefined>, state: PartitionState): Promise<void> {
+  private async processStaged(pending: ReadonlyArray<{ index: number; input: CapturedInput }>, results: Array<Processed | undefined>, state: PartitionState): Promise<void> {
+    try {
+      await this.processByKey(pending, results, state, true);
+    } catch (error) {
+      if (!(error instanceof PersonWriteConflict) && !isEventFault(error)) throw error;
+      // The staged writes that failed so are known not to be stored: nothing to settle.
+      state.unsettled = undefined;
+      const again = pending.filter((item) => !state.processed.has(item.input.message.offset));
+      this.options.logger.info({ err: error, events: again.length }, 'staged person changes not stored; processing the events that relied on them again');
+      this.options.metrics.personReprocessed.inc(again.length);
+      await this.processByKey(again, results, state, false);
+    }
+  }
+
+  /**
+   * The batch's persons are read first, in one statement per project. Then one worker per key slot; a worker
+   * takes a key and processes its events in order. With `stageWrites`, the person changes staged meanwhile are
+   * stored once every worker is done. A failure that is not the event's own stops every worker before its next
+   * event and is rethrown once the others have settled; what is stored by then is remembered for the
+   * redelivery.
+   */
+  private async processByKey(
+    pending: ReadonlyArray<{ index: number; input: CapturedInput }>,
+    results: Array<Processed | undefined>,
+    state: PartitionState,
+    stageWrites: boolean,
+  ): Promise<void> {
     if (pending.length === 0) return;
-    const snapshots = await this.options.processor.readPersons(pending.map((item) => item.input));
+    const { processor } = this.options;
+    const snapshots = await processor.readPersons(pending.map((item) => item.input), stageWrites);
     const queues = new Map<string, Array<{ index: number; input: CapturedInput }>>();
     for (const item of pending) {
       const queue = queues.get(item.input.key);
@@ -148,28 +200,50 @@ export class BatchHandler {
     const keys = [...queues.values()];
     let nextKey = 0;
     let failure: { error: unknown } | undefined;
+    const done: ProcessedMessage[] = [];
     const worker = async (): Promise<void> => {
       while (!failure && nextKey < keys.length) {
         for (const { index, input } of keys[nextKey++] ?? []) {
           if (failure) return;
           let processed: Processed;
           try {
-            processed = await this.options.processor.process(input, snapshots.get(input.teamId));
+            processed = await processor.process(input, snapshots.get(input.teamId));
           } catch (error) {
             if (!isEventFault(error)) {
               failure ??= { error };
               return;
             }
             this.options.logger.warn({ err: error, eventUuid: input.uuid, teamId: input.teamId }, 'event cannot be processed; dead-lettered');
-            processed = this.options.processor.failedEvent(input, error);
+            processed = processor.failedEvent(input, error);
           }
           results[index] = processed;
-          state.processed.set(input.message.offset, processed);
+          done.push({ offset: input.message.offset, processed });
         }
       }
     };
     await Promise.all(Array.from({ length: Math.min(this.options.concurrency, keys.length) }, worker));
-    if (failure) throw failure.error;
+    if (!failure && stageWrites) {
+      try {
+        await this.timeAsync('flush_persons', () => processor.flush(snapshots));
+      } catch (error) {
+        failure = { error };
+      }
+    }
+    const unstored = this.remember(state, done);
+    if (failure) {
+      if (unstored.length > 0) state.unsettled = { snapshots, results: unstored };
+      throw failure.error;
+    }
+  }
+
+  /** Remembers the results that hold (not relying on an unstored person change); returns the others. */
+  private remember(state: PartitionState, results: readonly ProcessedMessage[]): ProcessedMessage[] {
+    const unstored: ProcessedMessage[] = [];
+    for (const result of results) {
+      if (result.processed.kind === 'event' && result.processed.staged?.stored === false) unstored.push(result);
+      else state.processed.set(result.offset, result.processed);
+    }
+    return unstored;
   }
 
   /**

@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 export type Outcome = 'ingested' | 'dead_lettered' | 'already_stored';
-export type Step = 'read' | 'recover' | 'process' | 'side_writes' | 'insert_events' | 'batch';
+export type Step = 'read' | 'recover' | 'process' | 'flush_persons' | 'side_writes' | 'insert_events' | 'batch';
 
 export interface IngestionMetrics {
   /** Messages handled (committed), by topic and what became of them; its rate is events/s. */
@@ -12,6 +12,8 @@ export interface IngestionMetrics {
   stepSeconds: Histogram<'step'>;
   /** Batches handed back to the bus for redelivery, by whether the failure was expected to pass. */
   batchFailures: Counter<'topic' | 'retriable'>;
+  /** Events processed a second time because the staged person changes they relied on could not be stored. */
+  personReprocessed: Counter;
   /** Age of the newest message of the last handled batch: how far the consumer is behind capture. */
   lagSeconds: Gauge<'topic'>;
   /** Per event: from the bus append to its row being stored. */
@@ -43,6 +45,9 @@ export function ingestionMetrics(registry: Registry): IngestionMetrics {
     ),
     batchFailures: metric(registry, 'plover_ingestion_batch_failures_total', (name) =>
       new Counter({ name, help: 'Batches left uncommitted for redelivery', labelNames: ['topic', 'retriable'], registers: [registry] }),
+    ),
+    personReprocessed: metric(registry, 'plover_ingestion_person_reprocessed_total', (name) =>
+      new Counter({ name, help: 'Events processed again because a person changed concurrently with their staged person change', registers: [registry] }),
     ),
     lagSeconds: metric(registry, 'plover_ingestion_lag_seconds', (name) =>
       new Gauge({ name, help: 'Age of the newest message of the last handled batch', labelNames: ['topic'], registers: [registry] }),

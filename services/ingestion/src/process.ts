@@ -5,7 +5,7 @@
 import type { BusMessage } from '@plover/bus';
 import type { EventRow, IngestionWarningRow, PersonOverrideRow } from '@plover/clickhouse';
 import { StorageError } from '@plover/core';
-import type { GroupStore, PersonSnapshot, PersonStore } from '@plover/persons';
+import type { GroupStore, PersonSnapshot, PersonStore, StagedChange } from '@plover/persons';
 import { deadLetterOf, type DeadLetter } from './dead-letter';
 import type { CapturedInput, Unreadable } from './message';
 import { normalizeProperties } from './normalize';
@@ -14,7 +14,8 @@ import { eventRow, overrideRow, warningRow, type Warning } from './rows';
 export type DeadLettered = { kind: 'dead_letter'; deadLetter: DeadLetter; warnings: IngestionWarningRow[] };
 
 export type Processed =
-  | { kind: 'event'; row: EventRow; warnings: IngestionWarningRow[]; overrides: PersonOverrideRow[] }
+  /** `staged`: the row relies on a person change staged for the batch's flush (packages/persons PersonSnapshot). */
+  | { kind: 'event'; row: EventRow; warnings: IngestionWarningRow[]; overrides: PersonOverrideRow[]; staged?: StagedChange }
   | DeadLettered
   /** Found in ClickHouse while recovering: stored by an earlier delivery, with everything that goes with it. */
   | { kind: 'already_stored' };
@@ -28,17 +29,30 @@ export class EventProcessor {
 
   /**
    * The persons of the inputs' distinct ids, one read per project, for `process` to decide the events that
-   * change nothing without a read each (packages/persons PersonSnapshot).
+   * change nothing without a read each and, with `stageWrites`, to stage person property changes for `flush`
+   * instead of writing each (packages/persons PersonSnapshot).
    */
-  async readPersons(inputs: readonly CapturedInput[]): Promise<Map<number, PersonSnapshot>> {
+  async readPersons(inputs: readonly CapturedInput[], stageWrites: boolean): Promise<Map<number, PersonSnapshot>> {
     const distinctIds = new Map<number, string[]>();
     for (const input of inputs) {
       const ids = distinctIds.get(input.teamId);
       if (ids) ids.push(input.distinctId);
       else distinctIds.set(input.teamId, [input.distinctId]);
     }
-    const snapshots = await Promise.all([...distinctIds].map(([teamId, ids]) => this.persons.readPersons(teamId, ids)));
+    const snapshots = await Promise.all([...distinctIds].map(([teamId, ids]) => this.persons.readPersons(teamId, ids, { stageWrites })));
     return new Map(snapshots.map((snapshot) => [snapshot.projectId, snapshot]));
+  }
+
+  /** After a failed attempt whose person writes may have been stored after all: see PersonStore.settleFlush. */
+  async settleFlush(snapshots: ReadonlyMap<number, PersonSnapshot>): Promise<void> {
+    await Promise.all([...snapshots.values()].map((snapshot) => this.persons.settleFlush(snapshot)));
+  }
+
+  /** Stores the person changes staged in `snapshots`; PersonWriteConflict when some could not be. */
+  async flush(snapshots: ReadonlyMap<number, PersonSnapshot>): Promise<void> {
+    const results = await Promise.allSettled([...snapshots.values()].map((snapshot) => this.persons.flush(snapshot)));
+    const failed = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 
   async process(input: CapturedInput, snapshot?: PersonSnapshot): Promise<Processed> {
@@ -61,6 +75,7 @@ export class EventProcessor {
       row: eventRow(input, normalized, person, groups, this.now()),
       warnings: warnings.map((warning) => warningRow({ teamId: input.teamId, eventUuid: input.uuid, message: input.message }, warning)),
       overrides: person.overrides.map((override) => overrideRow(input.teamId, override)),
+      staged: person.staged,
     };
   }
 

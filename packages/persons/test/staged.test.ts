@@ -1,0 +1,153 @@
+import { PersonStore, PersonWriteConflict, personUuid, type EventPerson, type PersonEvent } from '@plover/persons';
+import type { Sql } from '@plover/postgres';
+import { backends, event, useStores } from './support/stores';
+
+/** `sql` with the name of every statement it runs recorded, transactions included. */
+function recording(sql: Sql): { sql: Sql; names: string[] } {
+  const names: string[] = [];
+  const record = <T>(name: string, run: () => Promise<T>) => {
+    names.push(name);
+    return run();
+  };
+  return {
+    names,
+    sql: {
+      query: (name, text, params) => record(name, () => sql.query(name, text, params)),
+      exec: (name, script) => sql.exec(name, script),
+      transaction: (fn) => sql.transaction((tx) => fn({ query: (name, text, params) => record(name, () => tx.query(name, text, params)), exec: (name, script) => tx.exec(name, script) })),
+      ping: () => sql.ping(),
+      close: () => sql.close(),
+    },
+  };
+}
+
+/** What the event row gets from person processing, without the creator uuid (it differs per run). */
+function eventView({ mode, properties, warnings }: EventPerson) {
+  const { $creator_event_uuid: _creator, ...rest } = properties;
+  return { mode, properties: rest, warnings };
+}
+
+// Staged person changes (readPersons with stageWrites, then flush): what the ingestion consumer does per batch.
+describe.each(backends)('staged person changes on $name', (backend) => {
+  const stores = useStores(backend);
+
+  /** A new project with persons for `ids`, each created by an event without properties. */
+  async function projectWith(ids: readonly string[]): Promise<number> {
+    const projectId = await stores.newProject();
+    for (const id of ids) await stores.persons.processEvent(projectId, event(id, '$pageview'));
+    return projectId;
+  }
+
+  async function state(projectId: number, distinctId: string) {
+    const person = await stores.persons.getPersonByDistinctId(projectId, distinctId);
+    if (!person) return undefined;
+    const { $creator_event_uuid: _creator, ...properties } = person.properties;
+    return { properties, version: person.version, isIdentified: person.isIdentified, distinctIds: [...person.distinctIds].sort() };
+  }
+
+  const changes: PersonEvent[] = [
+    event('user', '$pageview', { $set: { plan: 'free', n: 0 } }, { minutes: 1 }),
+    event('user', '$pageview', { $set_once: { first: 1, plan: 'ignored' } }, { minutes: 2 }),
+    event('user', '$pageview', {}, { minutes: 3 }),
+    event('user', '$pageview', { $set: { plan: 'pro' }, $unset: ['first'] }, { minutes: 4 }),
+    event('user', '$pageview', { $set: { plan: 'pro' } }, { minutes: 5 }),
+    event('user', '$pageview', { $process_person_profile: false }, { minutes: 6 }),
+    event('user', '$set', { $set: { n: 5 } }, { minutes: 7 }),
+  ];
+
+  it('many changes of one person: the same event snapshots and person as one write each, stored by one statement', async () => {
+    const one = await projectWith(['user']);
+    const oneByOne = [];
+    for (const item of changes) oneByOne.push(eventView(await stores.persons.processEvent(one, item)));
+
+    const batched = await projectWith(['user']);
+    const { sql, names } = recording(stores.sql);
+    const persons = new PersonStore(sql);
+    const snapshot = await persons.readPersons(batched, ['user'], { stageWrites: true });
+    const results: EventPerson[] = [];
+    for (const item of changes) results.push(await persons.processEvent(batched, item, snapshot));
+    expect(await state(batched, 'user')).toMatchObject({ properties: {}, version: 0 });
+    expect(results.every((result) => result.staged?.stored !== true)).toBe(true);
+    await persons.flush(snapshot);
+
+    expect(results.map(eventView)).toEqual(oneByOne);
+    expect(results.every((result) => result.staged?.stored ?? true)).toBe(true);
+    expect(await state(batched, 'user')).toEqual(await state(one, 'user'));
+    expect(names).toEqual(['persons.findByDistinctIds', 'persons.updateIfUnchanged']);
+  });
+
+  it('a management PATCH before the flush: the person is not written (a conflict), the others are', async () => {
+    const projectId = await projectWith(['user', 'other']);
+    const snapshot = await stores.persons.readPersons(projectId, ['user', 'other'], { stageWrites: true });
+    const user = await stores.persons.processEvent(projectId, event('user', '$pageview', { $set: { plan: 'pro' } }), snapshot);
+    const other = await stores.persons.processEvent(projectId, event('other', '$pageview', { $set: { plan: 'free' } }), snapshot);
+
+    await stores.persons.updateProperties(projectId, personUuid(projectId, 'user'), { set: { api: true } });
+    await expect(stores.persons.flush(snapshot)).rejects.toBeInstanceOf(PersonWriteConflict);
+
+    expect([user.staged?.stored, other.staged?.stored]).toEqual([false, true]);
+    expect(await state(projectId, 'user')).toMatchObject({ properties: { api: true }, version: 1 });
+    expect(await state(projectId, 'other')).toMatchObject({ properties: { plan: 'free' }, version: 1 });
+    // Processed again without staging, the event applies after the PATCH: nothing is lost.
+    const again = await stores.persons.processEvent(projectId, event('user', '$pageview', { $set: { plan: 'pro' } }));
+    expect(again.properties).toMatchObject({ api: true, plan: 'pro' });
+    expect(await state(projectId, 'user')).toMatchObject({ properties: { api: true, plan: 'pro' }, version: 2 });
+  });
+
+  it('a person deleted before the flush is a conflict, not a write to nobody', async () => {
+    const projectId = await projectWith(['user']);
+    const snapshot = await stores.persons.readPersons(projectId, ['user'], { stageWrites: true });
+    const user = await stores.persons.processEvent(projectId, event('user', '$pageview', { $set: { plan: 'pro' } }), snapshot);
+
+    await stores.persons.deletePerson(projectId, personUuid(projectId, 'user'));
+    await expect(stores.persons.flush(snapshot)).rejects.toBeInstanceOf(PersonWriteConflict);
+
+    expect(user.staged?.stored).toBe(false);
+    expect(await state(projectId, 'user')).toBeUndefined();
+  });
+
+  it('a merge after staged changes stores them first, under its lock: the same result as one write each', async () => {
+    const batch = [
+      event('user', '$pageview', { $set: { plan: 'pro', source: 'user' } }, { minutes: 1 }),
+      event('anon', '$pageview', { $set: { source: 'anon', utm: 'ad' } }, { minutes: 1 }),
+      event('user', '$identify', { $anon_distinct_id: 'anon', $set: { email: 'u@example.com' } }, { minutes: 2 }),
+      event('user', '$pageview', { $set: { plan: 'enterprise' } }, { minutes: 3 }),
+    ];
+    const one = await projectWith(['user', 'anon']);
+    const oneByOne = [];
+    for (const item of batch) oneByOne.push(eventView(await stores.persons.processEvent(one, item)));
+
+    const batched = await projectWith(['user', 'anon']);
+    const snapshot = await stores.persons.readPersons(batched, ['user', 'anon'], { stageWrites: true });
+    const results: EventPerson[] = [];
+    for (const item of batch) results.push(await stores.persons.processEvent(batched, item, snapshot));
+    // The merge stored what was staged before it; only the change after it waits for the flush.
+    expect(results.map((result) => result.staged?.stored ?? true)).toEqual([true, true, true, false]);
+    await stores.persons.flush(snapshot);
+
+    expect(results.map(eventView)).toEqual(oneByOne);
+    expect(await state(batched, 'user')).toEqual(await state(one, 'user'));
+  });
+
+  it('a batch replayed after a crash before its flush ends as one run does, versions included', async () => {
+    const once = await projectWith(['user']);
+    const snapshot = await stores.persons.readPersons(once, ['user'], { stageWrites: true });
+    for (const item of changes) await stores.persons.processEvent(once, item, snapshot);
+    await stores.persons.flush(snapshot);
+
+    const crashed = await projectWith(['user']);
+    // The first delivery stages everything and dies before its flush: nothing of it is stored.
+    const lost = await stores.persons.readPersons(crashed, ['user'], { stageWrites: true });
+    for (const item of changes) await stores.persons.processEvent(crashed, item, lost);
+    expect(await state(crashed, 'user')).toMatchObject({ properties: {}, version: 0 });
+    const redelivery = await stores.persons.readPersons(crashed, ['user'], { stageWrites: true });
+    for (const item of changes) await stores.persons.processEvent(crashed, item, redelivery);
+    await stores.persons.flush(redelivery);
+    // A redelivery after the flush changes nothing more: every $set finds its value.
+    const late = await stores.persons.readPersons(crashed, ['user'], { stageWrites: true });
+    await stores.persons.processEvent(crashed, changes[changes.length - 1] as PersonEvent, late);
+    await stores.persons.flush(late);
+
+    expect(await state(crashed, 'user')).toEqual(await state(once, 'user'));
+  });
+});
