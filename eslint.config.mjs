@@ -33,7 +33,7 @@ export default tseslint.config(
   },
   {
     // Domain packages never see a driver: adapters are chosen in composition roots.
-    files: ['packages/core/src/**', 'packages/accounts/src/**', 'packages/config/src/**'],
+    files: ['packages/core/src/**', 'packages/accounts/src/**', 'packages/config/src/**', 'packages/flag-store/src/**'],
     rules: { 'no-restricted-imports': ['error', { paths: driverImports }] },
   },
   {

@@ -101,12 +101,42 @@ export const kafka: Section<KafkaConfig> = {
   read: (v) => ({ brokers: (v.KAFKA_BROKERS as string).split(','), clientId: v.KAFKA_CLIENT_ID as string }),
 };
 
+/** A token bucket per key (capture: project, events per second; decide: token, requests per second); undefined when off. */
+export type RateLimitConfig = { perSecond: number; burst: number } | undefined;
+
+/**
+ * The two variables of a rate limit: a rate per second (0 turns the limit off) and a burst (0 means
+ * `defaultBurst` of the rate).
+ */
+function rateLimit(
+  perSecond: { name: string; description: string },
+  burst: { name: string; description: string },
+  defaultBurst: (perSecond: number) => number,
+): Section<RateLimitConfig> {
+  return {
+    variables: {
+      [perSecond.name]: { description: perSecond.description, type: 'integer', minimum: 0, default: 0 },
+      [burst.name]: { description: burst.description, type: 'integer', minimum: 0, default: 0 },
+    },
+    read: (v) => {
+      const rate = v[perSecond.name] as number;
+      return rate > 0 ? { perSecond: rate, burst: (v[burst.name] as number) || defaultBurst(rate) } : undefined;
+    },
+  };
+}
+
 export interface CaptureConfig {
   /** How long capture waits for the bus to acknowledge a request's events before answering 503. */
   produceTimeoutMs: number;
-  /** Per-project token bucket; undefined when rate limiting is off. */
-  rateLimit: { eventsPerSecond: number; burst: number } | undefined;
+  /** Per-project token bucket of events; undefined when rate limiting is off. */
+  rateLimit: RateLimitConfig;
 }
+
+const captureRateLimit = rateLimit(
+  { name: 'CAPTURE_RATE_LIMIT_EVENTS_PER_SECOND', description: 'Events per second one project may send before capture answers 429; 0 turns the limit off' },
+  { name: 'CAPTURE_RATE_LIMIT_BURST', description: 'Events one project may send at once above that rate; 0 means ten seconds worth' },
+  (perSecond) => perSecond * 10,
+);
 
 export const capture: Section<CaptureConfig> = {
   variables: {
@@ -117,37 +147,25 @@ export const capture: Section<CaptureConfig> = {
       maximum: 120000,
       default: 5000,
     },
-    CAPTURE_RATE_LIMIT_EVENTS_PER_SECOND: {
-      description: 'Events per second one project may send before capture answers 429; 0 turns the limit off',
-      type: 'integer',
-      minimum: 0,
-      default: 0,
-    },
-    CAPTURE_RATE_LIMIT_BURST: {
-      description: 'Events one project may send at once above that rate; 0 means ten seconds worth',
-      type: 'integer',
-      minimum: 0,
-      default: 0,
-    },
+    ...captureRateLimit.variables,
   },
-  read: (v) => {
-    const eventsPerSecond = v.CAPTURE_RATE_LIMIT_EVENTS_PER_SECOND as number;
-    const burst = (v.CAPTURE_RATE_LIMIT_BURST as number) || eventsPerSecond * 10;
-    return {
-      produceTimeoutMs: v.CAPTURE_PRODUCE_TIMEOUT_MS as number,
-      rateLimit: eventsPerSecond > 0 ? { eventsPerSecond, burst } : undefined,
-    };
-  },
+  read: (v) => ({ produceTimeoutMs: v.CAPTURE_PRODUCE_TIMEOUT_MS as number, rateLimit: captureRateLimit.read(v) }),
 };
 
 export interface DecideConfig {
   lookupTimeoutMs: number;
   definitionsPollMs: number;
   flagQuotaMonthly: number;
-  /** Per-token token bucket; undefined when off. */
-  rateLimit: { perSecond: number; burst: number } | undefined;
+  /** Per-token token bucket of flag requests; undefined when off. */
+  rateLimit: RateLimitConfig;
   geoip: boolean;
 }
+
+const decideRateLimit = rateLimit(
+  { name: 'DECIDE_RATE_LIMIT_PER_SECOND', description: 'Flag requests per second one project token may make before decide answers 429; 0 turns the limit off' },
+  { name: 'DECIDE_RATE_LIMIT_BURST', description: 'Flag requests one token may make at once above that rate; 0 means 500 (PostHog)' },
+  () => 500,
+);
 
 export const decide: Section<DecideConfig> = {
   variables: {
@@ -171,34 +189,20 @@ export const decide: Section<DecideConfig> = {
       minimum: 0,
       default: 0,
     },
-    DECIDE_RATE_LIMIT_PER_SECOND: {
-      description: 'Flag requests per second one project token may make before decide answers 429; 0 turns the limit off',
-      type: 'integer',
-      minimum: 0,
-      default: 0,
-    },
-    DECIDE_RATE_LIMIT_BURST: {
-      description: 'Flag requests one token may make at once above that rate; 0 means 500 (PostHog)',
-      type: 'integer',
-      minimum: 0,
-      default: 0,
-    },
+    ...decideRateLimit.variables,
     DECIDE_GEOIP: {
       description: 'Add $geoip_* person properties from the bundled GeoLite2 database (about 60 MB of memory)',
       type: 'boolean',
       default: true,
     },
   },
-  read: (v) => {
-    const perSecond = v.DECIDE_RATE_LIMIT_PER_SECOND as number;
-    return {
-      lookupTimeoutMs: v.DECIDE_LOOKUP_TIMEOUT_MS as number,
-      definitionsPollMs: v.DECIDE_DEFINITIONS_POLL_MS as number,
-      flagQuotaMonthly: v.DECIDE_FLAG_QUOTA_MONTHLY as number,
-      rateLimit: perSecond > 0 ? { perSecond, burst: (v.DECIDE_RATE_LIMIT_BURST as number) || 500 } : undefined,
-      geoip: v.DECIDE_GEOIP as boolean,
-    };
-  },
+  read: (v) => ({
+    lookupTimeoutMs: v.DECIDE_LOOKUP_TIMEOUT_MS as number,
+    definitionsPollMs: v.DECIDE_DEFINITIONS_POLL_MS as number,
+    flagQuotaMonthly: v.DECIDE_FLAG_QUOTA_MONTHLY as number,
+    rateLimit: decideRateLimit.read(v),
+    geoip: v.DECIDE_GEOIP as boolean,
+  }),
 };
 
 export interface IngestionConfig {

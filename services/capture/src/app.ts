@@ -78,7 +78,7 @@ const OK_BODY = Buffer.from(JSON.stringify({ status: 1 }));
 export function captureRoutes(deps: CaptureDeps): RequestHandler {
   const settings: CaptureSettings = { ...DEFAULT_CAPTURE_SETTINGS, ...deps.capture };
   const projects = new ProjectTokenCache(deps.sql);
-  const limiter = settings.rateLimit ? new TokenBuckets<number>(settings.rateLimit.eventsPerSecond, settings.rateLimit.burst) : undefined;
+  const limiter = settings.rateLimit ? new TokenBuckets<number>(settings.rateLimit.perSecond, settings.rateLimit.burst) : undefined;
   const metrics = captureMetrics(deps.metrics);
   const logger = deps.logger.child({ component: 'capture' });
 

@@ -400,7 +400,7 @@ describe('capture when the bus fails', () => {
 
 describe('per-project rate limit', () => {
   it('is off by default and answers 429 once a project exceeds its bucket', async () => {
-    const h = await openHarness({ capture: { rateLimit: { eventsPerSecond: 1, burst: 5 } } });
+    const h = await openHarness({ capture: { rateLimit: { perSecond: 1, burst: 5 } } });
     try {
       const batch = (n: number) => ({ api_key: h.token, batch: Array.from({ length: n }, () => ({ event: 'e', distinct_id: 'd' })) });
       expect((await request(h.app).post('/batch/').send(batch(5))).status).toBe(200);

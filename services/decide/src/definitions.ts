@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from '@plover/core';
+import { onDefinitionsChanged } from '@plover/flag-store';
 import { compileFlags, type CompiledFlags, type PropertyGroup } from '@plover/flags';
 import type { Sql } from '@plover/postgres';
-import { definitionsChannel, definitionVersions, loadDefinitions, type ProjectDefinitions } from './store';
+import { definitionVersions, loadDefinitions, type ProjectDefinitions } from './store';
 
 export interface CachedDefinitions extends ProjectDefinitions {
   /** `definitionVersions` at the time the definitions were read. */
@@ -22,7 +23,7 @@ export interface DefinitionsCacheOptions {
 
 /**
  * Flag definitions per project in memory (reference §5.2). A change through the management API in this
- * process drops the entry at once (`definitionsChannel`); other processes notice the bumped
+ * process drops the entry at once (`onDefinitionsChanged`); other processes notice the bumped
  * `flag_definition_versions` row at their next poll. When Postgres is down the last definitions keep being
  * served.
  */
@@ -35,7 +36,7 @@ export class DefinitionsCache {
   private readonly logger: Logger;
   private timer: NodeJS.Timeout | undefined;
   private polling = false;
-  private readonly onChange = (projectId: number) => this.invalidate(projectId);
+  private readonly unsubscribe: () => void;
 
   constructor(
     private readonly sql: Sql,
@@ -43,13 +44,13 @@ export class DefinitionsCache {
   ) {
     this.pollIntervalMs = options.pollIntervalMs ?? 500;
     this.logger = options.logger;
-    definitionsChannel().on('changed', this.onChange);
+    this.unsubscribe = onDefinitionsChanged((projectId) => this.invalidate(projectId));
     this.timer = setInterval(() => void this.poll(), this.pollIntervalMs);
     this.timer.unref();
   }
 
   close(): void {
-    definitionsChannel().off('changed', this.onChange);
+    this.unsubscribe();
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
   }

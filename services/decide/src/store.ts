@@ -1,9 +1,9 @@
 /**
  * Reads of flag definitions and of the stored data a flag evaluation needs. Writes belong to the management
- * API (services/management/src/feature-flags), which bumps `flag_definition_versions` in the same transaction
- * and signals this process through `definitionsChannel`.
+ * API (services/management/src/feature-flags) through `@plover/flag-store` `writeDefinitions`, which bumps
+ * `flag_definition_versions` in the same transaction and signals this process.
  */
-import { EventEmitter } from 'node:events';
+import { selectSurveys, surveyFields, type SurveyRow } from '@plover/flag-store';
 import type { Cohort, FeatureFlag, Properties } from '@plover/flags';
 import type { SqlExecutor } from '@plover/postgres';
 
@@ -36,6 +36,9 @@ interface CohortRow {
   is_static: boolean;
 }
 
+/** A launched, unfinished survey (table alias `s`): decide serves only these. */
+const ACTIVE_SURVEY = 'NOT s.deleted AND NOT s.archived AND s.start_date IS NOT NULL AND (s.end_date IS NULL OR s.end_date > now())';
+
 export async function loadDefinitions(sql: SqlExecutor, projectId: number): Promise<ProjectDefinitions> {
   const [flags, cohorts, groupTypes, project, surveys] = await Promise.all([
     sql.query<FlagRow>(
@@ -55,12 +58,7 @@ export async function loadDefinitions(sql: SqlExecutor, projectId: number): Prom
       [projectId],
     ),
     sql.query<{ timezone: string }>('decide.loadProject', 'SELECT timezone FROM projects WHERE id = $1', [projectId]),
-    sql.query(
-      'decide.activeSurveys',
-      `SELECT 1 FROM surveys WHERE project_id = $1 AND NOT deleted AND NOT archived AND start_date IS NOT NULL
-          AND (end_date IS NULL OR end_date > now()) LIMIT 1`,
-      [projectId],
-    ),
+    sql.query('decide.activeSurveys', `SELECT 1 FROM surveys s WHERE s.project_id = $1 AND ${ACTIVE_SURVEY} LIMIT 1`, [projectId]),
   ]);
   return {
     flags: flags.rows.map((row) => ({
@@ -96,34 +94,6 @@ export async function definitionVersions(sql: SqlExecutor, projectIds: readonly 
     [projectIds],
   );
   return new Map(result.rows.map((row) => [row.project_id, `${Number(row.version ?? 0)}:${Number(row.group_types)}`]));
-}
-
-/** Called by every write to flags, cohorts or group types, inside the writing transaction. */
-export async function bumpDefinitionsVersion(sql: SqlExecutor, projectId: number): Promise<void> {
-  await sql.query(
-    'flags.bumpDefinitionsVersion',
-    `INSERT INTO flag_definition_versions (project_id) VALUES ($1)
-     ON CONFLICT (project_id) DO UPDATE SET version = flag_definition_versions.version + 1, updated_at = now()`,
-    [projectId],
-  );
-}
-
-/**
- * In-process change signal, so that in embedded mode a flag written through the management API is served by
- * the very next decide call. Kept on `globalThis` under a registered symbol so the management router can emit
- * on it without importing this service (it defines the same three lines).
- */
-const CHANNEL = Symbol.for('plover.flagDefinitions.changed');
-
-export function definitionsChannel(): EventEmitter {
-  const holder = globalThis as unknown as Record<symbol, EventEmitter | undefined>;
-  let channel = holder[CHANNEL];
-  if (!channel) {
-    channel = new EventEmitter();
-    channel.setMaxListeners(0);
-    holder[CHANNEL] = channel;
-  }
-  return channel;
 }
 
 export interface PersonRow {
@@ -197,7 +167,6 @@ export async function hashKeyOverrides(
   return overrides;
 }
 
-
 /** `GET /api/early_access_features/?token=` (posthog-js `getEarlyAccessFeatures`). */
 export async function publicEarlyAccessFeatures(sql: SqlExecutor, projectId: number): Promise<Record<string, unknown>[]> {
   const result = await sql.query<{ id: string; name: string; description: string; stage: string; documentation_url: string; flag_key: string | null }>(
@@ -219,29 +188,6 @@ export async function publicEarlyAccessFeatures(sql: SqlExecutor, projectId: num
 
 /** `GET /api/surveys/?token=` (posthog-js surveys): launched, unfinished, unarchived surveys. */
 export async function publicSurveys(sql: SqlExecutor, projectId: number): Promise<Record<string, unknown>[]> {
-  const result = await sql.query<{
-    id: string; name: string; description: string; type: string; questions: unknown; appearance: unknown; conditions: unknown;
-    start_date: Date | null; end_date: Date | null; linked_flag_key: string | null; targeting_flag_key: string | null;
-  }>(
-    'decide.surveys',
-    `SELECT s.id, s.name, s.description, s.type, s.questions, s.appearance, s.conditions, s.start_date, s.end_date,
-            l.key AS linked_flag_key, t.key AS targeting_flag_key
-       FROM surveys s LEFT JOIN feature_flags l ON l.id = s.linked_flag_id LEFT JOIN feature_flags t ON t.id = s.targeting_flag_id
-      WHERE s.project_id = $1 AND NOT s.deleted AND NOT s.archived AND s.start_date IS NOT NULL AND (s.end_date IS NULL OR s.end_date > now())
-      ORDER BY s.created_at`,
-    [projectId],
-  );
-  return result.rows.map((row) => ({
-    id: row.id,
-    name: row.name,
-    description: row.description,
-    type: row.type,
-    questions: row.questions,
-    appearance: row.appearance,
-    conditions: row.conditions,
-    start_date: row.start_date?.toISOString() ?? null,
-    end_date: row.end_date?.toISOString() ?? null,
-    linked_flag_key: row.linked_flag_key,
-    targeting_flag_key: row.targeting_flag_key,
-  }));
+  const result = await sql.query<SurveyRow>('decide.surveys', `${selectSurveys(ACTIVE_SURVEY)} ORDER BY s.created_at`, [projectId]);
+  return result.rows.map((row) => ({ ...surveyFields(row), linked_flag_key: row.linked_flag_key, targeting_flag_key: row.targeting_flag_key }));
 }

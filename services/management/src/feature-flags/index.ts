@@ -8,20 +8,12 @@
  */
 import express, { Router, type Request } from 'express';
 import { ApiError } from '@plover/core';
+import { writeDefinitions } from '@plover/flag-store';
 import type { Sql, SqlExecutor } from '@plover/postgres';
 import { accessLevelSql, getAccessControls, isAdmin, putAccessControl, requireAccess, type AccessLevel, type AccessTarget } from '../http/access';
 import { principalOf, projectOf } from '../http/auth';
 import { send } from '../http/render';
-import {
-  authorize,
-  bumpDefinitionsVersion,
-  idParam,
-  isObject,
-  notifyDefinitionsChanged,
-  page,
-  pagination,
-  refuseDelete,
-} from './shared';
+import { authorize, idParam, isObject, page, pagination, refuseDelete } from './shared';
 import { productRoutes } from './products';
 import { validateCohortFilters, validateFilters, type PropertyReferences } from './validate';
 
@@ -156,19 +148,12 @@ export function projectFlagRoutes(sql: Sql): Router {
   }
 
   async function write<T>(projectId: number, fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
-    let result: T;
     try {
-      result = await sql.transaction(async (tx) => {
-        const value = await fn(tx);
-        await bumpDefinitionsVersion(tx, projectId);
-        return value;
-      });
+      return await writeDefinitions(sql, projectId, fn);
     } catch (error) {
       if (uniqueViolation(error)) throw ApiError.validation('There is already a feature flag with this key.', 'key', 'unique');
       throw error;
     }
-    notifyDefinitionsChanged(projectId);
-    return result;
   }
 
   router.get(flagsPath, async (req, res) => {

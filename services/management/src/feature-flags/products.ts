@@ -7,9 +7,10 @@
 import { randomBytes } from 'node:crypto';
 import express, { Router, type Request, type Response } from 'express';
 import { ApiError } from '@plover/core';
+import { selectSurveys, surveyFields, writeDefinitions, type SurveyRow } from '@plover/flag-store';
 import type { Sql, SqlExecutor } from '@plover/postgres';
 import { send } from '../http/render';
-import { authorize, bumpDefinitionsVersion, isObject, notifyDefinitionsChanged, page, pagination, refuseDelete } from './shared';
+import { authorize, isObject, page, pagination, refuseDelete } from './shared';
 import { validateFilters } from './validate';
 
 const STAGES = new Set(['draft', 'concept', 'alpha', 'beta', 'general-availability', 'archived']);
@@ -34,16 +35,6 @@ function slug(name: string): string {
 export function productRoutes(sql: Sql): Router {
   const router = Router({ mergeParams: true });
   const json = express.json({ limit: '5mb' });
-
-  async function write<T>(projectId: number, fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
-    const result = await sql.transaction(async (tx) => {
-      const value = await fn(tx);
-      await bumpDefinitionsVersion(tx, projectId);
-      return value;
-    });
-    notifyDefinitionsChanged(projectId);
-    return result;
-  }
 
   // Early access features.
   interface FeatureRow {
@@ -93,7 +84,7 @@ export function productRoutes(sql: Sql): Router {
     const stage = body.stage ?? 'draft';
     if (typeof stage !== 'string' || !STAGES.has(stage)) throw ApiError.validation(`${JSON.stringify(stage)} is not a valid choice.`, 'stage', 'invalid_choice');
     const name = body.name;
-    const row = await write(projectId, async (tx) => {
+    const row = await writeDefinitions(sql, projectId, async (tx) => {
       let flagId: number;
       if (typeof body.feature_flag_id === 'number') {
         const flag = await tx.query<{ id: number }>('eaf.flag', 'SELECT id FROM feature_flags WHERE project_id = $1 AND id = $2 AND NOT deleted', [projectId, body.feature_flag_id]);
@@ -129,7 +120,7 @@ export function productRoutes(sql: Sql): Router {
     if (!isObject(body)) throw ApiError.validation('Expected a JSON object.', null, 'parse_error');
     if (body.stage !== undefined && (typeof body.stage !== 'string' || !STAGES.has(body.stage))) throw ApiError.validation('Not a valid choice.', 'stage', 'invalid_choice');
     const id = String(req.params.id);
-    const row = await write(projectId, async (tx) => {
+    const row = await writeDefinitions(sql, projectId, async (tx) => {
       await readFeature(tx, projectId, id);
       await tx.query(
         'eaf.update',
@@ -148,38 +139,8 @@ export function productRoutes(sql: Sql): Router {
   router.delete('/early_access_features/:id', refuseDelete('early_access_feature:write'));
 
   // Surveys.
-  interface SurveyRow {
-    id: string;
-    name: string;
-    description: string;
-    type: string;
-    questions: unknown;
-    appearance: unknown;
-    conditions: unknown;
-    start_date: Date | null;
-    end_date: Date | null;
-    archived: boolean;
-    created_at: Date;
-    targeting_flag_id: number | null;
-    targeting_flag_key: string | null;
-    targeting_flag_filters: unknown;
-    linked_flag_id: number | null;
-    linked_flag_key: string | null;
-  }
-  const SURVEY_SELECT = `SELECT s.id, s.name, s.description, s.type, s.questions, s.appearance, s.conditions, s.start_date, s.end_date, s.archived,
-      s.created_at, t.id AS targeting_flag_id, t.key AS targeting_flag_key, t.filters AS targeting_flag_filters, l.id AS linked_flag_id,
-      l.key AS linked_flag_key
-    FROM surveys s LEFT JOIN feature_flags t ON t.id = s.targeting_flag_id LEFT JOIN feature_flags l ON l.id = s.linked_flag_id`;
   const serializeSurvey = (row: SurveyRow) => ({
-    id: row.id,
-    name: row.name,
-    description: row.description,
-    type: row.type,
-    questions: row.questions,
-    appearance: row.appearance,
-    conditions: row.conditions,
-    start_date: row.start_date?.toISOString() ?? null,
-    end_date: row.end_date?.toISOString() ?? null,
+    ...surveyFields(row),
     archived: row.archived,
     created_at: row.created_at.toISOString(),
     linked_flag: row.linked_flag_id === null ? null : { id: row.linked_flag_id, key: row.linked_flag_key },
@@ -188,7 +149,7 @@ export function productRoutes(sql: Sql): Router {
   });
   const readSurvey = async (tx: SqlExecutor, projectId: number, id: string): Promise<SurveyRow> => {
     if (!/^[0-9a-f-]{36}$/i.test(id)) throw ApiError.notFound();
-    const result = await tx.query<SurveyRow>('surveys.get', `${SURVEY_SELECT} WHERE s.project_id = $1 AND s.id = $2 AND NOT s.deleted`, [projectId, id]);
+    const result = await tx.query<SurveyRow>('surveys.get', selectSurveys('s.id = $2 AND NOT s.deleted'), [projectId, id]);
     if (!result.rows[0]) throw ApiError.notFound();
     return result.rows[0];
   };
@@ -202,7 +163,7 @@ export function productRoutes(sql: Sql): Router {
     const { projectId } = authorize(req, 'survey:read');
     const { limit, offset } = pagination(req);
     const [rows, count] = await Promise.all([
-      sql.query<SurveyRow>('surveys.list', `${SURVEY_SELECT} WHERE s.project_id = $1 AND NOT s.deleted ORDER BY s.created_at DESC LIMIT $2 OFFSET $3`, [projectId, limit, offset]),
+      sql.query<SurveyRow>('surveys.list', `${selectSurveys('NOT s.deleted')} ORDER BY s.created_at DESC LIMIT $2 OFFSET $3`, [projectId, limit, offset]),
       sql.query<{ count: number }>('surveys.count', 'SELECT count(*) AS count FROM surveys WHERE project_id = $1 AND NOT deleted', [projectId]),
     ]);
     send(req, res, 200, page(req, rows.rows.map(serializeSurvey), Number(count.rows[0]?.count ?? 0), limit, offset), 'surveys');
@@ -222,7 +183,7 @@ export function productRoutes(sql: Sql): Router {
     const startDate = dateOrNull(body.start_date, 'start_date');
     const endDate = dateOrNull(body.end_date, 'end_date');
     const name = body.name;
-    const row = await write(projectId, async (tx) => {
+    const row = await writeDefinitions(sql, projectId, async (tx) => {
       const targetingFlagId = targeting
         ? await insertFlag(tx, projectId, `survey-targeting-${randomBytes(5).toString('hex')}`, `Targeting flag for survey ${name}`, targeting, userId)
         : null;
@@ -255,7 +216,7 @@ export function productRoutes(sql: Sql): Router {
     const body: unknown = req.body;
     if (!isObject(body)) throw ApiError.validation('Expected a JSON object.', null, 'parse_error');
     const id = String(req.params.id);
-    const row = await write(projectId, async (tx) => {
+    const row = await writeDefinitions(sql, projectId, async (tx) => {
       await readSurvey(tx, projectId, id);
       await tx.query(
         'surveys.update',

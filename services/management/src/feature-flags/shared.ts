@@ -1,7 +1,5 @@
-import { EventEmitter } from 'node:events';
 import type { Request, RequestHandler } from 'express';
 import { ApiError } from '@plover/core';
-import type { SqlExecutor } from '@plover/postgres';
 import { principalOf, projectOf, requireScope } from '../http/auth';
 import { errors } from '../http/errors';
 
@@ -13,28 +11,6 @@ import { errors } from '../http/errors';
 export function authorize(req: Request, scope: string): { projectId: number; userId: number } {
   requireScope(req, scope);
   return { projectId: projectOf(req).id, userId: principalOf(req).user.id };
-}
-
-/**
- * Marks a project's flag definitions changed, inside the writing transaction: every decide process polls
- * `flag_definition_versions` (services/decide/src/store.ts reads it).
- */
-export async function bumpDefinitionsVersion(tx: SqlExecutor, projectId: number): Promise<void> {
-  await tx.query(
-    'flags.bumpDefinitionsVersion',
-    `INSERT INTO flag_definition_versions (project_id) VALUES ($1)
-     ON CONFLICT (project_id) DO UPDATE SET version = flag_definition_versions.version + 1, updated_at = now()`,
-    [projectId],
-  );
-}
-
-// The same registered symbol as services/decide/src/store.ts `definitionsChannel`: decide in this process
-// drops its cached definitions at once, so the very next flag request sees the change.
-const CHANNEL = Symbol.for('plover.flagDefinitions.changed');
-
-export function notifyDefinitionsChanged(projectId: number): void {
-  const holder = globalThis as unknown as Record<symbol, EventEmitter | undefined>;
-  holder[CHANNEL]?.emit('changed', projectId);
 }
 
 export function idParam(req: Request): number {

@@ -1,0 +1,2 @@
+export { onDefinitionsChanged, writeDefinitions } from './definitions';
+export { selectSurveys, surveyFields, type SurveyRow } from './surveys';
