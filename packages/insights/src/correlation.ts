@@ -228,79 +228,89 @@ async function entityCondition(series: Series, global: string, params: Params, s
   return `(${name} AND ${await propertiesCondition(series.properties, params, scope, `${attr}__properties`)} AND ${global})`;
 }
 
+/** What a person's events contribute to: candidate events (not for `properties`) and the names each gives. */
+function candidates(input: CorrelationInput, params: Params): { where: string; names: string } | null {
+  const stepNames = input.steps.flatMap((step) => (step.event === null ? [] : [step.event]));
+  if (input.correlationType === 'properties') return null;
+  if (input.correlationType === 'events') {
+    return { where: `NOT has(${params.add([...stepNames, ...input.excludeEventNames], 'Array(String)')}, e.event)`, names: '[e.event]' };
+  }
+  return {
+    where: `e.event IN ${params.add(input.eventNames, 'Array(String)')} AND NOT has(${params.add(stepNames, 'Array(String)')}, e.event)`,
+    names: propertyNames('e.properties', 'all', input.excludeEventPropertyNames, ['e.event', "'::'"], params),
+  };
+}
+
 /**
- * One row per person who entered the funnel: `success`, `t0` (when the counted attempt entered), `until`
- * (when it converted, or its window's end) and `props` (person properties stored with the entering event).
+ * Per person who entered the funnel: `success` and `names`, the distinct correlation names that person counts
+ * towards — in one pass over the range's events, grouped by person. Each step-1 event starts an attempt; step i
+ * is the first step-i event after step i-1, reached when that is within the window; attempts an exclusion
+ * disqualifies are dropped; the counted attempt reaches furthest, then entered first. Its names come from the
+ * candidate events strictly between entering and converting (or the window's end), or, for `properties`,
+ * from the person properties stored with its entering event.
  */
-async function actorsQuery(input: CorrelationInput, params: Params, ctx: InsightContext, range: Range): Promise<string> {
+async function personsQuery(input: CorrelationInput, params: Params, ctx: InsightContext, range: Range): Promise<string> {
   const scope: FilterScope = { personId: PERSON_ID_EXPRESSION, ctx };
   const global = await propertiesCondition(input.properties, params, scope, 'properties');
   const steps = await Promise.all(input.steps.map((step, i) => entityCondition(step, global, params, scope, `events__${i}`)));
   const exclusions = await Promise.all(input.exclusions.map((exclusion, i) => entityCondition(exclusion.series, global, params, scope, `exclusions__${i}`)));
-  const names = [...input.steps.map((step) => step.event), ...input.exclusions.map((exclusion) => exclusion.series.event)];
-  const prefilter = names.includes(null) ? '1' : `event IN ${params.add(names, 'Array(String)')}`;
-  const last = input.steps.length - 1;
-  const laterSteps = input.steps.slice(1).map((_, i) => i + 1);
-  const entryProps = input.correlationType === 'properties' ? ', person_properties' : '';
-
-  const flags = [...steps.map((condition, i) => `${condition} AS s${i}`), ...exclusions.map((condition, j) => `${condition} AS x${j}`)];
-  const perPerson = [
-    `arraySort(groupArrayIf((timestamp, uuid${entryProps}), s0)) AS entries`,
-    ...laterSteps.map((i) => `arraySort(groupArrayIf(timestamp, s${i})) AS a${i}`),
-    ...input.exclusions.map((_, j) => `groupArrayIf(timestamp, x${j}) AS b${j}`),
+  const candidate = candidates(input, params);
+  const scanned = [
+    ...input.steps.map((step) => step.event),
+    ...input.exclusions.map((exclusion) => exclusion.series.event),
+    ...(input.correlationType === 'event_with_properties' ? input.eventNames : []),
   ];
-  // Each step-1 event starts an attempt; step i is the first step-i event after step i-1 (c0 = t0), reached
-  // (r_i) when that is within the window.
-  const chain = laterSteps.map((i) => {
-    const previous = i === 1 ? 't0' : `c${i - 1}`;
-    const reached = i === 1 ? '' : `r${i - 1} AND `;
-    return `arrayFirst(x -> x > ${previous}, a${i}) AS c${i}, ${reached}c${i} > ${previous} AND c${i} <= deadline AS r${i}`;
-  });
-  const at = (step: number) => (step === 0 ? 't0' : `c${step}`);
-  const disqualified = input.exclusions.map(
-    ({ fromStep, toStep }, j) => `(r${toStep} AND arrayExists(x -> x > ${at(fromStep)} AND x < ${at(toStep)}, b${j}))`,
-  );
-  const windowEnd = `${ADD_WINDOW[input.window.unit]}(t0, ${params.add(input.window.amount, 'UInt32')})`;
-  const stepCount = params.add(input.steps.length, 'UInt8');
+  const prefilter = input.correlationType === 'events' || scanned.includes(null) ? '1' : `event IN ${params.add(scanned, 'Array(String)')}`;
+  const withProps = input.correlationType === 'properties';
 
-  return `SELECT person, best.1 = ${stepCount} AS success, best.2 AS t0, best.3 AS until${entryProps === '' ? '' : ', best.4 AS props'}
+  const columns = [
+    `e.timestamp AS timestamp`,
+    `e.uuid AS uuid`,
+    ...(withProps ? ['e.person_properties AS person_properties'] : []),
+    ...steps.map((condition, i) => `${condition} AS s${i}`),
+    ...exclusions.map((condition, j) => `${condition} AS x${j}`),
+    ...(candidate === null ? [] : [`${candidate.where} AS candidate`, `${candidate.names} AS names`]),
+  ];
+  const perPerson = [
+    `arraySort(groupArrayIf((timestamp, uuid${withProps ? ', person_properties' : ''}), s0)) AS entries`,
+    ...input.steps.slice(1).map((_, i) => `arraySort(groupArrayIf(timestamp, s${i + 1})) AS a${i + 1}`),
+    ...input.exclusions.map((_, j) => `groupArrayIf(timestamp, x${j}) AS b${j}`),
+    ...(candidate === null ? [] : ['groupArrayIf((timestamp, names), candidate) AS others']),
+  ];
+
+  // An attempt, for entry `en`: c[i] when step i happened, r[i] whether it was reached in time.
+  const t0 = 'en.1';
+  const deadline = `${ADD_WINDOW[input.window.unit]}(${t0}, ${params.add(input.window.amount, 'UInt32')})`;
+  const c: string[] = [t0];
+  const r: string[] = ['1'];
+  for (let i = 1; i < input.steps.length; i += 1) {
+    c.push(`arrayFirst(x -> x > ${c[i - 1]}, a${i})`);
+    r.push(`(${i === 1 ? '' : `${r[i - 1]} AND `}${c[i]} > ${c[i - 1]} AND ${c[i]} <= ${deadline})`);
+  }
+  const last = input.steps.length - 1;
+  const level = `(1 + ${r.slice(1).join(' + ')})`;
+  const disqualified = input.exclusions.map(({ fromStep, toStep }, j) => `(${r[toStep]} AND arrayExists(y -> y > ${c[fromStep]} AND y < ${c[toStep]}, b${j}))`);
+  const stepCount = params.add(input.steps.length, 'UInt8');
+  const attempt = `(${level}, ${t0}, if(${level} = ${stepCount}, ${c[last]}, ${deadline}), en.2${withProps ? ', en.3' : ''})`;
+  const kept = disqualified.length === 0 ? 'entries' : `arrayFilter(en -> NOT (${disqualified.join(' OR ')}), entries)`;
+  const names = withProps
+    ? propertyNames('best.5', input.propertyNames.includes(ALL_PROPERTIES) ? 'all' : input.propertyNames, input.excludePropertyNames, [], params)
+    : 'arrayFlatten(arrayMap(o -> o.2, arrayFilter(o -> o.1 > best.2 AND o.1 < best.3, others)))';
+
+  return `SELECT best.1 = ${stepCount} AS success, arrayDistinct(${names}) AS names
     FROM (
-      SELECT person, argMin((level, t0, if(level = ${stepCount}, c${last}, deadline)${entryProps === '' ? '' : ', entry.3'}), (-level, t0, entry.2)) AS best
+      SELECT attempts[1] AS best${candidate === null ? '' : ', others'}
       FROM (
-        SELECT person, entry, entry.1 AS t0, ${windowEnd} AS deadline, ${chain.join(', ')}, 1 + ${laterSteps.map((i) => `r${i}`).join(' + ')} AS level
+        SELECT arraySort(a -> (-a.1, a.2, a.4), arrayMap(en -> ${attempt}, ${kept})) AS attempts${candidate === null ? '' : ', others'}
         FROM (
-          SELECT person, ${perPerson.join(', ')}
-          FROM (${resolvedEvents(`e.timestamp AS timestamp, e.uuid AS uuid, e.person_properties AS person_properties, ${flags.join(', ')}`, prefilter, range)})
+          SELECT ${perPerson.join(', ')}
+          FROM (${resolvedEvents(columns.join(', '), prefilter, range)})
           GROUP BY person
           HAVING notEmpty(entries)
         )
-        ARRAY JOIN entries AS entry
-        ${disqualified.length === 0 ? '' : `WHERE NOT (${disqualified.join(' OR ')})`}
       )
-      GROUP BY person
+      WHERE notEmpty(attempts)
     )`;
-}
-
-/** Per entering person: `success` and `names`, the distinct correlation names that person counts towards. */
-async function namesQuery(input: CorrelationInput, params: Params, ctx: InsightContext, range: Range): Promise<string> {
-  const actors = await actorsQuery(input, params, ctx, range);
-  if (input.correlationType === 'properties') {
-    const keys = input.propertyNames.includes(ALL_PROPERTIES) ? 'all' : input.propertyNames;
-    return `SELECT success, arrayDistinct(${propertyNames('props', keys, input.excludePropertyNames, [], params)}) AS names FROM (${actors})`;
-  }
-  const stepNames = input.steps.flatMap((step) => (step.event === null ? [] : [step.event]));
-  const events =
-    input.correlationType === 'events'
-      ? { where: `NOT has(${params.add([...stepNames, ...input.excludeEventNames], 'Array(String)')}, event)`, names: '[e.event]' }
-      : {
-          where: `event IN ${params.add(input.eventNames, 'Array(String)')} AND NOT has(${params.add(stepNames, 'Array(String)')}, event)`,
-          names: propertyNames('e.properties', 'all', input.excludeEventPropertyNames, ['e.event', "'::'"], params),
-        };
-  // Actors on the right, so that persons without any such event are still counted in the totals.
-  return `SELECT a.person, any(a.success) AS success, groupUniqArrayArrayIf(v.names, v.timestamp > a.t0 AND v.timestamp < a.until) AS names
-    FROM (${resolvedEvents(`e.timestamp AS timestamp, ${events.names} AS names`, events.where, range)}) AS v
-    RIGHT JOIN (${actors}) AS a ON v.person = a.person
-    GROUP BY a.person`;
 }
 
 interface CorrelationRow {
@@ -328,7 +338,7 @@ async function correlationQuery(input: CorrelationInput, params: Params, ctx: In
         multiIf(name IS NULL, 'total', odds_ratio > 1, 'success', 'failure') AS bucket
       FROM (
         SELECT name, countIf(success) AS vs, countIf(NOT success) AS vf
-        FROM (${await namesQuery(input, params, ctx, range)})
+        FROM (${await personsQuery(input, params, ctx, range)})
         ARRAY JOIN arrayPushFront(CAST(names, 'Array(Nullable(String))'), NULL) AS name
         GROUP BY name
       )
