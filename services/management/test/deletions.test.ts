@@ -119,6 +119,8 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('event 
     expect((await get('after=2024-03-01T12:00:00Z&before=2024-03-03T00:00:00Z')).results.map((e) => e.event)).toEqual(['$pageview']);
     expect((await get(`properties=${encodeURIComponent(JSON.stringify([{ key: 'plan', value: 'pro' }]))}`)).results.map((e) => e.event)).toEqual(['signup']);
     expect((await get(`properties=${encodeURIComponent(JSON.stringify([{ key: 'n', value: 2, operator: 'gt' }]))}`)).results.map((e) => e.event)).toEqual(['signup']);
+    expect((await get(`properties=${encodeURIComponent(JSON.stringify([{ key: 'plan', value: 'PR', operator: 'icontains' }]))}`)).results.map((e) => e.event)).toEqual(['signup']);
+    expect((await get(`properties=${encodeURIComponent(JSON.stringify({ type: 'OR', values: [{ key: 'plan', value: 'free' }, { key: 'n', operator: 'is_not_set' }] }))}`)).results.map((e) => e.event)).toEqual(['$pageview', '$pageview']);
     const page = await get('limit=2');
     expect(page.results).toHaveLength(2);
     expect(page.count).toBe(3);

@@ -28,7 +28,7 @@ function refreshRequested(req: Request): boolean {
 }
 
 /** What a computation needs about the project now: its timezone and, per request, its cohorts' members. */
-async function insightContext(sql: Sql, req: Request): Promise<InsightContext> {
+export async function insightContext(sql: Sql, req: Request): Promise<InsightContext> {
   const project = projectOf(req);
   const row = (await sql.query<{ timezone: string }>('management.projectTimezone', 'SELECT timezone FROM projects WHERE id = $1', [project.id])).rows[0];
   return { teamId: project.id, timezone: row?.timezone ?? 'UTC', now: new Date(), cohortMembers: cohortResolver(sql, project.id) };

@@ -1,4 +1,5 @@
 import { Router, type Request } from 'express';
+import { Params, parsePropertyFilters, propertiesCondition } from '@plover/insights';
 import type { ClickHouse, ClickHouseParams } from '@plover/clickhouse';
 import { isUuid } from '@plover/core';
 import { GroupStore, PersonStore } from '@plover/persons';
@@ -6,70 +7,7 @@ import type { Sql } from '@plover/postgres';
 import { projectOf, requireScope } from '../http/auth';
 import { errors } from '../http/errors';
 import { envelope, pageOf, queryValue, send } from '../http/render';
-
-const EVENT_OPERATORS = ['exact', 'is_not', 'icontains', 'not_icontains', 'regex', 'not_regex', 'gt', 'gte', 'lt', 'lte', 'is_set', 'is_not_set'] as const;
-
-/** Event property filters (`properties` on the events listing) → a ClickHouse condition with bound parameters. */
-export function eventPropertiesCondition(raw: string, params: ClickHouseParams): string | undefined {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    throw errors.validation('Properties are unparsable!', 'properties', 'invalid_input');
-  }
-  if (!Array.isArray(parsed)) throw errors.validation('Properties must be a list of filters.', 'properties', 'invalid_input');
-  const parts = parsed.map((item: unknown, index) => {
-    const attr = `properties__${index}`;
-    if (typeof item !== 'object' || item === null) throw errors.validation('Expected a property filter object.', attr, 'invalid');
-    const filter = item as Record<string, unknown>;
-    if ((filter.type ?? 'event') !== 'event') throw errors.validation('Only event property filters are supported here.', `${attr}__type`, 'invalid_choice');
-    if (typeof filter.key !== 'string' || filter.key === '') throw errors.required(`${attr}__key`);
-    const operator = filter.operator ?? 'exact';
-    if (typeof operator !== 'string' || !(EVENT_OPERATORS as readonly string[]).includes(operator)) {
-      throw errors.validation(`${JSON.stringify(operator)} is not a valid choice.`, `${attr}__operator`, 'invalid_choice');
-    }
-    const key = `k${index}`;
-    const value = `v${index}`;
-    params[key] = filter.key;
-    const text = `JSONExtractString(properties, {${key}:String})`;
-    const has = `JSONHas(properties, {${key}:String})`;
-    if (operator === 'is_set') return has;
-    if (operator === 'is_not_set') return `NOT ${has}`;
-    const raw = filter.value;
-    const values = (Array.isArray(raw) ? raw : [raw]).map((v) => {
-      if (typeof v === 'string') return v;
-      if (typeof v === 'number' || typeof v === 'boolean') return String(v);
-      throw errors.validation('Value must be a string, number or boolean.', `${attr}__value`, 'invalid');
-    });
-    if (values.length === 0) throw errors.required(`${attr}__value`);
-    // Numbers and booleans are stored as JSON literals, which JSONExtractString does not return; compare raw too.
-    const textOrRaw = `if(JSONType(properties, {${key}:String}) = 'String', ${text}, JSONExtractRaw(properties, {${key}:String}))`;
-    switch (operator) {
-      case 'exact':
-        params[value] = values;
-        return `(${has} AND ${textOrRaw} IN {${value}:Array(String)})`;
-      case 'is_not':
-        params[value] = values;
-        return `NOT (${has} AND ${textOrRaw} IN {${value}:Array(String)})`;
-      case 'icontains':
-      case 'not_icontains':
-        params[value] = values[0];
-        return `${operator === 'not_icontains' ? 'NOT ' : ''}positionCaseInsensitiveUTF8(${textOrRaw}, {${value}:String}) > 0`;
-      case 'regex':
-      case 'not_regex':
-        params[value] = values[0];
-        return `${operator === 'not_regex' ? 'NOT ' : ''}match(${textOrRaw}, {${value}:String})`;
-      default: {
-        const number = Number(values[0]);
-        if (!Number.isFinite(number)) throw errors.validation('A valid number is required.', `${attr}__value`, 'invalid');
-        params[value] = number;
-        const op = { gt: '>', gte: '>=', lt: '<', lte: '<=' }[operator as 'gt' | 'gte' | 'lt' | 'lte'];
-        return `toFloat64OrNull(${textOrRaw}) ${op} {${value}:Float64}`;
-      }
-    }
-  });
-  return parts.length > 0 ? parts.join(' AND ') : undefined;
-}
+import { insightContext } from '../insights/compute';
 
 function dateParam(req: Request, name: string): Date | undefined {
   const raw = queryValue(req, name);
@@ -155,10 +93,12 @@ export function dataRoutes(sql: Sql, clickhouse: ClickHouse): Router {
       params.before = before;
       where.push("timestamp < {before:DateTime64(3, 'UTC')}");
     }
-    const properties = queryValue(req, 'properties');
-    if (properties !== undefined && properties !== '') {
-      const condition = eventPropertiesCondition(properties, params);
-      if (condition) where.push(condition);
+    // Property filters as insights read them (event, person, group and cohort filters; every operator).
+    const filters = parsePropertyFilters(queryValue(req, 'properties'), 'properties');
+    if (filters !== null) {
+      const bound = new Params();
+      where.push(await propertiesCondition(filters, bound, { personId: 'person_id', ctx: await insightContext(sql, req) }));
+      Object.assign(params, bound.values);
     }
     const condition = where.join(' AND ');
     // Aliases differ from column names: ClickHouse substitutes SELECT aliases in WHERE and ORDER BY.
