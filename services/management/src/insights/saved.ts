@@ -90,30 +90,16 @@ function insightBody(row: InsightRow): Record<string, unknown> {
   };
 }
 
-/** InsightBasicSerializer (my_last_viewed). */
+/** InsightBasicSerializer's fields (my_last_viewed), in its order; `refreshing` is the only one the full body lacks. */
+const BASIC_FIELDS = [
+  'id', 'short_id', 'name', 'derived_name', 'filters', 'query', 'dashboards', 'dashboard_tiles', 'description', 'last_refresh',
+  'refreshing', 'saved', 'tags', 'updated_at', 'created_by', 'created_at', 'last_modified_at', 'favorited', 'user_access_level',
+  'last_viewed_at',
+] as const;
+
 function basicBody(row: InsightRow): Record<string, unknown> {
-  return {
-    id: row.id,
-    short_id: row.short_id,
-    name: row.name,
-    derived_name: row.derived_name,
-    filters: row.filters,
-    query: row.query,
-    dashboards: row.dashboards,
-    dashboard_tiles: [],
-    description: row.description,
-    last_refresh: null,
-    refreshing: false,
-    saved: row.saved,
-    tags: row.tags,
-    updated_at: row.updated_at.toISOString(),
-    created_by: row.created_by,
-    created_at: row.created_at.toISOString(),
-    last_modified_at: row.last_modified_at.toISOString(),
-    favorited: row.favorited,
-    user_access_level: row.user_access_level,
-    last_viewed_at: iso(row.last_viewed_at),
-  };
+  const full: Record<string, unknown> = { ...insightBody(row), refreshing: false };
+  return Object.fromEntries(BASIC_FIELDS.map((field) => [field, full[field]]));
 }
 
 /** Writable fields, each the column it is stored in. */
