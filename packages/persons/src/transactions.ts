@@ -26,8 +26,14 @@ export class PersonWriteConflict extends StorageError {
   }
 }
 
-/** PostHog retries a merge transaction up to 5 times on races (reference §2.4). */
-const MAX_ATTEMPTS = 5;
+/**
+ * PostHog retries a merge transaction up to 5 times on races (reference §2.4). Plover allows 10: a burst of
+ * crossing merges on the same persons can deadlock more than 5 times in a row on a loaded machine, and a replay
+ * costs only the transaction itself.
+ */
+const MAX_ATTEMPTS = 10;
+/** The longest pause between two replays (the random pause doubles per attempt up to this). */
+const MAX_REPLAY_DELAY_MS = 500;
 
 // Deadlocks (two merges locking the same persons in opposite order) and serialization failures: the
 // server aborted one transaction, which can simply run again.
@@ -42,7 +48,7 @@ function isReplayable(error: unknown): boolean {
  * collided collide again in the same order; jitter spreads them out so one of them gets through.
  */
 function replayDelay(attempt: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * 2 ** attempt));
+  return new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(10 * 2 ** attempt, MAX_REPLAY_DELAY_MS)));
 }
 
 /** Runs `fn` in a transaction, replaying it when it lost a race; other failures are rethrown at once. */
