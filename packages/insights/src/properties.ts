@@ -88,30 +88,31 @@ async function filterCondition(filter: PropertyFilter, params: Params, scope: Fi
   }
   const column = propertyColumn(filter.type, filter.groupTypeIndex);
   const text = propertyText(column, filter.key, params);
-  const set = isSet(column, filter.key, params);
+  // Built only where an operator needs it: it reads the JSON even when the text has a materialized column.
+  const set = () => isSet(column, filter.key, params);
   switch (filter.operator) {
     case 'is_set':
-      return set;
+      return set();
     case 'is_not_set':
-      return `NOT ${set}`;
+      return `NOT ${set()}`;
     case 'exact':
     case 'is_not': {
       // A non-empty text is set: only an empty value needs the (costlier) check on the JSON.
       const values = scalars(filter, attr);
       const equal = `${text} IN ${params.add(values, 'Array(String)')}`;
-      const exact = values.includes('') ? `(${set} AND ${equal})` : equal;
+      const exact = values.includes('') ? `(${set()} AND ${equal})` : equal;
       return filter.operator === 'exact' ? exact : `NOT ${exact}`;
     }
     case 'icontains':
     case 'not_icontains': {
       const needle = firstScalar(filter, attr);
       const found = `positionCaseInsensitiveUTF8(${text}, ${params.add(needle, 'String')}) > 0`;
-      const contains = needle === '' ? set : found;
+      const contains = needle === '' ? set() : found;
       return filter.operator === 'icontains' ? contains : `NOT ${contains}`;
     }
     case 'regex':
     case 'not_regex': {
-      const matches = `(${set} AND match(${text}, ${params.add(firstScalar(filter, attr), 'String')}))`;
+      const matches = `(${set()} AND match(${text}, ${params.add(firstScalar(filter, attr), 'String')}))`;
       return filter.operator === 'regex' ? matches : `NOT ${matches}`;
     }
     case 'gt':

@@ -84,9 +84,9 @@ export class FaultySql implements Sql {
  */
 function actAsOwner(sql: Sql): RequestHandler {
   return async (req, _res, next) => {
-    const found = await sql.query<{ id: number; uuid: string; organization_id: string; user_id: number; user_uuid: string; email: string }>(
+    const found = await sql.query<{ id: number; uuid: string; organization_id: string; timezone: string; user_id: number; user_uuid: string; email: string }>(
       'test.owner',
-      `SELECT p.id, p.uuid, p.organization_id, u.id AS user_id, u.uuid AS user_uuid, u.email
+      `SELECT p.id, p.uuid, p.organization_id, p.timezone, u.id AS user_id, u.uuid AS user_uuid, u.email
          FROM projects p JOIN organization_memberships m ON m.organization_id = p.organization_id AND m.level = 'owner' JOIN users u ON u.id = m.user_id
         WHERE p.id = $1 ORDER BY u.id LIMIT 1`,
       [Number(req.params.project_id)],
@@ -97,7 +97,7 @@ function actAsOwner(sql: Sql): RequestHandler {
       user: { id: owner.user_id, uuid: owner.user_uuid, email: owner.email, isStaff: false },
       key: { id: 'test', scopes: ['*'], scopedProjects: null, scopedOrganizations: null },
     };
-    req.project = { id: owner.id, uuid: owner.uuid, organizationId: owner.organization_id, level: 'owner' };
+    req.project = { id: owner.id, uuid: owner.uuid, organizationId: owner.organization_id, timezone: owner.timezone, level: 'owner' };
     next();
   };
 }

@@ -15,6 +15,8 @@ export interface ProjectContext {
   organizationId: string;
   /** The caller's membership level in the project's organization. */
   level: 'member' | 'admin' | 'owner';
+  /** IANA timezone insights bucket by. */
+  timezone: string;
 }
 
 declare module 'express-serve-static-core' {
@@ -175,9 +177,9 @@ export function resolveProject(sql: Sql): RequestHandler {
     if (scopedProjects && scopedProjects.length > 0 && !scopedProjects.includes(id)) {
       throw errors.forbidden(`API key does not have access to the requested project: ID ${id}.`);
     }
-    const result = await sql.query<{ id: number; uuid: string; organization_id: string; level: ProjectContext['level'] | null }>(
+    const result = await sql.query<{ id: number; uuid: string; organization_id: string; timezone: string; level: ProjectContext['level'] | null }>(
       'management.projectForUser',
-      `SELECT p.id, p.uuid, p.organization_id, m.level
+      `SELECT p.id, p.uuid, p.organization_id, p.timezone, m.level
          FROM projects p LEFT JOIN organization_memberships m ON m.organization_id = p.organization_id AND m.user_id = $2
         WHERE p.id = $1`,
       [id, principal.user.id],
@@ -188,7 +190,7 @@ export function resolveProject(sql: Sql): RequestHandler {
       throw errors.forbidden(`API key does not have access to the requested organization: ID ${row.organization_id}.`);
     }
     if (!row.level) throw errors.forbidden("You don't have access to the project.");
-    req.project = { id: row.id, uuid: row.uuid, organizationId: row.organization_id, level: row.level };
+    req.project = { id: row.id, uuid: row.uuid, organizationId: row.organization_id, timezone: row.timezone, level: row.level };
     next();
   };
 }

@@ -72,7 +72,8 @@ export function flatten(value: unknown, prefix = '', out: Record<string, unknown
   return out;
 }
 
-function cell(value: unknown): string {
+/** One RFC 4180 field: quoted when it holds a comma, quote or line break, quotes doubled. */
+export function csvCell(value: unknown): string {
   if (value === null || value === undefined) return '';
   const text =
     typeof value === 'string' ? value : value instanceof Date ? value.toISOString() : (JSON.stringify(value) ?? '');
@@ -84,8 +85,8 @@ export function toCsv(rows: readonly unknown[]): string {
   const flat = rows.map((row) => flatten(row));
   const header = [...new Set(flat.flatMap((row) => Object.keys(row)))].sort();
   if (header.length === 0) return '';
-  const lines = [header.map(cell).join(',')];
-  for (const row of flat) lines.push(header.map((key) => cell(row[key])).join(','));
+  const lines = [header.map(csvCell).join(',')];
+  for (const row of flat) lines.push(header.map((key) => csvCell(row[key])).join(','));
   return `${lines.join('\r\n')}\r\n`;
 }
 

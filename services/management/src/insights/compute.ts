@@ -16,7 +16,7 @@ import {
 } from '@plover/insights';
 import type { Sql } from '@plover/postgres';
 import { projectOf, requireScope } from '../http/auth';
-import { formatOf, send } from '../http/render';
+import { csvCell, formatOf, send } from '../http/render';
 import { cohortResolver } from './cohorts';
 
 /** `refresh` values (query or body) that compute afresh instead of answering from the cache. */
@@ -28,10 +28,9 @@ function refreshRequested(req: Request): boolean {
 }
 
 /** What a computation needs about the project now: its timezone and, per request, its cohorts' members. */
-export async function insightContext(sql: Sql, req: Request): Promise<InsightContext> {
+export function insightContext(sql: Sql, req: Request): InsightContext {
   const project = projectOf(req);
-  const row = (await sql.query<{ timezone: string }>('management.projectTimezone', 'SELECT timezone FROM projects WHERE id = $1', [project.id])).rows[0];
-  return { teamId: project.id, timezone: row?.timezone ?? 'UTC', now: new Date(), cohortMembers: cohortResolver(sql, project.id) };
+  return { teamId: project.id, timezone: project.timezone, now: new Date(), cohortMembers: cohortResolver(sql, project.id) };
 }
 
 /** The ids of the cohorts a parsed input filters on (`{type: "cohort", value: id}` anywhere in it). */
@@ -57,11 +56,6 @@ async function cacheRequest(kind: string, ctx: InsightContext, input: unknown, r
     cohorts[id] = createHash('sha256').update((await ctx.cohortMembers(id)).join(',')).digest('base64url');
   }
   return { kind, teamId: ctx.teamId, input: { input, cohorts }, range: rangeKey(range) };
-}
-
-function csvCell(value: string | number): string {
-  const text = String(value);
-  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
 /**
@@ -90,7 +84,7 @@ export function computeRoutes(sql: Sql, clickhouse: ClickHouse, cache = new Insi
     requireScope(req, 'insight:read');
     const started = performance.now();
     const input = parseTrendsRequest(req.query, req.body);
-    const ctx = await insightContext(sql, req);
+    const ctx = insightContext(sql, req);
     const range = await insightRange(clickhouse, input, input.interval, ctx);
     const key = await cacheRequest('trends', ctx, input, range);
     const computed = await cache.run(clickhouse, key, refreshRequested(req), () => runTrends(clickhouse, input, ctx));
@@ -115,7 +109,7 @@ export function computeRoutes(sql: Sql, clickhouse: ClickHouse, cache = new Insi
   const correlation = async (req: Request, res: Response) => {
     requireScope(req, 'insight:read');
     const input = parseCorrelationRequest(req.query, req.body);
-    const ctx = await insightContext(sql, req);
+    const ctx = insightContext(sql, req);
     const range = await insightRange(clickhouse, input, 'day', ctx);
     const key = await cacheRequest('funnel_correlation', ctx, input, range);
     const computed = await cache.run(clickhouse, key, refreshRequested(req), () => runFunnelCorrelation(clickhouse, input, ctx));

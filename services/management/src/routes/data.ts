@@ -97,7 +97,7 @@ export function dataRoutes(sql: Sql, clickhouse: ClickHouse): Router {
     const filters = parsePropertyFilters(queryValue(req, 'properties'), 'properties');
     if (filters !== null) {
       const bound = new Params();
-      where.push(await propertiesCondition(filters, bound, { personId: 'person_id', ctx: await insightContext(sql, req) }));
+      where.push(await propertiesCondition(filters, bound, { personId: 'person_id', ctx: insightContext(sql, req) }));
       Object.assign(params, bound.values);
     }
     const condition = where.join(' AND ');
