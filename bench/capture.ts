@@ -25,6 +25,8 @@
  * and the load generator's own CPU and peak RSS. chDB is not part of capture and not loaded here.
  * BENCH_CAPTURE_PROFILE_DIR=<dir> writes a CPU profile of the server process there.
  */
+// First: the thread pool size embedded mode runs with (see the module).
+import '@plover/config/threadpool';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';

@@ -25,6 +25,8 @@
  * `rssMiB` is this process's peak: consumer and producer, plus PGlite and chDB in the embedded stack;
  * `chdbTrackedMiB` is what chDB's own memory tracker counts at the end.
  */
+// First: the thread pool size embedded mode runs with (see the module).
+import '@plover/config/threadpool';
 import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';

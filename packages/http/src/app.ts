@@ -1,7 +1,9 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type Express } from 'express';
 import type { Registry } from 'prom-client';
 import type { Logger } from '@plover/core';
 import { errorRenderer, notFound } from './errors';
+import type { FastRoute } from './fast';
 import { operationalRoutes, type ReadinessChecks } from './health';
 
 export interface ServiceAppOptions {
@@ -9,18 +11,28 @@ export interface ServiceAppOptions {
   metrics: Registry;
   checks: ReadinessChecks;
   trustProxy: boolean;
+  /** Routes tried in order before Express sees the request (the SDK routes). */
+  fast?: FastRoute[];
   /** Adds the service's own routes; runs after the operational routes and before the 404 fallback. */
-  mount(app: Express): void;
+  mount?(app: Express): void;
 }
 
-/** The frame every HTTP service shares: operational routes, the service's routes, JSON 404 and errors. */
-export function createServiceApp(options: ServiceAppOptions): Express {
+/** What a service serves: node:http's request listener (also what supertest and `listen` take). */
+export type ServiceApp = (req: IncomingMessage, res: ServerResponse) => void;
+
+/** The frame every HTTP service shares: fast routes, operational routes, the service's routes, JSON 404 and errors. */
+export function createServiceApp(options: ServiceAppOptions): ServiceApp {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', options.trustProxy);
   app.use(operationalRoutes({ checks: options.checks, metrics: options.metrics }));
-  options.mount(app);
+  options.mount?.(app);
   app.use(notFound);
   app.use(errorRenderer(options.logger));
-  return app;
+  const fast = options.fast ?? [];
+  if (fast.length === 0) return app;
+  return (req, res) => {
+    for (const route of fast) if (route(req, res)) return;
+    app(req, res);
+  };
 }

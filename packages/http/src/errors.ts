@@ -1,5 +1,7 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { ApiError, type Logger } from '@plover/core';
+import { sendJson } from './fast';
 
 /** Unknown routes answer in the same error shape as everything else. */
 export const notFound: RequestHandler = (_req, _res, next) => {
@@ -29,15 +31,33 @@ function toApiError(error: unknown): ApiError | undefined {
   return undefined;
 }
 
-/** The one place where an error becomes a response: `{type, code, detail, attr}` with its status. */
+const SERVER_ERROR = { type: 'server_error', code: 'error', detail: 'A server error occurred.', attr: null } as const;
+
+/**
+ * The one place where an error becomes an answer: `{type, code, detail, attr}` with its status. Anything that is
+ * not a client error is logged and hidden behind a generic 500.
+ */
+function errorAnswer(error: unknown, logger: Logger, req: IncomingMessage): { status: number; body: object } {
+  const apiError = toApiError(error);
+  if (apiError) return { status: apiError.status, body: apiError.toBody() };
+  logger.error({ err: error, method: req.method, url: (req as { originalUrl?: string }).originalUrl ?? req.url }, 'unhandled error');
+  return { status: 500, body: SERVER_ERROR };
+}
+
+/** Express's error handler. */
 export function errorRenderer(logger: Logger): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
-    const apiError = toApiError(error);
-    if (apiError) {
-      res.status(apiError.status).json(apiError.toBody());
-      return;
-    }
-    logger.error({ err: error, method: req.method, url: req.originalUrl }, 'unhandled error');
-    res.status(500).json({ type: 'server_error', code: 'error', detail: 'A server error occurred.', attr: null });
+    const { status, body } = errorAnswer(error, logger, req);
+    res.status(status).json(body);
   };
+}
+
+/** The same answer from a fast route (no Express). A response already under way can only be cut off. */
+export function sendError(req: IncomingMessage, res: ServerResponse, error: unknown, logger: Logger): void {
+  const { status, body } = errorAnswer(error, logger, req);
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  sendJson(res, status, body);
 }

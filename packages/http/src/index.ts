@@ -4,3 +4,5 @@ export * from './server';
 export * from './app';
 export * from './cors';
 export * from './payload';
+export * from './fast';
+export * from './body';

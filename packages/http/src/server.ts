@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Express } from 'express';
 import type { Logger } from '@plover/core';
+import type { ServiceApp } from './app';
 
 export interface RunningServer {
   server: http.Server;
@@ -10,7 +10,7 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-export async function listen(app: Express, options: { port: number; host: string }): Promise<RunningServer> {
+export async function listen(app: ServiceApp, options: { port: number; host: string }): Promise<RunningServer> {
   const server = http.createServer(app);
   // Keep-alive longer than typical load balancers' idle timeout, so they never reuse a socket we closed.
   server.keepAliveTimeout = 65_000;
@@ -56,7 +56,7 @@ export function onShutdown(logger: Logger, shutdown: () => Promise<void>): void 
 
 /** Listens, logs where, and on SIGTERM stops accepting requests before closing the service's resources. */
 export async function serve(
-  app: Express,
+  app: ServiceApp,
   options: { port: number; host: string; logger: Logger; closeResources: () => Promise<void> },
 ): Promise<RunningServer> {
   const running = await listen(app, options);

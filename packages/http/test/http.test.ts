@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import request from 'supertest';
 import { ApiError, silentLogger } from '@plover/core';
-import { createMetricsRegistry, createServiceApp } from '@plover/http';
+import { createMetricsRegistry, createServiceApp, readBody, routePath, sendError, sendJson, type FastRoute } from '@plover/http';
 
 function appWith(checks: Record<string, () => Promise<void>>) {
   return createServiceApp({
@@ -60,5 +60,57 @@ describe('service app frame', () => {
     const res = await request(appWith({})).get('/nope');
     expect(res.status).toBe(404);
     expect(res.body).toEqual({ type: 'invalid_request', code: 'not_found', detail: 'Not found.', attr: null });
+  });
+});
+
+describe('fast routes', () => {
+  const errors = { tooLarge: (detail: string) => new ApiError(413, 'validation_error', 'payload_too_large', detail), decoding: (detail: string) => ApiError.validation(detail) };
+  const echo: FastRoute = (req, res) => {
+    if (routePath(req.url) !== '/echo') return false;
+    readBody(req, 16, errors).then(
+      (body) => (body.toString() === 'boom' ? sendError(req, res, new Error('secret internals'), silentLogger()) : sendJson(res, 201, { body: body.toString() })),
+      (error: unknown) => sendError(req, res, error, silentLogger()),
+    );
+    return true;
+  };
+  const app = createServiceApp({
+    logger: silentLogger(),
+    metrics: createMetricsRegistry('test'),
+    checks: {},
+    trustProxy: false,
+    fast: [echo],
+    mount(express) {
+      const router = Router();
+      router.post('/other', (_req, res) => {
+        res.json({ from: 'express' });
+      });
+      express.use(router);
+    },
+  });
+
+  it('answers its own paths (any case, trailing slash or not) before Express', async () => {
+    for (const path of ['/echo', '/echo/', '/ECHO?x=1']) {
+      const res = await request(app).post(path).send('hello');
+      expect(res.status).toBe(201);
+      expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+      expect(res.body).toEqual({ body: 'hello' });
+    }
+  });
+
+  it('passes other paths on to Express, its routes and its JSON 404', async () => {
+    expect((await request(app).post('/other')).body).toEqual({ from: 'express' });
+    expect((await request(app).get('/_health')).body).toEqual({ status: 'ok' });
+    const missing = await request(app).get('/echo/more');
+    expect(missing.status).toBe(404);
+    expect(missing.body).toMatchObject({ code: 'not_found' });
+  });
+
+  it('renders errors in the shared shape: client errors as they are, others as a generic 500', async () => {
+    const tooLarge = await request(app).post('/echo').send('x'.repeat(17));
+    expect(tooLarge.status).toBe(413);
+    expect(tooLarge.body).toEqual({ type: 'validation_error', code: 'payload_too_large', detail: 'Request body exceeds the limit of 16 bytes.', attr: null });
+    const boom = await request(app).post('/echo').send('boom');
+    expect(boom.status).toBe(500);
+    expect(boom.body).toEqual({ type: 'server_error', code: 'error', detail: 'A server error occurred.', attr: null });
   });
 });

@@ -1,13 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Express, Request, RequestHandler } from 'express';
 import { ProjectTokenCache } from '@plover/accounts';
 import type { EventBus, OutgoingMessage } from '@plover/bus';
 import type { CaptureConfig } from '@plover/config';
 import { CAPTURE_TOPICS } from '@plover/contracts';
 import { ApiError, TokenBuckets, type Logger } from '@plover/core';
-import { createServiceApp, setPermissiveCorsHeaders, type MetricsRegistry } from '@plover/http';
+import { createServiceApp, queryString, readBody, routePath, sendError, setPermissiveCorsHeaders, type FastRoute, type MetricsRegistry, type ServiceApp } from '@plover/http';
 import type { Sql } from '@plover/postgres';
-import { readBody } from './body';
 import { decodePayload } from './decode';
 import { captureError } from './errors';
 import { captureMetrics } from './metrics';
@@ -75,17 +73,17 @@ const OK_BODY = Buffer.from(JSON.stringify({ status: 1 }));
  * call; the answer is 200 only once the bus has every event durably (SPEC §3). Nothing of a rejected request
  * reaches the bus.
  */
-export function captureRoutes(deps: CaptureDeps): RequestHandler {
+export function captureRoutes(deps: CaptureDeps): FastRoute {
   const settings: CaptureSettings = { ...DEFAULT_CAPTURE_SETTINGS, ...deps.capture };
   const projects = new ProjectTokenCache(deps.sql);
   const limiter = settings.rateLimit ? new TokenBuckets<number>(settings.rateLimit.perSecond, settings.rateLimit.burst) : undefined;
   const metrics = captureMetrics(deps.metrics);
   const logger = deps.logger.child({ component: 'capture' });
 
-  async function capture(req: Request, res: ServerResponse, route: Route): Promise<void> {
+  async function capture(req: IncomingMessage, res: ServerResponse, route: Route): Promise<void> {
     const now = settings.now();
     const query = new URLSearchParams(queryString(req.url));
-    const body = await readBody(req, settings.limits.bodyBytes);
+    const body = await readBody(req, settings.limits.bodyBytes, captureError);
     const text = await decodePayload(
       { query, body, contentType: req.headers['content-type'], contentEncoding: req.headers['content-encoding'], legacyEndpoint: route.legacy },
       settings.limits.decompressedBytes,
@@ -152,14 +150,9 @@ export function captureRoutes(deps: CaptureDeps): RequestHandler {
     }
   }
 
-  // One lookup by path instead of a router walk per request: capture answers most of the traffic, and Express's
-  // route matching and layer dispatch were a large share of a single event's cost.
-  return (req, res, next) => {
+  return (req, res) => {
     const route = ROUTES.get(routePath(req.url));
-    if (!route) {
-      next();
-      return;
-    }
+    if (!route) return false;
     setPermissiveCorsHeaders(req, res);
     switch (req.method) {
       case 'GET':
@@ -167,45 +160,38 @@ export function captureRoutes(deps: CaptureDeps): RequestHandler {
       case 'POST':
         capture(req, res, route).catch((error: unknown) => {
           metrics.rejected.inc({ code: error instanceof ApiError ? error.code : 'error' });
-          next(error);
+          sendError(req, res, error, logger);
         });
-        return;
+        return true;
       case 'OPTIONS':
         // PostHog answers a preflight with the success body.
         res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': OK_BODY.length });
         res.end(OK_BODY);
-        return;
+        return true;
       default:
         // Other methods fall through to the 404 (with the CORS headers, as the route's CORS layer gave them).
-        next();
+        return false;
     }
   };
 }
 
-/** The request path as ROUTES keys it: no query, no trailing slash, lowercase. */
-function routePath(url: string | undefined): string {
-  const query = url?.indexOf('?') ?? -1;
-  const path = query === -1 ? (url ?? '') : url!.slice(0, query);
-  return (path.endsWith('/') ? path.slice(0, -1) : path).toLowerCase();
-}
-
-function queryString(url: string | undefined): string {
-  const at = url?.indexOf('?') ?? -1;
-  return at === -1 ? '' : url!.slice(at + 1);
-}
-
-/** Express's `req.ip` honours `trust proxy` (X-Forwarded-For only behind a configured proxy); without one it is the socket's address. */
-function clientIp(req: Request & IncomingMessage, trustProxy: boolean): string | null {
-  const ip = trustProxy ? req.ip : req.socket.remoteAddress;
+/**
+ * The client's address: the socket's, or behind a trusted proxy the first `X-Forwarded-For` entry (what
+ * Express's `req.ip` gives with `trust proxy` on).
+ */
+function clientIp(req: IncomingMessage, trustProxy: boolean): string | null {
+  const header = trustProxy ? req.headers['x-forwarded-for'] : undefined;
+  const forwarded = (Array.isArray(header) ? header[0] : header)?.split(',')[0]?.trim();
+  const ip = forwarded || req.socket.remoteAddress;
   if (!ip) return null;
   // Dual-stack sockets report IPv4 clients as IPv4-mapped IPv6; GeoIP and people want the IPv4 form.
   return ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice(7) : ip;
 }
 
-export function createApp(deps: CaptureDeps): Express {
+export function createApp(deps: CaptureDeps): ServiceApp {
   return createServiceApp({
     ...deps,
     checks: { postgres: () => deps.sql.ping(), bus: () => deps.bus.ping() },
-    mount: (app) => app.use(captureRoutes(deps)),
+    fast: [captureRoutes(deps)],
   });
 }

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import express, { type Express } from 'express';
 import { PostHog as PostHogNode4 } from 'posthog-node-4';
 import { PostHog as PostHogNode5 } from 'posthog-node-5';
-import { listen, type RunningServer } from '@plover/http';
+import { listen, type RunningServer, type ServiceApp } from '@plover/http';
 import { openHarness, type CaptureHarness } from './support/harness';
 
 interface SeenRequest {
@@ -25,7 +25,7 @@ const CAPTURE_ROUTES = /^\/(e|i\/v0\/e|batch|capture|track|engage)(\/|\?|$)/;
  * posthog-js asks for its remote config and flags before and while it captures. Those routes belong to
  * decide (another service); this stand-in answers what makes posthog-js use gzip, as PostHog Cloud does.
  */
-function withConfigStandIn(capture: Express, seen: SeenRequest[]): Express {
+function withConfigStandIn(capture: ServiceApp, seen: SeenRequest[]): Express {
   const app = express();
   app.use((req, res, next) => {
     if (CAPTURE_ROUTES.test(req.url) && req.method !== 'OPTIONS') {

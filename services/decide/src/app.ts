@@ -1,12 +1,25 @@
 import { randomUUID } from 'node:crypto';
-import express, { Router, type Express, type Request, type Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Router, type Request, type Response } from 'express';
 import { ProjectTokenCache, type ProjectByToken } from '@plover/accounts';
 import type { DecideConfig } from '@plover/config';
 import { ApiError, TokenBuckets, type Logger } from '@plover/core';
 import type { FeatureFlag, FlagEvaluation, Properties } from '@plover/flags';
-import { createServiceApp, permissiveCors, type MetricsRegistry } from '@plover/http';
+import {
+  createServiceApp,
+  permissiveCors,
+  queryString,
+  readBody,
+  routePath,
+  sendError,
+  sendJson,
+  setPermissiveCorsHeaders,
+  type FastRoute,
+  type MetricsRegistry,
+  type ServiceApp,
+} from '@plover/http';
 import type { Sql } from '@plover/postgres';
-import { decodeFlagsBody } from './decode';
+import { decodeFlagsBody, malformed } from './decode';
 import { DefinitionsCache, type CachedDefinitions } from './definitions';
 import { evaluateRequest } from './evaluate';
 import { clientIp, loadGeoIp, type GeoIpLookup } from './geoip';
@@ -51,28 +64,28 @@ export function decideOptions(config: DecideConfig): DecideOptions {
   };
 }
 
-function searchParams(req: Request): URLSearchParams {
-  const index = req.originalUrl.indexOf('?');
-  return new URLSearchParams(index === -1 ? '' : req.originalUrl.slice(index + 1));
+function searchParams(req: IncomingMessage & { originalUrl?: string }): URLSearchParams {
+  return new URLSearchParams(queryString(req.originalUrl ?? req.url));
 }
 
 function flagDefinitionsByKey(definitions: CachedDefinitions | undefined): Map<string, FeatureFlag> {
   return new Map((definitions?.flags ?? []).map((flag) => [flag.key, flag]));
 }
 
-/**
- * A flags answer, written without Express's `res.json`: that hashes every body (~10 KB with 50 flags) for an
- * ETag no SDK sends back, about a tenth of a request's CPU (bench/decide.ts).
- */
-function writeJson(res: Response, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.setHeader('Content-Length', Buffer.byteLength(text));
-  res.end(text);
+const BODY_ERRORS = {
+  tooLarge: (detail: string) => new ApiError(413, 'validation_error', 'payload_too_large', detail),
+  decoding: malformed,
+};
+
+export interface DecideRoutes {
+  /** `/decide` and `/flags`, what the SDKs call on every page load, served ahead of Express. */
+  fast: FastRoute;
+  /** Local evaluation, remote config, public early access features and surveys. */
+  router: Router;
 }
 
 /** The flag routes (`/decide`, `/flags`, local evaluation, remote config), with permissive CORS. */
-export function decideRoutes(deps: DecideDeps): Router {
+export function decideRoutes(deps: DecideDeps): DecideRoutes {
   const options = deps.decide ?? {};
   const tokens = new ProjectTokenCache(deps.sql);
   const cache = new DefinitionsCache(deps.sql, { logger: deps.logger, pollIntervalMs: options.definitionsPollMs ?? 500 });
@@ -95,19 +108,18 @@ export function decideRoutes(deps: DecideDeps): Router {
     return found;
   }
 
-  async function answer(req: Request, res: Response, shaping: Shaping, endpoint: 'decide' | 'flags'): Promise<void> {
-    const query = searchParams(req);
+  async function answer(req: IncomingMessage, res: ServerResponse, query: URLSearchParams, shaping: Shaping, endpoint: 'decide' | 'flags'): Promise<void> {
     const body = await decodeFlagsBody({
       query,
       contentType: req.headers['content-type'],
       contentEncoding: req.headers['content-encoding'],
-      body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
+      body: await readBody(req, BODY_LIMIT, BODY_ERRORS),
     });
     const requestId = randomUUID();
     if (body === undefined) {
       // Nothing to evaluate (a bare GET): the minimal answer of each endpoint.
-      if (endpoint === 'decide') res.json({ ...configFields({ surveys: false, endpoint }), featureFlags: {}, requestId });
-      else res.json({ flags: {}, errorsWhileComputingFlags: false, requestId, supportedCompression: ['gzip', 'gzip-js'] });
+      if (endpoint === 'decide') sendJson(res, 200, { ...configFields({ surveys: false, endpoint }), featureFlags: {}, requestId });
+      else sendJson(res, 200, { flags: {}, errorsWhileComputingFlags: false, requestId, supportedCompression: ['gzip', 'gzip-js'] });
       return;
     }
     const request = parseFlagsRequest(body, query);
@@ -122,7 +134,7 @@ export function decideRoutes(deps: DecideDeps): Router {
         byKey = flagDefinitionsByKey(definitions);
         if (definitions) byKeyCache.set(definitions, byKey);
       }
-      writeJson(res, renderBody(shaping, { flags, errorsWhileComputingFlags: errors, quotaLimited, requestId, flagsById: byKey, surveys: definitions?.hasActiveSurveys ?? false, endpoint }));
+      sendJson(res, 200, renderBody(shaping, { flags, errorsWhileComputingFlags: errors, quotaLimited, requestId, flagsById: byKey, surveys: definitions?.hasActiveSurveys ?? false, endpoint }));
     };
 
     if (quota.limited(projectId)) return render(new Map(), false, true);
@@ -187,36 +199,51 @@ export function decideRoutes(deps: DecideDeps): Router {
     };
   }
 
-  const router = Router();
-  const cors = permissiveCors();
-  const raw = express.raw({ type: () => true, limit: BODY_LIMIT });
-  router.use(['/decide', '/flags', '/array', '/api/feature_flag', '/api/early_access_features', '/api/surveys'], cors);
+  /** `/decide`: OPTIONS gets the success body (PostHog); GET, POST and HEAD are evaluated. */
+  function decide(req: IncomingMessage, res: ServerResponse): Promise<void> | void {
+    if (req.method === 'OPTIONS') return sendJson(res, 200, { status: 1 });
+    if (req.method !== 'GET' && req.method !== 'POST' && req.method !== 'HEAD') throw methodNotAllowed(req.method);
+    const query = searchParams(req);
+    return answer(req, res, query, decideShaping(query.get('v')), 'decide');
+  }
 
-  router.all(['/decide', '/decide/'], raw, async (req, res) => {
+  /** `/flags` (Rust): OPTIONS 204 with `Allow`, HEAD an empty 200, GET and POST evaluated. */
+  function flags(req: IncomingMessage, res: ServerResponse): Promise<void> | void {
     if (req.method === 'OPTIONS') {
-      res.json({ status: 1 });
-      return;
-    }
-    if (req.method !== 'GET' && req.method !== 'POST' && req.method !== 'HEAD') throw new ApiError(405, 'validation_error', 'method_not_allowed', `Method "${req.method}" not allowed.`);
-    await answer(req, res, decideShaping(searchParams(req).get('v')), 'decide');
-  });
-
-  router.get(['/flags/definitions', '/flags/definitions/', '/api/feature_flag/local_evaluation', '/api/feature_flag/local_evaluation/'], localEvaluation);
-
-  router.all(['/flags', '/flags/'], raw, async (req, res) => {
-    if (req.method === 'OPTIONS') {
-      res.setHeader('Allow', 'GET, POST, OPTIONS, HEAD');
-      res.status(204).end();
+      res.writeHead(204, { Allow: 'GET, POST, OPTIONS, HEAD' });
+      res.end();
       return;
     }
     if (req.method === 'HEAD') {
-      res.status(200).end();
+      res.writeHead(200);
+      res.end();
       return;
     }
-    if (req.method !== 'GET' && req.method !== 'POST') throw new ApiError(405, 'validation_error', 'method_not_allowed', `Method "${req.method}" not allowed.`);
+    if (req.method !== 'GET' && req.method !== 'POST') throw methodNotAllowed(req.method);
     const query = searchParams(req);
-    await answer(req, res, flagsShaping(query.get('v'), query.get('config')), 'flags');
-  });
+    return answer(req, res, query, flagsShaping(query.get('v'), query.get('config')), 'flags');
+  }
+
+  const fastPaths = new Map([
+    ['/decide', decide],
+    ['/flags', flags],
+  ]);
+  const fast: FastRoute = (req, res) => {
+    const route = fastPaths.get(routePath(req.url));
+    if (route === undefined) return false;
+    setPermissiveCorsHeaders(req, res);
+    const fail = (error: unknown) => sendError(req, res, error, deps.logger);
+    try {
+      route(req, res)?.catch(fail);
+    } catch (error) {
+      fail(error);
+    }
+    return true;
+  };
+
+  const router = Router();
+  router.use(['/flags', '/array', '/api/feature_flag', '/api/early_access_features', '/api/surveys'], permissiveCors());
+  router.get(['/flags/definitions', '/flags/definitions/', '/api/feature_flag/local_evaluation', '/api/feature_flag/local_evaluation/'], localEvaluation);
 
   router.get('/array/:token/config', async (req, res) => {
     res.json((await remoteConfig(req)).config);
@@ -238,13 +265,19 @@ export function decideRoutes(deps: DecideDeps): Router {
     res.json({ surveys: await publicSurveys(deps.sql, id) });
   });
 
-  return router;
+  return { fast, router };
 }
 
-export function createApp(deps: DecideDeps): Express {
+function methodNotAllowed(method: string | undefined): ApiError {
+  return new ApiError(405, 'validation_error', 'method_not_allowed', `Method "${method}" not allowed.`);
+}
+
+export function createApp(deps: DecideDeps): ServiceApp {
+  const routes = decideRoutes(deps);
   return createServiceApp({
     ...deps,
     checks: { postgres: () => deps.sql.ping() },
-    mount: (app) => app.use(decideRoutes(deps)),
+    fast: [routes.fast],
+    mount: (app) => app.use(routes.router),
   });
 }

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import type { Request } from 'express';
+import type { IncomingMessage } from 'node:http';
 import { Reader, type CityResponse } from 'mmdb-lib';
 import type { Properties } from '@plover/flags';
 
@@ -8,7 +8,7 @@ import type { Properties } from '@plover/flags';
 export type GeoIpLookup = (ip: string) => Properties | undefined;
 
 /** The first `X-Forwarded-For` address (the seed's `HTTP_X_FORWARDED_FOR`), else the socket's. */
-export function clientIp(req: Request): string | undefined {
+export function clientIp(req: IncomingMessage): string | undefined {
   const forwarded = req.headers['x-forwarded-for'];
   const header = Array.isArray(forwarded) ? forwarded[0] : forwarded;
   const candidate = header?.split(',')[0]?.trim() || req.socket.remoteAddress;

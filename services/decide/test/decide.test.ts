@@ -164,6 +164,14 @@ describe.each(backends)('decide on $name', (backend) => {
     expect(get.body.featureFlags.beta).toBe(true);
   });
 
+  it('reads a gzip body sent with Content-Encoding: gzip, and refuses a body over 20 MiB with 413', async () => {
+    const json = JSON.stringify({ token, distinct_id: 'pro-user' });
+    const gz = await request(app).post('/flags/?v=2').set('Content-Type', 'text/plain').set('Content-Encoding', 'gzip').send(gzipSync(json)).expect(200);
+    expect(gz.body.flags['pro-users'].enabled).toBe(true);
+    const huge = await request(app).post('/flags/?v=2').set('Content-Type', 'text/plain').send(Buffer.alloc(20 * 1024 * 1024 + 1, 0x20)).expect(413);
+    expect(huge.body).toMatchObject({ type: 'validation_error', code: 'payload_too_large', attr: null });
+  });
+
   it('answers preflights and bare requests like PostHog', async () => {
     const options = await request(app).options('/decide/').set('Origin', 'https://app.example').expect(200);
     expect(options.body).toEqual({ status: 1 });

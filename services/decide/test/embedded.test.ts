@@ -15,11 +15,13 @@ describe('decide beside the management API (embedded mode)', () => {
       await migrate(sql);
       const { project, personal_api_key: key } = await setup(sql);
       const deps = { logger: silentLogger(), metrics: createMetricsRegistry('test'), sql, trustProxy: false, clickhouse: {} as ClickHouse };
+      const decide = decideRoutes(deps);
       const app = createServiceApp({
         ...deps,
         checks: {},
+        fast: [decide.fast],
         mount(app) {
-          app.use(decideRoutes(deps));
+          app.use(decide.router);
           app.use(managementRoutes(deps));
         },
       });

@@ -1,8 +1,7 @@
-import type { Express } from 'express';
 import type { EventBus } from '@plover/bus';
 import type { ClickHouse } from '@plover/clickhouse';
 import type { Logger } from '@plover/core';
-import { createServiceApp, type MetricsRegistry } from '@plover/http';
+import { createServiceApp, type MetricsRegistry, type ServiceApp } from '@plover/http';
 import type { Sql } from '@plover/postgres';
 
 export interface IngestionDeps {
@@ -14,7 +13,7 @@ export interface IngestionDeps {
 }
 
 /** The consumer has no public routes: only health, readiness and metrics for its orchestrator. */
-export function createApp(deps: IngestionDeps): Express {
+export function createApp(deps: IngestionDeps): ServiceApp {
   return createServiceApp({
     ...deps,
     trustProxy: false,

@@ -1,8 +1,8 @@
-import { Router, type Express, type RequestHandler } from 'express';
+import { Router, type RequestHandler } from 'express';
 import helmet from 'helmet';
 import type { ClickHouse } from '@plover/clickhouse';
 import type { Logger } from '@plover/core';
-import { createServiceApp, type MetricsRegistry } from '@plover/http';
+import { createServiceApp, type MetricsRegistry, type ServiceApp } from '@plover/http';
 import type { Sql } from '@plover/postgres';
 import { AuthFailureThrottle, authenticate, resolveProject } from './http/auth';
 import { jsonBody } from './http/body';
@@ -73,7 +73,7 @@ export function managementRoutes(deps: ManagementDeps): Router {
   return router;
 }
 
-export function createApp(deps: ManagementDeps): Express {
+export function createApp(deps: ManagementDeps): ServiceApp {
   return createServiceApp({
     ...deps,
     checks: { postgres: () => deps.sql.ping(), clickhouse: () => deps.clickhouse.ping() },

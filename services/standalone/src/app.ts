@@ -1,11 +1,10 @@
-import type { Express } from 'express';
 import type { EventBus } from '@plover/bus';
 import { captureRoutes } from '@plover/capture/app';
 import type { ClickHouse } from '@plover/clickhouse';
 import type { CaptureConfig } from '@plover/config';
 import type { Logger } from '@plover/core';
 import { decideRoutes, type DecideOptions } from '@plover/decide/app';
-import { createServiceApp, type MetricsRegistry } from '@plover/http';
+import { createServiceApp, type MetricsRegistry, type ServiceApp } from '@plover/http';
 import { managementRoutes } from '@plover/management/app';
 import type { Sql } from '@plover/postgres';
 
@@ -21,13 +20,14 @@ export interface StandaloneDeps {
 }
 
 /** Every HTTP service on one port: the SDKs' capture and flag routes beside the management API. */
-export function createApp(deps: StandaloneDeps): Express {
+export function createApp(deps: StandaloneDeps): ServiceApp {
+  const decide = decideRoutes(deps);
   return createServiceApp({
     ...deps,
     checks: { postgres: () => deps.sql.ping(), clickhouse: () => deps.clickhouse.ping(), bus: () => deps.bus.ping() },
+    fast: [captureRoutes(deps), decide.fast],
     mount(app) {
-      app.use(captureRoutes(deps));
-      app.use(decideRoutes(deps));
+      app.use(decide.router);
       app.use(managementRoutes(deps));
     },
   });

@@ -1,3 +1,5 @@
+// First: sizes libuv's thread pool before anything starts it (see the module).
+import '@plover/config/threadpool';
 import { loadConfigOrExit, sections } from '@plover/config';
 import { bootstrap } from '@plover/accounts';
 import { createLogger } from '@plover/core';

@@ -6,13 +6,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import type { Express } from 'express';
 import { bootstrap } from '@plover/accounts';
 import { LocalLogBus, type BusMessage, type EventBus } from '@plover/bus';
 import { createApp, type CaptureSettings } from '@plover/capture/app';
 import { parseCapturedEventMessage, type CapturedEvent, type CapturedEventMessage } from '@plover/contracts';
 import { silentLogger } from '@plover/core';
-import { createMetricsRegistry } from '@plover/http';
+import { createMetricsRegistry, type ServiceApp } from '@plover/http';
 import { migrate } from '@plover/postgres';
 import { PGliteSql } from '@plover/postgres/pglite';
 
@@ -36,7 +35,7 @@ export interface Captured {
 }
 
 export interface CaptureHarness {
-  app: Express;
+  app: ServiceApp;
   sql: PGliteSql;
   bus: EventBus;
   token: string;

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { Express, RequestHandler } from 'express';
+import type { RequestHandler } from 'express';
 import { bootstrap, type Credentials } from '@plover/accounts';
 import { ApiError, silentLogger } from '@plover/core';
-import { createMetricsRegistry, createServiceApp } from '@plover/http';
+import { createMetricsRegistry, createServiceApp, type ServiceApp } from '@plover/http';
 import { PgSql, type QueryResult, type Sql, type SqlExecutor } from '@plover/postgres';
 import { projectFlagRoutes } from '../../../management/src/feature-flags';
 import { realService } from '../../../../test/support/services';
@@ -103,14 +103,16 @@ function actAsOwner(sql: Sql): RequestHandler {
 }
 
 /** Decide routes and the flag management routes on one app, like embedded mode (management auth stubbed). */
-export function buildApp(sql: Sql, options: DecideOptions = {}, managementSql: Sql = sql): Express {
+export function buildApp(sql: Sql, options: DecideOptions = {}, managementSql: Sql = sql): ServiceApp {
+  const decide = decideRoutes({ logger: silentLogger(), metrics: createMetricsRegistry('test'), sql, trustProxy: false, decide: options });
   return createServiceApp({
     logger: silentLogger(),
     metrics: createMetricsRegistry('test'),
     trustProxy: false,
     checks: {},
+    fast: [decide.fast],
     mount(app) {
-      app.use(decideRoutes({ logger: silentLogger(), metrics: createMetricsRegistry('test'), sql, trustProxy: false, decide: options }));
+      app.use(decide.router);
       app.use(['/api/projects/:project_id', '/api/environments/:project_id'], actAsOwner(managementSql), projectFlagRoutes(managementSql));
     },
   });

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { Express } from 'express';
 import { hashPersonalApiKey, maskPersonalApiKey, newPersonalApiKey, newProjectToken } from '@plover/accounts';
 import type { ClickHouse } from '@plover/clickhouse';
 import { createLogger } from '@plover/core';
-import { createMetricsRegistry } from '@plover/http';
+import { createMetricsRegistry, type ServiceApp } from '@plover/http';
 import type { Sql } from '@plover/postgres';
 import { createApp } from '../../src/app';
 import { AuthFailureThrottle } from '../../src/http/auth';
@@ -31,7 +30,7 @@ export const noClickHouse: ClickHouse = {
 
 export interface World {
   sql: Sql;
-  app: Express;
+  app: ServiceApp;
   throttle: AuthFailureThrottle;
   clickhouse: ClickHouse;
   newOrganization(): Promise<string>;

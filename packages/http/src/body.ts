@@ -1,18 +1,19 @@
 import type { IncomingMessage } from 'node:http';
-import { captureError } from './errors';
+import type { PayloadErrors } from './payload';
 
 /**
- * The raw request body, at most `limit` bytes. Capture decodes the bytes itself (gzip by magic bytes, base64
- * sniffing, form fields) rather than trusting Content-Type and Content-Encoding, which SDKs get wrong.
+ * The raw request body, at most `limit` bytes. The SDK routes decode the bytes themselves (`decodePayload`: gzip
+ * by magic bytes, base64 sniffing, form fields) rather than trusting Content-Type and Content-Encoding, which
+ * SDKs get wrong.
  *
  * Over the limit: 413 at once. What the client still sends is read and discarded by Node (the request is
  * resumed), so the client gets to read the 413 and the connection stays usable.
  */
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+export function readBody(req: IncomingMessage, limit: number, errors: Pick<PayloadErrors, 'tooLarge' | 'decoding'>): Promise<Buffer> {
   const declared = Number(req.headers['content-length']);
   if (declared > limit) {
     req.resume();
-    return Promise.reject(tooLarge(limit));
+    return Promise.reject(tooLarge(limit, errors));
   }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -22,7 +23,7 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       if (length > limit) {
         cleanup();
         req.resume();
-        reject(tooLarge(limit));
+        reject(tooLarge(limit, errors));
         return;
       }
       chunks.push(chunk);
@@ -34,7 +35,7 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     // A client that disconnects mid-body: nobody reads the answer, but the handler must not hang.
     const onAbort = () => {
       cleanup();
-      reject(captureError.decoding('the client closed the connection before the body was complete'));
+      reject(errors.decoding('the client closed the connection before the body was complete'));
     };
     const cleanup = () => {
       req.off('data', onData);
@@ -49,6 +50,6 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
-function tooLarge(limit: number) {
-  return captureError.tooLarge(`Request body exceeds the limit of ${limit} bytes.`);
+function tooLarge(limit: number, errors: Pick<PayloadErrors, 'tooLarge'>): Error {
+  return errors.tooLarge(`Request body exceeds the limit of ${limit} bytes.`);
 }
