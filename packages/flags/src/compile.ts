@@ -43,6 +43,8 @@ export interface CompiledFlag {
   /** A dependency cycle or a missing dependency, here or upstream: the flag fails with this code. */
   readonly graphError: string | null;
   readonly needs: DataNeeds;
+  /** `"<flag key>."`, the start of the flag's rollout and variant hash input (`flagHash`). */
+  readonly hashPrefix: string;
 }
 
 /** Definitions prepared once (per project and definitions version) and evaluated for many requests. */
@@ -78,15 +80,35 @@ export function compileFlags(definitions: FlagDefinitions): CompiledFlags {
   };
 }
 
+/** The flags one evaluation covers (`selectFlags`). */
+export interface FlagSelection {
+  /** The flags to return: active ones, narrowed by `flag_keys_to_evaluate`, in stored order. */
+  readonly output: readonly CompiledFlag[];
+  /** `output` and everything it depends on, transitively. */
+  readonly closure: ReadonlySet<CompiledFlag>;
+  /** `evaluationOrder` restricted to `closure`: what is evaluated, in that order. */
+  readonly evaluated: readonly CompiledFlag[];
+}
+
+// The selection without `flag_keys_to_evaluate` (nearly every request) depends on the definitions only.
+const unnarrowed = new WeakMap<CompiledFlags, FlagSelection>();
+
 /**
  * The flags an evaluation covers: `output` are the flags to return (active ones, narrowed by
- * `flag_keys_to_evaluate`), `closure` adds everything they depend on, transitively.
+ * `flag_keys_to_evaluate`), `closure` adds everything they depend on, transitively. Without narrowing the
+ * selection is computed once per definitions; callers must not change it.
  */
-export function selectFlags(
-  compiled: CompiledFlags,
-  flagKeys: readonly string[] | undefined,
-): { output: CompiledFlag[]; closure: Set<CompiledFlag> } {
-  const requested = flagKeys === undefined ? null : new Set(flagKeys);
+export function selectFlags(compiled: CompiledFlags, flagKeys: readonly string[] | undefined): FlagSelection {
+  if (flagKeys !== undefined) return computeSelection(compiled, new Set(flagKeys));
+  let selection = unnarrowed.get(compiled);
+  if (selection === undefined) {
+    selection = computeSelection(compiled, null);
+    unnarrowed.set(compiled, selection);
+  }
+  return selection;
+}
+
+function computeSelection(compiled: CompiledFlags, requested: ReadonlySet<string> | null): FlagSelection {
   const output = compiled.flags.filter((flag) => flag.flag.active && (requested === null || requested.has(flag.flag.key)));
   const closure = new Set<CompiledFlag>();
   const pending = [...output];
@@ -98,7 +120,7 @@ export function selectFlags(
       if (dependency?.flag.active === true) pending.push(dependency);
     }
   }
-  return { output, closure };
+  return { output, closure, evaluated: compiled.evaluationOrder.filter((flag) => closure.has(flag)) };
 }
 
 type ShapedFlag = Omit<CompiledFlag, 'graphError'> & { readonly missingDependency: boolean };
@@ -138,6 +160,7 @@ function shapeFlag(
     aggregation,
     dependencies,
     missingDependency,
+    hashPrefix: `${flag.key}.`,
     needs: {
       ...conditionNeeds(conditions, superCondition, aggregation, cohorts),
       hashKeyOverride: flag.ensure_experience_continuity === true && aggregation === null && (hashed || variants.length > 0),

@@ -30,10 +30,12 @@ export function evaluateFlags(
   context: EvaluationContext,
   options: EvaluationOptions,
 ): Map<string, FlagEvaluation> {
-  const { output, closure } = selectFlags(compiled, options.flagKeys);
+  const { output, evaluated } = selectFlags(compiled, options.flagKeys);
   const request = new RequestEvaluation(compiled, context, options);
-  for (const flag of compiled.evaluationOrder) if (closure.has(flag)) request.evaluate(flag);
-  return new Map(output.map((flag) => [flag.flag.key, request.resultOf(flag)]));
+  for (const flag of evaluated) request.evaluate(flag);
+  const results = new Map<string, FlagEvaluation>();
+  for (const flag of output) results.set(flag.flag.key, request.resultOf(flag));
+  return results;
 }
 
 /** The flag's value as decide's v1–v3 responses show it: the variant, `true`, or `false`. */
@@ -69,16 +71,36 @@ function describe(code: MatchReasonCode, conditionIndex: number | null): string 
   }
 }
 
+type Reason = EvaluatedFlag['reason'];
+
+// Reasons by code and condition index, shared by every result: a request then allocates none, and a
+// renderer may cache each one's serialization. Results are read-only to callers.
+const reasons = new Map<MatchReasonCode, Reason[]>();
+
+function reasonOf(code: MatchReasonCode, conditionIndex: number | null): Reason {
+  let byIndex = reasons.get(code);
+  if (byIndex === undefined) {
+    byIndex = [];
+    reasons.set(code, byIndex);
+  }
+  const slot = conditionIndex === null ? 0 : conditionIndex + 1;
+  let reason = byIndex[slot];
+  if (reason === undefined) {
+    reason = Object.freeze({ code, condition_index: conditionIndex, description: describe(code, conditionIndex) });
+    byIndex[slot] = reason;
+  }
+  return reason;
+}
+
 function failed(key: string, code: string): FailedFlag {
   return { key, failed: true, enabled: false, variant: null, reason: { code, condition_index: null, description: null }, payload: null };
 }
 
 const EMPTY: Properties = {};
+const NO_FILTERS: readonly PropertyFilter[] = [];
 
-interface ConditionOutcome {
-  matched: boolean;
-  reason: 'condition_match' | 'no_condition_match' | 'out_of_rollout_bound';
-}
+/** A condition's outcome: it matched (`condition_match`), or why not. */
+type ConditionOutcome = 'condition_match' | 'no_condition_match' | 'out_of_rollout_bound';
 
 /** Everything one request evaluates against, with its merged properties and cohort results memoized. */
 class RequestEvaluation {
@@ -114,9 +136,11 @@ class RequestEvaluation {
     const { key } = flag.flag;
     if (this.context.lookupError !== undefined && needsLookup(flag, this.context)) return failed(key, this.context.lookupError);
     // A flag cannot be computed when a flag it depends on could not be: "false" would be a guess.
-    for (const id of flag.dependencies.values()) {
-      const dependency = this.results.get(id);
-      if (dependency?.failed === true) return failed(key, dependency.reason.code);
+    if (flag.dependencies.size > 0) {
+      for (const id of flag.dependencies.values()) {
+        const dependency = this.results.get(id);
+        if (dependency?.failed === true) return failed(key, dependency.reason.code);
+      }
     }
     try {
       return this.match(flag);
@@ -142,7 +166,7 @@ class RequestEvaluation {
       // result is then final either way. Its payload is the "true" one, attached on a match only (Django;
       // Rust attaches it to non-matches too, which would contradict "payloads only for matched flags").
       if (properties.some((filter) => Object.hasOwn(person, filter.key))) {
-        const { matched } = this.matchCondition(flag, flag.superCondition, null, identifier);
+        const matched = this.matchCondition(flag, flag.superCondition, null, identifier) === 'condition_match';
         return this.result(flag, matched, null, 'super_condition_value', 0);
       }
     }
@@ -150,11 +174,17 @@ class RequestEvaluation {
     const holdoutVariant = this.holdoutVariant(flag, identifier);
     if (holdoutVariant !== null) return this.result(flag, true, holdoutVariant, 'holdout_condition_value', null);
 
-    let best: { reason: MatchReasonCode; index: number | null } = { reason: 'no_condition_match', index: null };
-    for (const [index, condition] of flag.conditions.entries()) {
-      const { matched, reason } = this.matchCondition(flag, condition, flag.aggregation, identifier);
-      if (REASON_PRIORITY[reason] >= REASON_PRIORITY[best.reason]) best = { reason, index };
-      if (matched) {
+    let bestReason: MatchReasonCode = 'no_condition_match';
+    let bestIndex: number | null = null;
+    const { conditions } = flag;
+    for (let index = 0; index < conditions.length; index += 1) {
+      const condition = conditions[index]!;
+      const reason = this.matchCondition(flag, condition, flag.aggregation, identifier);
+      if (REASON_PRIORITY[reason] >= REASON_PRIORITY[bestReason]) {
+        bestReason = reason;
+        bestIndex = index;
+      }
+      if (reason === 'condition_match') {
         const override = condition.variant;
         const variant =
           override !== undefined && override !== null && flag.variants.some((v) => v.key === override)
@@ -163,7 +193,7 @@ class RequestEvaluation {
         return this.result(flag, true, variant, 'condition_match', index);
       }
     }
-    return this.result(flag, false, null, best.reason, best.index);
+    return this.result(flag, false, null, bestReason, bestIndex);
   }
 
   private result(
@@ -173,16 +203,16 @@ class RequestEvaluation {
     code: MatchReasonCode,
     conditionIndex: number | null,
   ): EvaluatedFlag {
-    const payloads = flag.flag.filters.payloads ?? {};
+    const payloads = flag.flag.filters.payloads;
     // The variant's payload, or the "true" payload of a boolean match — never a fallback from one to the
     // other (Rust `get_matching_payload`).
-    const payload = enabled ? (lookup(payloads, variant ?? 'true') ?? null) : null;
+    const payload = enabled && payloads !== undefined && payloads !== null ? (lookup(payloads, variant ?? 'true') ?? null) : null;
     return {
       key: flag.flag.key,
       failed: false,
       enabled,
       variant: enabled ? variant : null,
-      reason: { code, condition_index: conditionIndex, description: describe(code, conditionIndex) },
+      reason: reasonOf(code, conditionIndex),
       payload,
     };
   }
@@ -198,21 +228,22 @@ class RequestEvaluation {
     aggregation: number | null,
     identifier: string,
   ): ConditionOutcome {
-    const cohortFilters: PropertyFilter[] = [];
-    for (const filter of condition.properties ?? []) {
-      if (filter.type === 'cohort') cohortFilters.push(filter);
-      else if (!this.matchFilter(flag, filter, aggregation)) return { matched: false, reason: 'no_condition_match' };
+    const properties = condition.properties ?? NO_FILTERS;
+    let cohortFilters = false;
+    for (const filter of properties) {
+      if (filter.type === 'cohort') cohortFilters = true;
+      else if (!this.matchFilter(flag, filter, aggregation)) return 'no_condition_match';
     }
-    for (const filter of cohortFilters) {
-      if (!membershipMatches(filter, this.isCohortMember(filter))) return { matched: false, reason: 'no_condition_match' };
+    if (cohortFilters) {
+      for (const filter of properties) {
+        if (filter.type === 'cohort' && !membershipMatches(filter, this.isCohortMember(filter))) return 'no_condition_match';
+      }
     }
 
     const rollout = condition.rollout_percentage ?? 100;
     // Exactly 100% needs no hash; otherwise `<=`, not `<` (Django `is_condition_match`, Rust `check_rollout`).
-    if (rollout === 100 || flagHash(flag.flag.key, identifier, '') <= rollout / 100) {
-      return { matched: true, reason: 'condition_match' };
-    }
-    return { matched: false, reason: 'out_of_rollout_bound' };
+    if (rollout === 100 || flagHash(flag.hashPrefix, identifier, '') <= rollout / 100) return 'condition_match';
+    return 'out_of_rollout_bound';
   }
 
   private matchFilter(flag: CompiledFlag, filter: PropertyFilter, aggregation: number | null): boolean {
@@ -256,7 +287,7 @@ class RequestEvaluation {
 
   /** Variants in stored order, each owning `[lower, lower + pct/100)`; no bucket hit means no variant. */
   private computedVariant(flag: CompiledFlag, identifier: string): string | null {
-    const hash = flagHash(flag.flag.key, identifier, 'variant');
+    const hash = flagHash(flag.hashPrefix, identifier, 'variant');
     let upper = 0;
     for (const variant of flag.variants) {
       upper += variant.rollout_percentage / 100;
@@ -289,7 +320,12 @@ class RequestEvaluation {
 
   /** Stored person properties under the request's overrides (request values win). */
   private person(): Properties {
-    this.personProperties ??= { ...this.context.stored?.personProperties, ...this.context.personPropertyOverrides };
+    if (this.personProperties === undefined) {
+      const stored = this.context.stored?.personProperties;
+      const overrides = this.context.personPropertyOverrides;
+      // Without stored properties the overrides are read as they are (lookups are own-property only).
+      this.personProperties = stored === undefined ? (overrides ?? EMPTY) : { ...stored, ...overrides };
+    }
     return this.personProperties;
   }
 

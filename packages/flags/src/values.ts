@@ -32,12 +32,16 @@ export function toNumber(value: JsonValue): number | null {
   return typeof value === 'number' ? value : parseRustFloat(toText(value));
 }
 
+const ASCII_UPPER = /[A-Z]/;
+const ASCII_UPPER_RUNS = /[A-Z]+/g;
+
 /**
  * PostHog's Rust service lowercases only ASCII for the substring operators (`to_ascii_lowercase`), so
  * `İ` and `i` stay different there; we follow the server, not the SDKs that lowercase Unicode.
  */
 export function asciiLowercase(text: string): string {
-  return text.replace(/[A-Z]+/g, (upper) => upper.toLowerCase());
+  // Most texts (emails, needles) are lowercase already: a test is cheaper than a replace that finds nothing.
+  return ASCII_UPPER.test(text) ? text.replace(ASCII_UPPER_RUNS, (upper) => upper.toLowerCase()) : text;
 }
 
 /** Group keys and hash keys: strings as they are, numbers as text, anything else unusable (`""`). */

@@ -1,6 +1,6 @@
-import { flagValue, type FeatureFlag, type FlagCondition, type PropertyFilter } from '@plover/flags';
+import { compileFlags, evaluateFlags, flagValue, type FeatureFlag, type FlagCondition, type PropertyFilter } from '@plover/flags';
 
-import { buildFlag, evaluate, evaluateFirst } from './fixtures';
+import { buildFlag, evaluate, evaluateFirst, NOW } from './fixtures';
 
 // Hash facts these tests rely on (sha1-based, see vectors.test.ts):
 //   rollout hash "roll.user-1" = 0.989, "roll.user-2" = 0.004
@@ -352,5 +352,22 @@ describe('experience continuity', () => {
   it('does not apply to flags without ensure_experience_continuity', () => {
     const context = { distinctId: 'user-2', anonDistinctId: 'anon-1', stored: { hashKeyOverrides: { cont: 'anon-1' } } };
     expect(evaluateFirst({ flags: [continuity(false)], context }).enabled).toBe(false);
+  });
+});
+
+describe('repeated evaluation of the same definitions', () => {
+  it('gives equal results, with shared read-only reasons', () => {
+    const flags = [
+      buildFlag({ key: 'half', filters: { groups: [{ properties: [], rollout_percentage: 50 }] } }),
+      buildFlag({ key: 'pro', filters: { groups: [{ properties: [{ key: 'plan', type: 'person', operator: 'exact', value: 'pro' }] }] } }),
+    ];
+    const compiled = compileFlags({ flags });
+    const first = evaluateFlags(compiled, { distinctId: 'u1', personPropertyOverrides: { plan: 'pro' } }, { now: NOW });
+    const second = evaluateFlags(compiled, { distinctId: 'u1', personPropertyOverrides: { plan: 'pro' } }, { now: NOW });
+    expect(second).toEqual(first);
+    expect(second.get('pro')?.reason).toBe(first.get('pro')?.reason);
+    expect(Object.isFrozen(first.get('pro')?.reason)).toBe(true);
+    // Narrowed and unnarrowed selections agree.
+    expect(evaluateFlags(compiled, { distinctId: 'u1', personPropertyOverrides: { plan: 'pro' } }, { now: NOW, flagKeys: ['pro'] }).get('pro')).toEqual(first.get('pro'));
   });
 });

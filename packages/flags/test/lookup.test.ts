@@ -5,6 +5,7 @@ import {
   type Cohort,
   type EvaluationContext,
   type FeatureFlag,
+  type Properties,
   type PropertyFilter,
 } from '@plover/flags';
 
@@ -60,6 +61,27 @@ describe('planLookup', () => {
 
   it('needs no group lookup when the group is not passed (the flag is no_group_type)', () => {
     expect(planLookup(compiled, { distinctId: 'u' }, { flagKeys: ['group'] }).flagKeys.size).toBe(0);
+  });
+
+  it('answers the unnarrowed plan the same way with and without the shortcut for fully covered requests', () => {
+    // Only person-property flags: with their keys all given, the shortcut returns an empty plan; naming every
+    // flag in `flagKeys` takes the full walk, which must agree.
+    const personOnly = compileFlags({ flags: [rolloutOnly, personFlag, dynamicCohort, dependent], cohorts });
+    const keys = ['rollout-only', 'person', 'dynamic-cohort', 'dependent'];
+    const describePlan = (plan: ReturnType<typeof planLookup>) => [
+      [...plan.flagKeys],
+      plan.personProperties,
+      [...plan.staticCohortIds],
+      [...plan.groupTypes],
+      plan.hashKeyOverrides,
+    ];
+    const overrideSets: Properties[] = [{}, { plan: 'pro' }, { email: 'a@b.c' }, { plan: 'pro', email: 'a@b.c' }, { plan: 'pro', email: 'a@b.c', other: 1 }];
+    for (const overrides of overrideSets) {
+      const context: EvaluationContext = { distinctId: 'u', personPropertyOverrides: overrides };
+      expect(describePlan(planLookup(personOnly, context))).toEqual(describePlan(planLookup(personOnly, context, { flagKeys: keys })));
+    }
+    expect(planLookup(personOnly, { distinctId: 'u', personPropertyOverrides: { plan: 'pro', email: 'a@b.c' } }).flagKeys.size).toBe(0);
+    expect([...planLookup(personOnly, { distinctId: 'u', personPropertyOverrides: { plan: 'pro' } }).flagKeys]).toEqual(['dynamic-cohort']);
   });
 
   it('covers the dependencies of requested flags', () => {

@@ -102,6 +102,7 @@ export async function evaluateRequest(
     }
   }
   const flags = evaluateFlags(definitions.compiled, evaluationContext, options);
-  const errorsWhileComputingFlags = [...flags.values()].some((flag) => flag.failed);
+  let errorsWhileComputingFlags = false;
+  for (const flag of flags.values()) errorsWhileComputingFlags ||= flag.failed;
   return { flags, errorsWhileComputingFlags };
 }

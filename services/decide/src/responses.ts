@@ -1,7 +1,7 @@
 /**
  * Response bodies per endpoint and version (reference/posthog-flags.md §4.3; SPEC §5 for `v=3`).
  */
-import { flagValue, type FeatureFlag, type FlagEvaluation, type JsonValue } from '@plover/flags';
+import { type FeatureFlag, type FlagEvaluation, type JsonValue } from '@plover/flags';
 
 export type ResponseShape =
   /** `featureFlags: [active keys]` */
@@ -75,48 +75,211 @@ export interface FlagsBody {
   endpoint: 'decide' | 'flags';
 }
 
-export function renderBody(shaping: Shaping, body: FlagsBody): Record<string, unknown> {
-  const out: Record<string, unknown> = shaping.config ? configFields({ surveys: body.surveys, endpoint: body.endpoint }) : {};
-  const computed = [...body.flags.values()];
-  const ok = computed.filter((flag) => !flag.failed);
+/**
+ * The JSON text of one flag's parts that depend only on its definition, built once per definitions object:
+ * serializing fifty response objects per request was a fifth of decide's CPU (bench/decide.ts).
+ */
+interface FlagText {
+  /** `"<key>"` */
+  readonly key: string;
+  /** `"<key>":{"key":"<key>","enabled":` (v4) */
+  readonly head: string;
+  /** `,"metadata":{"id":…,"version":…,"description":…,"payload":` (v4) */
+  readonly metadata: string;
+  /**
+   * Array-index keys (`"7"`) come first in a JS object, in numeric order; the object-built body had them
+   * there, so the text keeps that order. -1 for every other key.
+   */
+  readonly index: number;
+  /** Encoded payloads and variants by value (the values come from the definition, so the maps stay small). */
+  readonly payloads: Map<JsonValue, string>;
+  readonly values: Map<string, string>;
+}
+
+// Per `flagsById` (decide keeps one per definitions object); a new definitions object starts afresh.
+const flagTexts = new WeakMap<ReadonlyMap<string, FeatureFlag>, Map<string, FlagText>>();
+// Encoded texts kept per flag: enough for every variant and payload of a flag, bounded for odd callers.
+const MAX_TEXTS = 64;
+
+function flagText(flagsById: ReadonlyMap<string, FeatureFlag>, key: string): FlagText {
+  let texts = flagTexts.get(flagsById);
+  if (texts === undefined) {
+    texts = new Map();
+    flagTexts.set(flagsById, texts);
+  }
+  let text = texts.get(key);
+  if (text === undefined) {
+    const definition = flagsById.get(key);
+    const keyJson = JSON.stringify(key);
+    const id = JSON.stringify(definition?.id ?? null);
+    const version = JSON.stringify(definition?.version ?? 1);
+    const description = JSON.stringify(definition?.name ? definition.name : null);
+    text = {
+      key: keyJson,
+      head: `${keyJson}:{"key":${keyJson},"enabled":`,
+      metadata: `,"metadata":{"id":${id},"version":${version},"description":${description},"payload":`,
+      index: arrayIndex(key),
+      payloads: new Map(),
+      values: new Map(),
+    };
+    texts.set(key, text);
+  }
+  return text;
+}
+
+const ARRAY_INDEX = /^(?:0|[1-9]\d*)$/;
+
+/** The key's numeric value when JS orders it as an array index (0 … 2^32 - 2), else -1. */
+function arrayIndex(key: string): number {
+  if (!ARRAY_INDEX.test(key)) return -1;
+  const value = Number(key);
+  return value < 2 ** 32 - 1 ? value : -1;
+}
+
+/** The payload as a JSON value: the encoded string, or `null`. */
+function payloadJson(text: FlagText, payload: JsonValue): string {
+  let json = text.payloads.get(payload);
+  if (json === undefined) {
+    const encoded = encodePayload(payload);
+    json = encoded === null ? 'null' : JSON.stringify(encoded);
+    if (text.payloads.size < MAX_TEXTS) text.payloads.set(payload, json);
+  }
+  return json;
+}
+
+/** A variant as JSON (`"<variant>"`). */
+function variantJson(text: FlagText, variant: string): string {
+  let json = text.values.get(variant);
+  if (json === undefined) {
+    json = JSON.stringify(variant);
+    if (text.values.size < MAX_TEXTS) text.values.set(variant, json);
+  }
+  return json;
+}
+
+/** The flag's v1–v3 value (`flagValue`: the variant, `true` or `false`) as JSON. */
+function valueJson(text: FlagText, flag: FlagEvaluation): string {
+  if (!flag.enabled) return 'false';
+  return flag.variant === null ? 'true' : variantJson(text, flag.variant);
+}
+
+// Reasons as JSON by code and condition index (a few dozen in all); the description is compared too, so a
+// cached text is only reused for an equal reason.
+const reasonTexts = new Map<string, Array<{ description: string | null; json: string }>>();
+const MAX_CONDITION_INDEX = 256;
+
+function reasonJson(reason: FlagEvaluation['reason']): string {
+  const slot = reason.condition_index === null ? 0 : reason.condition_index + 1;
+  let byIndex = reasonTexts.get(reason.code);
+  const cached = byIndex?.[slot];
+  if (cached !== undefined && cached.description === reason.description) return cached.json;
+  const json = JSON.stringify(reason);
+  if (slot <= MAX_CONDITION_INDEX && Number.isInteger(slot)) {
+    if (byIndex === undefined) {
+      byIndex = [];
+      reasonTexts.set(reason.code, byIndex);
+    }
+    byIndex[slot] = { description: reason.description, json };
+  }
+  return json;
+}
+
+/**
+ * Collects the `"key":value` members of one object. A JS object lists array-index keys (`"7"`) first, in
+ * numeric order, and the object-built body was serialized that way; such keys are rare, so only then are
+ * the members reordered.
+ */
+class Members {
+  private readonly members: string[] = [];
+  /** Positions and indexes of array-index members; null while there is none. */
+  private indexed: Array<{ position: number; index: number }> | null = null;
+
+  add(text: FlagText, member: string): void {
+    if (text.index !== -1) (this.indexed ??= []).push({ position: this.members.length, index: text.index });
+    this.members.push(member);
+  }
+
+  json(): string {
+    if (this.indexed === null) {
+      let text = '{';
+      for (let i = 0; i < this.members.length; i += 1) text += i === 0 ? this.members[i] : `,${this.members[i]}`;
+      return `${text}}`;
+    }
+    const first = new Set(this.indexed.map((entry) => entry.position));
+    const ordered = this.indexed.sort((a, b) => a.index - b.index).map((entry) => this.members[entry.position]);
+    this.members.forEach((member, position) => {
+      if (!first.has(position)) ordered.push(member);
+    });
+    return `{${ordered.join(',')}}`;
+  }
+}
+
+// The config fields as JSON text without the closing brace, per `surveys` and endpoint.
+const configTexts = new Map<string, string>();
+
+function configPrefix(surveys: boolean, endpoint: 'decide' | 'flags'): string {
+  const cacheKey = `${endpoint}:${surveys}`;
+  let text = configTexts.get(cacheKey);
+  if (text === undefined) {
+    text = JSON.stringify(configFields({ surveys, endpoint })).slice(0, -1);
+    configTexts.set(cacheKey, text);
+  }
+  return text;
+}
+
+/**
+ * The response body as JSON text, written directly rather than built as objects and serialized: the
+ * definition-only parts of each flag are cached (`FlagText`), so a request only joins strings. Parses to
+ * the object PostHog's decide answers (services/decide/test/responses.test.ts holds the object-built
+ * reference).
+ */
+export function renderBody(shaping: Shaping, body: FlagsBody): string {
+  // The config fields (or nothing), then the members in the order the object-built body had them.
+  let out = shaping.config ? `${configPrefix(body.surveys, body.endpoint)},` : '{';
+  const { flagsById } = body;
   switch (shaping.shape) {
-    case 'v1':
-      out.featureFlags = ok.filter((flag) => flag.enabled).map((flag) => flag.key);
-      break;
-    case 'v2':
-      out.featureFlags = Object.fromEntries(ok.filter((flag) => flag.enabled).map((flag) => [flag.key, flagValue(flag)]));
-      break;
-    case 'v3': {
-      out.featureFlags = Object.fromEntries(ok.map((flag) => [flag.key, flagValue(flag)]));
-      const payloads: Record<string, string> = {};
-      for (const flag of ok) {
-        const payload = flag.enabled ? encodePayload(flag.payload) : null;
-        if (payload !== null) payloads[flag.key] = payload;
+    case 'v1': {
+      const keys: string[] = [];
+      for (const flag of body.flags.values()) {
+        if (!flag.failed && flag.enabled) keys.push(flagText(flagsById, flag.key).key);
       }
-      out.featureFlagPayloads = payloads;
-      out.errorsWhileComputingFlags = body.errorsWhileComputingFlags;
+      out += `"featureFlags":[${keys.join(',')}]`;
+      break;
+    }
+    case 'v2':
+    case 'v3': {
+      const all = shaping.shape === 'v3';
+      const values = new Members();
+      const payloads = new Members();
+      for (const flag of body.flags.values()) {
+        if (flag.failed || (!all && !flag.enabled)) continue;
+        const text = flagText(flagsById, flag.key);
+        values.add(text, `${text.key}:${valueJson(text, flag)}`);
+        if (all && flag.enabled) {
+          const payload = payloadJson(text, flag.payload);
+          if (payload !== 'null') payloads.add(text, `${text.key}:${payload}`);
+        }
+      }
+      out += `"featureFlags":${values.json()}`;
+      if (all) out += `,"featureFlagPayloads":${payloads.json()},"errorsWhileComputingFlags":${body.errorsWhileComputingFlags}`;
       break;
     }
     case 'v4': {
-      const flags: Record<string, unknown> = {};
-      for (const flag of computed) {
-        const definition = body.flagsById.get(flag.key);
-        const metadata = {
-          id: definition?.id ?? null,
-          version: definition?.version ?? 1,
-          description: definition?.name ? definition.name : null,
-          payload: flag.enabled ? encodePayload(flag.payload) : null,
-        };
-        flags[flag.key] = flag.failed
-          ? { key: flag.key, enabled: false, variant: null, failed: true, reason: flag.reason, metadata }
-          : { key: flag.key, enabled: flag.enabled, variant: flag.variant, reason: flag.reason, metadata };
+      const flags = new Members();
+      for (const flag of body.flags.values()) {
+        const text = flagText(flagsById, flag.key);
+        const payload = flag.enabled ? payloadJson(text, flag.payload) : 'null';
+        flags.add(
+          text,
+          flag.failed
+            ? `${text.head}false,"variant":null,"failed":true,"reason":${JSON.stringify(flag.reason)}${text.metadata}${payload}}}`
+            : `${text.head}${flag.enabled},"variant":${flag.variant === null ? 'null' : variantJson(text, flag.variant)},"reason":${reasonJson(flag.reason)}${text.metadata}${payload}}}`,
+        );
       }
-      out.flags = flags;
-      out.errorsWhileComputingFlags = body.errorsWhileComputingFlags;
+      out += `"flags":${flags.json()},"errorsWhileComputingFlags":${body.errorsWhileComputingFlags}`;
       break;
     }
   }
-  if (body.quotaLimited) out.quotaLimited = ['feature_flags'];
-  out.requestId = body.requestId;
-  return out;
+  if (body.quotaLimited) out += ',"quotaLimited":["feature_flags"]';
+  return `${out},"requestId":${JSON.stringify(body.requestId)}}`;
 }

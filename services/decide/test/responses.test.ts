@@ -1,0 +1,202 @@
+import { flagValue, type FeatureFlag, type FlagEvaluation, type JsonValue, type MatchReasonCode } from '@plover/flags';
+import { configFields, renderBody, type FlagsBody, type Shaping } from '../src/responses';
+
+/**
+ * The object-built body that `renderBody` used to return (serialized with JSON.stringify), kept as the
+ * reference: the JSON text written directly must be byte for byte what this gives.
+ */
+function referenceBody(shaping: Shaping, body: FlagsBody): Record<string, unknown> {
+  const encodePayload = (payload: JsonValue): string | null =>
+    payload === null || payload === undefined ? null : typeof payload === 'string' ? payload : JSON.stringify(payload);
+  const out: Record<string, unknown> = shaping.config ? configFields({ surveys: body.surveys, endpoint: body.endpoint }) : {};
+  const computed = [...body.flags.values()];
+  const ok = computed.filter((flag) => !flag.failed);
+  switch (shaping.shape) {
+    case 'v1':
+      out.featureFlags = ok.filter((flag) => flag.enabled).map((flag) => flag.key);
+      break;
+    case 'v2':
+      out.featureFlags = Object.fromEntries(ok.filter((flag) => flag.enabled).map((flag) => [flag.key, flagValue(flag)]));
+      break;
+    case 'v3': {
+      out.featureFlags = Object.fromEntries(ok.map((flag) => [flag.key, flagValue(flag)]));
+      const payloads: Record<string, string> = {};
+      for (const flag of ok) {
+        const payload = flag.enabled ? encodePayload(flag.payload) : null;
+        if (payload !== null) payloads[flag.key] = payload;
+      }
+      out.featureFlagPayloads = payloads;
+      out.errorsWhileComputingFlags = body.errorsWhileComputingFlags;
+      break;
+    }
+    case 'v4': {
+      const flags: Record<string, unknown> = {};
+      for (const flag of computed) {
+        const definition = body.flagsById.get(flag.key);
+        const metadata = {
+          id: definition?.id ?? null,
+          version: definition?.version ?? 1,
+          description: definition?.name ? definition.name : null,
+          payload: flag.enabled ? encodePayload(flag.payload) : null,
+        };
+        flags[flag.key] = flag.failed
+          ? { key: flag.key, enabled: false, variant: null, failed: true, reason: flag.reason, metadata }
+          : { key: flag.key, enabled: flag.enabled, variant: flag.variant, reason: flag.reason, metadata };
+      }
+      out.flags = flags;
+      out.errorsWhileComputingFlags = body.errorsWhileComputingFlags;
+      break;
+    }
+  }
+  if (body.quotaLimited) out.quotaLimited = ['feature_flags'];
+  out.requestId = body.requestId;
+  return out;
+}
+
+/** A small deterministic PRNG (mulberry32), so a failure reproduces. */
+function random(seed: number): () => number {
+  let state = seed;
+  return () => {
+    state = (state + 0x6d2b79f5) | 0;
+    let t = Math.imul(state ^ (state >>> 15), 1 | state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+// Keys that stress escaping and JS object key order (array-index keys are listed first by JS objects).
+const KEYS = [
+  'plain',
+  'with-dash_and.dot',
+  'quote"d',
+  'back\\slash',
+  'ünïcödé',
+  '日本語',
+  '😀 emoji',
+  'line\nbreak',
+  '\u2028separator',
+  'tab\there',
+  '42',
+  '0',
+  '007',
+  '1e3',
+  '-1',
+  '4294967294',
+  '4294967295',
+  'constructor',
+  'toString',
+  '',
+];
+const NAMES: Array<string | null | undefined> = [null, undefined, '', 'A description', 'with "quotes" and \\ and ünï', '😀'];
+const PAYLOADS: JsonValue[] = [null, 'string payload', '{"a":1}', '', 'ünï "q"', 0, 12.5, true, false, { nested: ['x', 1, null] }, ['a'], {}];
+const VARIANTS = ['control', 'test', 'ünï "v"', '42'];
+const CODES: MatchReasonCode[] = [
+  'condition_match',
+  'no_condition_match',
+  'out_of_rollout_bound',
+  'no_group_type',
+  'super_condition_value',
+  'holdout_condition_value',
+];
+const FAILURES = ['timeout', 'database_error', 'dependency_cycle_flag', 'cohort_not_found'];
+const SHAPINGS: Shaping[] = (['v1', 'v2', 'v3', 'v4'] as const).flatMap((shape) => [
+  { shape, config: false },
+  { shape, config: true },
+]);
+
+function pick<T>(next: () => number, values: readonly T[]): T {
+  return values[Math.floor(next() * values.length)]!;
+}
+
+function generateBody(next: () => number): FlagsBody {
+  const count = Math.floor(next() * 8);
+  const keys = [...new Set(Array.from({ length: count }, () => pick(next, KEYS)))];
+  const flags = new Map<string, FlagEvaluation>();
+  const flagsById = new Map<string, FeatureFlag>();
+  for (const key of keys) {
+    const roll = next();
+    if (roll < 0.15) {
+      flags.set(key, { key, failed: true, enabled: false, variant: null, reason: { code: pick(next, FAILURES), condition_index: null, description: null }, payload: null });
+    } else {
+      const enabled = roll < 0.7;
+      const code = pick(next, CODES);
+      const conditionIndex = next() < 0.3 ? null : Math.floor(next() * 3);
+      flags.set(key, {
+        key,
+        failed: false,
+        enabled,
+        variant: enabled && next() < 0.4 ? pick(next, VARIANTS) : null,
+        reason: { code, condition_index: conditionIndex, description: next() < 0.9 ? `Reason for ${code} ${conditionIndex}` : 'Other "text"' },
+        payload: enabled ? pick(next, PAYLOADS) : null,
+      });
+    }
+    // Some flags have no definition (the metadata then falls back to null/1).
+    if (next() < 0.9) {
+      flagsById.set(key, {
+        id: Math.floor(next() * 1000),
+        key,
+        name: pick(next, NAMES),
+        active: true,
+        filters: {},
+        ...(next() < 0.8 ? { version: next() < 0.2 ? null : Math.floor(next() * 10) } : {}),
+      });
+    }
+  }
+  return {
+    flags,
+    errorsWhileComputingFlags: next() < 0.3,
+    quotaLimited: next() < 0.2,
+    requestId: next() < 0.9 ? 'b3c1f4de-6e1a-4f5e-9d55-0a3b2a1f9e11' : 'odd "id" ü',
+    flagsById,
+    surveys: next() < 0.5,
+    endpoint: next() < 0.5 ? 'decide' : 'flags',
+  };
+}
+
+describe('renderBody', () => {
+  it('writes exactly the JSON of the object-built body, for every shape', () => {
+    const next = random(20240615);
+    for (let i = 0; i < 3000; i += 1) {
+      const body = generateBody(next);
+      for (const shaping of SHAPINGS) {
+        const text = renderBody(shaping, body);
+        expect(text).toBe(JSON.stringify(referenceBody(shaping, body)));
+      }
+    }
+  });
+
+  it('gives the same text for the same definitions map on repeated use (the cached fragments)', () => {
+    const next = random(7);
+    const body = generateBody(next);
+    const first = SHAPINGS.map((shaping) => renderBody(shaping, body));
+    expect(SHAPINGS.map((shaping) => renderBody(shaping, body))).toEqual(first);
+    // A changed definition arrives as a new map (decide builds one per definitions object).
+    const renamed = new Map([...body.flagsById].map(([key, flag]) => [key, { ...flag, name: 'renamed', version: 99 }]));
+    for (const shaping of SHAPINGS) {
+      expect(renderBody(shaping, { ...body, flagsById: renamed })).toBe(JSON.stringify(referenceBody(shaping, { ...body, flagsById: renamed })));
+    }
+  });
+
+  it('renders an empty answer (quota limited, no definitions)', () => {
+    const body: FlagsBody = { flags: new Map(), errorsWhileComputingFlags: false, quotaLimited: true, requestId: 'r', flagsById: new Map(), surveys: false, endpoint: 'flags' };
+    expect(JSON.parse(renderBody({ shape: 'v4', config: false }, body))).toEqual({ flags: {}, errorsWhileComputingFlags: false, quotaLimited: ['feature_flags'], requestId: 'r' });
+    expect(JSON.parse(renderBody({ shape: 'v1', config: false }, body))).toEqual({ featureFlags: [], quotaLimited: ['feature_flags'], requestId: 'r' });
+  });
+
+  it('keeps a flag keyed "__proto__" as an ordinary key', () => {
+    const reason = { code: 'condition_match' as const, condition_index: 0, description: 'Matched condition set 1' };
+    const body: FlagsBody = {
+      flags: new Map([['__proto__', { key: '__proto__', failed: false, enabled: true, variant: null, reason, payload: 'p' }]]),
+      errorsWhileComputingFlags: false,
+      quotaLimited: false,
+      requestId: 'r',
+      flagsById: new Map([['__proto__', { id: 1, key: '__proto__', active: true, filters: {} }]]),
+      surveys: false,
+      endpoint: 'flags',
+    };
+    const v4 = JSON.parse(renderBody({ shape: 'v4', config: false }, body)) as { flags: Record<string, unknown> };
+    expect(Object.hasOwn(v4.flags, '__proto__')).toBe(true);
+    const v3 = JSON.parse(renderBody({ shape: 'v3', config: false }, body)) as { featureFlags: object; featureFlagPayloads: object };
+    expect([Object.hasOwn(v3.featureFlags, '__proto__'), Object.hasOwn(v3.featureFlagPayloads, '__proto__')]).toEqual([true, true]);
+  });
+});
