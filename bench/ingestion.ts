@@ -213,7 +213,7 @@ function pageview(teamId: number, i: number, people: number): { message: Outgoin
     ip: '203.0.113.9',
     now: new Date().toISOString(),
     sent_at: null,
-    data: JSON.stringify(event),
+    data: event,
     historical: false,
   };
   return { message: { key: capturedEventKey(teamId, distinctId), value: Buffer.from(JSON.stringify(envelope)) }, uuid };

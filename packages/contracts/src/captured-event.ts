@@ -1,14 +1,17 @@
 /**
  * The bus message capture produces for every accepted event, and the ingestion consumer reads. Modelled on
  * PostHog's `CapturedEvent` (reference/posthog-capture-persons.md §1.7): routing fields at the top level so a
- * consumer can key, dedupe and drop without parsing the event, and the event itself as a JSON string.
+ * consumer can key, dedupe and drop without looking into the event, and the event itself as a JSON object in
+ * `data`. PostHog (and Plover before) sends `data` as a JSON string holding the event: the string had to be
+ * escaped by capture and parsed a second time by the consumer, and made the message twice the size of the event.
+ * Messages written that way may still be on the bus (local log, Kafka topics), so the consumer reads both forms.
  */
-import { schemaValidator, type Validation } from './validate';
+import { ajv, schemaValidator, type Validation } from './validate';
 
 /** Topics capture writes to. Historical imports have their own, consumed separately, so they never delay live events. */
 export const CAPTURE_TOPICS = { events: 'events', historical: 'events_historical' } as const;
 
-/** The event after capture's normalization; `CapturedEventMessage.data` holds it as JSON. */
+/** The event after capture's normalization; `CapturedEventMessage.data` holds it. */
 export interface CapturedEvent {
   /** The client's uuid (lowercased) or a UUIDv7 capture generated; events are deduplicated by it. */
   uuid: string;
@@ -36,8 +39,12 @@ export interface CapturedEventMessage {
   now: string;
   /** When the client says it sent the request (ISO 8601), if it said so. */
   sent_at: string | null;
-  /** `CapturedEvent` as JSON. */
-  data: string;
+  /**
+   * The event. Capture writes it as a JSON object; messages written before that hold it as a JSON string
+   * (`CapturedEvent` stringified), which `parseCapturedEventMessage` still reads. A parsed message always
+   * holds the object.
+   */
+  data: CapturedEvent | string;
   /** Sent with `historical_migration: true`: an import, on the historical topic. */
   historical: boolean;
 }
@@ -55,6 +62,12 @@ export const capturedEventSchema = {
   },
 } as const;
 
+/** A message as `parseCapturedEventMessage` returns it: the event object in `data`, whichever form was on the bus. */
+export type ParsedCapturedEventMessage = CapturedEventMessage & { data: CapturedEvent };
+
+ajv.addSchema(capturedEventSchema);
+
+/** The envelope with the event nested in `data`: the whole message is checked in one pass. */
 export const capturedEventMessageSchema = {
   $id: 'https://plover.dev/schemas/bus/captured-event-message.json',
   type: 'object',
@@ -66,24 +79,31 @@ export const capturedEventMessageSchema = {
     ip: { type: ['string', 'null'] },
     now: { type: 'string' },
     sent_at: { type: ['string', 'null'] },
-    data: { type: 'string' },
     historical: { type: 'boolean' },
+    // Last, so that a broken envelope is reported before a broken event.
+    data: { $ref: capturedEventSchema.$id },
   },
 } as const;
 
-export const validateCapturedEvent = schemaValidator<CapturedEvent>(capturedEventSchema);
-export const validateCapturedEventMessage = schemaValidator<CapturedEventMessage>(capturedEventMessageSchema);
+export const validateCapturedEvent = schemaValidator<CapturedEvent>(capturedEventSchema.$id);
+/** Checks a message whose `data` is the event object (a string `data` is for `parseCapturedEventMessage` to parse first). */
+export const validateCapturedEventMessage = schemaValidator<ParsedCapturedEventMessage>(capturedEventMessageSchema);
 
 /**
- * Reads one message value from the bus: the envelope and the event inside it, both checked against their
- * schemas. Never throws: a message that fails is for the dead-letter store, with the violation as reason.
+ * Reads one message value from the bus: the envelope and the event inside it, checked against the schema in
+ * one pass. `data` may be the event (as capture writes it) or the event as a JSON string (as it was written
+ * before); the message returned holds the event object in `data` either way. Never throws: a message that
+ * fails is for the dead-letter store, with the violation as reason (one inside the event is named `data__…`).
  */
-export function parseCapturedEventMessage(value: Buffer | string): Validation<{ message: CapturedEventMessage; event: CapturedEvent }> {
-  const envelope = validateCapturedEventMessage(parseJson(value));
-  if (!envelope.ok) return envelope;
-  const event = validateCapturedEvent(parseJson(envelope.value.data));
-  if (!event.ok) return { ok: false, violation: { ...event.violation, attr: event.violation.attr === null ? 'data' : `data__${event.violation.attr}` } };
-  return { ok: true, value: { message: envelope.value, event: event.value } };
+export function parseCapturedEventMessage(value: Buffer | string): Validation<{ message: ParsedCapturedEventMessage; event: CapturedEvent }> {
+  const parsed = parseJson(value);
+  if (typeof (parsed as { data?: unknown } | undefined)?.data === 'string') {
+    const holder = parsed as { data: unknown };
+    holder.data = parseJson(holder.data as string);
+    if (holder.data === undefined) return { ok: false, violation: { attr: 'data', detail: 'data is not valid JSON.' } };
+  }
+  const message = validateCapturedEventMessage(parsed);
+  return message.ok ? { ok: true, value: { message: message.value, event: message.value.data } } : message;
 }
 
 function parseJson(value: Buffer | string): unknown {

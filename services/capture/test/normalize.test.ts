@@ -1,6 +1,7 @@
-import type { CapturedEvent, CapturedEventMessage, RawEvent } from '@plover/contracts';
+import fc from 'fast-check';
+import { parseCapturedEventMessage, type CapturedEvent, type CapturedEventMessage, type RawEvent } from '@plover/contracts';
 import { ApiError } from '@plover/core';
-import { distinctIdOf, toBusMessage, type RequestContext } from '../src/normalize';
+import { distinctIdOf, isoString, toBusMessage, type RequestContext } from '../src/normalize';
 
 const NOW = Date.parse('2025-06-01T12:00:00.000Z');
 const context: RequestContext = {
@@ -20,8 +21,10 @@ function normalize(raw: RawEvent, overrides: Partial<RequestContext> = {}): { ke
   const merged = { ...context, ...overrides };
   if (overrides.ip !== undefined) merged.ipJson = JSON.stringify(overrides.ip);
   const { key, value } = toBusMessage(raw, '', merged);
-  const message = JSON.parse(value.toString()) as CapturedEventMessage;
-  return { key, message, event: JSON.parse(message.data) as CapturedEvent };
+  const message = JSON.parse(value.toString()) as CapturedEventMessage & { data: CapturedEvent };
+  // The contract's own reader accepts it and reads the same event.
+  expect(parseCapturedEventMessage(value)).toEqual({ ok: true, value: { message, event: message.data } });
+  return { key, message, event: message.data };
 }
 
 describe('distinct_id', () => {
@@ -103,5 +106,52 @@ describe('normalization', () => {
     } catch (error) {
       expect(error).toMatchObject({ status: 413, code: 'payload_too_large', attr: 'batch__4' });
     }
+  });
+
+  it('nests the event in data as a JSON object, with every field of the envelope', () => {
+    const { value } = toBusMessage({ event: 'e', distinct_id: 'd', uuid: '0190b0f2-0e5f-7a2c-9d4e-6f1a2b3c4d5e', timestamp: '2025-06-01T11:00:00Z' }, '', {
+      ...context,
+      sentAt: NOW - 60_000,
+      sentAtJson: `"${new Date(NOW - 60_000).toISOString()}"`,
+    });
+    expect(JSON.parse(value.toString())).toEqual({
+      uuid: '0190b0f2-0e5f-7a2c-9d4e-6f1a2b3c4d5e',
+      team_id: 7,
+      distinct_id: 'd',
+      ip: '203.0.113.9',
+      now: '2025-06-01T12:00:00.000Z',
+      sent_at: '2025-06-01T11:59:00.000Z',
+      data: {
+        uuid: '0190b0f2-0e5f-7a2c-9d4e-6f1a2b3c4d5e',
+        event: 'e',
+        distinct_id: 'd',
+        properties: { $ip: '203.0.113.9' },
+        timestamp: '2025-06-01T11:01:00.000Z',
+      },
+      historical: false,
+    });
+    expect(value.toString()).toContain('"data":{"uuid":');
+  });
+
+  it('escapes names, ids and properties that need it', () => {
+    const awkward = 'a "quoted" \\ name\n\u2028 😀 \u0001';
+    const { message, event } = normalize({ event: awkward, distinct_id: awkward, properties: { [awkward]: awkward } }, { ip: null, historical: true });
+    expect(message).toMatchObject({ distinct_id: awkward, ip: null, historical: true });
+    expect(event).toMatchObject({ event: awkward, distinct_id: awkward, properties: { [awkward]: awkward } });
+  });
+});
+
+describe('isoString', () => {
+  it('is Date#toISOString, from one day to the next and at the edges of the accepted years', () => {
+    const times = [
+      NOW, NOW + 1, NOW + 999, NOW + 86_399_999, NOW + 86_400_000, NOW - 1, 0, -1, -86_400_001, Date.parse('0000-01-01T00:00:00.000Z'),
+      Date.parse('9999-12-31T23:59:59.999Z'), Date.parse('2024-02-29T23:59:59.999Z'), NOW + 0.5, -0.5, -1.5,
+    ];
+    for (const ms of times) expect([ms, isoString(ms)]).toEqual([ms, new Date(ms).toISOString()]);
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: Date.parse('0000-01-01T00:00:00.000Z'), max: Date.parse('9999-12-31T23:59:59.999Z') }), { maxLength: 20 }), fc.integer({ min: 0, max: 3 * 86_400_000 }), (starts, step) => {
+        for (const start of starts) for (const ms of [start, start + step, start - step]) expect(isoString(ms)).toBe(new Date(ms).toISOString());
+      }),
+    );
   });
 });

@@ -1,6 +1,7 @@
 /**
  * One bus message to the event ingestion works on, or the reason it cannot be one. The message format is
- * capture's (packages/contracts `CapturedEventMessage`), read with the contract's own parser.
+ * capture's (packages/contracts `CapturedEventMessage`), read with the contract's own parser, which also reads
+ * messages of the previous format (the event as a JSON string in `data`) still on the bus.
  */
 import type { BusMessage } from '@plover/bus';
 import { capturedEventKey, parseCapturedEventMessage } from '@plover/contracts';

@@ -272,6 +272,25 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
     });
   });
 
+  describe('messages written by the previous capture', () => {
+    it('ingests events whose data is a JSON string alongside nested ones, into the same person', async () => {
+      const teamId = await createProject(stack.stores.sql);
+      const before = captured(teamId, 'upgraded', '$pageview', { $set: { plan: 'free' }, $browser: 'Chrome' }, { stringData: true });
+      const after = captured(teamId, 'upgraded', '$pageview', { $set: { plan: 'pro' } }, { minutes: 1 });
+      expect(before.value.toString()).toContain('"data":"{');
+      expect(after.value.toString()).toContain('"data":{');
+      await produce([before, after]);
+      await waitForEvents(teamId, 2);
+
+      const rows = (await listEvents(stack.stores.clickhouse, teamId)).map(readable);
+      expect(rows.map((row) => [row.uuid, row.distinct_id, row.properties])).toEqual([
+        [uuidOf(before), 'upgraded', expect.objectContaining({ $browser: 'Chrome', $set: expect.objectContaining({ plan: 'free' }) })],
+        [uuidOf(after), 'upgraded', expect.objectContaining({ $set: expect.objectContaining({ plan: 'pro' }) })],
+      ]);
+      expect(await persons.getPersonByDistinctId(teamId, 'upgraded')).toMatchObject({ properties: { plan: 'pro' } });
+    });
+  });
+
   describe('dead letters', () => {
     it('sends messages that cannot be ingested to the dead-letter topic with their reason and payload, and goes on', async () => {
       const teamId = await createProject(stack.stores.sql);

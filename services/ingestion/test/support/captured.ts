@@ -1,6 +1,7 @@
 /**
  * Bus messages as capture produces them (packages/contracts `CapturedEventMessage`, services/capture's
- * normalize.ts): the envelope with the normalized event as a JSON string, keyed `team_id:distinct_id`.
+ * normalize.ts): the envelope with the normalized event nested in `data`, keyed `team_id:distinct_id`; with
+ * `stringData`, as the previous version wrote them (`data` the event as a JSON string), which are still read.
  */
 import type { OutgoingMessage } from '@plover/bus';
 import { capturedEventKey, type CapturedEvent, type CapturedEventMessage } from '@plover/contracts';
@@ -18,6 +19,8 @@ export interface CapturedOptions {
   timestamp?: string;
   sentAt?: string;
   historical?: boolean;
+  /** `data` as the event's JSON string, as capture wrote it before the event was nested. */
+  stringData?: boolean;
 }
 
 export function capturedEvent(teamId: number, distinctId: string, event: string, properties: Record<string, unknown> = {}, options: CapturedOptions = {}): CapturedEventMessage {
@@ -36,7 +39,7 @@ export function capturedEvent(teamId: number, distinctId: string, event: string,
     ip: null,
     now: CAPTURED_AT.toISOString(),
     sent_at: options.sentAt ?? null,
-    data: JSON.stringify(data),
+    data: options.stringData ? JSON.stringify(data) : data,
     historical: options.historical ?? false,
   };
 }

@@ -4,7 +4,7 @@
  * it touch one distinct id each (no merges across keys).
  */
 import type { OutgoingMessage } from '@plover/bus';
-import type { CapturedEvent, CapturedEventMessage } from '@plover/contracts';
+import { parseCapturedEventMessage } from '@plover/contracts';
 import { PersonStore, type Person } from '@plover/persons';
 import { migrate, type Sql } from '@plover/postgres';
 import { PGliteSql } from '@plover/postgres/pglite';
@@ -33,8 +33,9 @@ export async function referenceStates(messages: readonly OutgoingMessage[], dist
     const teamId = await createProject(sql);
     const persons = new PersonStore(sql);
     for (const message of messages) {
-      const envelope = JSON.parse(message.value.toString()) as CapturedEventMessage;
-      const event = JSON.parse(envelope.data) as CapturedEvent;
+      const parsed = parseCapturedEventMessage(message.value);
+      if (!parsed.ok) throw new Error(`not a captured event: ${parsed.violation.detail}`);
+      const { message: envelope, event } = parsed.value;
       const { properties } = normalizeProperties(event.event, event.properties, envelope.sent_at);
       await persons.processEvent(teamId, { uuid: event.uuid, event: event.event, distinctId: event.distinct_id, timestamp: new Date(event.timestamp), properties });
     }
