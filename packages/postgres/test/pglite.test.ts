@@ -29,6 +29,8 @@ describe('PGliteSql', () => {
       await expect(misuse).rejects.toMatchObject({ name: 'StorageError', retriable: false });
       await expect(second.transaction(() => second.transaction(() => Promise.resolve()))).rejects.toMatchObject({ name: 'StorageError' });
       await expect(second.ping()).resolves.toBeUndefined();
+      // Shared buffers sized for one process, on a reopened data dir as on a fresh one.
+      expect((await second.query('test.show', 'SHOW shared_buffers')).rows).toEqual([{ shared_buffers: '16MB' }]);
     } finally {
       await second.close();
     }
