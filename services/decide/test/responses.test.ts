@@ -1,5 +1,6 @@
 import { flagValue, type FeatureFlag, type FlagEvaluation, type JsonValue, type MatchReasonCode } from '@plover/flags';
 import { configFields, renderBody, type FlagsBody, type Shaping } from '../src/responses';
+import { seededRandom } from '../../../test/support/random';
 
 /**
  * The object-built body that `renderBody` used to return (serialized with JSON.stringify), kept as the
@@ -51,17 +52,6 @@ function referenceBody(shaping: Shaping, body: FlagsBody): Record<string, unknow
   if (body.quotaLimited) out.quotaLimited = ['feature_flags'];
   out.requestId = body.requestId;
   return out;
-}
-
-/** A small deterministic PRNG (mulberry32), so a failure reproduces. */
-function random(seed: number): () => number {
-  let state = seed;
-  return () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 // Keys that stress escaping and JS object key order (array-index keys are listed first by JS objects).
@@ -155,7 +145,7 @@ function generateBody(next: () => number): FlagsBody {
 
 describe('renderBody', () => {
   it('writes exactly the JSON of the object-built body, for every shape', () => {
-    const next = random(20240615);
+    const next = seededRandom(20240615);
     for (let i = 0; i < 3000; i += 1) {
       const body = generateBody(next);
       for (const shaping of SHAPINGS) {
@@ -166,7 +156,7 @@ describe('renderBody', () => {
   });
 
   it('gives the same text for the same definitions map on repeated use (the cached fragments)', () => {
-    const next = random(7);
+    const next = seededRandom(7);
     const body = generateBody(next);
     const first = SHAPINGS.map((shaping) => renderBody(shaping, body));
     expect(SHAPINGS.map((shaping) => renderBody(shaping, body))).toEqual(first);

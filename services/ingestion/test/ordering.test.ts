@@ -4,28 +4,18 @@ import { createProject } from '../../../packages/persons/test/support/stores';
 import { captured } from './support/captured';
 import { personStates, referenceStates } from './support/persons';
 import { stackFactories, startConsumer, waitFor, type Stack } from './support/stacks';
+import { seededRandom } from '../../../test/support/random';
 
 const EVENTS = 10_000;
 const PEOPLE = 100;
 const KEYS = ['plan', 'email', 'name', 'company', 'score'];
-
-/** A deterministic pseudo-random sequence (mulberry32), so a failure can be replayed. */
-function random(seed: number): () => number {
-  let state = seed;
-  return () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * Events of 100 distinct ids interleaved at random, each a `$set`, `$set_once` or `$unset` of a few shared keys,
  * or no update at all: the final state of a person depends on the order of its own events.
  */
 function interleavedUpdates(teamId: number): { messages: OutgoingMessage[]; distinctIds: string[] } {
-  const next = random(4);
+  const next = seededRandom(4);
   const pick = <T>(values: readonly T[]): T => values[Math.floor(next() * values.length)] as T;
   const distinctIds = Array.from({ length: PEOPLE }, (_, person) => `person-${person}`);
   const messages = Array.from({ length: EVENTS }, (_, i) => {
