@@ -33,8 +33,12 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
 // eslint-disable-next-line no-control-regex -- matching NUL is the point
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
+/** Whether the text may hold one of them: a plain scan, far cheaper than UNSTORABLE's lookarounds, for the usual clean text. */
+// eslint-disable-next-line no-control-regex -- matching NUL is the point
+const MAYBE_UNSTORABLE = /[\u0000\ud800-\udfff]/;
+
 export function storableText(text: string): string {
-  return text.replace(UNSTORABLE, '\ufffd');
+  return MAYBE_UNSTORABLE.test(text) ? text.replace(UNSTORABLE, '\ufffd') : text;
 }
 
 /** A copy of a JSON value that Postgres accepts as jsonb, with the characters above replaced in keys and strings. */
@@ -46,6 +50,13 @@ export function storableJson(value: unknown): unknown {
 }
 
 export function storableProperties(properties: Properties): Properties {
-  // fromEntries defines own properties, so a `__proto__` key stays a key instead of setting the prototype.
-  return Object.fromEntries(Object.entries(properties).map(([key, value]) => [storableText(key), storableJson(value)]));
+  const result: Properties = {};
+  for (const [key, value] of Object.entries(properties)) setOwn(result, storableText(key), storableJson(value));
+  return result;
+}
+
+/** `properties[key] = value`, except that a `__proto__` key stays a key instead of setting the prototype. */
+export function setOwn(properties: Properties, key: string, value: unknown): void {
+  if (key === '__proto__') Object.defineProperty(properties, key, { value, writable: true, enumerable: true, configurable: true });
+  else properties[key] = value;
 }

@@ -41,16 +41,30 @@ export async function findPersonByDistinctId(db: SqlExecutor, projectId: number,
   return result.rows[0];
 }
 
-/** Without a lock, many distinct ids in one statement: PersonStore.readPersons. Ids without a person are absent. */
-export async function findPersonsByDistinctIds(db: SqlExecutor, projectId: number, distinctIds: readonly string[]): Promise<Map<string, StoredPerson>> {
-  const result = await db.query<StoredPerson & { distinctId: string }>(
+/**
+ * Without a lock, many distinct ids in one statement: PersonStore.readPersons. Ids without a person are absent.
+ * `known` maps some of the ids to the person id and version the caller holds for them: a row whose person is
+ * still at that version comes back with `properties` undefined, for the caller to reuse its own, since reading
+ * and parsing the jsonb is most of what the statement costs.
+ */
+export async function findPersonsByDistinctIds(
+  db: SqlExecutor,
+  projectId: number,
+  distinctIds: readonly string[],
+  known: ReadonlyMap<string, { id: number; version: number }>,
+): Promise<Map<string, Omit<StoredPerson, 'properties'> & { properties: Properties | undefined }>> {
+  const result = await db.query<Omit<StoredPerson, 'properties'> & { distinctId: string; properties: Properties | null }>(
     'persons.findByDistinctIds',
-    `SELECT d.distinct_id AS "distinctId", ${PERSON_COLUMNS}
+    // properties is NOT NULL in the table, so NULL here can only mean "as known".
+    `SELECT d.distinct_id AS "distinctId", p.id, p.uuid,
+            CASE WHEN p.id = k.id AND p.version = k.version THEN NULL ELSE p.properties END AS properties,
+            p.is_identified AS "isIdentified", p.created_at AS "createdAt", p.version
        FROM person_distinct_ids d JOIN persons p ON p.id = d.person_id
+       LEFT JOIN unnest($3::text[], $4::bigint[], $5::bigint[]) AS k (distinct_id, id, version) ON k.distinct_id = d.distinct_id
       WHERE d.project_id = $1 AND d.distinct_id = ANY($2::text[])`,
-    [projectId, distinctIds],
+    [projectId, distinctIds, [...known.keys()], [...known.values()].map((person) => person.id), [...known.values()].map((person) => person.version)],
   );
-  return new Map(result.rows.map(({ distinctId, ...person }) => [distinctId, person]));
+  return new Map(result.rows.map(({ distinctId, properties, ...person }) => [distinctId, { ...person, properties: properties ?? undefined }]));
 }
 
 /**

@@ -32,9 +32,13 @@ import {
 } from './rules/identity';
 import { newPersonState, nextPersonState, type ChangeOptions, type PersonChange } from './rules/person-state';
 import { MAX_PROPERTIES_BYTES, eventPersonProperties, normalizeUpdate, propertyUpdateOf, writesEveryChange, type PropertyUpdate } from './rules/properties';
+import { KnownPersons } from './known-persons';
 import { PersonSnapshot, type LockedWrite, type StagedChange } from './person-snapshot';
 import { LostRaceError, PersonWriteConflict, transactionWithReplays } from './transactions';
 import type { PersonWarning } from './warnings';
+
+/** Persons whose properties readPersons keeps between batches: ≈ 1–3 KB each, so tens of MiB at most. */
+const KNOWN_PERSONS = 10_000;
 
 /** An event as person processing needs it: capture's normalized event (distinct_id a string, timestamp computed). */
 export interface PersonEvent {
@@ -115,6 +119,9 @@ interface EventContext {
  * raised again on every replay (dedupe them by event uuid).
  */
 export class PersonStore {
+  /** The properties readPersons read last: a batch then fetches only those of the persons written since. */
+  private readonly known = new KnownPersons(KNOWN_PERSONS);
+
   constructor(private readonly sql: Sql) {}
 
   /**
@@ -125,8 +132,13 @@ export class PersonStore {
   async readPersons(projectId: number, distinctIds: readonly string[], options: { stageWrites?: boolean } = {}): Promise<PersonSnapshot> {
     const snapshot = new PersonSnapshot(projectId, options.stageWrites ?? false);
     const storable = [...new Set(distinctIds.map(storableText))];
-    const found = await findPersonsByDistinctIds(this.sql, projectId, storable);
-    for (const distinctId of storable) snapshot.set(distinctId, found.get(distinctId));
+    const held = this.known.lookUp(projectId, storable);
+    const found = await findPersonsByDistinctIds(this.sql, projectId, storable, held);
+    storable.forEach((distinctId) => {
+      const row = found.get(distinctId);
+      const properties = this.known.update(projectId, distinctId, held.get(distinctId), row);
+      snapshot.set(distinctId, row && properties && { id: row.id, uuid: row.uuid, properties, isIdentified: row.isIdentified, createdAt: row.createdAt, version: row.version });
+    });
     return snapshot;
   }
 

@@ -83,6 +83,30 @@ describe.each(backends)('person snapshots on $name', (backend) => {
     expect(strip(await comparable(withSnapshot))).toEqual(strip(await comparable(without)));
   });
 
+  it('reuse the properties read for an earlier batch only while the person is unchanged', async () => {
+    const projectId = await stores.newProject();
+    for (const id of ['a', 'b', 'c', 'd']) await stores.persons.processEvent(projectId, event(id, '$pageview', { $set: { [id]: true } }));
+    const persons = new PersonStore(stores.sql);
+    const first = await persons.readPersons(projectId, ['a', 'b', 'c', 'd']);
+
+    // Between the batches, other writers: b changes, c is merged into d, a is deleted.
+    await stores.persons.processEvent(projectId, event('b', '$pageview', { $set: { plan: 'pro' } }));
+    await stores.persons.processEvent(projectId, event('d', '$identify', { $anon_distinct_id: 'c' }, { minutes: 1 }));
+    await stores.persons.deletePerson(projectId, personUuid(projectId, 'a'));
+    const second = await persons.readPersons(projectId, ['a', 'b', 'c', 'd']);
+
+    const fresh = await new PersonStore(stores.sql).readPersons(projectId, ['a', 'b', 'c', 'd']);
+    for (const id of ['a', 'b', 'c', 'd']) expect(second.get(id)).toEqual(fresh.get(id));
+    expect(second.get('a')).toBeNull();
+    expect(second.get('b')).toMatchObject({ properties: { b: true, plan: 'pro' }, version: 1 });
+    expect(second.get('c')).toMatchObject({ uuid: personUuid(projectId, 'd'), properties: { c: true, d: true } });
+    // Unchanged persons' properties are the objects read before, not read again.
+    expect(first.get('d')?.properties).not.toBe(second.get('d')?.properties);
+    const third = await persons.readPersons(projectId, ['b', 'd']);
+    expect(third.get('b')?.properties).toBe(second.get('b')?.properties);
+    expect(third.get('d')?.properties).toBe(second.get('d')?.properties);
+  });
+
   it('belong to one project', async () => {
     const projectId = await stores.newProject();
     const snapshot = await stores.persons.readPersons(projectId, ['a']);

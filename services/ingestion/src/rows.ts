@@ -94,8 +94,12 @@ export function clickHouseTime(date: Date): string {
 // eslint-disable-next-line no-control-regex -- matching NUL is the point
 const NOT_STORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
+/** Whether the text may hold one of them: a plain scan, far cheaper than NOT_STORABLE's lookarounds, for the usual clean text. */
+// eslint-disable-next-line no-control-regex -- matching NUL is the point
+const MAYBE_NOT_STORABLE = /[\u0000\ud800-\udfff]/;
+
 export function clickHouseText(text: string): string {
-  return text.replace(NOT_STORABLE, '\ufffd');
+  return MAYBE_NOT_STORABLE.test(text) ? text.replace(NOT_STORABLE, '\ufffd') : text;
 }
 
 /** PostHog's materialized `$session_id`/`$window_id` columns: the property's JSON value with string quotes trimmed. */

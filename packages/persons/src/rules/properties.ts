@@ -1,4 +1,4 @@
-import { hasOwn, isPlainObject, jsonEqual, storableProperties, storableText, type Properties } from '../json';
+import { hasOwn, isPlainObject, jsonEqual, setOwn, storableProperties, storableText, type Properties } from '../json';
 
 /**
  * Person property rules (capture/persons reference §2.2–2.4). Pure: no I/O, so ingestion and the
@@ -110,31 +110,30 @@ export interface AppliedUpdate {
  * or changing a non-churning one, or any `$unset`. If any `$set` key triggers, the whole update is written.
  */
 export function applyPropertyUpdate(current: Properties, update: PropertyUpdate, writeEveryChange: boolean): AppliedUpdate {
-  // A Map, not an object: assigning a `__proto__` key to an object would set its prototype.
-  const next = new Map(Object.entries(current));
-  let changed = false;
+  // Copied on the first change only: most events change nothing. A spread copies a `__proto__` key as an own
+  // key, and setOwn writes one as such.
+  let next: Properties | undefined;
   let triggersWrite = false;
-  const note = (triggers: boolean): void => {
-    changed = true;
+  const note = (triggers: boolean): Properties => {
     triggersWrite ||= writeEveryChange || triggers;
+    return (next ??= { ...current });
   };
 
   for (const [key, value] of Object.entries(update.setOnce)) {
-    if (next.has(key)) continue;
-    next.set(key, value);
-    note(!CHURNING_PROPERTIES.has(key));
+    if (hasOwn(next ?? current, key)) continue;
+    setOwn(note(!CHURNING_PROPERTIES.has(key)), key, value);
   }
   for (const [key, value] of Object.entries(update.set)) {
-    if (next.has(key) && jsonEqual(next.get(key), value)) continue;
-    note(!hasOwn(current, key) || !CHURNING_PROPERTIES.has(key));
-    next.set(key, value);
+    const properties = next ?? current;
+    if (hasOwn(properties, key) && jsonEqual(properties[key], value)) continue;
+    setOwn(note(!hasOwn(current, key) || !CHURNING_PROPERTIES.has(key)), key, value);
   }
   for (const key of update.unset) {
     if (!hasOwn(current, key)) continue;
-    next.delete(key);
-    note(true);
+    // A key unset twice is already gone from `next` the second time: deleting it again changes nothing.
+    Reflect.deleteProperty(note(true), key);
   }
-  return { properties: changed ? Object.fromEntries(next) : current, changed, triggersWrite };
+  return { properties: next ?? current, changed: next !== undefined, triggersWrite };
 }
 
 /**
