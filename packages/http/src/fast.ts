@@ -21,11 +21,10 @@ export function queryString(url: string | undefined): string {
   return at === -1 ? '' : url!.slice(at + 1);
 }
 
-/** A JSON answer written without Express (`body` already serialized, or serialized here). */
+/** A JSON answer written without Express (`body` already serialized — text or UTF-8 bytes — or serialized here). */
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  const text = typeof body === 'string' ? body : JSON.stringify(body);
   // One Buffer: node:http then writes headers and body in one `writev` instead of encoding a string into it.
-  const bytes = Buffer.from(text, 'utf8');
+  const bytes = Buffer.isBuffer(body) ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body), 'utf8');
   res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': bytes.length });
   res.end(bytes);
 }

@@ -1,6 +1,9 @@
-import { flagValue, type FeatureFlag, type FlagEvaluation, type JsonValue, type MatchReasonCode } from '@plover/flags';
-import { configFields, renderBody, type FlagsBody, type Shaping } from '../src/responses';
+import { flagValue, type EvaluatedFlag, type FeatureFlag, type FlagEvaluation, type JsonValue, type MatchReasonCode } from '@plover/flags';
+import { configFields, renderBody as renderBytes, type FlagsBody, type Shaping } from '../src/responses';
 import { seededRandom } from '../../../test/support/random';
+
+/** The answer as text (renderBody writes UTF-8 bytes). */
+const renderBody = (shaping: Shaping, body: FlagsBody): string => renderBytes(shaping, body).toString('utf8');
 
 /**
  * The object-built body that `renderBody` used to return (serialized with JSON.stringify), kept as the
@@ -151,6 +154,37 @@ describe('renderBody', () => {
       for (const shaping of SHAPINGS) {
         const text = renderBody(shaping, body);
         expect(text).toBe(JSON.stringify(referenceBody(shaping, body)));
+      }
+    }
+  });
+
+  it('writes the v4 members cached per outcome exactly, request after request on one definitions map', () => {
+    // As the evaluator gives them: one frozen reason per (code, condition), the payload fixed by the variant.
+    const reasons = new Map<string, EvaluatedFlag['reason']>();
+    const sharedReason = (code: MatchReasonCode, conditionIndex: number | null) => {
+      const key = `${code}:${conditionIndex}`;
+      let reason = reasons.get(key);
+      if (reason === undefined) {
+        reason = Object.freeze({ code, condition_index: conditionIndex, description: `Reason for ${code} ${conditionIndex}` });
+        reasons.set(key, reason);
+      }
+      return reason;
+    };
+    const next = seededRandom(99);
+    const { flagsById } = generateBody(next);
+    const payloadOf = new Map(KEYS.map((key) => [key, new Map([...VARIANTS, 'true'].map((variant) => [variant, pick(next, PAYLOADS)]))]));
+    for (let i = 0; i < 2000; i += 1) {
+      const flags = new Map<string, FlagEvaluation>();
+      for (const key of KEYS) {
+        if (next() < 0.3) continue;
+        const enabled = next() < 0.6;
+        const variant = enabled && next() < 0.5 ? pick(next, VARIANTS) : null;
+        const payload = enabled ? (payloadOf.get(key)!.get(variant ?? 'true') ?? null) : null;
+        flags.set(key, { key, failed: false, enabled, variant, reason: sharedReason(pick(next, CODES), next() < 0.3 ? null : Math.floor(next() * 3)), payload });
+      }
+      const body: FlagsBody = { flags, errorsWhileComputingFlags: false, quotaLimited: false, requestId: `r${i}`, flagsById, surveys: false, endpoint: 'flags' };
+      for (const config of [false, true]) {
+        expect(renderBody({ shape: 'v4', config }, body)).toBe(JSON.stringify(referenceBody({ shape: 'v4', config }, body)));
       }
     }
   });
