@@ -6,3 +6,4 @@ export * from './cors';
 export * from './payload';
 export * from './fast';
 export * from './body';
+export * from './address';

@@ -4,7 +4,7 @@ import type { EventBus, OutgoingMessage } from '@plover/bus';
 import type { CaptureConfig } from '@plover/config';
 import { CAPTURE_TOPICS } from '@plover/contracts';
 import { ApiError, TokenBuckets, type Logger } from '@plover/core';
-import { createServiceApp, queryString, readBody, routePath, sendError, setPermissiveCorsHeaders, type FastRoute, type MetricsRegistry, type ServiceApp } from '@plover/http';
+import { createServiceApp, queryString, readBody, requestAddress, routePath, sendError, setPermissiveCorsHeaders, type FastRoute, type MetricsRegistry, type ServiceApp } from '@plover/http';
 import type { Sql } from '@plover/postgres';
 import { decodePayload } from './decode';
 import { captureError } from './errors';
@@ -175,14 +175,9 @@ export function captureRoutes(deps: CaptureDeps): FastRoute {
   };
 }
 
-/**
- * The client's address: the socket's, or behind a trusted proxy the first `X-Forwarded-For` entry (what
- * Express's `req.ip` gives with `trust proxy` on).
- */
+/** The client's address (`requestAddress`), IPv4-mapped IPv6 written as IPv4. */
 function clientIp(req: IncomingMessage, trustProxy: boolean): string | null {
-  const header = trustProxy ? req.headers['x-forwarded-for'] : undefined;
-  const forwarded = (Array.isArray(header) ? header[0] : header)?.split(',')[0]?.trim();
-  const ip = forwarded || req.socket.remoteAddress;
+  const ip = requestAddress(req, trustProxy);
   if (!ip) return null;
   // Dual-stack sockets report IPv4 clients as IPv4-mapped IPv6; GeoIP and people want the IPv4 form.
   return ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice(7) : ip;

@@ -3,15 +3,14 @@ import { isIP } from 'node:net';
 import type { IncomingMessage } from 'node:http';
 import { Reader, type CityResponse } from 'mmdb-lib';
 import type { Properties } from '@plover/flags';
+import { requestAddress } from '@plover/http';
 
 /** Client address → the seven `$geoip_*` person properties, or undefined (private, loopback, unknown). */
 export type GeoIpLookup = (ip: string) => Properties | undefined;
 
 /** The first `X-Forwarded-For` address (the seed's `HTTP_X_FORWARDED_FOR`), else the socket's. */
 export function clientIp(req: IncomingMessage): string | undefined {
-  const forwarded = req.headers['x-forwarded-for'];
-  const header = Array.isArray(forwarded) ? forwarded[0] : forwarded;
-  const candidate = header?.split(',')[0]?.trim() || req.socket.remoteAddress;
+  const candidate = requestAddress(req, true);
   if (!candidate) return undefined;
   const ip = candidate.startsWith('::ffff:') && isIP(candidate.slice(7)) === 4 ? candidate.slice(7) : candidate;
   return isIP(ip) ? ip : undefined;
