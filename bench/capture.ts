@@ -10,7 +10,8 @@
  *                 same bus (key and value as capture would, nothing else): the ceiling capture is measured against
  *   batch         capture's `/batch/`, BENCH_CAPTURE_BATCH (100) events per request, posthog-node-shaped
  *   single        capture's `/i/v0/e/`, one event per request, as fast as it goes
- *   singleHalf    `/i/v0/e/` at half the rate `single` reached, for the latency at a steady load
+ *   singleHalf    `/i/v0/e/` at half the rate `single` reached, for the latency at a steady load: open loop
+ *                 (bench/paced.ts), requests evenly spaced, latency counted from each one's due time
  *
  * Processes: the server process (this file with `server <bus>`) holds the database client (token lookups), the bus,
  * capture and the baseline; embedded, it also runs a consumer that reads every message of the capture and baseline
@@ -45,6 +46,7 @@ import { silentLogger } from '@plover/core';
 import { createMetricsRegistry, listen } from '@plover/http';
 import { migrate, PgSql, type Sql } from '@plover/postgres';
 import { PGliteSql } from '@plover/postgres/pglite';
+import { pacedLoad } from './paced';
 
 const ROOT = path.resolve(__dirname, '..');
 const SECONDS = Number(process.env.BENCH_CAPTURE_SECONDS ?? 5);
@@ -231,25 +233,31 @@ interface LoadResult {
 
 async function load(spec: LoadSpec): Promise<void> {
   const cpu = process.cpuUsage();
-  const result = await autocannon({
-    url: spec.url,
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: spec.body,
-    connections: CONNECTIONS,
-    duration: spec.seconds,
-    ...(spec.rate > 0 ? { overallRate: spec.rate } : {}),
-  });
+  const request = { url: spec.url, method: 'POST', headers: { 'content-type': 'application/json' } } as const;
+  let figures: Omit<LoadResult, 'loadCpuCores' | 'loadRssMb'>;
+  let seconds: number;
+  if (spec.rate > 0) {
+    // A steady rate: open loop, latency from each request's due time (see bench/paced.ts for why not autocannon).
+    figures = await pacedLoad({ ...request, body: () => spec.body, rate: spec.rate, warmupSeconds: 0, seconds: spec.seconds, connections: CONNECTIONS });
+    seconds = spec.seconds;
+  } else {
+    const result = await autocannon({ ...request, body: spec.body, connections: CONNECTIONS, duration: spec.seconds });
+    figures = {
+      requestsPerSecond: Math.round(result.requests.total / result.duration),
+      latencyMs: { p50: result.latency.p50, p99: result.latency.p99, max: result.latency.max },
+      non2xx: result.non2xx,
+      errors: result.errors + result.timeouts,
+    };
+    seconds = result.duration;
+  }
   const used = process.cpuUsage(cpu);
-  const figures: LoadResult = {
-    requestsPerSecond: Math.round(result.requests.total / result.duration),
-    latencyMs: { p50: result.latency.p50, p99: result.latency.p99, max: result.latency.max },
-    non2xx: result.non2xx,
-    errors: result.errors + result.timeouts,
-    loadCpuCores: round2((used.user + used.system) / 1e6 / result.duration),
-    loadRssMb: Math.round(process.resourceUsage().maxRSS / 1024),
-  };
-  process.stdout.write(JSON.stringify(figures));
+  process.stdout.write(
+    JSON.stringify({
+      ...figures,
+      loadCpuCores: round2((used.user + used.system) / 1e6 / seconds),
+      loadRssMb: Math.round(process.resourceUsage().maxRSS / 1024),
+    } satisfies LoadResult),
+  );
 }
 
 // ---- orchestration ----

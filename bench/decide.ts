@@ -10,13 +10,15 @@
  *             age), 9 multivariate control/test 50/50, 1 group flag (company, 50 %) — and 10,000 persons.
  *             `POST /flags/?v=2` posthog-node-shaped, a random distinct id u0 … u9999 per request.
  *               max        with `person_properties` {plan, email, age}: every flag is decided from the request
- *               rate       the same at a fixed BENCH_DECIDE_RATE (5,000) req/s
+ *               rate       the same at a fixed BENCH_DECIDE_RATE (5,000) req/s, open loop (bench/paced.ts): requests
+ *                          evenly spaced, latency counted from each one's due time
  *               stored     without `person_properties`: each request reads the person from Postgres (lookup
  *                          timeout raised to 10 s, so no answer skips the read)
  *   unleash   unleash-server 8.2.0 on Node 22 (installed under .cache/unleash on first use; its own database), the
  *             50 toggles of shared/reference/unleash-anchor.md, `GET /api/frontend` with the same context.
  *   static    a bare node:http server answering a precomputed Plover response (the ceiling).
- * autocannon (this file with `load`) runs in a separate process: BENCH_DECIDE_CONNECTIONS (32) connections, a 2 s
+ * The load generator (this file with `load`: autocannon, or bench/paced.ts at a fixed rate) runs in a separate process:
+ * BENCH_DECIDE_CONNECTIONS (32) connections, a 2 s
  * warm-up, then BENCH_DECIDE_SECONDS (10) measured. Plover max and Unleash alternate for BENCH_DECIDE_ROUNDS (3)
  * rounds; the median run of each is reported, and the ratio is the median of the rounds' ratios. Server CPU is utime+stime from /proc over the measured
  * run; rssMb is each server process's peak resident memory (VmHWM). BENCH_DECIDE_PROFILE_DIR=<dir> writes a CPU profile
@@ -31,6 +33,7 @@ import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { migrate, PgSql } from '@plover/postgres';
+import { pacedLoad } from './paced';
 
 const ROOT = path.resolve(__dirname, '..');
 const UNLEASH_DIR = path.join(ROOT, '.cache', 'unleash');
@@ -45,12 +48,14 @@ const SECONDS = Number(process.env.BENCH_DECIDE_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_DECIDE_CONNECTIONS ?? 32);
 const RATE = Number(process.env.BENCH_DECIDE_RATE ?? 5000);
 const ROUNDS = Number(process.env.BENCH_DECIDE_ROUNDS ?? 3);
+const REPLICAS = Number(process.env.BENCH_DECIDE_REPLICAS ?? 2);
 const adminUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 /** What the load process sends: a request kind, where, and at which rate (0 = as fast as it goes). */
 interface LoadSpec {
   kind: 'plover' | 'plover-stored' | 'unleash' | 'static';
-  url: string;
+  /** One server, or replicas: connections are spread over them round robin. */
+  url: string | string[];
   seconds: number;
   rate: number;
 }
@@ -96,17 +101,37 @@ async function load(spec: LoadSpec): Promise<void> {
             setupRequest: (req) => ({ ...req, body: ploverBody(spec.kind === 'plover') }),
           };
   const cpu = process.cpuUsage();
-  const result = await autocannon({ url: spec.url, connections: CONNECTIONS, duration: spec.seconds, requests: [request], ...(spec.rate > 0 ? { overallRate: spec.rate } : {}) });
+  let figures: Omit<LoadResult, 'loadCpuCores'>;
+  let seconds: number;
+  if (spec.rate > 0) {
+    // A steady rate: open loop, latency from each request's due time (see bench/paced.ts for why not autocannon).
+    if (spec.kind !== 'plover') throw new Error(`no paced load for ${spec.kind}`);
+    const paced = await pacedLoad({
+      url: [spec.url].flat().map((url) => `${url}/flags/?v=2`),
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: () => ploverBody(true),
+      rate: spec.rate,
+      warmupSeconds: 0,
+      seconds: spec.seconds,
+      connections: CONNECTIONS,
+    });
+    figures = { requestsPerSecond: paced.requestsPerSecond, p50: paced.latencyMs.p50, p99: paced.latencyMs.p99, non2xx: paced.non2xx, errors: paced.errors };
+    seconds = spec.seconds;
+  } else {
+    // autocannon spreads connections over an array of URLs (lib/run.js); its types only say string.
+    const result = await autocannon({ url: spec.url as string, connections: CONNECTIONS, duration: spec.seconds, requests: [request] });
+    figures = {
+      requestsPerSecond: Math.round(result.requests.total / result.duration),
+      p50: result.latency.p50,
+      p99: result.latency.p99,
+      non2xx: result.non2xx,
+      errors: result.errors + result.timeouts,
+    };
+    seconds = result.duration;
+  }
   const used = process.cpuUsage(cpu);
-  const figures: LoadResult = {
-    requestsPerSecond: Math.round(result.requests.total / result.duration),
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    non2xx: result.non2xx,
-    errors: result.errors + result.timeouts,
-    loadCpuCores: Math.round(((used.user + used.system) / 1e6 / result.duration) * 100) / 100,
-  };
-  process.stdout.write(JSON.stringify(figures));
+  process.stdout.write(JSON.stringify({ ...figures, loadCpuCores: Math.round(((used.user + used.system) / 1e6 / seconds) * 100) / 100 } satisfies LoadResult));
 }
 
 /** The ceiling: node:http answering one precomputed body. */
@@ -182,13 +207,15 @@ function median<T extends number | Measured>(values: T[]): T {
   return [...values].sort((a, b) => rate(a) - rate(b))[Math.floor(values.length / 2)]!;
 }
 
-/** A warm-up, then the measured run with the server's CPU over it. */
-async function measure(server: ChildProcess, spec: Omit<LoadSpec, 'seconds'>): Promise<Measured> {
+/** A warm-up, then the measured run with the server's CPU (summed over its processes) over it. */
+async function measure(server: ChildProcess | ChildProcess[], spec: Omit<LoadSpec, 'seconds'>): Promise<Measured> {
+  const servers = [server].flat();
+  const serverCpu = () => servers.reduce((sum, child) => sum + cpuSeconds(child.pid!), 0);
   await runLoad({ ...spec, seconds: 2 });
-  const before = cpuSeconds(server.pid!);
+  const before = serverCpu();
   const started = performance.now();
   const result = await runLoad({ ...spec, seconds: SECONDS });
-  const used = cpuSeconds(server.pid!) - before;
+  const used = serverCpu() - before;
   const elapsed = (performance.now() - started) / 1000;
   return {
     ...result,
@@ -313,18 +340,23 @@ async function main(): Promise<void> {
       await sql.close();
     }
 
-    const ploverPort = await freePort();
     const profile = process.env.BENCH_DECIDE_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_DECIDE_PROFILE_DIR}`] : [];
-    const plover = startServer(process.execPath, [...profile, '--conditions=plover-source', '--import', 'tsx', 'services/decide/src/main.ts'], {
-      DATABASE_URL: databaseUrl(ploverDb),
-      PORT: String(ploverPort),
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-      // A loaded machine must not turn `stored` requests into degraded answers that skipped the person read.
-      DECIDE_LOOKUP_TIMEOUT_MS: '10000',
-    });
-    const ploverUrl = `http://127.0.0.1:${ploverPort}`;
-    await waitFor(`${ploverUrl}/_health`);
+    /** One decide process on the bench database. */
+    const startPlover = async (): Promise<{ child: ChildProcess; url: string }> => {
+      const port = await freePort();
+      const child = startServer(process.execPath, [...profile, '--conditions=plover-source', '--import', 'tsx', 'services/decide/src/main.ts'], {
+        DATABASE_URL: databaseUrl(ploverDb),
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'warn',
+        // A loaded machine must not turn `stored` requests into degraded answers that skipped the person read.
+        DECIDE_LOOKUP_TIMEOUT_MS: '10000',
+      });
+      const url = `http://127.0.0.1:${port}`;
+      await waitFor(`${url}/_health`);
+      return { child, url };
+    };
+    const { child: plover, url: ploverUrl } = await startPlover();
 
     const unleashPort = await freePort();
     const unleash = startServer(NODE22, ['bench/decide-unleash.mjs'], {
@@ -379,6 +411,21 @@ async function main(): Promise<void> {
       ploverStored: await measure(plover, { kind: 'plover-stored', url: ploverUrl, rate: 0 }),
       staticMax: await measure(staticServer, { kind: 'static', url: staticUrl, rate: 0 }),
     };
+    // Scaled out: more decide processes (a deployment's replicas, here on the same 2 cores), connections spread
+    // over them. Each is the same service with its own definitions cache; the first one is reused.
+    const replicas = [{ child: plover, url: ploverUrl }];
+    while (replicas.length < REPLICAS) replicas.push(await startPlover());
+    const replicaChildren = replicas.map((replica) => replica.child);
+    const replicaUrls = replicas.map((replica) => replica.url);
+    const scaledOut =
+      REPLICAS > 1
+        ? {
+            replicas: REPLICAS,
+            max: await measure(replicaChildren, { kind: 'plover', url: replicaUrls, rate: 0 }),
+            atRate: await measure(replicaChildren, { kind: 'plover', url: replicaUrls, rate: RATE }),
+            rssMb: replicaChildren.map((child) => peakRssMb(child.pid!)),
+          }
+        : undefined;
     process.stdout.write(
       `${JSON.stringify({
         bench: 'decide',
@@ -392,6 +439,7 @@ async function main(): Promise<void> {
         ratioVsUnleash: Math.round(median(rounds.map((round) => round.plover.requestsPerSecond / round.unleash.requestsPerSecond)) * 100) / 100,
         ratioVsStatic: Math.round((results.ploverMax.requestsPerSecond / results.staticMax.requestsPerSecond) * 100) / 100,
         rssMb: { plover: peakRssMb(plover.pid!), unleash: peakRssMb(unleash.pid!), static: peakRssMb(staticServer.pid!) },
+        ...(scaledOut ? { ploverScaledOut: scaledOut } : {}),
       })}\n`,
     );
   } finally {
