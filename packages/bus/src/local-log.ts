@@ -212,11 +212,11 @@ export class LocalLogBus implements EventBus {
     return undefined;
   }
 
-  /** Counters for benchmarks and tests: fdatasync calls made for appends, summed over partitions. */
-  stats(): { syncs: number } {
+  /** Counters for benchmarks and tests: fdatasync calls made for appends (summed over partitions), offset files written. */
+  stats(): { syncs: number; offsetWrites: number } {
     let syncs = 0;
     for (const topic of this.topics.values()) for (const log of topic.partitions) syncs += log.syncs;
-    return { syncs };
+    return { syncs, offsetWrites: this.offsets.writes };
   }
 
   /** Stops the consumers (committing what they handled), waits for pending appends, closes the files. */

@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { LocalLogBus } from '@plover/bus';
 import type { BusMessage, LocalLogBusOptions } from '@plover/bus';
+import { COMMIT_INTERVAL_MS } from '../src/local-log/offsets';
 import { encodeFrames } from '../src/local-log/record';
 import { messageId, messageValue } from './support/messages';
 
@@ -139,6 +140,43 @@ describe('LocalLogBus', () => {
     expect(bus.stats().syncs - before).toBe(1);
     const received = await consumeAll(bus, 'g', 64);
     expect(received.map((message) => messageId(message.value))).toEqual(Array.from({ length: 64 }, (_, i) => i));
+  });
+
+  it('writes a busy group\'s offset file at most once per commit interval, and the last commit on stop', async () => {
+    const bus = await open({ partitions: 1 });
+    await bus.ensureTopics([TOPIC]);
+    const received: BusMessage[] = [];
+    let batches = 0;
+    const consumer = await bus.consume({
+      groupId: 'g',
+      topics: [TOPIC],
+      handleBatch: (batch) => {
+        batches++;
+        received.push(...batch.messages);
+        return Promise.resolve();
+      },
+    });
+    await waitFor(() => bus.stats().offsetWrites === 1); // the group's starting offset
+    const started = performance.now();
+    // One fsynced append at a time: the consumer handles (nearly) each as a batch of its own.
+    for (let id = 0; id < 60; id++) {
+      await produceIds(bus, [id]);
+      await waitFor(() => received.length > id);
+    }
+    const elapsed = performance.now() - started;
+    await consumer.stop();
+    const writes = bus.stats().offsetWrites - 1;
+    expect(batches).toBeGreaterThan(30);
+    // One write may start right away, then one per interval, plus the final write on stop.
+    expect(writes).toBeLessThanOrEqual(Math.ceil(elapsed / COMMIT_INTERVAL_MS) + 2);
+    expect(writes).toBeLessThan(batches);
+
+    // The last commit is what stop left on disk: nothing is delivered again.
+    await bus.close();
+    const reopened = await open({ partitions: 1 });
+    await produceIds(reopened, [60]);
+    const after = await consumeAll(reopened, 'g', 1);
+    expect(after.map((message) => messageId(message.value))).toEqual([60]);
   });
 
   it('delivers a record larger than one read of the file', async () => {
