@@ -20,7 +20,8 @@
  * BENCH_CAPTURE_WARMUP_SECONDS (1), then BENCH_CAPTURE_SECONDS (5) measured. Between phases the consumer is let
  * catch up, so a backlog never spills into the next phase.
  *
- * Reported: the server's CPU (cores, from /proc, and µs per event) and resident memory over each phase, its peak
+ * Reported: the server's CPU (cores, from /proc, and µs per event), resident memory and event-loop delay (p99 and
+ * max, ms: how long its main thread was held up, GC pauses included) over each phase, its peak
  * (VmHWM) and what its startup steps added (the imports, tsx's included; the database with migrations and the
  * bootstrap project, which for PGlite is the whole database in this process; the bus, capture and the consumer),
  * and the load generator's own CPU and peak RSS. chDB is not part of capture and not loaded here.
@@ -33,6 +34,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -80,7 +82,13 @@ interface Consumed {
 type MemoryUsageMb = Record<keyof NodeJS.MemoryUsage, number>;
 
 type ToServer = { id: number; command: 'settle' | 'stop' };
-type FromServer = { ready: ServerReady } | { id: number; consumed: Consumed } | { id: number; memory: MemoryUsageMb };
+/** How late the server's event loop ran its timers since the previous settle (ms): its own stalls, GC pauses included. */
+interface LoopDelay {
+  p99: number;
+  max: number;
+}
+
+type FromServer = { ready: ServerReady } | { id: number; consumed: Consumed; loopDelayMs: LoopDelay } | { id: number; memory: MemoryUsageMb };
 
 // ---- server process ----
 
@@ -93,7 +101,7 @@ interface Database {
 /** Embedded: PGlite in this process. KafkaBus with a Postgres server at hand: a fresh database there, as main.ts runs. */
 async function openDatabase(kind: BusKind): Promise<Database> {
   if (kind === 'LocalLogBus' || !DATABASE_URL) {
-    const sql = await PGliteSql.open({});
+    const sql = await PGliteSql.open({ guardTransactions: false }); // as embedded mode opens it
     return { name: 'PGlite', sql, close: () => sql.close() };
   }
   const name = `plover_bench_capture_${randomBytes(6).toString('hex')}`;
@@ -164,6 +172,8 @@ async function serve(kind: BusKind): Promise<void> {
   const baselineTopic = `bench-capture-${runId}-baseline`;
   await adapter.bus.ensureTopics([topics.events, topics.historical, baselineTopic]);
   const consumed: Consumed = { capture: 0, baseline: 0 };
+  const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+  loopDelay.enable();
   let consumer: Consumer | undefined;
   if (kind === 'LocalLogBus') {
     consumer = await adapter.bus.consume({
@@ -196,7 +206,9 @@ async function serve(kind: BusKind): Promise<void> {
           return;
         }
         clearInterval(poll);
-        send({ id: message.id, consumed: { ...consumed } });
+        const loopDelayMs = { p99: round2(loopDelay.percentile(99) / 1e6), max: round2(loopDelay.max / 1e6) };
+        loopDelay.reset();
+        send({ id: message.id, consumed: { ...consumed }, loopDelayMs });
       }, 250);
       return;
     }
@@ -329,8 +341,9 @@ class ServerProcess {
     });
   }
 
-  async settle(): Promise<Consumed> {
-    return ((await this.request('settle')) as { consumed: Consumed }).consumed;
+  /** Waits for the consumer to catch up; what it read so far, and the loop delay since the previous settle. */
+  async settle(): Promise<{ consumed: Consumed; loopDelayMs: LoopDelay }> {
+    return (await this.request('settle')) as { consumed: Consumed; loopDelayMs: LoopDelay };
   }
 
   /** Stops the server and waits for the process to exit (which writes its CPU profile, when asked for). */
@@ -348,6 +361,7 @@ interface Phase extends LoadResult {
   /** Server CPU per accepted event: what the code costs, less sensitive than throughput to a busy machine. */
   serverCpuUsPerEvent: number;
   serverRssMb: number;
+  serverLoopDelayMs: LoopDelay;
 }
 
 async function measure(server: ServerProcess, spec: Omit<LoadSpec, 'seconds'>, eventsPerRequest: number): Promise<Phase> {
@@ -358,9 +372,16 @@ async function measure(server: ServerProcess, spec: Omit<LoadSpec, 'seconds'>, e
   const result = await runLoad({ ...spec, seconds: SECONDS });
   const serverCpuCores = round2((cpuSeconds(server.pid) - before) / ((performance.now() - started) / 1000));
   const serverRssMb = procStatus(server.pid, 'VmRSS');
-  await server.settle();
+  const { loopDelayMs } = await server.settle();
   const eventsPerSecond = result.requestsPerSecond * eventsPerRequest;
-  return { ...result, eventsPerSecond, serverCpuCores, serverCpuUsPerEvent: Math.round((serverCpuCores / eventsPerSecond) * 1e6), serverRssMb };
+  return {
+    ...result,
+    eventsPerSecond,
+    serverCpuCores,
+    serverCpuUsPerEvent: Math.round((serverCpuCores / eventsPerSecond) * 1e6),
+    serverRssMb,
+    serverLoopDelayMs: loopDelayMs,
+  };
 }
 
 async function run(kind: BusKind) {
@@ -376,7 +397,7 @@ async function run(kind: BusKind) {
   const singlePhase = await measure(server, { url: `${capture}/i/v0/e/`, body: single, rate: 0 }, 1);
   const half = Math.max(1, Math.round(singlePhase.requestsPerSecond / 2));
   const singleHalf = { offeredPerSecond: half, ...(await measure(server, { url: `${capture}/i/v0/e/`, body: single, rate: half }, 1)) };
-  const consumed = await server.settle();
+  const { consumed } = await server.settle();
   const serverPeakRssMb = procStatus(server.pid, 'VmHWM');
   const memoryUsageMb = await server.stop();
   return {

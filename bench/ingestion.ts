@@ -82,7 +82,7 @@ async function openChdb(dataDir: string): Promise<ClickHouse> {
 async function embeddedStack(): Promise<Stack> {
   const { PGliteSql } = await import('@plover/postgres/pglite');
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'plover-bench-ingestion-'));
-  const sql = await PGliteSql.open({ dataDir: path.join(dataDir, 'postgres') });
+  const sql = await PGliteSql.open({ dataDir: path.join(dataDir, 'postgres'), guardTransactions: false }); // as embedded mode opens it
   const clickhouse = await openChdb(dataDir);
   const bus = await LocalLogBus.open({ dataDir: path.join(dataDir, 'bus') });
   return {

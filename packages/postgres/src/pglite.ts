@@ -9,6 +9,13 @@ import { RESULT_PARSERS } from './types';
 export interface PGliteSqlOptions {
   /** Directory holding the database files; undefined keeps the database in memory (tests). */
   dataDir?: string;
+  /**
+   * Fail at once when a transaction callback calls this Sql instead of its transaction's executor (see
+   * assertOutsideTransaction). On by default, so every test catches that mistake. It follows the callback with
+   * AsyncLocalStorage, which on Node 20 runs async hooks for every promise the process creates: 20–30 % of the
+   * embedded server's CPU per captured event (bench/capture.ts, 2026-11-22). The embedded server turns it off.
+   */
+  guardTransactions?: boolean;
 }
 
 /** PGlite's top-level handle and its transaction handle offer the same query/exec calls. */
@@ -59,11 +66,15 @@ const SETTINGS = ['shared_buffers=16MB'];
  */
 export class PGliteSql implements Sql {
   private readonly direct: SqlExecutor;
-  /** Set while this instance's transaction callback runs; see assertOutsideTransaction. */
-  private readonly transactionScope = new AsyncLocalStorage<true>();
+  /** Set while this instance's transaction callback runs (when guarded); see assertOutsideTransaction. */
+  private readonly transactionScope: AsyncLocalStorage<true> | undefined;
 
-  private constructor(private readonly db: PGlite) {
+  private constructor(
+    private readonly db: PGlite,
+    guardTransactions: boolean,
+  ) {
     this.direct = executor(db);
+    this.transactionScope = guardTransactions ? new AsyncLocalStorage<true>() : undefined;
   }
 
   static async open(options: PGliteSqlOptions = {}): Promise<PGliteSql> {
@@ -73,7 +84,8 @@ export class PGliteSql implements Sql {
       // pg_trgm indexes the persons `search` (email contains); real Postgres ships it, PGlite loads it here.
       // Imported dynamically: the contrib modules declare only ESM typings.
       const { pg_trgm } = await import('@electric-sql/pglite/contrib/pg_trgm');
-      return new PGliteSql(await PGlite.create({ dataDir: options.dataDir, parsers: RESULT_PARSERS, extensions: { pg_trgm }, postgresqlconf: SETTINGS }));
+      const db = await PGlite.create({ dataDir: options.dataDir, parsers: RESULT_PARSERS, extensions: { pg_trgm }, postgresqlconf: SETTINGS });
+      return new PGliteSql(db, options.guardTransactions ?? true);
     } catch (error) {
       throw toStorageError(error, 'open');
     }
@@ -91,16 +103,16 @@ export class PGliteSql implements Sql {
 
   async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     this.assertOutsideTransaction('transaction');
+    const callback = async (tx: Transaction): Promise<T> => {
+      try {
+        return await fn(executor(tx));
+      } catch (error) {
+        throw new CallbackFailure(error);
+      }
+    };
+    const scope = this.transactionScope;
     try {
-      return await this.db.transaction((tx) =>
-        this.transactionScope.run(true, async () => {
-          try {
-            return await fn(executor(tx));
-          } catch (error) {
-            throw new CallbackFailure(error);
-          }
-        }),
-      );
+      return await this.db.transaction((tx) => (scope ? scope.run(true, callback, tx) : callback(tx)));
     } catch (error) {
       if (error instanceof CallbackFailure) throw error.error;
       // BEGIN, COMMIT (25P02 when the callback swallowed an error) or ROLLBACK failed.
@@ -118,10 +130,10 @@ export class PGliteSql implements Sql {
 
   /**
    * Inside a transaction callback the Sql itself would wait for that very transaction to end: a deadlock
-   * that hangs embedded mode while the same code runs on a pg pool. Fail at once instead.
+   * that hangs embedded mode while the same code runs on a pg pool. Fail at once instead (when guarded).
    */
   private assertOutsideTransaction(name: string): void {
-    if (this.transactionScope.getStore()) {
+    if (this.transactionScope?.getStore()) {
       throw new StorageError(`${name}: called on the Sql inside its own transaction; use the transaction's executor`, false, undefined);
     }
   }

@@ -37,6 +37,37 @@ describe('PGliteSql', () => {
   });
 });
 
+describe('PGliteSql without the transaction guard (embedded mode)', () => {
+  it('commits, rolls back and serializes transactions as with it', async () => {
+    const sql = await PGliteSql.open({ guardTransactions: false });
+    try {
+      await sql.exec('test.create', 'CREATE TABLE t (value int)');
+      await sql.transaction((tx) => tx.query('test.insert', 'INSERT INTO t VALUES (1)'));
+      const failure = new Error('callback failed');
+      await expect(
+        sql.transaction(async (tx) => {
+          await tx.query('test.insert', 'INSERT INTO t VALUES (2)');
+          throw failure;
+        }),
+      ).rejects.toBe(failure);
+      // A plain query issued while a transaction is open waits for it instead of running inside it.
+      const order: string[] = [];
+      let plain: Promise<unknown> | undefined;
+      await sql.transaction(async (tx) => {
+        await tx.query('test.insert', 'INSERT INTO t VALUES (3)');
+        plain = sql.query('test.select', 'SELECT count(*)::int AS n FROM t').then((result) => order.push(`query saw ${String(result.rows[0]!.n)}`));
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        order.push('transaction');
+      });
+      await plain;
+      expect(order).toEqual(['transaction', 'query saw 2']);
+      expect((await sql.query('test.select', 'SELECT value FROM t ORDER BY value')).rows).toEqual([{ value: 1 }, { value: 3 }]);
+    } finally {
+      await sql.close();
+    }
+  });
+});
+
 describe('PGliteSql extensions', () => {
   it('loads pg_trgm, so trigram indexes (persons search) work as on a real server', async () => {
     const sql = await PGliteSql.open({});
