@@ -250,8 +250,9 @@ async function load(spec: LoadSpec): Promise<void> {
   let seconds: number;
   if (spec.rate > 0) {
     // A steady rate: open loop, latency from each request's due time (see bench/paced.ts for why not autocannon).
-    figures = await pacedLoad({ ...request, body: () => spec.body, rate: spec.rate, warmupSeconds: 0, seconds: spec.seconds, connections: CONNECTIONS });
-    seconds = spec.seconds;
+    // Its own warm-up second: the connections are open and in use before the measured window starts.
+    figures = await pacedLoad({ ...request, body: () => spec.body, rate: spec.rate, warmupSeconds: 1, seconds: spec.seconds, connections: CONNECTIONS });
+    seconds = spec.seconds + 1;
   } else {
     const result = await autocannon({ ...request, body: spec.body, connections: CONNECTIONS, duration: spec.seconds });
     figures = {

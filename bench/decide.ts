@@ -49,6 +49,7 @@ const CONNECTIONS = Number(process.env.BENCH_DECIDE_CONNECTIONS ?? 32);
 const RATE = Number(process.env.BENCH_DECIDE_RATE ?? 5000);
 const ROUNDS = Number(process.env.BENCH_DECIDE_ROUNDS ?? 3);
 const REPLICAS = Number(process.env.BENCH_DECIDE_REPLICAS ?? 2);
+const PACED_WARMUP_SECONDS = 1;
 const adminUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 /** What the load process sends: a request kind, where, and at which rate (0 = as fast as it goes). */
@@ -112,12 +113,13 @@ async function load(spec: LoadSpec): Promise<void> {
       headers: { 'content-type': 'application/json' },
       body: () => ploverBody(true),
       rate: spec.rate,
-      warmupSeconds: 0,
+      // Its own warm-up: the connections are open and in use before the measured window starts.
+      warmupSeconds: PACED_WARMUP_SECONDS,
       seconds: spec.seconds,
       connections: CONNECTIONS,
     });
     figures = { requestsPerSecond: paced.requestsPerSecond, p50: paced.latencyMs.p50, p99: paced.latencyMs.p99, non2xx: paced.non2xx, errors: paced.errors };
-    seconds = spec.seconds;
+    seconds = spec.seconds + PACED_WARMUP_SECONDS;
   } else {
     // autocannon spreads connections over an array of URLs (lib/run.js); its types only say string.
     const result = await autocannon({ url: spec.url as string, connections: CONNECTIONS, duration: spec.seconds, requests: [request] });
@@ -220,8 +222,9 @@ async function measure(server: ChildProcess | ChildProcess[], spec: Omit<LoadSpe
   return {
     ...result,
     serverCpuCores: Math.round((used / elapsed) * 100) / 100,
-    // Less sensitive to what else runs on the machine than req/s: CPU the server spent per request served.
-    serverCpuUsPerRequest: Math.round((used * 1e6) / (result.requestsPerSecond * SECONDS)),
+    // Less sensitive to what else runs on the machine than req/s: CPU the server spent per request served (a
+    // paced run's own warm-up requests included, since its CPU is).
+    serverCpuUsPerRequest: Math.round((used * 1e6) / (result.requestsPerSecond * SECONDS + spec.rate * (spec.rate > 0 ? PACED_WARMUP_SECONDS : 0))),
   };
 }
 
