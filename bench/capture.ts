@@ -55,6 +55,7 @@ const SECONDS = Number(process.env.BENCH_CAPTURE_SECONDS ?? 5);
 const WARMUP_SECONDS = Number(process.env.BENCH_CAPTURE_WARMUP_SECONDS ?? 1);
 const CONNECTIONS = Number(process.env.BENCH_CAPTURE_CONNECTIONS ?? 32);
 const BATCH = Number(process.env.BENCH_CAPTURE_BATCH ?? 100);
+const PACED_WARMUP_SECONDS = 1;
 const KAFKA_BROKERS = process.env.TEST_KAFKA_BROKERS || process.env.KAFKA_BROKERS;
 const PROFILE_DIR = process.env.BENCH_CAPTURE_PROFILE_DIR;
 const DATABASE_URL = process.env.BENCH_DATABASE_URL || process.env.TEST_DATABASE_URL;
@@ -245,16 +246,16 @@ interface LoadResult {
 
 async function load(spec: LoadSpec): Promise<void> {
   const cpu = process.cpuUsage();
-  const request = { url: spec.url, method: 'POST', headers: { 'content-type': 'application/json' } } as const;
+  const headers = { 'content-type': 'application/json' };
   let figures: Omit<LoadResult, 'loadCpuCores' | 'loadRssMb'>;
   let seconds: number;
   if (spec.rate > 0) {
     // A steady rate: open loop, latency from each request's due time (see bench/paced.ts for why not autocannon).
-    // Its own warm-up second: the connections are open and in use before the measured window starts.
-    figures = await pacedLoad({ ...request, body: () => spec.body, rate: spec.rate, warmupSeconds: 1, seconds: spec.seconds, connections: CONNECTIONS });
-    seconds = spec.seconds + 1;
+    // Its own warm-up: the connections are open and in use before the measured window starts.
+    figures = await pacedLoad({ url: spec.url, headers, body: () => spec.body, rate: spec.rate, warmupSeconds: PACED_WARMUP_SECONDS, seconds: spec.seconds, connections: CONNECTIONS });
+    seconds = spec.seconds + PACED_WARMUP_SECONDS;
   } else {
-    const result = await autocannon({ ...request, body: spec.body, connections: CONNECTIONS, duration: spec.seconds });
+    const result = await autocannon({ url: spec.url, method: 'POST', headers, body: spec.body, connections: CONNECTIONS, duration: spec.seconds });
     figures = {
       requestsPerSecond: Math.round(result.requests.total / result.duration),
       latencyMs: { p50: result.latency.p50, p99: result.latency.p99, max: result.latency.max },

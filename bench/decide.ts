@@ -109,7 +109,6 @@ async function load(spec: LoadSpec): Promise<void> {
     if (spec.kind !== 'plover') throw new Error(`no paced load for ${spec.kind}`);
     const paced = await pacedLoad({
       url: [spec.url].flat().map((url) => `${url}/flags/?v=2`),
-      method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: () => ploverBody(true),
       rate: spec.rate,
@@ -224,7 +223,7 @@ async function measure(server: ChildProcess | ChildProcess[], spec: Omit<LoadSpe
     serverCpuCores: Math.round((used / elapsed) * 100) / 100,
     // Less sensitive to what else runs on the machine than req/s: CPU the server spent per request served (a
     // paced run's own warm-up requests included, since its CPU is).
-    serverCpuUsPerRequest: Math.round((used * 1e6) / (result.requestsPerSecond * SECONDS + spec.rate * (spec.rate > 0 ? PACED_WARMUP_SECONDS : 0))),
+    serverCpuUsPerRequest: Math.round((used * 1e6) / (result.requestsPerSecond * SECONDS + spec.rate * PACED_WARMUP_SECONDS)),
   };
 }
 

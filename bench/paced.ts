@@ -16,9 +16,8 @@ import net from 'node:net';
 export interface PacedSpec {
   /** One server, or several (replicas): connections are spread over them round robin. */
   url: string | string[];
-  method: 'GET' | 'POST';
   headers?: Record<string, string>;
-  /** The body of the i-th request (called once per request). */
+  /** The body of the i-th POST (called once per request). */
   body: (index: number) => string;
   /** Requests per second. */
   rate: number;
@@ -99,9 +98,8 @@ export function pacedLoad(spec: PacedSpec): Promise<PacedResult> {
     .join('');
   // `host` is the same for every replica's connection; servers here do not route by it.
   const requestText = (index: number): string => {
-    if (spec.method === 'GET') return `GET ${path} HTTP/1.1\r\nhost: ${first.host}\r\n${headers}\r\n`;
     const body = spec.body(index);
-    return `${spec.method} ${path} HTTP/1.1\r\nhost: ${first.host}\r\n${headers}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    return `POST ${path} HTTP/1.1\r\nhost: ${first.host}\r\n${headers}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
   };
 
   const intervalMs = 1000 / spec.rate;
