@@ -56,6 +56,8 @@ const RFC2822 = /^(?:[A-Za-z]{3},\s*)?\d{1,2}\s+[A-Za-z]{3}\s+\d{4}\s+\d{2}:\d{2
 
 /** Epoch milliseconds of a client timestamp, or undefined when it is in none of the accepted formats. */
 export function parseTimestamp(value: string): number | undefined {
+  const canonical = canonicalIso(value);
+  if (canonical !== undefined) return canonical;
   const text = value.trim();
   let match = ISO.exec(text);
   if (match) return fromFields(match, match[8]);
@@ -73,6 +75,43 @@ export function parseTimestamp(value: string): number | undefined {
 export function parseIsoTimestamp(value: string): number | undefined {
   const match = ISO.exec(value.trim());
   return match ? fromFields(match, match[8]) : undefined;
+}
+
+/** The day `canonicalIso` read last (`YYYY-MM-DD`) and its first millisecond, NaN when that day does not exist. */
+let canonicalDay = '';
+let canonicalDayMs = Number.NaN;
+
+/**
+ * `YYYY-MM-DDTHH:MM:SS.sssZ`, what `Date.prototype.toISOString` writes and so what nearly every SDK sends, read
+ * without the regex: the day is computed once per day seen (the events of a batch share it), the time of day from
+ * the digits. Undefined when `value` is not exactly that shape (the general parser then decides), or when its
+ * date or time does not exist, as the general parser would say too.
+ */
+function canonicalIso(value: string): number | undefined {
+  if (value.length !== 24 || value.charCodeAt(23) !== 90 /* Z */ || value.charCodeAt(10) !== 84 /* T */) return undefined;
+  const day = value.slice(0, 10);
+  if (day !== canonicalDay) {
+    const match = ISO.exec(day);
+    canonicalDay = day;
+    canonicalDayMs = (match && fromFields(match, undefined)) ?? Number.NaN;
+  }
+  const hour = twoDigits(value, 11);
+  const minute = twoDigits(value, 14);
+  const second = twoDigits(value, 17);
+  const millis = twoDigits(value, 20) * 10 + digit(value, 22);
+  const separators = value.charCodeAt(13) === 58 && value.charCodeAt(16) === 58 && value.charCodeAt(19) === 46; // : : .
+  // NaN (a non-digit, or a day that does not exist) fails every comparison: undefined, left to the general parser.
+  if (!(separators && hour <= 23 && minute <= 59 && second <= 59 && millis >= 0 && !Number.isNaN(canonicalDayMs))) return undefined;
+  return canonicalDayMs + ((hour * 60 + minute) * 60 + second) * 1000 + millis;
+}
+
+function digit(text: string, index: number): number {
+  const code = text.charCodeAt(index) - 48;
+  return code >= 0 && code <= 9 ? code : Number.NaN;
+}
+
+function twoDigits(text: string, index: number): number {
+  return digit(text, index) * 10 + digit(text, index + 1);
 }
 
 function fromFields(match: RegExpExecArray, zone: string | undefined): number | undefined {

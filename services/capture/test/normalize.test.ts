@@ -108,6 +108,15 @@ describe('normalization', () => {
     }
   });
 
+  it('counts the limit in UTF-8 bytes, not characters', () => {
+    const sized = (text: string) => () => toBusMessage({ event: 'e', distinct_id: 'd', properties: { text } }, '', { ...context, maxMessageBytes: 1000 });
+    const envelope = Buffer.byteLength(JSON.stringify(normalize({ event: 'e', distinct_id: 'd', properties: { text: '' } }).message));
+    // Fewer characters than the limit, more bytes: refused; as many ASCII characters: accepted.
+    const characters = 1000 - envelope - 10;
+    expect(sized('é'.repeat(characters))).toThrow(expect.objectContaining({ status: 413 }) as Error);
+    expect(sized('e'.repeat(characters))).not.toThrow();
+  });
+
   it('nests the event in data as a JSON object, with every field of the envelope', () => {
     const { value } = toBusMessage({ event: 'e', distinct_id: 'd', uuid: '0190b0f2-0e5f-7a2c-9d4e-6f1a2b3c4d5e', timestamp: '2025-06-01T11:00:00Z' }, '', {
       ...context,

@@ -1,3 +1,4 @@
+import { seededRandom } from '../../../test/support/random';
 import { eventTimestamp, parseTimestamp, sentAtFromQuery } from '../src/timestamp';
 
 const NOW = Date.parse('2025-06-01T12:00:00.000Z');
@@ -46,6 +47,42 @@ describe('timestamp formats', () => {
     const parsed = parseTimestamp(value);
     expect(parsed === undefined ? undefined : iso(parsed)).toBe(expected);
   });
+});
+
+describe('the toISOString shape (read without the regex) agrees with the general parser', () => {
+  // `…z` (lower case) is the same instant in a shape only the regex path reads: it is the reference.
+  const reference = (value: string) => parseTimestamp(`${value.slice(0, -1)}z`);
+
+  it('on 20,000 generated timestamps, valid and not, with days changing between calls', () => {
+    const random = seededRandom(20261126);
+    const pick = (values: string[]) => values[Math.floor(random() * values.length)] as string;
+    const two = (max: number) => String(Math.floor(random() * max)).padStart(2, '0');
+    let valid = 0;
+    for (let i = 0; i < 20_000; i++) {
+      const year = pick(['0000', '0099', '1970', '2000', '2024', '2025', '2100', '9999']);
+      const value =
+        `${year}-${two(14)}-${two(33)}T${two(26)}:${two(62)}:${two(62)}.${two(100)}${Math.floor(random() * 10)}Z`.replace(
+          /\d/,
+          (digit) => (random() < 0.01 ? pick(['x', ' ', '-']) : digit),
+        );
+      const parsed = parseTimestamp(value);
+      expect([value, parsed]).toEqual([value, reference(value)]);
+      if (parsed !== undefined) {
+        valid++;
+        if (year !== '0000' && year !== '0099') expect(parsed).toBe(Date.parse(value));
+      }
+    }
+    // Both kinds were exercised.
+    expect(valid).toBeGreaterThan(5_000);
+    expect(valid).toBeLessThan(19_000);
+  });
+
+  it.each(['2024-02-29T23:59:59.999Z', '2025-02-29T00:00:00.000Z', '2025-06-01T10:00:00.000Z ', ' 2025-06-01T10:00:00.000Z', '2025-06-01T10:00:00,123Z'])(
+    '%j',
+    (value) => {
+      expect(parseTimestamp(value)).toBe(parseTimestamp(value.replace('Z', 'z')));
+    },
+  );
 });
 
 describe('sent_at from the query (`_` or `sent_at`, epoch ms)', () => {
