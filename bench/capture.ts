@@ -77,6 +77,9 @@ interface ServerReady {
 interface Consumed {
   capture: number;
   baseline: number;
+  /** LocalLogBus: the consumer's reads served from appends still in memory, and from the files. */
+  readsFromMemory?: number;
+  readsFromFile?: number;
 }
 
 /** The server's answer to `stop`: its heap as Node accounts it, in MB. */
@@ -209,7 +212,8 @@ async function serve(kind: BusKind): Promise<void> {
         clearInterval(poll);
         const loopDelayMs = { p99: round2(loopDelay.percentile(99) / 1e6), max: round2(loopDelay.max / 1e6) };
         loopDelay.reset();
-        send({ id: message.id, consumed: { ...consumed }, loopDelayMs });
+        const reads = adapter.bus instanceof LocalLogBus ? adapter.bus.stats() : undefined;
+        send({ id: message.id, consumed: { ...consumed, readsFromMemory: reads?.readsFromMemory, readsFromFile: reads?.readsFromFile }, loopDelayMs });
       }, 250);
       return;
     }

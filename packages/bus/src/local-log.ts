@@ -212,11 +212,20 @@ export class LocalLogBus implements EventBus {
     return undefined;
   }
 
-  /** Counters for benchmarks and tests: fdatasync calls made for appends (summed over partitions), offset files written. */
-  stats(): { syncs: number; offsetWrites: number } {
-    let syncs = 0;
-    for (const topic of this.topics.values()) for (const log of topic.partitions) syncs += log.syncs;
-    return { syncs, offsetWrites: this.offsets.writes };
+  /**
+   * Counters for benchmarks and tests, summed over partitions: fdatasync calls made for appends, offset files
+   * written, and consumer reads served from recently appended frames in memory or from the files.
+   */
+  stats(): { syncs: number; offsetWrites: number; readsFromMemory: number; readsFromFile: number } {
+    const counts = { syncs: 0, offsetWrites: this.offsets.writes, readsFromMemory: 0, readsFromFile: 0 };
+    for (const topic of this.topics.values()) {
+      for (const log of topic.partitions) {
+        counts.syncs += log.syncs;
+        counts.readsFromMemory += log.readsFromMemory;
+        counts.readsFromFile += log.readsFromFile;
+      }
+    }
+    return counts;
   }
 
   /** Stops the consumers (committing what they handled), waits for pending appends, closes the files. */

@@ -179,6 +179,25 @@ describe('LocalLogBus', () => {
     expect(after.map((message) => messageId(message.value))).toEqual([60]);
   });
 
+  it('serves a consumer at the tail from the appends kept in memory and a late one from the files, alike', async () => {
+    // 6 MB in appends of ten 1 KB records: more than the 4 MB kept, over segments of 64 KB.
+    const bus = await open({ partitions: 1, segmentBytes: 64 * 1024 });
+    await bus.ensureTopics([TOPIC]);
+    const ids = Array.from({ length: 6000 }, (_, id) => id);
+    // The late group is known from the start, so retention keeps every segment for it.
+    await consumeAll(bus, 'late', 0);
+    const following = consumeAll(bus, 'following', ids.length);
+    for (let first = 0; first < ids.length; first += 10) await produceIds(bus, ids.slice(first, first + 10));
+    expect((await following).map((message) => messageId(message.value))).toEqual(ids);
+    const afterFollowing = bus.stats();
+    expect(afterFollowing.readsFromMemory).toBeGreaterThan(0);
+
+    const late = await consumeAll(bus, 'late', ids.length);
+    expect(late.map((message) => messageId(message.value))).toEqual(ids);
+    expect(late.map((message) => message.offset)).toEqual((await following).map((message) => message.offset));
+    expect(bus.stats().readsFromFile).toBeGreaterThan(afterFollowing.readsFromFile);
+  });
+
   it('delivers a record larger than one read of the file', async () => {
     const bus = await open({ partitions: 1 });
     const large = Buffer.alloc(3 * 1024 * 1024, 7);

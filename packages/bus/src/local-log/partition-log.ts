@@ -14,6 +14,11 @@ import { decodeFrame, encodeFrames, frameEnd, scanFrames } from './record';
 const SEGMENT_NAME = /^(\d{20})\.log$/;
 /** Consumers and recovery read segments in pieces this large (a single larger frame is read whole). */
 const READ_CHUNK_BYTES = 1024 * 1024;
+/**
+ * Frames made durable lately stay in memory up to this many bytes per partition, so that a consumer following the
+ * tail (the embedded ingestion consumer) gets them without reading the file back and checking its CRCs again.
+ */
+const RECENT_BYTES = 4 * 1024 * 1024;
 const EMPTY = Buffer.alloc(0);
 
 export interface Segment {
@@ -27,9 +32,18 @@ export interface Segment {
   durableBytes: number;
 }
 
+/** One append's frames, durable, as written to `segment`. */
+interface RecentFrames {
+  segment: Segment;
+  firstOffset: number;
+  frames: Buffer;
+}
+
 interface PendingWrite {
   segment: Segment;
   frames: Buffer;
+  /** Offset of the first frame. */
+  firstOffset: number;
   /** Offset after the last frame. */
   endOffset: number;
   resolve: () => void;
@@ -55,6 +69,13 @@ export class PartitionLog {
   failure: StorageError | undefined;
   /** fdatasync calls so far; with group commit far fewer than produce calls. */
   syncs = 0;
+  /** Reader fills served from memory and from the file. */
+  readsFromMemory = 0;
+  readsFromFile = 0;
+  /** Durable appends in offset order, oldest first from `recentHead`, at most RECENT_BYTES of frames. */
+  private recent: RecentFrames[] = [];
+  private recentHead = 0;
+  private recentBytes = 0;
 
   private constructor(
     private readonly options: PartitionLogOptions,
@@ -119,8 +140,9 @@ export class PartitionLog {
         this.segments.push(segment);
       }
       segment.assignedBytes += frames.length;
+      const firstOffset = this.nextOffset;
       this.nextOffset += messages.length;
-      this.pending.push({ segment, frames, endOffset: this.nextOffset, resolve, reject });
+      this.pending.push({ segment, frames, firstOffset, endOffset: this.nextOffset, resolve, reject });
       this.flushing ??= this.flush();
     });
   }
@@ -164,8 +186,52 @@ export class PartitionLog {
     this.syncs++;
     segment.durableBytes += bytes;
     this.durableOffset = (writes.at(-1) as PendingWrite).endOffset;
+    this.remember(writes);
     for (const write of writes) write.resolve();
     for (const listener of this.listeners) listener();
+  }
+
+  private remember(writes: readonly PendingWrite[]): void {
+    for (const { segment, firstOffset, frames } of writes) {
+      this.recent.push({ segment, firstOffset, frames });
+      this.recentBytes += frames.length;
+    }
+    while (this.recentBytes > RECENT_BYTES) this.recentBytes -= (this.recent[this.recentHead++] as RecentFrames).frames.length;
+    if (this.recentHead > 1024 && this.recentHead * 2 > this.recent.length) {
+      this.recent.splice(0, this.recentHead);
+      this.recentHead = 0;
+    }
+  }
+
+  /**
+   * The durable frames from `offset` on, as far as they are still in memory, all in `segment` and at most
+   * `maxBytes` (or the one append there is, when it is larger), one buffer per append; undefined when the append
+   * starting at `offset` is no longer (or never was) kept.
+   */
+  recentFrames(segment: Segment, offset: number, maxBytes: number): Buffer[] | undefined {
+    let low = this.recentHead;
+    let high = this.recent.length - 1;
+    while (low <= high) {
+      const middle = (low + high) >>> 1;
+      const candidate = (this.recent[middle] as RecentFrames).firstOffset;
+      if (candidate === offset) {
+        low = middle;
+        break;
+      }
+      if (candidate < offset) low = middle + 1;
+      else high = middle - 1;
+    }
+    const first = this.recent[low];
+    if (low > high || first?.firstOffset !== offset || first.segment !== segment) return undefined;
+    const chunks = [first.frames];
+    let bytes = first.frames.length;
+    for (let next = low + 1; next < this.recent.length; next++) {
+      const { segment: nextSegment, frames } = this.recent[next] as RecentFrames;
+      if (nextSegment !== segment || bytes + frames.length > maxBytes) break;
+      chunks.push(frames);
+      bytes += frames.length;
+    }
+    return chunks;
   }
 
   private fail(error: unknown, unsettled: PendingWrite[]): void {
@@ -230,7 +296,10 @@ export class LogReader {
   /** Whole intact frames read ahead of `offset`, starting at `index`. */
   private chunk: Buffer = EMPTY;
   private index = 0;
-  /** File position right after `chunk`. */
+  /** More such buffers that follow `chunk` in the file, from `nextChunk` on (appends served from memory). */
+  private chunks: Buffer[] = [];
+  private nextChunk = 0;
+  /** File position right after the last of them. */
   private position = 0;
 
   constructor(
@@ -245,9 +314,9 @@ export class LogReader {
    * reads of the file, so a read that fails cannot take records already decoded down with it.
    */
   async next(max: number): Promise<BusMessage[]> {
-    if (this.index >= this.chunk.length && !(await this.fill())) return [];
+    if (!this.hasFrames() && !(await this.fill())) return [];
     const messages: BusMessage[] = [];
-    while (messages.length < max && this.index < this.chunk.length) {
+    while (messages.length < max && this.hasFrames()) {
       messages.push(decodeFrame(this.chunk, this.index, this.log.topic, this.log.partition));
       this.index = frameEnd(this.chunk, this.index);
       this.offset++;
@@ -256,10 +325,21 @@ export class LogReader {
   }
 
   async skipTo(target: number): Promise<void> {
-    while (this.offset < target && (this.index < this.chunk.length || (await this.fill()))) {
+    while (this.offset < target && (this.hasFrames() || (await this.fill()))) {
       this.index = frameEnd(this.chunk, this.index);
       this.offset++;
     }
+  }
+
+  /** Whether a frame is at hand without reading (moving on to the next buffer held when `chunk` is done). */
+  private hasFrames(): boolean {
+    if (this.index < this.chunk.length) return true;
+    const next = this.chunks[this.nextChunk];
+    if (!next) return false;
+    this.chunk = next;
+    this.index = 0;
+    this.nextChunk++;
+    return true;
   }
 
   private async fill(): Promise<boolean> {
@@ -270,14 +350,22 @@ export class LogReader {
       this.position = 0;
     }
     const { segment, position } = this;
-    const read = await readFrames(segment, position, segment.durableBytes, this.offset);
-    if (read.count === 0) {
-      throw new StorageError(`LocalLogBus: damaged record in ${segment.path} at byte ${position}`, false, 'LOG_CORRUPT');
+    let chunks = this.log.recentFrames(segment, this.offset, READ_CHUNK_BYTES);
+    if (chunks) this.log.readsFromMemory++;
+    else {
+      const read = await readFrames(segment, position, segment.durableBytes, this.offset);
+      if (read.count === 0) {
+        throw new StorageError(`LocalLogBus: damaged record in ${segment.path} at byte ${position}`, false, 'LOG_CORRUPT');
+      }
+      chunks = [read.frames];
+      this.log.readsFromFile++;
     }
-    this.chunk = read.frames;
+    this.chunks = chunks;
+    this.nextChunk = 0;
+    this.chunk = EMPTY;
     this.index = 0;
-    this.position = position + read.frames.length;
-    return true;
+    this.position = position + chunks.reduce((bytes, chunk) => bytes + chunk.length, 0);
+    return this.hasFrames();
   }
 }
 
