@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Router } from 'express';
 import request from 'supertest';
 import { ApiError, silentLogger } from '@plover/core';
@@ -112,5 +114,72 @@ describe('fast routes', () => {
     const boom = await request(app).post('/echo').send('boom');
     expect(boom.status).toBe(500);
     expect(boom.body).toEqual({ type: 'server_error', code: 'error', detail: 'A server error occurred.', attr: null });
+  });
+});
+
+describe('reading a body', () => {
+  const errors = { tooLarge: (detail: string) => new ApiError(413, 'validation_error', 'payload_too_large', detail), decoding: (detail: string) => ApiError.validation(detail) };
+
+  /** A server whose every request's readBody outcome is recorded; `outcome` resolves with the next one. */
+  async function recordingServer() {
+    const outcomes: Array<(outcome: string) => void> = [];
+    const server = http.createServer((req, res) => {
+      readBody(req, 16, errors).then(
+        (body) => {
+          outcomes.shift()?.(`body ${body.toString()}`);
+          sendJson(res, 200, {});
+        },
+        (error: unknown) => {
+          outcomes.shift()?.(`error ${(error as ApiError).status} ${(error as Error).message}`);
+          sendError(req, res, error, silentLogger());
+        },
+      );
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    return {
+      port,
+      outcome: () => new Promise<string>((resolve) => outcomes.push(resolve)),
+      close: () => new Promise((resolve) => server.close(resolve)),
+    };
+  }
+
+  it('joins the chunks of a chunked body, and refuses one that grows past the limit without a Content-Length', async () => {
+    const server = await recordingServer();
+    try {
+      const send = (chunks: string[]) =>
+        new Promise<number>((resolve, reject) => {
+          const req = http.request({ port: server.port, method: 'POST', path: '/' }, (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          });
+          req.on('error', reject);
+          for (const chunk of chunks) req.write(chunk);
+          req.end();
+        });
+      let outcome = server.outcome();
+      expect(await send(['hello ', 'world'])).toBe(200);
+      expect(await outcome).toBe('body hello world');
+      outcome = server.outcome();
+      expect(await send(['0123456789', '0123456789'])).toBe(413);
+      expect(await outcome).toBe('error 413 Request body exceeds the limit of 16 bytes.');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('rejects (instead of waiting forever) when the client goes away mid-body', async () => {
+    const server = await recordingServer();
+    try {
+      const outcome = server.outcome();
+      const req = http.request({ port: server.port, method: 'POST', path: '/', headers: { 'content-length': '10' } });
+      req.on('error', () => undefined);
+      req.write('abc');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      req.destroy();
+      expect(await outcome).toBe('error 400 the client closed the connection before the body was complete');
+    } finally {
+      await server.close();
+    }
   });
 });

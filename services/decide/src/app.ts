@@ -84,6 +84,14 @@ export interface DecideRoutes {
   router: Router;
 }
 
+/** What an answer to one `/decide` or `/flags` request is written with. */
+interface Reply {
+  res: ServerResponse;
+  shaping: Shaping;
+  requestId: string;
+  endpoint: 'decide' | 'flags';
+}
+
 /** The flag routes (`/decide`, `/flags`, local evaluation, remote config), with permissive CORS. */
 export function decideRoutes(deps: DecideDeps): DecideRoutes {
   const options = deps.decide ?? {};
@@ -128,24 +136,16 @@ export function decideRoutes(deps: DecideDeps): DecideRoutes {
     const distinctId = request.distinctId;
     if (distinctId === undefined || distinctId === '') throw decideErrors.noDistinctId();
 
-    const render = (flags: Map<string, FlagEvaluation>, errors: boolean, quotaLimited: boolean, definitions?: CachedDefinitions) => {
-      let byKey = definitions ? byKeyCache.get(definitions) : undefined;
-      if (!byKey) {
-        byKey = flagDefinitionsByKey(definitions);
-        if (definitions) byKeyCache.set(definitions, byKey);
-      }
-      sendJson(res, 200, renderBody(shaping, { flags, errorsWhileComputingFlags: errors, quotaLimited, requestId, flagsById: byKey, surveys: definitions?.hasActiveSurveys ?? false, endpoint }));
-    };
-
-    if (quota.limited(projectId)) return render(new Map(), false, true);
+    const reply: Reply = { res, shaping, requestId, endpoint };
+    if (quota.limited(projectId)) return sendFlags(reply, new Map(), false, true);
     let definitions: CachedDefinitions;
     try {
       definitions = await cache.get(projectId);
     } catch (error) {
       deps.logger.warn({ err: error, projectId }, 'flag definitions could not be loaded');
-      return render(new Map(), true, false);
+      return sendFlags(reply, new Map(), true, false);
     }
-    if (request.disableFlags) return render(new Map(), false, false, definitions);
+    if (request.disableFlags) return sendFlags(reply, new Map(), false, false, definitions);
 
     let overrides: Properties = request.personProperties;
     if (!request.geoipDisable && options.geoip) {
@@ -160,7 +160,19 @@ export function decideRoutes(deps: DecideDeps): DecideRoutes {
       { ...request, distinctId },
       overrides,
     );
-    render(result.flags, result.errorsWhileComputingFlags, false, definitions);
+    sendFlags(reply, result.flags, result.errorsWhileComputingFlags, false, definitions);
+  }
+
+  // Not a closure inside `answer`: under tsx (`npm start`) every closure named by `const` costs an
+  // Object.defineProperty of its name (esbuild keepNames) each time it is created.
+  function sendFlags(reply: Reply, flags: Map<string, FlagEvaluation>, errors: boolean, quotaLimited: boolean, definitions?: CachedDefinitions): void {
+    let byKey = definitions ? byKeyCache.get(definitions) : undefined;
+    if (!byKey) {
+      byKey = flagDefinitionsByKey(definitions);
+      if (definitions) byKeyCache.set(definitions, byKey);
+    }
+    const { res, shaping, requestId, endpoint } = reply;
+    sendJson(res, 200, renderBody(shaping, { flags, errorsWhileComputingFlags: errors, quotaLimited, requestId, flagsById: byKey, surveys: definitions?.hasActiveSurveys ?? false, endpoint }));
   }
 
   async function localEvaluation(req: Request, res: Response): Promise<void> {
@@ -232,11 +244,10 @@ export function decideRoutes(deps: DecideDeps): DecideRoutes {
     const route = fastPaths.get(routePath(req.url));
     if (route === undefined) return false;
     setPermissiveCorsHeaders(req, res);
-    const fail = (error: unknown) => sendError(req, res, error, deps.logger);
     try {
-      route(req, res)?.catch(fail);
+      route(req, res)?.catch((error: unknown) => sendError(req, res, error, deps.logger));
     } catch (error) {
-      fail(error);
+      sendError(req, res, error, deps.logger);
     }
     return true;
   };
