@@ -197,7 +197,8 @@ export class PartitionLog {
       this.recentBytes += frames.length;
     }
     while (this.recentBytes > RECENT_BYTES) this.recentBytes -= (this.recent[this.recentHead++] as RecentFrames).frames.length;
-    if (this.recentHead > 1024 && this.recentHead * 2 > this.recent.length) {
+    // Dropped entries still hold their frames until they are spliced off: never more of them than live ones.
+    if (this.recentHead * 2 > this.recent.length) {
       this.recent.splice(0, this.recentHead);
       this.recentHead = 0;
     }
