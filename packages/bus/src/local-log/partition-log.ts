@@ -32,13 +32,6 @@ export interface Segment {
   durableBytes: number;
 }
 
-/** One append's frames, durable, as written to `segment`. */
-interface RecentFrames {
-  segment: Segment;
-  firstOffset: number;
-  frames: Buffer;
-}
-
 interface PendingWrite {
   segment: Segment;
   frames: Buffer;
@@ -48,6 +41,15 @@ interface PendingWrite {
   endOffset: number;
   resolve: () => void;
   reject: (error: StorageError) => void;
+}
+
+/** One append's frames, durable, as written to `segment` (without the callbacks of its write). */
+type RecentFrames = Pick<PendingWrite, 'segment' | 'firstOffset' | 'frames'>;
+
+/** Whole frames in file order, and how many bytes of the file they cover. */
+interface FramesAt {
+  chunks: Buffer[];
+  bytes: number;
 }
 
 export interface PartitionLogOptions {
@@ -209,7 +211,7 @@ export class PartitionLog {
    * `maxBytes` (or the one append there is, when it is larger), one buffer per append; undefined when the append
    * starting at `offset` is no longer (or never was) kept.
    */
-  recentFrames(segment: Segment, offset: number, maxBytes: number): Buffer[] | undefined {
+  recentFrames(segment: Segment, offset: number, maxBytes: number): FramesAt | undefined {
     let low = this.recentHead;
     let high = this.recent.length - 1;
     while (low <= high) {
@@ -232,7 +234,7 @@ export class PartitionLog {
       chunks.push(frames);
       bytes += frames.length;
     }
-    return chunks;
+    return { chunks, bytes };
   }
 
   private fail(error: unknown, unsettled: PendingWrite[]): void {
@@ -351,21 +353,21 @@ export class LogReader {
       this.position = 0;
     }
     const { segment, position } = this;
-    let chunks = this.log.recentFrames(segment, this.offset, READ_CHUNK_BYTES);
-    if (chunks) this.log.readsFromMemory++;
+    let frames = this.log.recentFrames(segment, this.offset, READ_CHUNK_BYTES);
+    if (frames) this.log.readsFromMemory++;
     else {
       const read = await readFrames(segment, position, segment.durableBytes, this.offset);
       if (read.count === 0) {
         throw new StorageError(`LocalLogBus: damaged record in ${segment.path} at byte ${position}`, false, 'LOG_CORRUPT');
       }
-      chunks = [read.frames];
+      frames = { chunks: [read.frames], bytes: read.frames.length };
       this.log.readsFromFile++;
     }
-    this.chunks = chunks;
+    this.chunks = frames.chunks;
     this.nextChunk = 0;
     this.chunk = EMPTY;
     this.index = 0;
-    this.position = position + chunks.reduce((bytes, chunk) => bytes + chunk.length, 0);
+    this.position = position + frames.bytes;
     return this.hasFrames();
   }
 }
