@@ -52,6 +52,7 @@ describe('timestamp formats', () => {
 describe('the toISOString shape (read without the regex) agrees with the general parser', () => {
   // `…z` (lower case) is the same instant in a shape only the regex path reads: it is the reference.
   const reference = (value: string) => parseTimestamp(`${value.slice(0, -1)}z`);
+  const CANONICAL = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
   it('on 20,000 generated timestamps, valid and not, with days changing between calls', () => {
     const random = seededRandom(20261126);
@@ -62,14 +63,15 @@ describe('the toISOString shape (read without the regex) agrees with the general
       const year = pick(['0000', '0099', '1970', '2000', '2024', '2025', '2100', '9999']);
       const value =
         `${year}-${two(14)}-${two(33)}T${two(26)}:${two(62)}:${two(62)}.${two(100)}${Math.floor(random() * 10)}Z`.replace(
-          /\d/,
+          /\d/g, // about 1 in 100 digits, anywhere, becomes something else
           (digit) => (random() < 0.01 ? pick(['x', ' ', '-']) : digit),
         );
       const parsed = parseTimestamp(value);
       expect([value, parsed]).toEqual([value, reference(value)]);
       if (parsed !== undefined) {
         valid++;
-        if (year !== '0000' && year !== '0099') expect(parsed).toBe(Date.parse(value));
+        // Date.parse as a second reference, for the exact toISOString shape (the general parser also reads `…44.89 Z`).
+        if (CANONICAL.test(value) && year !== '0000' && year !== '0099') expect(parsed).toBe(Date.parse(value));
       }
     }
     // Both kinds were exercised.
