@@ -53,11 +53,18 @@ describeWith(server)('PgSql against a server', () => {
   });
 
   it('fails a caller that waited connectionTimeoutMs for a pool slot, retriably', async () => {
-    const small = new PgSql({ connectionString: database.url, max: 1, connectionTimeoutMs: 100 });
+    // Long enough for the holder to connect on a busy machine; the ping then waits this long for the one slot.
+    const small = new PgSql({ connectionString: database.url, max: 1, connectionTimeoutMs: 1000 });
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
+    let entered!: () => void;
+    const holding = new Promise<void>((resolve) => (entered = resolve));
     try {
-      const holder = small.transaction(() => held);
+      const holder = small.transaction(() => {
+        entered();
+        return held;
+      });
+      await holding;
       await expect(small.ping()).rejects.toMatchObject({ name: 'StorageError', retriable: true });
       release();
       await holder;
