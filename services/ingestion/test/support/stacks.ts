@@ -64,6 +64,49 @@ function uniqueName(label: string): string {
   return `plover-ingestion-test-${runId}-${label}-${++sequence}`;
 }
 
+/**
+ * Store calls not settled yet, across every stack of this test file. Twice in CI a suite hung with no word on
+ * where (a check in `waitFor` that never returned; a stack whose close never finished): the stores are traced so
+ * that such a wait names the calls it is stuck behind.
+ */
+const unsettled = new Set<{ call: string; since: number }>();
+
+/** `target` with every method that returns a promise counted in `unsettled` until the promise settles. */
+function traced<T extends object>(store: string, target: T): T {
+  return new Proxy(target, {
+    get(object, key) {
+      const value: unknown = Reflect.get(object, key, object);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]): unknown => {
+        const result: unknown = Reflect.apply(value, object, args);
+        if (!(result instanceof Promise)) return result;
+        const entry = { call: `${store}.${String(key)}(${typeof args[0] === 'string' ? args[0] : '…'})`, since: Date.now() };
+        unsettled.add(entry);
+        return result.finally(() => unsettled.delete(entry));
+      };
+    },
+  });
+}
+
+/** The store calls still running, oldest first, with how long they have run. */
+export function unsettledCalls(): string {
+  const now = Date.now();
+  const calls = [...unsettled].map(({ call, since }) => `${call} for ${now - since} ms`);
+  return calls.length > 0 ? calls.join(', ') : 'none';
+}
+
+/** Waits for `promise`; if it takes longer than `patienceMs`, says so on stderr, with the store calls it may be stuck behind. */
+export async function reportingDelay<T>(what: string, promise: Promise<T>, patienceMs = 30_000): Promise<T> {
+  const started = Date.now();
+  const report = () => process.stderr.write(`${what} has taken ${Date.now() - started} ms so far; store calls running: ${unsettledCalls()}\n`);
+  const timer = setInterval(report, patienceMs);
+  try {
+    return await promise;
+  } finally {
+    clearInterval(timer);
+  }
+}
+
 export async function openStores(description: StackDescription): Promise<Stores> {
   const { dataDir } = description;
   const clickhouse = await ChdbClickHouse.open({ dataDir: path.join(dataDir, 'clickhouse') });
@@ -74,7 +117,7 @@ export async function openStores(description: StackDescription): Promise<Stores>
       : new KafkaBus({ brokers: required(description.brokers).split(','), clientId: 'plover-ingestion-test', logger: silentLogger() });
   await migratePostgres(sql);
   await migrateClickHouse(clickhouse);
-  return { sql, clickhouse, bus };
+  return { sql: traced('sql', sql), clickhouse: traced('clickhouse', clickhouse), bus: traced('bus', bus) };
 }
 
 export async function closeStores(stores: Stores): Promise<void> {
@@ -110,7 +153,7 @@ async function openStack(name: string, description: StackDescription, cleanup: (
       return stores;
     },
     async destroy() {
-      if (stores) await closeStores(stores);
+      if (stores) await reportingDelay(`closing the ${name} stack`, closeStores(stores));
       stores = undefined;
       await cleanup();
     },
@@ -161,8 +204,8 @@ export const stackFactories: StackFactory[] = postgres.url && kafka.url ? [embed
 export const INGESTED_AT = new Date('2024-06-01T00:00:00.000Z');
 
 /** A consumer on the stack's stores, quiet and with the ingestion time fixed. */
-export function startConsumer(stack: Stack, overrides: Partial<ConsumerDeps> = {}): Promise<IngestionConsumer> {
-  return createConsumer({
+export async function startConsumer(stack: Stack, overrides: Partial<ConsumerDeps> = {}): Promise<IngestionConsumer> {
+  const consumer = await createConsumer({
     logger: silentLogger(),
     metrics: new Registry(),
     ...stack.stores,
@@ -170,15 +213,35 @@ export function startConsumer(stack: Stack, overrides: Partial<ConsumerDeps> = {
     now: () => INGESTED_AT,
     ...overrides,
   });
+  // Stopping waits for the batch in flight, i.e. for its store calls.
+  return { stop: () => reportingDelay('stopping the ingestion consumer', consumer.stop()) };
 }
 
-/** Resolves once `condition` holds; throws after `timeoutMs` with `what` in the message. */
+/**
+ * Resolves once `condition` holds; throws after `timeoutMs` with `what` in the message, also when a check itself
+ * has not returned by then (naming the store calls still running).
+ */
 export async function waitFor(what: string, condition: () => Promise<boolean> | boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (await condition()) return;
+    if (await beforeDeadline(condition(), deadline, what)) return;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function beforeDeadline(check: Promise<boolean> | boolean, deadline: number, what: string): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`timed out waiting for ${what}: the last check did not return; store calls running: ${unsettledCalls()}`)),
+      Math.max(0, deadline - Date.now()),
+    );
+  });
+  try {
+    return await Promise.race([check, expired]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
