@@ -3,3 +3,4 @@ export * from './ids';
 export * from './logger';
 export * from './token-buckets';
 export * from './time';
+export * from './timeout';

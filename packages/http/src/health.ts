@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import { Registry, collectDefaultMetrics } from 'prom-client';
+import { withTimeout } from '@plover/core';
 
 /** A dependency the process needs to do its work; `/_ready` fails while any check rejects. */
 export type ReadinessChecks = Record<string, () => Promise<void>>;
@@ -7,17 +8,11 @@ export type ReadinessChecks = Record<string, () => Promise<void>>;
 const CHECK_TIMEOUT_MS = 2000;
 
 async function runCheck(check: () => Promise<void>): Promise<string> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error('timed out')), CHECK_TIMEOUT_MS);
-  });
   try {
-    await Promise.race([check(), timeout]);
+    await withTimeout(check(), CHECK_TIMEOUT_MS, () => new Error('timed out'));
     return 'ok';
   } catch (error) {
     return error instanceof Error ? error.message : 'failed';
-  } finally {
-    clearTimeout(timer);
   }
 }
 

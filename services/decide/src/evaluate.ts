@@ -1,4 +1,4 @@
-import type { Logger } from '@plover/core';
+import { withTimeout, type Logger } from '@plover/core';
 import { evaluateFlags, planLookup, type EvaluationContext, type FlagEvaluation, type LookupPlan, type Properties, type StoredData } from '@plover/flags';
 import type { Sql } from '@plover/postgres';
 import type { CachedDefinitions } from './definitions';
@@ -19,16 +19,6 @@ export interface EvaluateDeps {
 }
 
 class LookupTimeout extends Error {}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new LookupTimeout(`lookup exceeded ${ms} ms`)), ms);
-  });
-  // The lookup may still fail after the timeout fired; nobody waits for it then.
-  promise.catch(() => undefined);
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
 
 async function lookupStored(
   sql: Sql,
@@ -93,7 +83,8 @@ export async function evaluateRequest(
   let evaluationContext: EvaluationContext = context;
   if (needed) {
     try {
-      const stored = await withTimeout(lookupStored(deps.sql, projectId, definitions, request, plan), deps.lookupTimeoutMs);
+      const ms = deps.lookupTimeoutMs;
+      const stored = await withTimeout(lookupStored(deps.sql, projectId, definitions, request, plan), ms, () => new LookupTimeout(`lookup exceeded ${ms} ms`));
       evaluationContext = { ...context, stored };
     } catch (error) {
       const code = error instanceof LookupTimeout ? 'timeout' : 'database_error';

@@ -11,7 +11,7 @@ import { LocalLogBus, type BusMessage, type EventBus } from '@plover/bus';
 import { KafkaBus } from '@plover/bus/kafka';
 import { migrate as migrateClickHouse, type ClickHouse } from '@plover/clickhouse';
 import { ChdbClickHouse } from '@plover/clickhouse/chdb';
-import { silentLogger } from '@plover/core';
+import { silentLogger, withTimeout } from '@plover/core';
 import { createConsumer, type ConsumerDeps, type IngestionConsumer, type IngestionSettings } from '@plover/ingestion/consumer';
 import { migrate as migratePostgres, PgSql, type Sql } from '@plover/postgres';
 import { PGliteSql } from '@plover/postgres/pglite';
@@ -224,24 +224,10 @@ export async function startConsumer(stack: Stack, overrides: Partial<ConsumerDep
 export async function waitFor(what: string, condition: () => Promise<boolean> | boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (await beforeDeadline(condition(), deadline, what)) return;
+    const check = withTimeout(condition(), Math.max(0, deadline - Date.now()), () => new Error(`timed out waiting for ${what}: the last check did not return; store calls running: ${unsettledCalls()}`));
+    if (await check) return;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-async function beforeDeadline(check: Promise<boolean> | boolean, deadline: number, what: string): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`timed out waiting for ${what}: the last check did not return; store calls running: ${unsettledCalls()}`)),
-      Math.max(0, deadline - Date.now()),
-    );
-  });
-  try {
-    return await Promise.race([check, expired]);
-  } finally {
-    clearTimeout(timer);
   }
 }
 
