@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Logger } from '@plover/core';
 import type { ServiceApp } from './app';
 
@@ -14,6 +15,7 @@ export async function listen(app: ServiceApp, options: { port: number; host: str
   const server = http.createServer(app);
   // Keep-alive longer than typical load balancers' idle timeout, so they never reuse a socket we closed.
   server.keepAliveTimeout = 65_000;
+  server.on('clientError', answerClientError);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => {
@@ -30,6 +32,26 @@ export async function listen(app: ServiceApp, options: { port: number; host: str
         server.closeIdleConnections();
       }),
   };
+}
+
+/**
+ * A request Node's parser refused (a request line and headers past 16 KiB, bytes that are not HTTP) gets the
+ * JSON error shape every other answer has, instead of Node's bare status line; the connection is closed, since
+ * the parser cannot find where the next request would start.
+ */
+function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  if (!socket.writable || error.code === 'ECONNRESET') {
+    socket.destroy();
+    return;
+  }
+  const [status, reason, code, detail] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request Header Fields Too Large', 'request_header_fields_too_large', 'The request line and headers exceed the limit of 16 KiB.']
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'Request Timeout', 'request_timeout', 'The request was not received in time.']
+        : [400, 'Bad Request', 'parse_error', 'Malformed HTTP request.'];
+  const body = JSON.stringify({ type: 'validation_error', code, detail, attr: null });
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
 }
 
 /**
