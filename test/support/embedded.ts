@@ -1,0 +1,76 @@
+/**
+ * Embedded Plover as `npm start` runs it, in a child process on a fresh data dir and a free port: for suites
+ * that must see the whole process (a stall, a crash, its memory) rather than an app inside jest.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const ROOT = path.resolve(__dirname, '../..');
+
+export interface EmbeddedPlover {
+  port: number;
+  pid: number;
+  dataDir: string;
+  credentials: { token: string; personalKey: string; projectId: number };
+  output(): string;
+  /** Resident memory of the process, in MiB, read from /proc. */
+  rssMiB(): number;
+  exited: Promise<number | null>;
+  /** SIGTERM, then the exit code; removes the data dir. */
+  stop(): Promise<number | null>;
+}
+
+export async function startEmbedded(env: Record<string, string> = {}): Promise<EmbeddedPlover> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plover-embedded-'));
+  const child: ChildProcessWithoutNullStreams = spawn(
+    process.execPath,
+    ['--max-semi-space-size=64', '--conditions=plover-source', '--import', 'tsx', 'services/standalone/src/main.ts'],
+    { cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', HOST: '127.0.0.1', PLOVER_DATA_DIR: dataDir, ...env } },
+  );
+  // The start and the last 256 KiB: a long run logs more than a test should hold.
+  let output = '';
+  const keep = (chunk: Buffer): void => {
+    output += chunk.toString();
+    if (output.length > 512 * 1024) output = output.slice(0, 16 * 1024) + '\n…\n' + output.slice(-256 * 1024);
+  };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no listening line in time:\n${output}`)), 90_000);
+    void exited.then((code) => reject(new Error(`exited with ${code}:\n${output}`)));
+    const check = (): void => {
+      const match = /"port":(\d+)[^\n]*"msg":"listening"/.exec(output);
+      if (!match) return;
+      clearTimeout(timer);
+      child.stdout.off('data', check);
+      resolve(Number(match[1]));
+    };
+    child.stdout.on('data', check);
+  });
+  const stored = JSON.parse(fs.readFileSync(path.join(dataDir, 'credentials.json'), 'utf8')) as {
+    project: { id: number; api_token: string };
+    personal_api_key: { value: string };
+  };
+  return {
+    port,
+    pid: child.pid!,
+    dataDir,
+    credentials: { token: stored.project.api_token, personalKey: stored.personal_api_key.value, projectId: stored.project.id },
+    output: () => output,
+    rssMiB: () => {
+      const status = fs.readFileSync(`/proc/${child.pid}/status`, 'utf8');
+      return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
+    },
+    exited,
+    stop: async () => {
+      child.kill('SIGTERM');
+      const code = await exited;
+      fs.rmSync(dataDir, { recursive: true, force: true });
+      return code;
+    },
+  };
+}
