@@ -33,6 +33,10 @@ interface Known {
 
 const DEFAULTS = { refreshAfterMs: 60_000, unknownTtlMs: 5_000, maxUnknown: 10_000 };
 
+/** PostHog's shape of a project token: 1 to 64 ASCII characters, none of them NUL. */
+// eslint-disable-next-line no-control-regex -- the control characters are the point
+const TOKEN_SHAPE = /^[\x01-\x7f]{1,64}$/;
+
 /**
  * Project tokens for capture and decide, which see one on every request and must not query Postgres for each.
  *
@@ -43,6 +47,9 @@ const DEFAULTS = { refreshAfterMs: 60_000, unknownTtlMs: 5_000, maxUnknown: 10_0
  *   negative answer is kept `unknownTtlMs`, so a misconfigured SDK retrying a stale token costs one query per
  *   few seconds, not one per request.
  * - Concurrent lookups of one token share one query.
+ * - A token of a shape no project token has (see `TOKEN_SHAPE`) is unknown without a query and is not
+ *   remembered: Postgres refuses a NUL in text, which would otherwise turn a bad token into an outage answer,
+ *   and a request body may carry a token megabytes long, which must not sit in the negative cache.
  *
  * A failed lookup of a token not in memory rejects (the caller answers 503: the token may well be valid).
  */
@@ -66,6 +73,7 @@ export class ProjectTokenCache {
   }
 
   async get(token: string): Promise<ProjectByToken | undefined> {
+    if (!TOKEN_SHAPE.test(token)) return undefined;
     const now = this.now();
     const known = this.known.get(token);
     if (known) {

@@ -102,6 +102,19 @@ describe('ProjectTokenCache', () => {
     expect(projects.queries).toBe(before + 1);
   });
 
+  it('answers a token no project can have as unknown without a query, even while Postgres is down', async () => {
+    projects.down = true;
+    for (const token of ['phc_a\u0000', '\u0000', 'phc_é', 'p'.repeat(65), '']) expect(await cache.get(token)).toBeUndefined();
+    expect(projects.queries).toBe(0);
+  });
+
+  it('keeps made-up tokens of an impossible shape out of the unknown tokens it remembers', async () => {
+    await cache.get('phc_x');
+    for (let i = 0; i < 3; i++) await cache.get(`${'x'.repeat(100_000)}${i}`);
+    await cache.get('phc_x');
+    expect(projects.queries).toBe(1);
+  });
+
   it('forgets a token on invalidate', async () => {
     await cache.get('phc_a');
     cache.invalidate('phc_a');

@@ -52,6 +52,8 @@ export interface DecideDeps {
 }
 
 const BODY_LIMIT = 20 * 1024 * 1024;
+/** Project ids are Postgres `integer`s: a larger number is no project and must not reach a query. */
+const MAX_PROJECT_ID = 2_147_483_647;
 
 /** Decide's options from its configuration section; loads the GeoIP database when enabled. */
 export function decideOptions(config: DecideConfig): DecideOptions {
@@ -178,9 +180,10 @@ export function decideRoutes(deps: DecideDeps): DecideRoutes {
   async function localEvaluation(req: Request, res: Response): Promise<void> {
     const query = searchParams(req);
     const token = query.get('token') ?? undefined;
+    const projectIdText = query.get('project_id') ?? '';
     let projectId: number;
     if (token) projectId = (await project(token)).id;
-    else if (/^\d+$/.test(query.get('project_id') ?? '')) projectId = Number(query.get('project_id'));
+    else if (/^\d{1,10}$/.test(projectIdText) && Number(projectIdText) <= MAX_PROJECT_ID) projectId = Number(projectIdText);
     else throw ApiError.validation('Provide the project API key as ?token=.', 'token', 'required');
     await authorizeDefinitionsRead(deps.sql, req.headers.authorization, projectId);
     const definitions = await cache.get(projectId).catch((error: unknown) => {

@@ -1,7 +1,7 @@
 /**
  * From a flag request's bytes to its JSON body, as PostHog's Django decide and Rust flags services accept it
- * (reference/posthog-flags.md §4.2; browsers per SPEC §2b): raw JSON or text/plain, form `data=`, GET `?data=`,
- * base64, gzip (by hint or by the magic bytes `1f 8b`), lz64 — the same decoding capture does.
+ * (browsers included): raw JSON or text/plain, form `data=`, GET `?data=`, base64, gzip (by hint or by the
+ * magic bytes `1f 8b`), lz64 — the same decoding capture does.
  */
 import { ApiError } from '@plover/core';
 import { decodePayload, type PayloadErrors } from '@plover/http';
@@ -43,11 +43,50 @@ function parseJson(text: string): unknown {
     return JSON.parse(trimmed);
   } catch {
     // Python's json writes NaN and Infinity; PostHog reads them as null.
-    if (!/\b(NaN|-?Infinity)\b/.test(trimmed)) return undefined;
+    const rewritten = nullNonFiniteNumbers(trimmed);
+    if (rewritten === trimmed) return undefined;
     try {
-      return JSON.parse(trimmed.replace(/(?<=[:,[]\s*)(NaN|-?Infinity)(?=\s*[,}\]])/g, 'null'));
+      return JSON.parse(rewritten);
     } catch {
       return undefined;
     }
   }
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+// The first characters of the tokens below.
+const LETTER_N = 0x4e;
+const LETTER_I = 0x49;
+const MINUS = 0x2d;
+const NON_FINITE = ['NaN', 'Infinity', '-Infinity'] as const;
+
+/**
+ * `text` with each `NaN`, `Infinity` and `-Infinity` outside JSON strings replaced by `null`. One pass, each
+ * character read once: the body is unauthenticated and up to 20 MiB, so no step may look back or ahead
+ * further than the token it is on. A token glued to other characters (`NaNx`, `1NaN`) becomes as invalid
+ * after the rewrite as before, so JSON.parse still refuses it.
+ */
+export function nullNonFiniteNumbers(text: string): string {
+  let result = '';
+  let copiedTo = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i += 1) {
+    const code = text.charCodeAt(i);
+    if (inString) {
+      if (code === BACKSLASH) i += 1;
+      else if (code === QUOTE) inString = false;
+      continue;
+    }
+    if (code === QUOTE) {
+      inString = true;
+      continue;
+    }
+    const token = code === LETTER_N || code === LETTER_I || code === MINUS ? NON_FINITE.find((name) => text.startsWith(name, i)) : undefined;
+    if (token === undefined) continue;
+    result += `${text.slice(copiedTo, i)}null`;
+    i += token.length - 1;
+    copiedTo = i + 1;
+  }
+  return copiedTo === 0 ? text : result + text.slice(copiedTo);
 }

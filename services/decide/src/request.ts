@@ -28,8 +28,12 @@ function first(body: Record<string, unknown>, keys: readonly string[]): unknown 
   return undefined;
 }
 
+/**
+ * A distinct id or group key as text. NUL becomes U+FFFD, as capture stores it: Postgres text cannot hold a
+ * NUL, and the person a client identified with one was stored under the replacement character.
+ */
 function identifier(value: unknown): string | undefined {
-  if (typeof value === 'string') return value.slice(0, MAX_DISTINCT_ID);
+  if (typeof value === 'string') return value.slice(0, MAX_DISTINCT_ID).replaceAll('\0', '\uFFFD');
   if (typeof value === 'number' && Number.isFinite(value)) return String(value);
   if (typeof value === 'bigint') return String(value);
   return undefined;

@@ -1,0 +1,91 @@
+import request from 'supertest';
+import type { Credentials } from '@plover/accounts';
+import { backends, buildApp, createGroup, createPerson, setup, type Database } from './support/harness';
+
+const PERSON_FLAG = {
+  key: 'pro-users',
+  filters: { groups: [{ properties: [{ key: 'plan', type: 'person', value: ['pro'], operator: 'exact' }], rollout_percentage: 100 }] },
+};
+const GROUP_FLAG = {
+  key: 'company-flag',
+  filters: {
+    aggregation_group_type_index: 0,
+    groups: [{ properties: [{ key: 'size', type: 'group', group_type_index: 0, value: 100, operator: 'gt' }], rollout_percentage: 100 }],
+  },
+};
+const CONTINUITY_FLAG = {
+  key: 'continuity',
+  ensure_experience_continuity: true,
+  filters: { groups: [{ properties: [], rollout_percentage: 50 }] },
+};
+
+describe.each(backends)('decide with hostile input on $name', (backend) => {
+  let db: Database;
+  let credentials: Credentials;
+  let token: string;
+  let app: ReturnType<typeof buildApp>;
+
+  beforeAll(async () => {
+    db = await backend.open();
+    credentials = await setup(db.sql);
+    token = credentials.project.api_token;
+    const projectId = credentials.project.id;
+    app = buildApp(db.sql, { lookupTimeoutMs: 2000 });
+    await createPerson(db.sql, projectId, ['pro-user'], { plan: 'pro' });
+    await createGroup(db.sql, projectId, 'company', 0, 'acme', { size: 500 });
+    // Stored directly: these tests are about decide's requests, whatever the management API accepts.
+    for (const flag of [PERSON_FLAG, GROUP_FLAG, CONTINUITY_FLAG]) {
+      await db.sql.query(
+        'test.insertFlag',
+        'INSERT INTO feature_flags (project_id, key, filters, ensure_experience_continuity) VALUES ($1, $2, $3, $4)',
+        [projectId, flag.key, JSON.stringify(flag.filters), 'ensure_experience_continuity' in flag],
+      );
+    }
+  });
+  afterAll(() => db.close());
+
+  const post = (path: string, body: unknown) => request(app).post(path).set('Content-Type', 'application/json').send(JSON.stringify(body));
+
+  it('answers a 20 MiB body built to make a NaN rewrite backtrack, valid or not', async () => {
+    const padding = ' '.repeat(20 * 1024 * 1024 - 200);
+    const invalid = await request(app).post('/flags/?v=2').set('Content-Type', 'text/plain').send(`{"a":[${padding}NaN x]}`).expect(400);
+    expect(invalid.body).toMatchObject({ type: 'validation_error', code: 'malformed_data' });
+    const valid = await request(app).post('/flags/?v=2').set('Content-Type', 'text/plain').send(`{"token":"${token}","distinct_id":"pro-user","a":[${padding}NaN]}`).expect(200);
+    expect(valid.body.flags['pro-users'].enabled).toBe(true);
+  });
+
+  it('answers a token with a NUL or another bad shape with 401, never 5xx', async () => {
+    for (const bad of [`${token}\u0000`, '\u0000', 'phc_\u0000x', 'x'.repeat(1000), 'phc_é']) {
+      for (const path of ['/decide/?v=3', '/flags/?v=2']) {
+        const res = await post(path, { token: bad, distinct_id: 'x' });
+        expect([path, res.status, res.body]).toEqual([path, 401, expect.objectContaining({ type: 'authentication_error', code: 'invalid_api_key' })]);
+      }
+      const query = encodeURIComponent(bad);
+      const surveys = await request(app).get(`/api/surveys/?token=${query}`);
+      expect([surveys.status, surveys.body.type]).toEqual([401, 'authentication_error']);
+      const features = await request(app).get(`/api/early_access_features/?token=${query}`);
+      expect([features.status, features.body.type]).toEqual([401, 'authentication_error']);
+      const local = await request(app).get(`/api/feature_flag/local_evaluation?token=${query}`).set('Authorization', `Bearer ${credentials.personal_api_key.value}`);
+      expect([local.status, local.body.type]).toEqual([401, 'authentication_error']);
+      await request(app).get(`/array/${query}/config`).expect(404);
+      await request(app).get(`/array/${query}/config.js`).expect(404);
+    }
+  });
+
+  it('answers a local-evaluation project_id beyond Postgres integers with 400, not 5xx', async () => {
+    const key = credentials.personal_api_key.value;
+    for (const id of ['2147483648', '99999999999999999999', '1'.repeat(400)]) {
+      const res = await request(app).get(`/api/feature_flag/local_evaluation?project_id=${id}`).set('Authorization', `Bearer ${key}`);
+      expect([id, res.status, res.body.type]).toEqual([id, 400, 'validation_error']);
+    }
+    await request(app).get(`/api/feature_flag/local_evaluation?project_id=${credentials.project.id}`).set('Authorization', `Bearer ${key}`).expect(200);
+  });
+
+  it('evaluates a distinct_id, an $anon_distinct_id or a group key with a NUL without a lookup error', async () => {
+    const res = await post('/flags/?v=2', { token, distinct_id: 'pro\u0000user', $anon_distinct_id: 'anon\u0000', groups: { company: 'ac\u0000me' } }).expect(200);
+    expect(res.body.errorsWhileComputingFlags).toBe(false);
+    expect(res.body.flags['pro-users']).toMatchObject({ enabled: false, reason: { code: 'no_condition_match' } });
+    expect(res.body.flags['company-flag']).toMatchObject({ enabled: false });
+    expect(res.body.flags.continuity.failed).toBeUndefined();
+  });
+});
