@@ -1,21 +1,23 @@
 /**
  * LocalLogBus: the EventBus of embedded mode, a durable append-only log in the data directory.
  *
- *   <dataDir>/LOCK                                  pid of the process that owns the directory
+ *   <dataDir>/LOCK                                  the process that owns the directory (see lockDirectory)
  *   <dataDir>/<topic>/<partition>/<baseOffset>.log  segments (see local-log/record.ts for the framing)
  *   <dataDir>/_groups/<group>/<topic>-<partition>   committed offsets
  *
- * produce resolves once its records are fsynced (group commit, see PartitionLog.append). A consumer group that
+ * produce resolves once its records are fsynced (group commit, see PartitionLog.append); consumers only ever see
+ * fsynced records, so what they commit survives a power loss (see PartitionLog.open). A consumer group that
  * never committed starts at the oldest retained record. Segments are deleted once every group known for the topic
  * has committed past them; a topic no group has consumed keeps everything.
  */
-import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { silentLogger, StorageError } from '@plover/core';
 import type { Logger } from '@plover/core';
 import type { ConsumeOptions, Consumer, EventBus, OutgoingMessage } from './port';
 import { LocalConsumer } from './local-log/consumer';
-import { busClosedError, fsyncDir, lockDirectory, storageError } from './local-log/files';
+import { nodeFileSystem } from './local-log/file-system';
+import type { LogFileSystem } from './local-log/file-system';
+import { busClosedError, makeDirectory, storageError } from './local-log/files';
 import { OffsetStore } from './local-log/offsets';
 import { PartitionLog } from './local-log/partition-log';
 
@@ -26,6 +28,14 @@ export interface LocalLogBusOptions {
   /** A partition's segment file is rolled before an append would take it past this size. */
   segmentBytes?: number;
   logger?: Logger;
+  /**
+   * Called when an fsync of the log failed (after the bytes it did not make durable are cut off): the process
+   * must end, since what the kernel still shows of the files may not be on disk. Defaults to logging the error
+   * as fatal and exiting with status 1.
+   */
+  onFatalError?: (error: StorageError) => void;
+  /** Where the files are; the tests put a simulated disk here. */
+  fileSystem?: LogFileSystem;
 }
 
 /** Topic and group names become directory names: Kafka's character set, and no leading `.` or `_` (ours). */
@@ -47,10 +57,12 @@ export class LocalLogBus implements EventBus {
   private closing: Promise<void> | undefined;
 
   private constructor(
+    private readonly fs: LogFileSystem,
     private readonly dataDir: string,
     private readonly partitions: number,
     private readonly segmentBytes: number,
     private readonly logger: Logger,
+    private readonly onFatalError: (error: StorageError) => void,
     private readonly unlock: () => Promise<void>,
   ) {}
 
@@ -61,14 +73,16 @@ export class LocalLogBus implements EventBus {
     if (!Number.isInteger(segmentBytes) || segmentBytes < 1) throw new RangeError(`segmentBytes must be a positive integer, got ${segmentBytes}`);
     const dataDir = path.resolve(options.dataDir);
     const logger = (options.logger ?? silentLogger()).child({ component: 'local-log-bus' });
+    const fs = options.fileSystem ?? nodeFileSystem;
     let unlock: () => Promise<void>;
     try {
-      await mkdir(dataDir, { recursive: true });
-      unlock = await lockDirectory(dataDir);
+      await makeDirectory(fs, dataDir);
+      unlock = await fs.lock(dataDir);
     } catch (error) {
       throw storageError(`LocalLogBus: cannot open ${dataDir}`, error, false);
     }
-    const bus = new LocalLogBus(dataDir, partitions, segmentBytes, logger, unlock);
+    const onFatalError = options.onFatalError ?? exitOnFatalError(logger);
+    const bus = new LocalLogBus(fs, dataDir, partitions, segmentBytes, logger, onFatalError, unlock);
     try {
       await bus.load();
     } catch (error) {
@@ -79,12 +93,15 @@ export class LocalLogBus implements EventBus {
   }
 
   private async load(): Promise<void> {
-    this.offsets = await OffsetStore.open(path.join(this.dataDir, '_groups'), this.logger, (topic, partition) => this.applyRetention(topic, partition));
-    for (const entry of await readdir(this.dataDir, { withFileTypes: true })) {
+    const { fs, dataDir } = this;
+    this.offsets = await OffsetStore.open(fs, path.join(dataDir, '_groups'), this.logger, (topic, partition) => this.applyRetention(topic, partition));
+    for (const entry of await fs.readdir(dataDir)) {
       if (!entry.isDirectory()) continue;
-      if (entry.name.startsWith(STAGING_PREFIX)) await rm(path.join(this.dataDir, entry.name), { recursive: true, force: true });
+      if (entry.name.startsWith(STAGING_PREFIX)) await fs.removeTree(path.join(dataDir, entry.name));
       else if (NAME.test(entry.name)) await this.loadTopic(entry.name);
     }
+    // A topic a killed process renamed into place without the fsync that follows is made durable before use.
+    await fs.fsyncDir(dataDir);
     // Deletions that a crash interrupted (or that were due when it happened) are caught up here.
     for (const topic of this.topics.values()) {
       for (let partition = 0; partition < topic.partitions.length; partition++) this.applyRetention(topic.name, partition);
@@ -93,12 +110,22 @@ export class LocalLogBus implements EventBus {
 
   private async loadTopic(name: string): Promise<Topic> {
     const dir = path.join(this.dataDir, name);
-    const count = (await readdir(dir)).filter((entry) => /^\d+$/.test(entry)).length;
+    const count = (await this.fs.readdir(dir)).filter((entry) => /^\d+$/.test(entry.name)).length;
     if (count === 0) throw new StorageError(`LocalLogBus: ${dir} looks like a topic but has no partitions`, false, 'LOG_CORRUPT');
     const partitions: PartitionLog[] = [];
     for (let partition = 0; partition < count; partition++) {
       // Topics are created whole (see createTopic), so partitions 0..count-1 exist; a gap fails here, loudly.
-      partitions.push(await PartitionLog.open({ dir: path.join(dir, String(partition)), topic: name, partition, segmentBytes: this.segmentBytes, logger: this.logger }));
+      partitions.push(
+        await PartitionLog.open({
+          fs: this.fs,
+          dir: path.join(dir, String(partition)),
+          topic: name,
+          partition,
+          segmentBytes: this.segmentBytes,
+          logger: this.logger,
+          onFatalError: this.onFatalError,
+        }),
+      );
     }
     const topic = { name, partitions };
     this.topics.set(name, topic);
@@ -121,14 +148,15 @@ export class LocalLogBus implements EventBus {
     this.checkOpen();
     // Built under a staging name and renamed into place: a topic appears with all its partitions or not at all,
     // because a topic reopened with fewer partitions would send keys elsewhere and break their order.
-    const staging = path.join(this.dataDir, `${STAGING_PREFIX}${name}`);
+    const { fs, dataDir } = this;
+    const staging = path.join(dataDir, `${STAGING_PREFIX}${name}`);
     try {
-      await rm(staging, { recursive: true, force: true });
-      await mkdir(staging);
-      for (let partition = 0; partition < this.partitions; partition++) await mkdir(path.join(staging, String(partition)));
-      await fsyncDir(staging);
-      await rename(staging, path.join(this.dataDir, name));
-      await fsyncDir(this.dataDir);
+      await fs.removeTree(staging);
+      await fs.mkdir(staging);
+      for (let partition = 0; partition < this.partitions; partition++) await fs.mkdir(path.join(staging, String(partition)));
+      await fs.fsyncDir(staging);
+      await fs.rename(staging, path.join(dataDir, name));
+      await fs.fsyncDir(dataDir);
       return await this.loadTopic(name);
     } catch (error) {
       throw storageError(`LocalLogBus: cannot create topic ${name}`, error, true);
@@ -252,6 +280,13 @@ export class LocalLogBus implements EventBus {
     // deleteSegmentsBefore handles its own errors: a segment it could not delete is retried on the next commit.
     if (log && committed !== undefined) void log.deleteSegmentsBefore(committed);
   }
+}
+
+function exitOnFatalError(logger: Logger): (error: StorageError) => void {
+  return (error) => {
+    logger.fatal({ err: error }, 'the local log cannot go on; exiting so that a restart recovers it from the disk');
+    process.exit(1);
+  };
 }
 
 function checkName(what: string, name: string): void {

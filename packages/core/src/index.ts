@@ -1,3 +1,4 @@
+export * from './dir-lock';
 export * from './errors';
 export * from './ids';
 export * from './logger';

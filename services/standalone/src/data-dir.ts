@@ -1,38 +1,34 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { lockDirectory, StorageError } from '@plover/core';
 
 /**
  * Embedded mode keeps single-process stores (PGlite, chDB, the local log) under one directory, and two
- * processes on the same files would corrupt them. A pid lock file refuses the second process; a lock left
- * by a process that died (kill -9) is taken over.
+ * processes on the same files would corrupt them: the lock (see lockDirectory) refuses the second process; a
+ * lock left by a process that died (kill -9, a reboot) is taken over.
  */
 export function lockDataDir(dataDir: string): () => void {
-  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const lockPath = path.join(dataDir, 'plover.lock');
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      fs.writeFileSync(lockPath, String(process.pid), { flag: 'wx' });
-      return () => fs.rmSync(lockPath, { force: true });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const holder = Number(fs.readFileSync(lockPath, 'utf8'));
-      if (holder && holder !== process.pid && isAlive(holder)) {
-        throw new Error(`${dataDir} is in use by process ${holder}; stop it or set PLOVER_DATA_DIR to another directory`, {
-          cause: error,
-        });
-      }
-      fs.rmSync(lockPath, { force: true });
-    }
+  makeDirectoryDurably(path.resolve(dataDir));
+  try {
+    return lockDirectory(dataDir, 'plover.lock');
+  } catch (error) {
+    if (!(error instanceof StorageError) || error.code !== 'DATA_DIR_LOCKED') throw error;
+    throw new Error(`${error.message}; stop it or set PLOVER_DATA_DIR to another directory`, { cause: error });
   }
-  throw new Error(`could not lock ${dataDir}`);
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
+/** Creates `dir` and its missing parents; each new directory survives power loss only once its parent is fsynced. */
+function makeDirectoryDurably(dir: string): void {
+  const first = fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (first === undefined) return;
+  for (let created = dir; ; created = path.dirname(created)) {
+    const handle = fs.openSync(path.dirname(created), 'r');
+    try {
+      fs.fsyncSync(handle);
+    } finally {
+      fs.closeSync(handle);
+    }
+    if (created === first) return;
   }
 }
 

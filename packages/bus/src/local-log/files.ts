@@ -1,38 +1,45 @@
 /** File-system steps LocalLogBus needs to be crash-safe, each with the reason it takes that form. */
-import { link, open, readFile, rename, unlink, writeFile } from 'node:fs/promises';
-import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { StorageError } from '@plover/core';
-
-/** A new or renamed directory entry survives power loss only once its directory is fsynced. */
-export async function fsyncDir(dir: string): Promise<void> {
-  const handle = await open(dir, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
+import type { LogFile, LogFileSystem } from './file-system';
 
 /**
  * Replaces `file` so that a crash leaves either the old or the new content, never a mix or an empty file:
  * write a temporary file, fsync it, rename it over the target, fsync the directory.
  */
-export async function writeFileAtomic(file: string, content: string): Promise<void> {
+export async function writeFileAtomic(fs: LogFileSystem, file: string, content: string): Promise<void> {
   const temporary = `${file}.tmp`;
-  const handle = await open(temporary, 'w');
+  const handle = await fs.open(temporary, 'w');
   try {
-    await handle.writeFile(content);
+    await writeFully(handle, [Buffer.from(content)], 0);
     await handle.datasync();
   } finally {
     await handle.close();
   }
-  await rename(temporary, file);
-  await fsyncDir(path.dirname(file));
+  await fs.rename(temporary, file);
+  await fs.fsyncDir(path.dirname(file));
+}
+
+/**
+ * Creates `dir` and its missing parents. A new directory survives power loss only once its parent is fsynced,
+ * and so does everything below it. The parent is fsynced when `dir` exists too: a process killed before that
+ * fsync leaves a directory that is there but not yet durable.
+ */
+export async function makeDirectory(fs: LogFileSystem, dir: string): Promise<void> {
+  try {
+    await fs.mkdir(dir);
+  } catch (error) {
+    const code = errorCode(error);
+    if (code === 'ENOENT') {
+      await makeDirectory(fs, path.dirname(dir));
+      await fs.mkdir(dir);
+    } else if (code !== 'EEXIST') throw error;
+  }
+  await fs.fsyncDir(path.dirname(dir));
 }
 
 /** Writes all of `buffers` at `position` (writev may write less than asked, e.g. on a nearly full disk). */
-export async function writeFully(handle: FileHandle, buffers: readonly Buffer[], position: number): Promise<number> {
+export async function writeFully(handle: LogFile, buffers: readonly Buffer[], position: number): Promise<number> {
   let total = 0;
   for (const buffer of buffers) total += buffer.length;
   let written = (await handle.writev(buffers, position)).bytesWritten;
@@ -44,50 +51,6 @@ export async function writeFully(handle: FileHandle, buffers: readonly Buffer[],
     written += bytesWritten;
   }
   return total;
-}
-
-/**
- * Makes `dir` this process's own: two processes appending to the same partition would hand out the same offsets.
- * The lock file holds the owner's pid; a lock whose owner is gone (kill -9) is taken over. Two processes taking
- * over the same stale lock at the very same moment could both win; this guards against operator mistakes, not
- * against that race. Resolves to the function that releases the lock.
- */
-export async function lockDirectory(dir: string): Promise<() => Promise<void>> {
-  const lockFile = path.join(dir, 'LOCK');
-  // Written under a private name first and then hard-linked into place, so LOCK never exists without a pid in it.
-  const candidate = path.join(dir, `LOCK.${process.pid}`);
-  await writeFile(candidate, String(process.pid));
-  try {
-    for (;;) {
-      try {
-        await link(candidate, lockFile);
-        return () => unlink(lockFile);
-      } catch (error) {
-        if (errorCode(error) !== 'EEXIST') throw error;
-      }
-      const owner = Number(await readFile(lockFile, 'utf8').catch(() => ''));
-      if (isRunning(owner)) {
-        throw new StorageError(`LocalLogBus: ${dir} is in use by process ${owner}`, false, 'DATA_DIR_LOCKED');
-      }
-      await unlink(lockFile).catch((error: unknown) => {
-        if (errorCode(error) !== 'ENOENT') throw error;
-      });
-    }
-  } finally {
-    await unlink(candidate);
-  }
-}
-
-function isRunning(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  // Our own pid means another LocalLogBus of this process holds the directory.
-  if (pid === process.pid) return true;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return errorCode(error) === 'EPERM';
-  }
 }
 
 export function errorCode(error: unknown): string | undefined {

@@ -2,10 +2,10 @@
  * Committed offsets of consumer groups, one small file per group and partition:
  * `<dir>/<group>/<topic>-<partition>` holding the decimal offset of the next record the group has not handled.
  */
-import { mkdir, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '@plover/core';
-import { fsyncDir, writeFileAtomic } from './files';
+import type { LogFileSystem } from './file-system';
+import { makeDirectory, writeFileAtomic } from './files';
 
 const OFFSET_FILE = /^(.+)-(\d+)$/;
 /**
@@ -34,20 +34,31 @@ export class OffsetStore {
   writes = 0;
 
   private constructor(
+    private readonly fs: LogFileSystem,
     private readonly dir: string,
     /** Told after each durable commit, so that segments every group has passed can go. */
     private readonly onCommitted: (topic: string, partition: number) => void,
   ) {}
 
-  static async open(dir: string, logger: Logger, onCommitted: (topic: string, partition: number) => void): Promise<OffsetStore> {
-    await mkdir(dir, { recursive: true });
-    const store = new OffsetStore(dir, onCommitted);
-    for (const group of await readdir(dir)) {
+  static async open(
+    fs: LogFileSystem,
+    dir: string,
+    logger: Logger,
+    onCommitted: (topic: string, partition: number) => void,
+  ): Promise<OffsetStore> {
+    await makeDirectory(fs, dir);
+    // A commit a killed process renamed into place but did not fsync yet is durable once these fsyncs are done,
+    // before retention acts on it.
+    await fs.fsyncDir(dir);
+    const store = new OffsetStore(fs, dir, onCommitted);
+    for (const { name: group } of await fs.readdir(dir)) {
       store.groupDirs.add(group);
-      for (const file of await readdir(path.join(dir, group))) {
+      const groupDir = path.join(dir, group);
+      await fs.fsyncDir(groupDir);
+      for (const { name: file } of await fs.readdir(groupDir)) {
         const match = OFFSET_FILE.exec(file);
         if (!match) continue; // a `.tmp` left by a crash during a commit: the previous commit still stands
-        const offset = Number((await readFile(path.join(dir, group, file), 'utf8')).trim());
+        const offset = Number((await fs.readFile(path.join(groupDir, file))).trim());
         if (!Number.isSafeInteger(offset) || offset < 0) {
           // Only reachable by editing the file: starting the group over redelivers, which at-least-once allows.
           logger.warn({ group, file }, 'ignoring an unreadable committed offset');
@@ -98,7 +109,7 @@ export class OffsetStore {
         writer.startedAt = performance.now();
         const offset = writer.latest;
         this.writes++;
-        await writeFileAtomic(file, `${offset}\n`);
+        await writeFileAtomic(this.fs, file, `${offset}\n`);
         writer.written = offset;
         this.set(group, topic, partition, offset);
         this.onCommitted(topic, partition);
@@ -110,8 +121,7 @@ export class OffsetStore {
 
   private async ensureGroupDir(group: string): Promise<void> {
     if (this.groupDirs.has(group)) return;
-    await mkdir(path.join(this.dir, group), { recursive: true });
-    await fsyncDir(this.dir);
+    await makeDirectory(this.fs, path.join(this.dir, group));
     this.groupDirs.add(group);
   }
 

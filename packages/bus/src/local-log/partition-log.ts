@@ -2,14 +2,13 @@
  * One partition of a LocalLogBus topic: a directory of segment files `<baseOffset>.log` (zero-padded so that
  * names sort like offsets), appended with group commit and read by consumers up to what is fsynced.
  */
-import { open, readdir, unlink } from 'node:fs/promises';
-import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { StorageError } from '@plover/core';
 import type { Logger } from '@plover/core';
 import type { BusMessage, OutgoingMessage } from '../port';
-import { busClosedError, fsyncDir, storageError, writeFully } from './files';
-import { decodeFrame, encodeFrames, frameEnd, scanFrames } from './record';
+import type { LogFile, LogFileSystem } from './file-system';
+import { busClosedError, storageError, writeFully } from './files';
+import { decodeFrame, encodeFrames, findIntactFrame, frameEnd, scanFrames } from './record';
 
 const SEGMENT_NAME = /^(\d{20})\.log$/;
 /** Consumers and recovery read segments in pieces this large (a single larger frame is read whole). */
@@ -25,7 +24,7 @@ export interface Segment {
   readonly baseOffset: number;
   readonly path: string;
   /** Undefined until the flush that first writes a freshly rolled segment creates its file. */
-  handle: FileHandle | undefined;
+  handle: LogFile | undefined;
   /** Bytes handed out to appends, durable or not: where the next append goes. */
   assignedBytes: number;
   /** Bytes written and fsynced: readers never look beyond them. */
@@ -53,11 +52,21 @@ interface FramesAt {
 }
 
 export interface PartitionLogOptions {
+  fs: LogFileSystem;
   dir: string;
   topic: string;
   partition: number;
   segmentBytes: number;
   logger: Logger;
+  /** Told when an fsync failed, once the unsynced bytes are cut off; the process must not go on (see failSync). */
+  onFatalError: (error: StorageError) => void;
+}
+
+/** An fsync that failed: what it should have made durable may be lost, though it still reads back. */
+class SyncFailed extends Error {
+  constructor(readonly error: unknown) {
+    super('fsync failed', { cause: error });
+  }
 }
 
 export class PartitionLog {
@@ -88,17 +97,17 @@ export class PartitionLog {
     this.durableOffset = nextOffset;
   }
 
-  /** Opens the partition in `options.dir` (which must exist), cutting off a torn tail of its last segment. */
+  /**
+   * Opens the partition in `options.dir` (which must exist). Every segment file and the directory are fsynced
+   * before any byte counts as durable: a process killed between a write and its fsync leaves bytes that read back
+   * from the page cache but would not survive a power loss, and consumers must not see (and commit) records that
+   * can still vanish. Then the torn tail of the last segment is cut off (see recoverTail).
+   */
   static async open(options: PartitionLogOptions): Promise<PartitionLog> {
-    const names = (await readdir(options.dir)).filter((name) => SEGMENT_NAME.test(name)).sort();
-    const segments: Segment[] = [];
+    const segments = await openSegments(options.fs, options.dir);
     try {
-      for (const name of names) {
-        const file = path.join(options.dir, name);
-        const handle = await open(file, 'r+');
-        const { size } = await handle.stat();
-        segments.push({ baseOffset: Number(name.slice(0, 20)), path: file, handle, assignedBytes: size, durableBytes: size });
-      }
+      for (const segment of segments) await (segment.handle as LogFile).datasync();
+      await options.fs.fsyncDir(options.dir);
       const last = segments.at(-1);
       if (!last) return new PartitionLog(options, [newSegment(options.dir, 0)], 0);
       // Earlier segments were fsynced before the next one was created; only the last can end in a torn write.
@@ -167,7 +176,9 @@ export class PartitionLog {
           done = end;
         }
       } catch (error) {
-        this.fail(error, writes.slice(done));
+        const unsettled = writes.slice(done);
+        if (error instanceof SyncFailed) await this.failSync(error.error, (unsettled[0] as PendingWrite).segment, unsettled);
+        else this.fail(error, unsettled);
         break;
       }
     }
@@ -176,15 +187,15 @@ export class PartitionLog {
 
   private async writeDurably(segment: Segment, writes: PendingWrite[]): Promise<void> {
     if (!segment.handle) {
-      segment.handle = await open(segment.path, 'wx+');
-      await fsyncDir(this.options.dir);
+      segment.handle = await this.options.fs.open(segment.path, 'wx+');
+      await synced(this.options.fs.fsyncDir(this.options.dir));
     }
     const bytes = await writeFully(
       segment.handle,
       writes.map((write) => write.frames),
       segment.durableBytes,
     );
-    await segment.handle.datasync();
+    await synced(segment.handle.datasync());
     this.syncs++;
     segment.durableBytes += bytes;
     this.durableOffset = (writes.at(-1) as PendingWrite).endOffset;
@@ -237,11 +248,29 @@ export class PartitionLog {
     return { chunks, bytes };
   }
 
-  private fail(error: unknown, unsettled: PendingWrite[]): void {
+  private fail(error: unknown, unsettled: PendingWrite[]): StorageError {
     this.failure = storageError(`LocalLogBus: appending to ${this.options.dir} failed, appends are refused until the bus is reopened`, error, false);
     this.options.logger.error({ err: error, dir: this.options.dir }, 'local log append failed');
     for (const write of [...unsettled, ...this.pending]) write.reject(this.failure);
     this.pending = [];
+    return this.failure;
+  }
+
+  /**
+   * After a failed fsync the kernel may have dropped the unwritten pages or marked them clean: the bytes still
+   * read back from the page cache, yet may never reach the disk, and a later fsync reports nothing. A restarted
+   * process would count them durable. So they are cut off (the segment truncated to its durable end and synced)
+   * and the process is ended: only a fresh start knows the state of the files again.
+   */
+  private async failSync(error: unknown, segment: Segment, unsettled: PendingWrite[]): Promise<void> {
+    const failure = this.fail(error, unsettled);
+    try {
+      await segment.handle?.truncate(segment.durableBytes);
+      await segment.handle?.datasync();
+    } catch (truncateError) {
+      this.options.logger.error({ err: truncateError, file: segment.path }, 'could not cut the unsynced bytes off the local log');
+    }
+    this.options.onFatalError(failure);
   }
 
   /** Calls `listener` whenever new records become durable; returns the unsubscribe function. */
@@ -278,7 +307,7 @@ export class PartitionLog {
     for (const segment of this.segments.splice(0, count)) {
       try {
         await segment.handle?.close();
-        await unlink(segment.path);
+        await this.options.fs.unlink(segment.path);
       } catch (error) {
         // A segment left behind is only disk space: it is found again on open and deleted with the next commit.
         this.options.logger.warn({ err: error, file: segment.path }, 'could not delete a consumed local log segment');
@@ -372,7 +401,7 @@ export class LogReader {
   }
 }
 
-async function closeFiles(segments: readonly Segment[]): Promise<void> {
+export async function closeFiles(segments: readonly Segment[]): Promise<void> {
   await Promise.all(segments.map(async (segment) => segment.handle?.close()));
 }
 
@@ -409,11 +438,45 @@ async function readFrames(segment: Segment, position: number, limit: number, fir
   }
 }
 
-/**
- * Finds the end of the intact records of the last segment and truncates what follows, which is what a crash in
- * the middle of a write leaves. Returns the offset the next append gets.
- */
-async function recoverTail(segment: Segment, logger: Logger): Promise<number> {
+/** Where an fsync's failure is told apart from other failures of an append (see failSync). */
+async function synced(sync: Promise<void>): Promise<void> {
+  try {
+    await sync;
+  } catch (error) {
+    throw new SyncFailed(error);
+  }
+}
+
+/** The segment files in `dir`, oldest first, each open for reading and writing. */
+export async function openSegments(fs: LogFileSystem, dir: string): Promise<Segment[]> {
+  const names = (await fs.readdir(dir)).map((entry) => entry.name).filter((name) => SEGMENT_NAME.test(name)).sort();
+  const segments: Segment[] = [];
+  try {
+    for (const name of names) {
+      const file = path.join(dir, name);
+      const segment: Segment = { baseOffset: Number(name.slice(0, 20)), path: file, handle: await fs.open(file, 'r+'), assignedBytes: 0, durableBytes: 0 };
+      segments.push(segment);
+      const { size } = await (segment.handle as LogFile).stat();
+      segment.assignedBytes = size;
+      segment.durableBytes = size;
+    }
+    return segments;
+  } catch (error) {
+    await closeFiles(segments);
+    throw error;
+  }
+}
+
+export interface SegmentScan {
+  /** Bytes of the intact records from the start of the file, and the offset after the last of them. */
+  intactBytes: number;
+  endOffset: number;
+  /** Where an intact record lies behind the first damaged one, when one does. */
+  intactAfter: number | undefined;
+}
+
+/** Reads `segment` (up to its durableBytes) to the end of its intact records, and looks past them when damaged. */
+export async function scanSegment(segment: Segment): Promise<SegmentScan> {
   const fileBytes = segment.durableBytes;
   let position = 0;
   let offset = segment.baseOffset;
@@ -423,13 +486,45 @@ async function recoverTail(segment: Segment, logger: Logger): Promise<number> {
     offset += read.count;
     if (read.damaged || read.count === 0) break;
   }
-  if (position < fileBytes) {
-    logger.warn({ file: segment.path, keptBytes: position, droppedBytes: fileBytes - position }, 'cutting off a torn tail of the local log');
-    const handle = segment.handle as FileHandle;
-    await handle.truncate(position);
+  if (position === fileBytes) return { intactBytes: position, endOffset: offset, intactAfter: undefined };
+  // Only ever on damage, at most one segment's worth.
+  const rest = Buffer.allocUnsafe(fileBytes - position);
+  const { bytesRead } = await (segment.handle as LogFile).read(rest, 0, rest.length, position);
+  const found = findIntactFrame(rest.subarray(0, bytesRead), offset);
+  return { intactBytes: position, endOffset: offset, intactAfter: found < 0 ? undefined : position + found };
+}
+
+/**
+ * Finds the end of the intact records of the last segment, which is where the next append goes. A crash in the
+ * middle of a write leaves a damaged tail with nothing intact behind it: that is cut off. Intact records behind a
+ * damaged one were written after it, and may have been acknowledged: the damage is in bytes that had been
+ * synced (a bad sector), and cutting there would drop them. That takes the operator's consent: the open fails,
+ * naming the repair.
+ */
+async function recoverTail(segment: Segment, logger: Logger): Promise<number> {
+  const fileBytes = segment.durableBytes;
+  const scan = await scanSegment(segment);
+  if (scan.intactAfter !== undefined) throw damagedLogError(segment.path, scan);
+  if (scan.intactBytes < fileBytes) {
+    logger.warn({ file: segment.path, keptBytes: scan.intactBytes, droppedBytes: fileBytes - scan.intactBytes }, 'cutting off a torn tail of the local log');
+    const handle = segment.handle as LogFile;
+    await handle.truncate(scan.intactBytes);
     await handle.datasync();
-    segment.assignedBytes = position;
-    segment.durableBytes = position;
+    segment.assignedBytes = scan.intactBytes;
+    segment.durableBytes = scan.intactBytes;
   }
-  return offset;
+  return scan.endOffset;
+}
+
+/** The command that shows, and with `--cut` repairs, damage that stops the log from opening (services/standalone). */
+export const REPAIR_COMMAND = 'npm run repair-log';
+
+export function damagedLogError(file: string, scan: SegmentScan): StorageError {
+  return new StorageError(
+    `LocalLogBus: ${file} has a damaged record at byte ${scan.intactBytes} (offset ${scan.endOffset}) with intact records behind it ` +
+      `(from byte ${scan.intactAfter}); not opening, since cutting the log there drops them. With the process using the log stopped, ` +
+      `\`${REPAIR_COMMAND}\` shows what a cut would drop, and \`${REPAIR_COMMAND} -- --cut\` cuts the log at the damaged record`,
+    false,
+    'LOG_DAMAGED',
+  );
 }

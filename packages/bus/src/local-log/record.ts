@@ -10,7 +10,7 @@
  *           value (the rest of the body)
  *
  * The length + CRC pair is what recovery relies on: a write torn by a crash leaves a frame whose length runs past
- * the end of the file or whose CRC does not match, and everything from there on is cut off. Each frame also
+ * the end of the file or whose CRC does not match, and nothing intact after it. Each frame also
  * carries its own offset, so a frame read from the wrong place is detected instead of being delivered.
  */
 import { crc32 } from 'node:zlib';
@@ -121,6 +121,22 @@ export function scanFrames(buffer: Buffer, firstOffset: number): FrameScan {
     position += frameBytes;
     count++;
   }
+}
+
+/**
+ * Where the first intact frame with an offset of at least `minOffset` starts in `buffer` (searched at every
+ * byte), or -1. The length, version and offset fields rule out nearly every position before a CRC is computed.
+ */
+export function findIntactFrame(buffer: Buffer, minOffset: number): number {
+  for (let position = 0; position + FRAME_HEADER_BYTES + FIXED_BODY_BYTES <= buffer.length; position++) {
+    const bodyLength = buffer.readUInt32LE(position);
+    const bodyStart = position + FRAME_HEADER_BYTES;
+    const end = bodyStart + bodyLength;
+    if (bodyLength < FIXED_BODY_BYTES || end > buffer.length || buffer[bodyStart] !== FORMAT_VERSION) continue;
+    if (readUInt64(buffer, bodyStart + 1) < minOffset) continue;
+    if (crc32(buffer.subarray(bodyStart, end)) === buffer.readUInt32LE(position + 4)) return position;
+  }
+  return -1;
 }
 
 /** Where the frame starting at `position` of a buffer of intact frames ends. */
