@@ -6,6 +6,7 @@
  * escaped by capture and parsed a second time by the consumer, and made the message twice the size of the event.
  * Messages written that way may still be on the bus (local log, Kafka topics), so the consumer reads both forms.
  */
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from './json-depth';
 import { ajv, schemaValidator, type Validation } from './validate';
 
 /** Topics capture writes to. Historical imports have their own, consumed separately, so they never delay live events. */
@@ -47,6 +48,17 @@ export interface CapturedEventMessage {
   data: CapturedEvent | string;
   /** Sent with `historical_migration: true`: an import, on the historical topic. */
   historical: boolean;
+  /**
+   * What capture changed in the event that the project should hear of (a client timestamp it could not use),
+   * for ingestion to record as ingestion warnings. Absent when there is none, and in messages written before.
+   */
+  warnings?: CapturedEventWarning[];
+}
+
+/** An ingestion warning as capture raises it: PostHog's type name and detail keys. */
+export interface CapturedEventWarning {
+  type: string;
+  details: Record<string, string | number | boolean | null>;
 }
 
 export const capturedEventSchema = {
@@ -80,6 +92,18 @@ export const capturedEventMessageSchema = {
     now: { type: 'string' },
     sent_at: { type: ['string', 'null'] },
     historical: { type: 'boolean' },
+    warnings: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['type', 'details'],
+        properties: {
+          type: { type: 'string', minLength: 1 },
+          // Scalars only: a detail is a value the client sent or one capture computed, never a tree to walk.
+          details: { type: 'object', additionalProperties: { type: ['string', 'number', 'boolean', 'null'] } },
+        },
+      },
+    },
     // Last, so that a broken envelope is reported before a broken event.
     data: { $ref: capturedEventSchema.$id },
   },
@@ -91,9 +115,10 @@ export const validateCapturedEventMessage = schemaValidator<ParsedCapturedEventM
 
 /**
  * Reads one message value from the bus: the envelope and the event inside it, checked against the schema in
- * one pass. `data` may be the event (as capture writes it) or the event as a JSON string (as it was written
- * before); the message returned holds the event object in `data` either way. Never throws: a message that
- * fails is for the dead-letter store, with the violation as reason (one inside the event is named `data__…`).
+ * one pass, and the event's properties against MAX_JSON_DEPTH. `data` may be the event (as capture writes it)
+ * or the event as a JSON string (as it was written before); the message returned holds the event object in
+ * `data` either way. Never throws: a message that fails is for the dead-letter store, with the violation as
+ * reason (one inside the event is named `data__…`).
  */
 export function parseCapturedEventMessage(value: Buffer | string): Validation<{ message: ParsedCapturedEventMessage; event: CapturedEvent }> {
   const parsed = parseJson(value);
@@ -103,7 +128,11 @@ export function parseCapturedEventMessage(value: Buffer | string): Validation<{ 
     if (holder.data === undefined) return { ok: false, violation: { attr: 'data', detail: 'data is not valid JSON.' } };
   }
   const message = validateCapturedEventMessage(parsed);
-  return message.ok ? { ok: true, value: { message: message.value, event: message.value.data } } : message;
+  if (!message.ok) return message;
+  if (exceedsJsonDepth(message.value.data.properties)) {
+    return { ok: false, violation: { attr: 'data__properties', detail: `data__properties nests deeper than ${MAX_JSON_DEPTH} levels.` } };
+  }
+  return { ok: true, value: { message: message.value, event: message.value.data } };
 }
 
 function parseJson(value: Buffer | string): unknown {

@@ -1,3 +1,4 @@
 export * from './validate';
 export * from './capture';
 export * from './captured-event';
+export * from './json-depth';

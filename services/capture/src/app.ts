@@ -4,7 +4,21 @@ import type { EventBus, OutgoingMessage } from '@plover/bus';
 import type { CaptureConfig } from '@plover/config';
 import { CAPTURE_TOPICS } from '@plover/contracts';
 import { ApiError, TokenBuckets, type Logger } from '@plover/core';
-import { createServiceApp, queryString, readBody, requestAddress, routePath, sendError, setPermissiveCorsHeaders, type FastRoute, type MetricsRegistry, type ServiceApp } from '@plover/http';
+import {
+  createServiceApp,
+  decompressionBudget,
+  queryString,
+  readBody,
+  requestAddress,
+  routePath,
+  sendError,
+  setPermissiveCorsHeaders,
+  type DecompressionBudget,
+  type DecompressionLease,
+  type FastRoute,
+  type MetricsRegistry,
+  type ServiceApp,
+} from '@plover/http';
 import type { Sql } from '@plover/postgres';
 import { decodePayload } from './decode';
 import { captureError } from './errors';
@@ -23,6 +37,8 @@ export interface CaptureSettings extends CaptureConfig {
     /** One bus message (Kafka's default `message.max.bytes`, which PostHog's capture inherits). */
     eventBytes: number;
   };
+  /** What decompressed payloads may hold at once; the process's own budget unless a test gives another. */
+  decompression: DecompressionBudget;
   /** Epoch ms; tests fix it to check timestamps. */
   now: () => number;
 }
@@ -43,6 +59,7 @@ export const DEFAULT_CAPTURE_SETTINGS: CaptureSettings = {
   rateLimit: undefined,
   topics: CAPTURE_TOPICS,
   limits: { bodyBytes: 20 * MIB, decompressedBytes: 100 * MIB, eventBytes: 1_000_000 },
+  decompression: decompressionBudget,
   now: Date.now,
 };
 
@@ -80,13 +97,24 @@ export function captureRoutes(deps: CaptureDeps): FastRoute {
   const metrics = captureMetrics(deps.metrics);
   const logger = deps.logger.child({ component: 'capture' });
 
+  /** The decompressed payload stays charged to the budget until its events are produced: they are built from it. */
   async function capture(req: IncomingMessage, res: ServerResponse, route: Route): Promise<void> {
+    const lease = settings.decompression.lease();
+    try {
+      await captureWithin(req, res, route, lease);
+    } finally {
+      lease.release();
+    }
+  }
+
+  async function captureWithin(req: IncomingMessage, res: ServerResponse, route: Route, lease: DecompressionLease): Promise<void> {
     const now = settings.now();
     const query = new URLSearchParams(queryString(req.url));
     const body = await readBody(req, settings.limits.bodyBytes, captureError);
     const text = await decodePayload(
       { query, body, contentType: req.headers['content-type'], contentEncoding: req.headers['content-encoding'], legacyEndpoint: route.legacy },
       settings.limits.decompressedBytes,
+      lease,
     );
     const request = parseCaptureRequest(text);
     const project = await lookUpProject(requestToken(request));
@@ -102,6 +130,7 @@ export function captureRoutes(deps: CaptureDeps): FastRoute {
       nowIso: new Date(now).toISOString(),
       sentAt,
       sentAtJson: sentAt === undefined ? 'null' : `"${new Date(sentAt).toISOString()}"`,
+      invalidSentAt: request.invalidSentAt,
       historical: request.historical,
       engage: route.engage === true,
       maxMessageBytes: settings.limits.eventBytes,

@@ -1,3 +1,4 @@
+import { MAX_JSON_DEPTH } from '@plover/contracts';
 import { ApiError } from '@plover/core';
 
 /**
@@ -10,6 +11,8 @@ export const captureError = {
   decoding: (detail: string) => ApiError.validation(`Failed to decode request: ${detail}.`, null, 'request_decoding_error'),
   parsing: (detail: string) => ApiError.validation(`Failed to parse request: ${detail}`, null, 'request_parsing_error'),
   invalidEvent: (detail: string, attr: string | null) => ApiError.validation(detail, attr, 'invalid_event'),
+  // PostHog answers a request past serde_json's recursion limit with request_parsing_error too.
+  tooDeep: (attr: string) => ApiError.validation(`Failed to parse request: ${attr} nests deeper than ${MAX_JSON_DEPTH} levels.`, attr, 'request_parsing_error'),
   emptyBatch: () => ApiError.validation('Request holds no event.', null, 'empty_batch'),
   emptyAfterFiltering: () => ApiError.validation('Payload empty after filtering invalid event types.', null, 'empty_payload_filtered'),
   missingEventName: (attr: string, detail: string) => ApiError.validation(detail, attr, 'missing_event_name'),

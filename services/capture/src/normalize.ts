@@ -3,10 +3,10 @@
  * §1.6–1.8) plus the normalization its Node pipeline did first thing (§2.1), so ingestion reads clean events.
  */
 import type { OutgoingMessage } from '@plover/bus';
-import { capturedEventKey, type RawEvent } from '@plover/contracts';
+import { capturedEventKey, exceedsJsonDepth, type CapturedEventWarning, type RawEvent } from '@plover/contracts';
 import { uuidv7 } from '@plover/core';
 import { captureError } from './errors';
-import { eventTimestamp } from './timestamp';
+import { eventTimestamp, type EventTime } from './timestamp';
 
 /** What is the same for every event of one request. */
 export interface RequestContext {
@@ -20,6 +20,8 @@ export interface RequestContext {
   sentAt: number | undefined;
   /** The same as JSON (`"…"` or `null`), written into every message of the request. */
   sentAtJson: string;
+  /** The batch's `sent_at` as sent, when it was not a time and so was ignored: each event warns of it. */
+  invalidSentAt?: string | undefined;
   historical: boolean;
   /** On `/engage` an event without a name is a Mixpanel-style profile update: it becomes `$identify`. */
   engage: boolean;
@@ -32,24 +34,33 @@ const MAX_ID_CHARS = 200;
 export function toBusMessage(raw: RawEvent, attrPrefix: string, context: RequestContext): OutgoingMessage {
   const name = eventName(raw, attrPrefix, context.engage);
   const properties = raw.properties ?? {};
-  const distinctId = distinctIdOf(raw.distinct_id ?? raw.$distinct_id ?? properties.distinct_id);
+  const rawDistinctId = raw.distinct_id ?? raw.$distinct_id ?? properties.distinct_id;
+  if (exceedsJsonDepth(rawDistinctId)) throw captureError.tooDeep(`${attrPrefix}distinct_id`);
+  const distinctId = distinctIdOf(rawDistinctId);
   if (distinctId === undefined) throw captureError.missingDistinctId(`${attrPrefix}distinct_id`);
   // posthog-js puts `$set`/`$set_once` at the top level of `$identify`; persons read them from properties,
   // and the top-level value wins a clash (PostHog `normalizeEvent`).
   if (raw.$set) properties.$set = { ...asObject(properties.$set), ...raw.$set };
   if (raw.$set_once) properties.$set_once = { ...asObject(properties.$set_once), ...raw.$set_once };
   if (properties.$ip === undefined && context.ip !== null) properties.$ip = context.ip;
+  // After the folding above, which may put `$set` one level deeper: this is what ingestion checks too.
+  if (exceedsJsonDepth(properties)) throw captureError.tooDeep(`${attrPrefix}properties`);
 
   const uuid = raw.uuid ? raw.uuid.toLowerCase() : uuidv7(context.now);
-  const sentAt = properties.$ignore_sent_at === true ? undefined : context.sentAt;
-  const timestamp = isoString(eventTimestamp({ timestamp: raw.timestamp, offset: raw.offset, sentAt, now: context.now }));
+  const ignoreSentAt = properties.$ignore_sent_at === true;
+  const sentAt = ignoreSentAt ? undefined : context.sentAt;
+  const invalidSentAt = ignoreSentAt ? undefined : context.invalidSentAt;
+  const time = eventTimestamp({ timestamp: raw.timestamp, offset: raw.offset, sentAt, now: context.now });
+  const timestamp = isoString(time.ms);
+  const warnings = time.ignored || invalidSentAt !== undefined ? timestampWarnings(raw, time, { uuid, name, sentAt, invalidSentAt }, context.nowIso) : undefined;
   const distinctIdJson = JSON.stringify(distinctId);
   // The message (CapturedEventMessage, with the CapturedEvent nested in `data`) is written by hand: only the
   // strings that need escaping and the properties go through JSON.stringify.
   const value = Buffer.from(
     `{"uuid":"${uuid}","team_id":${context.teamId},"distinct_id":${distinctIdJson},"ip":${context.ipJson},"now":"${context.nowIso}",` +
       `"sent_at":${context.sentAtJson},"data":{"uuid":"${uuid}","event":${JSON.stringify(name)},"distinct_id":${distinctIdJson},` +
-      `"properties":${JSON.stringify(properties)},"timestamp":"${timestamp}"},"historical":${context.historical}}`,
+      `"properties":${wellFormedJson(JSON.stringify(properties))},"timestamp":"${timestamp}"},"historical":${context.historical}` +
+      `${warnings ? `,"warnings":${wellFormedJson(JSON.stringify(warnings))}` : ''}}`,
   );
   if (value.length > context.maxMessageBytes) {
     const attr = attrPrefix === '' ? null : attrPrefix.slice(0, -2);
@@ -58,6 +69,59 @@ export function toBusMessage(raw: RawEvent, attrPrefix: string, context: Request
   }
   return { key: capturedEventKey(context.teamId, distinctId), value };
 }
+
+/**
+ * The warnings of a client time capture did not use, with the type names and detail keys of PostHog's
+ * `parseEventTimestamp`, so that the project's ingestion warnings say why an event is stamped when it arrived.
+ */
+function timestampWarnings(
+  raw: RawEvent,
+  time: EventTime,
+  event: { uuid: string; name: string; sentAt: number | undefined; invalidSentAt: string | undefined },
+  nowIso: string,
+): CapturedEventWarning[] {
+  const warnings: CapturedEventWarning[] = [];
+  if (event.invalidSentAt !== undefined) {
+    warnings.push({ type: 'ignored_invalid_timestamp', details: { eventUuid: event.uuid, field: 'sent_at', value: event.invalidSentAt, reason: 'invalid format' } });
+  }
+  const ignored = time.ignored;
+  if (ignored?.reason === 'in_future') {
+    warnings.push({
+      type: 'event_timestamp_in_future',
+      details: {
+        timestamp: raw.timestamp ?? '',
+        sentAt: event.sentAt === undefined ? '' : new Date(event.sentAt).toISOString(),
+        offset: raw.offset ?? '',
+        now: nowIso,
+        result: timeText(ignored.result),
+        eventUuid: event.uuid,
+        eventName: event.name,
+      },
+    });
+  } else if (ignored) {
+    const reason = ignored.reason === 'invalid_format' ? 'invalid format' : 'out of bounds';
+    warnings.push({ type: 'ignored_invalid_timestamp', details: { eventUuid: event.uuid, field: 'timestamp', value: raw.timestamp ?? '', reason } });
+  }
+  return warnings;
+}
+
+/** ISO 8601 when the time is one a Date can hold; a far-off `offset` can put it past that. */
+function timeText(ms: number): string {
+  const date = new Date(ms);
+  return Number.isNaN(date.getTime()) ? String(ms) : date.toISOString();
+}
+
+/**
+ * JSON.stringify's text with unpaired surrogates replaced by U+FFFD, as PostHog's capture replaces them before
+ * parsing (Rust strings cannot hold them). JSON.stringify writes exactly those as `\udXXX` escapes (paired
+ * ones it writes as they are), so the text is looked at only when it holds `\ud`. Every escape is matched
+ * from its backslash, so that an escaped backslash followed by `ud800` is not mistaken for one.
+ */
+function wellFormedJson(json: string): string {
+  return json.includes('\\ud') ? json.replace(JSON_ESCAPE, (escape, body: string) => (body.length === 5 ? '\uFFFD' : escape)) : json;
+}
+
+const JSON_ESCAPE = /\\(ud[89a-f][0-9a-f]{2}|.)/g;
 
 const DAY_MS = 86_400_000;
 const TWO_DIGITS = Array.from({ length: 60 }, (_, n) => String(n).padStart(2, '0'));
@@ -92,7 +156,7 @@ function eventName(raw: RawEvent, attrPrefix: string, engage: boolean): string {
     throw captureError.missingEventName(`${attrPrefix}event`, 'Event submitted without an event name.');
   }
   if (raw.event === '') throw captureError.missingEventName(`${attrPrefix}event`, 'Event submitted with an empty event name.');
-  return truncate(raw.event);
+  return truncate(raw.event.toWellFormed());
 }
 
 function asObject(value: unknown): Record<string, unknown> | undefined {
@@ -101,11 +165,12 @@ function asObject(value: unknown): Record<string, unknown> | undefined {
 
 /**
  * PostHog `extract_distinct_id`: strings as they are, anything else as compact JSON (objects with sorted keys,
- * as serde_json writes them), NUL → U+FFFD, at most 200 characters. Missing, null and "" are no id.
+ * as serde_json writes them), NUL and unpaired surrogates → U+FFFD, at most 200 characters. Missing, null and ""
+ * are no id. `value` must be within MAX_JSON_DEPTH (sortKeys recurses).
  */
 export function distinctIdOf(value: unknown): string | undefined {
   if (value === undefined || value === null) return undefined;
-  const text = typeof value === 'string' ? value : JSON.stringify(sortKeys(value));
+  const text = typeof value === 'string' ? value.toWellFormed() : wellFormedJson(JSON.stringify(sortKeys(value)));
   if (text === '') return undefined;
   return truncate(text.includes('\0') ? text.replace(/\0/g, '\uFFFD') : text);
 }
@@ -118,13 +183,19 @@ function sortKeys(value: unknown): unknown {
   return sorted;
 }
 
-/** The first 200 characters (code points, as Rust's `chars()`: a surrogate pair is never split). */
+/**
+ * The first 200 characters: code points, as Rust's `chars()` and ingestion's schema (ajv's maxLength) count
+ * them, so a surrogate pair is never split and the cut text is never longer than ingestion accepts.
+ */
 function truncate(text: string): string {
   if (text.length <= MAX_ID_CHARS) return text;
   let end = 0;
-  for (let count = 0; count < MAX_ID_CHARS && end < text.length; count++) {
-    const code = text.charCodeAt(end);
-    end += code >= 0xd800 && code <= 0xdbff && end + 1 < text.length ? 2 : 1;
-  }
+  for (let count = 0; count < MAX_ID_CHARS && end < text.length; count++) end += isSurrogatePair(text, end) ? 2 : 1;
   return text.slice(0, end);
+}
+
+function isSurrogatePair(text: string, index: number): boolean {
+  const high = text.charCodeAt(index);
+  const low = text.charCodeAt(index + 1);
+  return high >= 0xd800 && high <= 0xdbff && low >= 0xdc00 && low <= 0xdfff;
 }

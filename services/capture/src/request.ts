@@ -20,6 +20,8 @@ export interface CaptureRequest {
   historical: boolean;
   /** The batch's `sent_at` (epoch ms), when it has a valid one. */
   sentAt: number | undefined;
+  /** The batch's `sent_at` as sent, when it is not an ISO 8601 time and so is ignored. */
+  invalidSentAt: string | undefined;
 }
 
 /** Dropped without a word: posthog-js's performance events are not analytics (PostHog `RawRequest::events`). */
@@ -35,17 +37,19 @@ export function parseCaptureRequest(text: string): CaptureRequest {
   let request: CaptureRequest;
   if (Array.isArray(body)) {
     const events = valid(validateEventArray(body));
-    request = { events: events.map((event, i) => ({ event, attrPrefix: `${i}__` })), batchToken: undefined, historical: false, sentAt: undefined };
+    request = { events: events.map((event, i) => ({ event, attrPrefix: `${i}__` })), batchToken: undefined, historical: false, sentAt: undefined, invalidSentAt: undefined };
   } else if (isObject(body) && 'batch' in body) {
     const batch = valid(validateBatchBody(body));
+    const sentAt = batch.sent_at ? parseIsoTimestamp(batch.sent_at) : undefined;
     request = {
       events: batch.batch.map((event, i) => ({ event, attrPrefix: `batch__${i}__` })),
       batchToken: batch.api_key ?? batch.token ?? undefined,
       historical: batch.historical_migration === true,
-      sentAt: batch.sent_at ? parseIsoTimestamp(batch.sent_at) : undefined,
+      sentAt,
+      invalidSentAt: batch.sent_at && sentAt === undefined ? batch.sent_at : undefined,
     };
   } else if (isObject(body)) {
-    request = { events: [{ event: valid(validateRawEvent(body)), attrPrefix: '' }], batchToken: undefined, historical: false, sentAt: undefined };
+    request = { events: [{ event: valid(validateRawEvent(body)), attrPrefix: '' }], batchToken: undefined, historical: false, sentAt: undefined, invalidSentAt: undefined };
   } else {
     throw captureError.parsing('expected an event, an array of events or a batch object');
   }

@@ -15,22 +15,40 @@ export interface TimestampInput {
   now: number;
 }
 
+/** Why the client's time was not used; the event is then stamped `now` and ingestion records a warning. */
+export type IgnoredTimestamp =
+  /** `timestamp` is in none of the formats `parseTimestamp` reads. */
+  | { reason: 'invalid_format' }
+  /** The result is more than 23 h ahead of `now`: the client's clock or the SDK is wrong. */
+  | { reason: 'in_future'; result: number }
+  /** The result is before year 0. */
+  | { reason: 'out_of_bounds'; result: number };
+
+export interface EventTime {
+  /** Epoch ms. */
+  ms: number;
+  ignored?: IgnoredTimestamp;
+}
+
 /**
  * `offset` wins; else `timestamp`, moved by the client's clock error (`now − sent_at`) when `sent_at` is known;
- * else `now`. A result more than 23 h ahead, or outside years 0–9999, becomes `now`. An unparseable
- * `timestamp` counts as absent, as in PostHog (the event is kept, stamped `now`).
+ * else `now`. A result more than 23 h ahead, or outside years 0–9999, becomes `now`, and so does an unparseable
+ * `timestamp` (the event is kept); `ignored` says which, for the warning PostHog's pipeline records.
  */
-export function eventTimestamp(input: TimestampInput): number {
+export function eventTimestamp(input: TimestampInput): EventTime {
   const { now } = input;
   let result = now;
   if (typeof input.offset === 'number' && Number.isFinite(input.offset)) {
     result = now - input.offset;
   } else if (input.timestamp) {
     const timestamp = parseTimestamp(input.timestamp);
-    if (timestamp !== undefined) result = input.sentAt === undefined ? timestamp : now + (timestamp - input.sentAt);
+    if (timestamp === undefined) return { ms: now, ignored: { reason: 'invalid_format' } };
+    result = input.sentAt === undefined ? timestamp : now + (timestamp - input.sentAt);
   }
-  if (result - now > MAX_FUTURE_MS || result < MIN_TIME || result > MAX_TIME) return now;
-  return result;
+  // Past the future cutoff is checked first, as PostHog does: a result past year 9999 is also in the future.
+  if (result - now > MAX_FUTURE_MS) return { ms: now, ignored: { reason: 'in_future', result } };
+  if (result < MIN_TIME || result > MAX_TIME) return { ms: now, ignored: { reason: 'out_of_bounds', result } };
+  return { ms: result };
 }
 
 // Years 0 to 9999, as in PostHog; its older Node ingestion also fell back to now outside them.

@@ -190,6 +190,16 @@ describe('capture on the embedded bus', () => {
       ));
 
     it.each([
+      ['properties', (deep: string) => `{"api_key":"TOKEN","batch":[{"event":"ok","distinct_id":"a"},{"event":"e","distinct_id":"a","properties":{"a":${deep}}}]}`, 'batch__1__properties'],
+      ['a distinct id', (deep: string) => `[{"event":"e","token":"TOKEN","distinct_id":${deep}}]`, '0__distinct_id'],
+    ])('%s nested 200,000 levels deep → 400 request_parsing_error, not a stack overflow', (_name, body, attr) =>
+      expectRejected(
+        () => request(h.app).post('/e/').set('Content-Type', 'application/json').send(body(`${'['.repeat(200_000)}${']'.repeat(200_000)}`).replace('TOKEN', h.token)),
+        400,
+        { type: 'validation_error', code: 'request_parsing_error', attr },
+      ));
+
+    it.each([
       ['an empty batch', { api_key: 'x', batch: [] }, 'empty_batch'],
       ['an empty array', [], 'empty_batch'],
       ['only $performance_event', [{ event: '$performance_event', distinct_id: 'a', token: 'x' }], 'empty_payload_filtered'],

@@ -105,8 +105,13 @@ describe('request shapes', () => {
 
   it('a batch object with its token, sent_at and historical flag', () => {
     const request = parseCaptureRequest(JSON.stringify({ api_key: 'phc_b', batch: [EVENT], sent_at: '2025-06-01T12:00:00Z', historical_migration: true }));
-    expect(request).toMatchObject({ batchToken: 'phc_b', historical: true, sentAt: Date.parse('2025-06-01T12:00:00Z') });
+    expect(request).toMatchObject({ batchToken: 'phc_b', historical: true, sentAt: Date.parse('2025-06-01T12:00:00Z'), invalidSentAt: undefined });
     expect(request.events[0]!.attrPrefix).toBe('batch__0__');
+  });
+
+  it('keeps a batch sent_at that is not a time, for the warning, and does not use it', () => {
+    const request = parseCaptureRequest(JSON.stringify({ api_key: 'phc_b', batch: [EVENT], sent_at: 'a while ago' }));
+    expect(request).toMatchObject({ sentAt: undefined, invalidSentAt: 'a while ago' });
   });
 
   it('historical_migration only counts on the batch shape', () => {

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { parseCapturedEventMessage, type CapturedEvent, type CapturedEventMessage, type RawEvent } from '@plover/contracts';
+import { MAX_JSON_DEPTH, parseCapturedEventMessage, type CapturedEvent, type CapturedEventMessage, type RawEvent } from '@plover/contracts';
 import { ApiError } from '@plover/core';
 import { distinctIdOf, isoString, toBusMessage, type RequestContext } from '../src/normalize';
 
@@ -38,6 +38,10 @@ describe('distinct_id', () => {
     ['NUL replaced by U+FFFD', 'a\u0000b', 'a\uFFFDb'],
     ['cut to 200 characters', 'x'.repeat(222), 'x'.repeat(200)],
     ['cut by characters, never inside a surrogate pair', `${'x'.repeat(199)}😀😀`, `${'x'.repeat(199)}😀`],
+    ['a lone surrogate replaced by U+FFFD, and the cut made after it', `${'x'.repeat(199)}\ud800ab`, `${'x'.repeat(199)}\ufffd`],
+    ['a lone low surrogate replaced too', 'a\udc00b', 'a\ufffdb'],
+    ['a lone surrogate in an object id replaced, as PostHog replaces it before parsing', { k: 'a\ud800' }, '{"k":"a\ufffd"}'],
+    ['an escaped backslash before "ud800" is not a surrogate', { k: '\\ud800' }, '{"k":"\\\\ud800"}'],
     ['null is none', null, undefined],
     ['missing is none', undefined, undefined],
     ['empty is none', '', undefined],
@@ -73,6 +77,31 @@ describe('normalization', () => {
 
   it('cuts the event name to 200 characters', () => {
     expect(normalize({ event: 'n'.repeat(300), distinct_id: 'd' }).event.event).toBe('n'.repeat(200));
+  });
+
+  it('cuts an event name with a lone surrogate at the cut to 200 characters ingestion accepts', () => {
+    // 199 characters, a lone high surrogate, then more: cut after a pair that is not one, it was 201 code units.
+    const { event } = normalize({ event: `${'n'.repeat(199)}\ud800${'n'.repeat(10)}`, distinct_id: 'd' });
+    expect(event.event).toBe(`${'n'.repeat(199)}\ufffd`);
+  });
+
+  it('replaces lone surrogates by U+FFFD in the name, the distinct id and property keys and values at any depth, keeping pairs', () => {
+    const { message, event } = normalize({
+      event: 'a\ud800',
+      distinct_id: '\udfffd',
+      properties: { 'k\udbff': ['v\ud800', { deep: { 'x\udc00': '😀 \ud83d' } }], pair: '😀', escaped: '\\ud800' },
+      $set: { 's\ud800': 1 },
+    });
+    expect(event.event).toBe('a\ufffd');
+    expect(message.distinct_id).toBe('\ufffdd');
+    expect(event.distinct_id).toBe('\ufffdd');
+    expect(event.properties).toEqual({
+      'k\ufffd': ['v\ufffd', { deep: { 'x\ufffd': '😀 \ufffd' } }],
+      pair: '😀',
+      escaped: '\\ud800',
+      $set: { 's\ufffd': 1 },
+      $ip: '203.0.113.9',
+    });
   });
 
   it('folds top-level $set/$set_once into properties, the top level winning a clash', () => {
@@ -147,6 +176,92 @@ describe('normalization', () => {
     const { message, event } = normalize({ event: awkward, distinct_id: awkward, properties: { [awkward]: awkward } }, { ip: null, historical: true });
     expect(message).toMatchObject({ distinct_id: awkward, ip: null, historical: true });
     expect(event).toMatchObject({ event: awkward, distinct_id: awkward, properties: { [awkward]: awkward } });
+  });
+});
+
+describe('nesting depth', () => {
+  /** A value nesting `depth` objects deep. */
+  function nested(depth: number): Record<string, unknown> {
+    let value: Record<string, unknown> = {};
+    for (let level = 1; level < depth; level++) value = { a: value };
+    return value;
+  }
+
+  function refusal(raw: RawEvent): unknown {
+    try {
+      toBusMessage(raw, 'batch__2__', context);
+    } catch (error) {
+      return error instanceof ApiError ? { status: error.status, code: error.code, attr: error.attr } : error;
+    }
+    return 'accepted';
+  }
+
+  it('accepts properties and a distinct id nested up to MAX_JSON_DEPTH', () => {
+    expect(normalize({ event: 'e', distinct_id: [nested(MAX_JSON_DEPTH - 1)], properties: nested(MAX_JSON_DEPTH) }).event.properties).toBeDefined();
+  });
+
+  it.each<[string, RawEvent, string]>([
+    ['properties one level too deep', { event: 'e', distinct_id: 'd', properties: nested(MAX_JSON_DEPTH + 1) }, 'batch__2__properties'],
+    ['a top-level $set that becomes too deep once folded into properties', { event: 'e', distinct_id: 'd', $set: nested(MAX_JSON_DEPTH) }, 'batch__2__properties'],
+    ['a distinct id one level too deep', { event: 'e', distinct_id: [nested(MAX_JSON_DEPTH)] }, 'batch__2__distinct_id'],
+    ['properties deep enough to overflow the stack of a recursive walk', { event: 'e', distinct_id: 'd', properties: JSON.parse(`{"a":${'['.repeat(100_000)}${']'.repeat(100_000)}}`) as Record<string, unknown> }, 'batch__2__properties'],
+    ['a distinct id as deep', { event: 'e', distinct_id: JSON.parse(`${'['.repeat(100_000)}${']'.repeat(100_000)}`) }, 'batch__2__distinct_id'],
+  ])('refuses %s with 400 request_parsing_error naming it', (_name, raw, attr) => {
+    expect(refusal(raw)).toEqual({ status: 400, code: 'request_parsing_error', attr });
+  });
+});
+
+describe('timestamp warnings for ingestion', () => {
+  const UUID = '0190b0f2-0e5f-7a2c-9d4e-6f1a2b3c4d5e';
+
+  it('carries none when the client time is used', () => {
+    const { message } = normalize({ event: 'e', distinct_id: 'd', timestamp: '2025-06-01T11:00:00Z' });
+    expect(message.warnings).toBeUndefined();
+    expect(JSON.parse(toBusMessage({ event: 'e', distinct_id: 'd' }, '', context).value.toString())).not.toHaveProperty('warnings');
+  });
+
+  it('warns of an unparseable timestamp replaced by the receive time, with the value sent and the event uuid', () => {
+    const { message, event } = normalize({ event: 'e', distinct_id: 'd', uuid: UUID, timestamp: 'yesterday \ud800' });
+    expect(event.timestamp).toBe(context.nowIso);
+    expect(message.warnings).toEqual([{ type: 'ignored_invalid_timestamp', details: { eventUuid: UUID, field: 'timestamp', value: 'yesterday \ufffd', reason: 'invalid format' } }]);
+  });
+
+  it('warns of a time more than 23 h ahead replaced by the receive time, as PostHog does', () => {
+    const sentAt = NOW - 60_000;
+    const { message, event } = normalize(
+      { event: 'signed up', distinct_id: 'd', uuid: UUID, timestamp: '2025-06-03T00:00:00.000Z' },
+      { sentAt, sentAtJson: `"${new Date(sentAt).toISOString()}"` },
+    );
+    expect(event.timestamp).toBe(context.nowIso);
+    expect(message.warnings).toEqual([
+      {
+        type: 'event_timestamp_in_future',
+        details: {
+          timestamp: '2025-06-03T00:00:00.000Z',
+          sentAt: new Date(sentAt).toISOString(),
+          offset: '',
+          now: context.nowIso,
+          result: '2025-06-03T00:01:00.000Z',
+          eventUuid: UUID,
+          eventName: 'signed up',
+        },
+      },
+    ]);
+    const farOffset = normalize({ event: 'e', distinct_id: 'd', offset: -1e300 }).message.warnings;
+    expect(farOffset?.[0]).toMatchObject({ type: 'event_timestamp_in_future', details: { offset: -1e300, result: '1e+300' } });
+  });
+
+  it('warns of a time before year 0', () => {
+    const { message } = normalize({ event: 'e', distinct_id: 'd', uuid: UUID, timestamp: '2025-06-01T00:00:00Z', offset: 1e14 });
+    expect(message.warnings).toEqual([{ type: 'ignored_invalid_timestamp', details: { eventUuid: UUID, field: 'timestamp', value: '2025-06-01T00:00:00Z', reason: 'out of bounds' } }]);
+  });
+
+  it("warns of the batch's unusable sent_at on each of its events, unless the event ignores sent_at", () => {
+    const invalid = { invalidSentAt: 'a while ago' };
+    expect(normalize({ event: 'e', distinct_id: 'd', uuid: UUID }, invalid).message.warnings).toEqual([
+      { type: 'ignored_invalid_timestamp', details: { eventUuid: UUID, field: 'sent_at', value: 'a while ago', reason: 'invalid format' } },
+    ]);
+    expect(normalize({ event: 'e', distinct_id: 'd', properties: { $ignore_sent_at: true } }, invalid).message.warnings).toBeUndefined();
   });
 });
 

@@ -6,21 +6,25 @@ const iso = (ms: number) => new Date(ms).toISOString();
 const H = 3_600_000;
 
 describe('the clock-skew rule (fixed clock at 2025-06-01T12:00:00Z)', () => {
-  it.each<[string, { timestamp?: string; offset?: number; sentAt?: number }, string]>([
-    ['nothing given → now', {}, '2025-06-01T12:00:00.000Z'],
-    ['timestamp alone → as given', { timestamp: '2025-06-01T10:00:00Z' }, '2025-06-01T10:00:00.000Z'],
-    ['timestamp corrected by sent_at: client 1 h fast', { timestamp: '2025-06-01T12:30:00Z', sentAt: NOW + H }, '2025-06-01T11:30:00.000Z'],
-    ['timestamp corrected by sent_at: client 1 h late', { timestamp: '2025-06-01T10:30:00Z', sentAt: NOW - H }, '2025-06-01T11:30:00.000Z'],
-    ['offset → now − offset', { offset: 5_000 }, '2025-06-01T11:59:55.000Z'],
-    ['offset overrides timestamp and sent_at', { offset: 1_000, timestamp: '2020-01-01T00:00:00Z', sentAt: NOW - H }, '2025-06-01T11:59:59.000Z'],
-    ['22 h in the future is kept', { timestamp: iso(NOW + 22 * H) }, iso(NOW + 22 * H)],
-    ['more than 23 h in the future → now', { timestamp: iso(NOW + 23 * H + 1) }, '2025-06-01T12:00:00.000Z'],
-    ['a negative offset far ahead → now', { offset: -24 * H }, '2025-06-01T12:00:00.000Z'],
-    ['an unparseable timestamp → now', { timestamp: 'yesterday' }, '2025-06-01T12:00:00.000Z'],
-    ['a year past 9999 → now', { timestamp: '2025-06-01T12:00:00Z', sentAt: NOW - 9000 * 365 * 24 * H }, '2025-06-01T12:00:00.000Z'],
-    ['the distant past is kept', { timestamp: '1999-12-31T23:59:59Z' }, '1999-12-31T23:59:59.000Z'],
-  ])('%s', (_name, input, expected) => {
-    expect(iso(eventTimestamp({ ...input, now: NOW }))).toBe(expected);
+  it.each<[string, { timestamp?: string; offset?: number; sentAt?: number }, string, string | undefined]>([
+    ['nothing given → now', {}, '2025-06-01T12:00:00.000Z', undefined],
+    ['timestamp alone → as given', { timestamp: '2025-06-01T10:00:00Z' }, '2025-06-01T10:00:00.000Z', undefined],
+    ['timestamp corrected by sent_at: client 1 h fast', { timestamp: '2025-06-01T12:30:00Z', sentAt: NOW + H }, '2025-06-01T11:30:00.000Z', undefined],
+    ['timestamp corrected by sent_at: client 1 h late', { timestamp: '2025-06-01T10:30:00Z', sentAt: NOW - H }, '2025-06-01T11:30:00.000Z', undefined],
+    ['offset → now − offset', { offset: 5_000 }, '2025-06-01T11:59:55.000Z', undefined],
+    ['offset overrides timestamp and sent_at', { offset: 1_000, timestamp: '2020-01-01T00:00:00Z', sentAt: NOW - H }, '2025-06-01T11:59:59.000Z', undefined],
+    ['offset overrides an unparseable timestamp, which is then not used at all', { offset: 1_000, timestamp: 'yesterday' }, '2025-06-01T11:59:59.000Z', undefined],
+    ['22 h in the future is kept', { timestamp: iso(NOW + 22 * H) }, iso(NOW + 22 * H), undefined],
+    ['more than 23 h in the future → now', { timestamp: iso(NOW + 23 * H + 1) }, '2025-06-01T12:00:00.000Z', 'in_future'],
+    ['a negative offset far ahead → now', { offset: -24 * H }, '2025-06-01T12:00:00.000Z', 'in_future'],
+    ['an unparseable timestamp → now', { timestamp: 'yesterday' }, '2025-06-01T12:00:00.000Z', 'invalid_format'],
+    ['a year past 9999 → now (it is in the future first)', { timestamp: '2025-06-01T12:00:00Z', sentAt: NOW - 9000 * 365 * 24 * H }, '2025-06-01T12:00:00.000Z', 'in_future'],
+    ['a year before 0 → now', { offset: 3000 * 365 * 24 * H }, '2025-06-01T12:00:00.000Z', 'out_of_bounds'],
+    ['the distant past is kept', { timestamp: '1999-12-31T23:59:59Z' }, '1999-12-31T23:59:59.000Z', undefined],
+  ])('%s', (_name, input, expected, ignored) => {
+    const time = eventTimestamp({ ...input, now: NOW });
+    expect(iso(time.ms)).toBe(expected);
+    expect(time.ignored?.reason).toBe(ignored);
   });
 });
 

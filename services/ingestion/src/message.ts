@@ -4,7 +4,7 @@
  * messages of the previous format (the event as a JSON string in `data`) still on the bus.
  */
 import type { BusMessage } from '@plover/bus';
-import { capturedEventKey, parseCapturedEventMessage } from '@plover/contracts';
+import { capturedEventKey, parseCapturedEventMessage, type CapturedEventWarning } from '@plover/contracts';
 import { isUuid } from '@plover/core';
 import type { DeadLetterReason } from './dead-letter';
 import type { Properties } from './normalize';
@@ -21,6 +21,8 @@ export interface CapturedInput {
   timestamp: Date;
   /** The timestamp as sent, when it could not be stored and `timestamp` is capture's receive time instead. */
   invalidTimestamp?: string;
+  /** Warnings capture raised for the event (a client time it did not use), to record with the event's own. */
+  captureWarnings: CapturedEventWarning[];
   sentAt: string | null;
   historical: boolean;
   /** Events with the same key are processed one at a time, in bus order: one person's events in order. */
@@ -43,7 +45,7 @@ export function readMessage(message: BusMessage): { ok: true; input: CapturedInp
   const parsed = parseCapturedEventMessage(message.value);
   if (!parsed.ok) {
     // The contract's detail names the offending field already (`data__uuid is required.`).
-    return { ok: false, unreadable: { reason: 'invalid_message', detail: parsed.violation.detail, teamId: teamIdOf(message.value), eventUuid: null } };
+    return { ok: false, unreadable: { reason: 'invalid_message', detail: parsed.violation.detail, ...identityOf(message.value) } };
   }
   const { message: envelope, event } = parsed.value;
   if (!isUuid(event.uuid)) {
@@ -62,6 +64,7 @@ export function readMessage(message: BusMessage): { ok: true; input: CapturedInp
       // Capture's receive time (fixed in the message, so a redelivery computes the same row), else the bus's.
       timestamp: timestamp ?? usableTime(envelope.now) ?? new Date(message.timestamp),
       ...(timestamp ? {} : { invalidTimestamp: event.timestamp }),
+      captureWarnings: envelope.warnings ?? [],
       sentAt: envelope.sent_at,
       historical: envelope.historical,
       key: capturedEventKey(envelope.team_id, event.distinct_id),
@@ -74,13 +77,21 @@ function usableTime(text: string): Date | undefined {
   return ms >= MIN_TIMESTAMP_MS && ms <= MAX_TIMESTAMP_MS ? new Date(ms) : undefined;
 }
 
-/** The project of a message that failed validation, when its envelope still names one (for the warning). */
-function teamIdOf(value: Buffer): number | null {
+/**
+ * The project and the event of a message that failed validation, when its envelope still names them: the
+ * warning is listed under the project, and carries the client's uuid so that the client's event can be found.
+ */
+function identityOf(value: Buffer): { teamId: number | null; eventUuid: string | null } {
+  let envelope: unknown;
   try {
-    const envelope: unknown = JSON.parse(value.toString('utf8'));
-    const teamId = typeof envelope === 'object' && envelope !== null ? (envelope as { team_id?: unknown }).team_id : undefined;
-    return Number.isSafeInteger(teamId) ? (teamId as number) : null;
+    envelope = JSON.parse(value.toString('utf8'));
   } catch {
-    return null;
+    return { teamId: null, eventUuid: null };
   }
+  if (typeof envelope !== 'object' || envelope === null) return { teamId: null, eventUuid: null };
+  const { team_id: teamId, uuid } = envelope as { team_id?: unknown; uuid?: unknown };
+  return {
+    teamId: Number.isSafeInteger(teamId) ? (teamId as number) : null,
+    eventUuid: typeof uuid === 'string' && isUuid(uuid) ? uuid.toLowerCase() : null,
+  };
 }

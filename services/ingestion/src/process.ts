@@ -65,7 +65,7 @@ export class EventProcessor {
       ),
       this.groups.processEvent(input.teamId, { event: input.event, timestamp: input.timestamp, properties: normalized.properties }),
     ]);
-    const warnings: Warning[] = [...person.warnings];
+    const warnings: Warning[] = [...input.captureWarnings, ...person.warnings];
     if (input.invalidTimestamp !== undefined) {
       // PostHog's older pipeline: the event is kept at the time capture received it, with this warning.
       warnings.push({ type: 'ignored_invalid_timestamp', details: { eventUuid: input.uuid, field: 'timestamp', value: input.invalidTimestamp } });
