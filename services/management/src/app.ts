@@ -5,8 +5,8 @@ import type { Logger } from '@plover/core';
 import { createServiceApp, type MetricsRegistry, type ServiceApp } from '@plover/http';
 import type { Sql } from '@plover/postgres';
 import { AuthFailureThrottle, authenticate, resolveProject } from './http/auth';
-import { jsonBody } from './http/body';
-import { errors } from './http/errors';
+import { checkQuery, jsonBody } from './http/body';
+import { errors, unstorableInput } from './http/errors';
 import { checkFormat } from './http/render';
 import { schemaRoutes } from './openapi';
 import { accountRoutes, projectRoutes } from './routes/accounts';
@@ -34,14 +34,15 @@ export function methodNotAllowed(): RequestHandler {
 }
 
 /**
- * The `/api` routes. Every request: helmet, `format` checked, personal-key authentication, JSON bodies only.
+ * The `/api` routes. Every request: helmet, `format` checked, personal-key authentication, query and path
+ * checked (http/body.ts), JSON bodies only.
  * Project routes live under both `/api/projects/:project_id` and `/api/environments/:project_id`; the
  * insights and flags issues mount theirs on `projectRouter` the same way.
  */
 export function managementRoutes(deps: ManagementDeps): Router {
   const router = Router();
   const api = Router();
-  api.use(checkFormat, authenticate(deps.sql, deps.authThrottle ?? new AuthFailureThrottle()), jsonBody);
+  api.use(checkFormat, authenticate(deps.sql, deps.authThrottle ?? new AuthFailureThrottle()), checkQuery, jsonBody);
   api.use(accountRoutes(deps.sql));
   api.all(['/users/@me', '/personal_api_keys', '/personal_api_keys/:id', '/projects'], methodNotAllowed());
 
@@ -69,7 +70,7 @@ export function managementRoutes(deps: ManagementDeps): Router {
   );
   api.use(['/projects/:project_id', '/environments/:project_id'], project);
 
-  router.use('/api', helmet(), schemaRoutes(), api);
+  router.use('/api', helmet(), schemaRoutes(), api, unstorableInput);
   return router;
 }
 

@@ -24,15 +24,16 @@ const updates = (op: Omit<Operation, 'method'>): Operation[] => (['patch', 'put'
 
 /**
  * A flag-side object under `base` (feature-flags/): list (newest first), create, retrieve, update (`deleted: true`
- * soft-deletes), and DELETE refused with 405. Their bodies are checked by the handlers, not by a schema here.
+ * soft-deletes), and DELETE refused with 405. `body` checks the field types; the handlers add the rules that
+ * need the database or PostHog's wording.
  */
-function flagResource(base: string, object: string, schema: string, [one, many]: [string, string], listQuery = PAGE): Operation[] {
+function flagResource(base: string, object: string, schema: string, body: BodySchemaName, [one, many]: [string, string], listQuery = PAGE): Operation[] {
   const item = `${base}/{id}/`;
   return [
     { method: 'get', path: `${base}/`, scope: `${object}:read`, summary: `List ${many}, newest first`, query: listQuery, response: { status: 200, schema, paginated: true } },
-    { method: 'post', path: `${base}/`, scope: `${object}:write`, summary: `Create ${one}`, response: { status: 201, schema } },
+    { method: 'post', path: `${base}/`, scope: `${object}:write`, summary: `Create ${one}`, body, response: { status: 201, schema } },
     { method: 'get', path: item, scope: `${object}:read`, summary: `Retrieve ${one}`, response: { status: 200, schema } },
-    ...updates({ path: item, scope: `${object}:write`, summary: `Update ${one}; \`deleted: true\` soft-deletes`, response: { status: 200, schema } }),
+    ...updates({ path: item, scope: `${object}:write`, summary: `Update ${one}; \`deleted: true\` soft-deletes`, body, response: { status: 200, schema } }),
     { method: 'delete', path: item, scope: `${object}:write`, summary: 'Hard delete is not allowed: 405', response: { status: 405 } },
   ];
 }
@@ -61,7 +62,7 @@ const OPERATIONS: Operation[] = [
     ...updates({ path: `${prefix}/session_recording_playlists/{short_id}/`, scope: 'session_recording_playlist:write', summary: 'Update a playlist; `deleted: true` soft-deletes', body: 'SessionRecordingPlaylistWrite', response: { status: 200, schema: 'SessionRecordingPlaylist' } }),
     { method: 'delete', path: `${prefix}/session_recording_playlists/{short_id}/`, scope: 'session_recording_playlist:write', summary: 'Hard delete is not allowed: 405, empty body', response: { status: 405 } },
     { method: 'get', path: `${prefix}/session_recording_playlists/{short_id}/recordings/`, scope: 'session_recording_playlist:read', summary: 'Recordings in a playlist', query: PAGE, response: { status: 200 } },
-    { method: 'post', path: `${prefix}/session_recording_playlists/{short_id}/recordings/{session_recording_id}/`, scope: 'session_recording_playlist:write', summary: 'Add a recording (idempotent)', response: { status: 200 } },
+    { method: 'post', path: `${prefix}/session_recording_playlists/{short_id}/recordings/{session_recording_id}/`, scope: 'session_recording_playlist:write', summary: 'Add a recording (idempotent)', body: 'PlaylistRecordingAdd', response: { status: 200 } },
     { method: 'delete', path: `${prefix}/session_recording_playlists/{short_id}/recordings/{session_recording_id}/`, scope: 'session_recording_playlist:write', summary: 'Remove a recording', response: { status: 204 } },
     { method: 'get', path: `${prefix}/session_recording_playlists/{short_id}/access_controls/`, scope: 'access_control:read', summary: 'Access rules of a playlist', response: { status: 200 } },
     { method: 'put', path: `${prefix}/session_recording_playlists/{short_id}/access_controls/`, scope: 'access_control:write', summary: 'Set or remove an access rule', body: 'AccessControlPut', response: { status: 200 } },
@@ -75,7 +76,7 @@ const OPERATIONS: Operation[] = [
     { method: 'put', path: `${prefix}/insights/{id}/access_controls/`, scope: 'access_control:write', summary: 'Set or remove an access rule', body: 'AccessControlPut', response: { status: 200 } },
     { method: 'get', path: `${prefix}/insights/my_last_viewed/`, scope: 'insight:read', summary: 'Your 5 most recently viewed insights, newest first', response: { status: 200, schema: 'Insight', array: true } },
     { method: 'post', path: `${prefix}/insights/viewed/`, scope: 'insight:read', summary: 'Record views of insights', body: 'InsightViewed', response: { status: 201 } },
-    { method: 'post', path: `${prefix}/insights/timing/`, scope: 'insight:write', summary: 'Record a client timing report', response: { status: 200 } },
+    { method: 'post', path: `${prefix}/insights/timing/`, scope: 'insight:write', summary: 'Record a client timing report', body: 'InsightTiming', response: { status: 200 } },
     ...(['get', 'post'] as const).flatMap((method): Operation[] => [
       { method, path: `${prefix}/insights/trend/`, scope: 'insight:read', summary: 'Legacy trend: series per interval (legacy filter fields or a TrendsQuery `query`)', query: ['format', 'refresh'], response: { status: 200 } },
       { method, path: `${prefix}/insights/funnel/correlation/`, scope: 'insight:read', summary: 'Legacy funnel correlation: odds ratios of events or properties', query: ['format', 'refresh'], response: { status: 200 } },
@@ -84,13 +85,13 @@ const OPERATIONS: Operation[] = [
     { method: 'get', path: `${prefix}/groups/`, scope: 'group:read', summary: 'Groups of one type', query: [...PAGE, 'group_type_index', 'search'], response: { status: 200, paginated: true } },
     { method: 'get', path: `${prefix}/events/`, scope: 'query:read', summary: 'Events, newest first', query: [...PAGE, 'event', 'distinct_id', 'person_id', 'properties', 'after', 'before'], response: { status: 200, paginated: true } },
     { method: 'get', path: `${prefix}/ingestion_warnings/`, scope: 'project:read', summary: 'Ingestion warnings, newest first', query: PAGE, response: { status: 200, paginated: true } },
-    ...flagResource(`${prefix}/feature_flags`, 'feature_flag', 'FeatureFlag', ['a feature flag', 'feature flags'], [...PAGE, 'search', 'active']),
+    ...flagResource(`${prefix}/feature_flags`, 'feature_flag', 'FeatureFlag', 'FeatureFlagWrite', ['a feature flag', 'feature flags'], [...PAGE, 'search', 'active']),
     { method: 'get', path: `${prefix}/feature_flags/{id}/access_controls/`, scope: 'access_control:read', summary: 'Access rules of a feature flag', response: { status: 200 } },
     { method: 'put', path: `${prefix}/feature_flags/{id}/access_controls/`, scope: 'access_control:write', summary: 'Set or remove an access rule', body: 'AccessControlPut', response: { status: 200 } },
     { method: 'get', path: `${prefix}/feature_flags/{id}/remote_config/`, scope: 'feature_flag:read', summary: 'The payload of a remote-configuration flag, by id or key, JSON-encoded', response: { status: 200 } },
-    ...flagResource(`${prefix}/cohorts`, 'cohort', 'Cohort', ['a cohort', 'cohorts']),
-    ...flagResource(`${prefix}/early_access_features`, 'early_access_feature', 'EarlyAccessFeature', ['an early access feature', 'early access features']),
-    ...flagResource(`${prefix}/surveys`, 'survey', 'Survey', ['a survey', 'surveys']),
+    ...flagResource(`${prefix}/cohorts`, 'cohort', 'Cohort', 'CohortWrite', ['a cohort', 'cohorts']),
+    ...flagResource(`${prefix}/early_access_features`, 'early_access_feature', 'EarlyAccessFeature', 'EarlyAccessFeatureWrite', ['an early access feature', 'early access features']),
+    ...flagResource(`${prefix}/surveys`, 'survey', 'Survey', 'SurveyWrite', ['a survey', 'surveys']),
   ]),
 ];
 

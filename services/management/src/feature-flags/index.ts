@@ -6,13 +6,15 @@
  * Flags carry object-level access control (http/access.ts, as playlists): `user_access_level` on every flag,
  * `none` hides a flag, writes need `editor`.
  */
-import express, { Router, type Request } from 'express';
+import { Router, type Request, type Response } from 'express';
 import { ApiError } from '@plover/core';
 import { writeDefinitions } from '@plover/flag-store';
 import type { Sql, SqlExecutor } from '@plover/postgres';
 import { accessLevelSql, getAccessControls, isAdmin, putAccessControl, requireAccess, type AccessLevel, type AccessTarget } from '../http/access';
 import { principalOf, projectOf } from '../http/auth';
-import { send } from '../http/render';
+import { queryBoolean } from '../http/body';
+import { queryValue, send } from '../http/render';
+import { validateBody } from '../schemas';
 import { authorize, idParam, isObject, page, pagination, refuseDelete } from './shared';
 import { productRoutes } from './products';
 import { validateCohortFilters, validateFilters, type PropertyReferences } from './validate';
@@ -108,14 +110,11 @@ const KEY_PATTERN = /^[a-zA-Z0-9_-]+$/;
 
 function flagInput(body: unknown, creating: boolean): Record<string, unknown> {
   if (!isObject(body)) throw ApiError.validation('Expected a JSON object.', null, 'parse_error');
+  validateBody('FeatureFlagWrite', body);
   if (creating || body.key !== undefined) {
     if (typeof body.key !== 'string' || body.key === '') throw ApiError.validation('This field is required.', 'key', 'required');
     if (!KEY_PATTERN.test(body.key)) throw ApiError.validation('Only letters, numbers, hyphens ("-") & underscores ("_") are allowed.', 'key');
     if (body.key.length > 400) throw ApiError.validation('Ensure this field has no more than 400 characters.', 'key', 'max_length');
-  }
-  if (body.name !== undefined && body.name !== null && typeof body.name !== 'string') throw ApiError.validation('Not a valid string.', 'name');
-  for (const field of ['active', 'deleted', 'ensure_experience_continuity', 'is_remote_configuration']) {
-    if (body[field] !== undefined && typeof body[field] !== 'boolean') throw ApiError.validation('Must be a valid boolean.', field);
   }
   if (body.rollout_percentage !== undefined && body.rollout_percentage !== null) {
     const value = body.rollout_percentage;
@@ -132,7 +131,6 @@ function uniqueViolation(error: unknown): boolean {
 
 /** The routes as mounted on the management API's project router (its authentication and project resolution). */
 export function projectFlagRoutes(sql: Sql): Router {
-  const json = express.json({ limit: '5mb' });
   const router = Router({ mergeParams: true });
   const flagsPath = '/feature_flags';
   const flagPath = '/feature_flags/:id';
@@ -165,7 +163,8 @@ export function projectFlagRoutes(sql: Sql): Router {
       params.push(`%${req.query.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
       where += ` AND (f.key ILIKE $${params.length} OR f.name ILIKE $${params.length})`;
     }
-    if (req.query.active === 'true' || req.query.active === 'false') where += ` AND f.active = ${req.query.active === 'true'}`;
+    const active = queryBoolean(queryValue(req, 'active'), 'active');
+    if (active !== undefined) where += ` AND f.active = ${active}`;
     const [rows, count] = await Promise.all([
       sql.query<FlagRow>('flags.list', `${selectFlags(where)} ORDER BY f.id DESC LIMIT $${params.length + 1} OFFSET $${params.length + 2}`, [...params, limit, offset]),
       sql.query<{ count: number }>('flags.count', `SELECT count(*) AS count FROM feature_flags f WHERE f.project_id = $1 AND ${where}`, params),
@@ -173,7 +172,7 @@ export function projectFlagRoutes(sql: Sql): Router {
     send(req, res, 200, page(req, rows.rows.map(serializeFlag), Number(count.rows[0]?.count ?? 0), limit, offset), 'feature_flags');
   });
 
-  router.post(flagsPath, json, async (req, res) => {
+  router.post(flagsPath, async (req, res) => {
     const { projectId, userId } = authorize(req, 'feature_flag:write');
     const body = flagInput(req.body, true);
     const filters = body.filters ?? { groups: [{ properties: [], rollout_percentage: body.rollout_percentage ?? null }] };
@@ -198,7 +197,7 @@ export function projectFlagRoutes(sql: Sql): Router {
     send(req, res, 200, serializeFlag(await readFlag(sql, req, idParam(req))), 'feature_flag');
   });
 
-  const update = async (req: Request, res: express.Response) => {
+  const update = async (req: Request, res: Response) => {
     const { projectId, userId } = authorize(req, 'feature_flag:write');
     const id = idParam(req);
     const body = flagInput(req.body, false);
@@ -224,14 +223,14 @@ export function projectFlagRoutes(sql: Sql): Router {
     });
     send(req, res, 200, serializeFlag(row), 'feature_flag');
   };
-  router.patch(flagPath, json, update);
-  router.put(flagPath, json, update);
+  router.patch(flagPath, update);
+  router.put(flagPath, update);
   router.delete(flagPath, refuseDelete('feature_flag:write'));
 
   router.get(`${flagPath}/access_controls`, async (req, res) => {
     await getAccessControls(sql, req, res, target(await readFlag(sql, req, idParam(req))));
   });
-  router.put(`${flagPath}/access_controls`, json, async (req, res) => {
+  router.put(`${flagPath}/access_controls`, async (req, res) => {
     await putAccessControl(sql, req, res, target(await readFlag(sql, req, idParam(req))));
   });
 
@@ -307,11 +306,11 @@ export function projectFlagRoutes(sql: Sql): Router {
     send(req, res, 200, page(req, rows.rows.map(serializeCohort), Number(count.rows[0]?.count ?? 0), limit, offset), 'cohorts');
   });
 
-  router.post(cohortsPath, json, async (req, res) => {
+  router.post(cohortsPath, async (req, res) => {
     const { projectId, userId } = authorize(req, 'cohort:write');
     const body: unknown = req.body;
     if (!isObject(body)) throw ApiError.validation('Expected a JSON object.', null, 'parse_error');
-    if (body.name !== undefined && typeof body.name !== 'string') throw ApiError.validation('Not a valid string.', 'name');
+    validateBody('CohortWrite', body);
     const isStatic = body.is_static === true;
     const filters = body.filters ?? { properties: { type: 'AND', values: [] } };
     const refs = isStatic ? { cohortIds: new Set<number>() } : validateCohortFilters(filters);
@@ -334,11 +333,12 @@ export function projectFlagRoutes(sql: Sql): Router {
     send(req, res, 200, serializeCohort(await readCohort(sql, projectId, idParam(req))), 'cohort');
   });
 
-  const updateCohort = async (req: Request, res: express.Response) => {
+  const updateCohort = async (req: Request, res: Response) => {
     const { projectId } = authorize(req, 'cohort:write');
     const id = idParam(req);
     const body: unknown = req.body;
     if (!isObject(body)) throw ApiError.validation('Expected a JSON object.', null, 'parse_error');
+    validateBody('CohortWrite', body);
     const row = await write(projectId, async (tx) => {
       const existing = await readCohort(tx, projectId, id);
       let filters: string | null = null;
@@ -358,8 +358,8 @@ export function projectFlagRoutes(sql: Sql): Router {
     });
     send(req, res, 200, serializeCohort(row), 'cohort');
   };
-  router.patch(cohortPath, json, updateCohort);
-  router.put(cohortPath, json, updateCohort);
+  router.patch(cohortPath, updateCohort);
+  router.put(cohortPath, updateCohort);
   router.delete(cohortPath, refuseDelete('cohort:write'));
 
   router.use(productRoutes(sql));

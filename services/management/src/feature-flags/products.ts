@@ -5,11 +5,12 @@
  * PUT is PATCH, soft delete by PATCH `deleted`, DELETE → 405.
  */
 import { randomBytes } from 'node:crypto';
-import express, { Router, type Request, type Response } from 'express';
+import { Router, type Request, type Response } from 'express';
 import { ApiError } from '@plover/core';
 import { selectSurveys, surveyFields, writeDefinitions, type SurveyRow } from '@plover/flag-store';
 import type { Sql, SqlExecutor } from '@plover/postgres';
 import { send } from '../http/render';
+import { validateBody } from '../schemas';
 import { authorize, isObject, page, pagination, refuseDelete } from './shared';
 import { validateFilters } from './validate';
 
@@ -34,7 +35,6 @@ function slug(name: string): string {
 
 export function productRoutes(sql: Sql): Router {
   const router = Router({ mergeParams: true });
-  const json = express.json({ limit: '5mb' });
 
   // Early access features.
   interface FeatureRow {
@@ -76,10 +76,11 @@ export function productRoutes(sql: Sql): Router {
     send(req, res, 200, page(req, rows.rows.map(serializeFeature), Number(count.rows[0]?.count ?? 0), limit, offset), 'early_access_features');
   });
 
-  router.post('/early_access_features', json, async (req, res) => {
+  router.post('/early_access_features', async (req, res) => {
     const { projectId, userId } = authorize(req, 'early_access_feature:write');
     const body: unknown = req.body;
     if (!isObject(body)) throw ApiError.validation('Expected a JSON object.', null, 'parse_error');
+    validateBody('EarlyAccessFeatureWrite', body);
     if (typeof body.name !== 'string' || body.name.trim() === '') throw ApiError.validation('This field is required.', 'name', 'required');
     const stage = body.stage ?? 'draft';
     if (typeof stage !== 'string' || !STAGES.has(stage)) throw ApiError.validation(`${JSON.stringify(stage)} is not a valid choice.`, 'stage', 'invalid_choice');
@@ -118,6 +119,7 @@ export function productRoutes(sql: Sql): Router {
     const { projectId } = authorize(req, 'early_access_feature:write');
     const body: unknown = req.body;
     if (!isObject(body)) throw ApiError.validation('Expected a JSON object.', null, 'parse_error');
+    validateBody('EarlyAccessFeatureWrite', body);
     if (body.stage !== undefined && (typeof body.stage !== 'string' || !STAGES.has(body.stage))) throw ApiError.validation('Not a valid choice.', 'stage', 'invalid_choice');
     const id = String(req.params.id);
     const row = await writeDefinitions(sql, projectId, async (tx) => {
@@ -134,8 +136,8 @@ export function productRoutes(sql: Sql): Router {
     });
     send(req, res, 200, row ? serializeFeature(row) : { id, deleted: true }, 'early_access_feature');
   };
-  router.patch('/early_access_features/:id', json, updateFeature);
-  router.put('/early_access_features/:id', json, updateFeature);
+  router.patch('/early_access_features/:id', updateFeature);
+  router.put('/early_access_features/:id', updateFeature);
   router.delete('/early_access_features/:id', refuseDelete('early_access_feature:write'));
 
   // Surveys.
@@ -169,15 +171,14 @@ export function productRoutes(sql: Sql): Router {
     send(req, res, 200, page(req, rows.rows.map(serializeSurvey), Number(count.rows[0]?.count ?? 0), limit, offset), 'surveys');
   });
 
-  router.post('/surveys', json, async (req, res) => {
+  router.post('/surveys', async (req, res) => {
     const { projectId, userId } = authorize(req, 'survey:write');
     const body: unknown = req.body;
     if (!isObject(body)) throw ApiError.validation('Expected a JSON object.', null, 'parse_error');
+    validateBody('SurveyWrite', body);
     if (typeof body.name !== 'string' || body.name.trim() === '') throw ApiError.validation('This field is required.', 'name', 'required');
     const type = body.type ?? 'popover';
     if (typeof type !== 'string' || !SURVEY_TYPES.has(type)) throw ApiError.validation('Not a valid choice.', 'type', 'invalid_choice');
-    if (body.questions !== undefined && !Array.isArray(body.questions)) throw ApiError.validation('Expected a list of questions.', 'questions');
-    if (body.conditions !== undefined && body.conditions !== null && !isObject(body.conditions)) throw ApiError.validation('Expected an object.', 'conditions');
     const targeting = body.targeting_flag_filters;
     if (targeting !== undefined && targeting !== null) validateFilters(targeting);
     const startDate = dateOrNull(body.start_date, 'start_date');
@@ -215,6 +216,7 @@ export function productRoutes(sql: Sql): Router {
     const { projectId } = authorize(req, 'survey:write');
     const body: unknown = req.body;
     if (!isObject(body)) throw ApiError.validation('Expected a JSON object.', null, 'parse_error');
+    validateBody('SurveyWrite', body);
     const id = String(req.params.id);
     const row = await writeDefinitions(sql, projectId, async (tx) => {
       await readSurvey(tx, projectId, id);
@@ -236,8 +238,8 @@ export function productRoutes(sql: Sql): Router {
     });
     send(req, res, 200, row ? serializeSurvey(row) : { id, deleted: true }, 'survey');
   };
-  router.patch('/surveys/:id', json, updateSurvey);
-  router.put('/surveys/:id', json, updateSurvey);
+  router.patch('/surveys/:id', updateSurvey);
+  router.put('/surveys/:id', updateSurvey);
   router.delete('/surveys/:id', refuseDelete('survey:write'));
 
   return router;

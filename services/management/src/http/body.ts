@@ -1,13 +1,108 @@
-import express, { type Request, type RequestHandler } from 'express';
+import { promisify } from 'node:util';
+import { gunzip, inflate, type InputType, type ZlibOptions } from 'node:zlib';
+import type { Request, RequestHandler } from 'express';
+import { ApiError } from '@plover/core';
+import { readBody } from '@plover/http';
 import { errors } from './errors';
 
-const parseJson = express.json({ limit: '5mb', type: () => true });
+/** A JSON body's bytes, both as sent and once inflated (a gzip bomb stops here with a 413). */
+export const MAX_BODY_BYTES = 5 * 1024 * 1024;
+/**
+ * How deeply arrays and objects may nest in a JSON body or a JSON query parameter (`properties=`): serde_json's
+ * recursion limit, so anything PostHog's Rust services parse fits. Real payloads (flag and cohort filters,
+ * insight queries, person properties) stay far below it; deeper input would reach recursive code further on.
+ */
+export const MAX_JSON_DEPTH = 128;
+
+const NUL_DETAIL = 'Null characters are not allowed.';
+const NUL_CODE = 'null_characters_not_allowed';
+
+const gunzipAsync = promisify<InputType, ZlibOptions, Buffer>(gunzip);
+const inflateAsync = promisify<InputType, ZlibOptions, Buffer>(inflate);
+const INFLATE: Record<string, typeof gunzipAsync> = { gzip: gunzipAsync, 'x-gzip': gunzipAsync, deflate: inflateAsync };
+
+const tooLarge = () => new ApiError(413, 'validation_error', 'payload_too_large', `Request body is too large (limit ${MAX_BODY_BYTES} bytes).`);
+const malformed = (detail = 'Malformed JSON in request body.') => errors.validation(detail, null, 'parse_error');
+const unsupportedEncoding = () => new ApiError(415, 'validation_error', 'unsupported_media_type', 'Unsupported content encoding.');
+const bodyErrors = { tooLarge, decoding: () => malformed('The request body could not be read.') };
+
+/**
+ * Whether JSON text nests arrays and objects deeper than `max`: one pass over the characters, brackets inside
+ * strings ignored, so it holds for any input and needs no stack of its own.
+ */
+export function nestsDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // a backslash escapes the next character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+/**
+ * The path (DRF's `a__0__b` form) of the first key or string holding a NUL in a parsed JSON value, skipping the
+ * top-level field `tolerated`; iterative, so depth cannot overflow it.
+ */
+function nulPath(value: unknown, tolerated?: string): string | null | undefined {
+  const stack: Array<[unknown, string | null]> = [[value, null]];
+  while (stack.length > 0) {
+    const [item, path] = stack.pop()!;
+    if (typeof item === 'string') {
+      if (item.includes('\0')) return path;
+    } else if (Array.isArray(item)) {
+      item.forEach((child, index) => stack.push([child, path === null ? String(index) : `${path}__${index}`]));
+    } else if (typeof item === 'object' && item !== null) {
+      for (const [key, child] of Object.entries(item)) {
+        const childPath = path === null ? key : `${path}__${key}`;
+        if (key.includes('\0')) return childPath;
+        if (!(path === null && key === tolerated)) stack.push([child, childPath]);
+      }
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The one body field whose NULs are stored rather than refused: a person's `properties` in PATCH/PUT, which
+ * the person store writes with NUL replaced by U+FFFD exactly as ingestion writes the same `$set`, so a
+ * property reads the same whichever way it was set.
+ */
+function toleratedField(req: Request): string | undefined {
+  return (req.method === 'PATCH' || req.method === 'PUT') && /\/persons\/[^/]+\/?$/.test(req.path) ? 'properties' : undefined;
+}
+
+/** The body's bytes, inflated per Content-Encoding; both the sent and the inflated size are bounded. */
+async function bodyBytes(req: Request): Promise<Buffer> {
+  const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+  const decode = INFLATE[encoding];
+  if (!decode && encoding !== 'identity') throw unsupportedEncoding();
+  const raw = await readBody(req, MAX_BODY_BYTES, bodyErrors);
+  if (!decode) return raw;
+  try {
+    return await decode(raw, { maxOutputLength: MAX_BODY_BYTES });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') throw tooLarge();
+    throw malformed(`The request body is not valid ${encoding} data.`);
+  }
+}
 
 /**
  * JSON bodies only (PostHog's person and playlist viewsets parse JSON only): a request that carries a body with
- * another content type gets 415; malformed JSON gets 400 from the shared renderer.
+ * another content type gets 415. The body must be an object or array in UTF-8, at most MAX_BODY_BYTES sent
+ * and inflated (gzip or deflate), nested at most MAX_JSON_DEPTH deep (400 otherwise), and hold no NUL in any
+ * key or string (Postgres stores none): 400 naming the field.
  */
-export const jsonBody: RequestHandler = (req, res, next) => {
+export const jsonBody: RequestHandler = async (req, _res, next) => {
   const hasBody = (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0') || req.headers['transfer-encoding'] !== undefined;
   if (!hasBody) {
     req.body = {};
@@ -16,7 +111,49 @@ export const jsonBody: RequestHandler = (req, res, next) => {
   }
   const type = req.headers['content-type'] ?? '';
   if (!/^application\/(.+\+)?json\b/i.test(type)) throw errors.unsupportedMediaType(type.split(';')[0] ?? type);
-  parseJson(req, res, next);
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(type)?.[1];
+  if (charset !== undefined && !/^utf-?8$/i.test(charset)) throw new ApiError(415, 'validation_error', 'unsupported_media_type', `Unsupported charset "${charset}".`);
+  const text = (await bodyBytes(req)).toString('utf8');
+  if (text.length === 0) {
+    req.body = {};
+    next();
+    return;
+  }
+  // Objects and arrays only, as body-parser's strict mode.
+  if (!/^[\s\ufeff]*[[{]/.test(text)) throw malformed();
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) throw errors.validation(`JSON nests deeper than ${MAX_JSON_DEPTH} levels.`, null, 'max_depth');
+  let body: unknown;
+  try {
+    body = JSON.parse(text.replace(/^\ufeff/, ''));
+  } catch {
+    throw malformed();
+  }
+  // A NUL reaches a parsed string only through a \u0000 escape (raw control characters are not valid JSON).
+  if (text.includes('\\u0000')) {
+    const path = nulPath(body, toleratedField(req));
+    if (path !== undefined) throw errors.validation(NUL_DETAIL, path, NUL_CODE);
+  }
+  req.body = body;
+  next();
+};
+
+/**
+ * Query parameters and the path, before any handler: a NUL anywhere (Postgres refuses it in text) is a 400
+ * naming the parameter, and a JSON-valued parameter may nest at most MAX_JSON_DEPTH deep.
+ */
+export const checkQuery: RequestHandler = (req, _res, next) => {
+  if (/%00/.test(req.originalUrl.split('?')[0] ?? '')) throw errors.validation('Null characters are not allowed in the path.', null, NUL_CODE);
+  for (const [name, raw] of Object.entries(req.query as Record<string, unknown>)) {
+    if (name.includes('\0')) throw errors.validation(NUL_DETAIL, name, NUL_CODE);
+    for (const value of Array.isArray(raw) ? raw : [raw]) {
+      if (typeof value !== 'string') continue;
+      if (value.includes('\0')) throw errors.validation(NUL_DETAIL, name, NUL_CODE);
+      if (/^\s*[[{]/.test(value) && nestsDeeperThan(value, MAX_JSON_DEPTH)) {
+        throw errors.validation(`JSON nests deeper than ${MAX_JSON_DEPTH} levels.`, name, 'max_depth');
+      }
+    }
+  }
+  next();
 };
 
 export type Body = Record<string, unknown>;
@@ -51,10 +188,14 @@ export function optionalBoolean(body: Body, attr: string): boolean | undefined {
   return value;
 }
 
-/** Query-string booleans as DRF reads them. */
+/**
+ * A query-string boolean: `true`/`false`/`1`/`0` in any case; absent or empty is undefined, anything else a 400
+ * (a typo must not turn into a yes, as `delete_events=banana` once did).
+ */
 export function queryBoolean(value: string | undefined, attr: string): boolean | undefined {
   if (value === undefined || value === '') return undefined;
-  if (['true', '1', 'True', 'yes', 'on'].includes(value)) return true;
-  if (['false', '0', 'False', 'no', 'off'].includes(value)) return false;
+  const lower = value.toLowerCase();
+  if (lower === 'true' || lower === '1') return true;
+  if (lower === 'false' || lower === '0') return false;
   throw errors.validation('Must be a valid boolean.', attr, 'invalid');
 }

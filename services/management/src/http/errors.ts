@@ -1,4 +1,5 @@
-import { ApiError } from '@plover/core';
+import type { ErrorRequestHandler } from 'express';
+import { ApiError, StorageError } from '@plover/core';
 
 /**
  * The management API's errors, in PostHog's words (reference/posthog-management-api.md §4.3, §5). They are
@@ -20,4 +21,18 @@ export const errors = {
     new ApiError(429, 'throttled', 'throttled', `Request was throttled. Expected available in ${seconds} seconds.`),
   validation: (detail: string, attr: string | null = null, code = 'invalid_input') => ApiError.validation(detail, attr, code),
   required: (attr: string) => ApiError.validation('This field is required.', attr, 'required'),
+};
+
+/**
+ * Postgres refusing a character of the client's text (22P05: `\u0000` in jsonb; 22021: a byte sequence invalid
+ * in the encoding) is the client's input, not a server fault: a 400. Requests are checked for NUL before any
+ * handler runs; this catches whatever reaches Postgres another way.
+ */
+export const unstorableInput: ErrorRequestHandler = (error: unknown, _req, _res, next) => {
+  const cause = error instanceof StorageError ? error : (error as { cause?: unknown } | null)?.cause;
+  if (cause instanceof StorageError && (cause.code === '22P05' || cause.code === '22021')) {
+    next(errors.validation('The request holds characters that cannot be stored (such as NUL).', null, 'unstorable_characters'));
+    return;
+  }
+  next(error);
 };

@@ -72,12 +72,26 @@ export function flatten(value: unknown, prefix = '', out: Record<string, unknown
   return out;
 }
 
-/** One RFC 4180 field: quoted when it holds a comma, quote or line break, quotes doubled. */
+/**
+ * Text a spreadsheet would run as a formula (`=`, `+`, `-`, `@`, a leading tab or carriage return): OWASP's
+ * CSV injection list. Such a cell gets a leading `'`, which spreadsheets read as "this is text".
+ */
+const FORMULA_START = /^[=+\-@\t\r]/;
+
+/**
+ * One RFC 4180 field: quoted when it holds a comma, quote or line break, quotes doubled; text that a spreadsheet
+ * would evaluate is neutralized (numbers stay as they are, so `-5` is still a number). Every CSV the API writes,
+ * header cells included, goes through here.
+ */
 export function csvCell(value: unknown): string {
   if (value === null || value === undefined) return '';
-  const text =
-    typeof value === 'string' ? value : value instanceof Date ? value.toISOString() : (JSON.stringify(value) ?? '');
+  let text = typeof value === 'string' ? value : value instanceof Date ? value.toISOString() : (JSON.stringify(value) ?? '');
+  if (typeof value === 'string' && FORMULA_START.test(text)) text = `'${text}`;
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+function csvLine(header: readonly string[], row: Record<string, unknown>): string {
+  return `${header.map((key) => csvCell(row[key])).join(',')}\r\n`;
 }
 
 /** RFC 4180: CRLF line ends, fields with a comma, quote or line break quoted, quotes doubled; header sorted. */
@@ -85,9 +99,7 @@ export function toCsv(rows: readonly unknown[]): string {
   const flat = rows.map((row) => flatten(row));
   const header = [...new Set(flat.flatMap((row) => Object.keys(row)))].sort();
   if (header.length === 0) return '';
-  const lines = [header.map(csvCell).join(',')];
-  for (const row of flat) lines.push(header.map((key) => csvCell(row[key])).join(','));
-  return `${lines.join('\r\n')}\r\n`;
+  return `${header.map(csvCell).join(',')}\r\n${flat.map((row) => csvLine(header, row)).join('')}`;
 }
 
 export type Format = 'json' | 'csv';
@@ -123,4 +135,70 @@ export function send(req: Request, res: Response, status: number, body: unknown,
     .type('text/csv; charset=utf-8')
     .setHeader('Content-Disposition', `attachment; filename="${filename}.csv"`)
     .send(toCsv(rows));
+}
+
+/** Rows a streamed CSV export writes at most. */
+export const CSV_EXPORT_MAX_ROWS = 100_000;
+/** Set to `true` on a streamed CSV export that CSV_EXPORT_MAX_ROWS cut short. */
+export const CSV_EXPORT_TRUNCATED_HEADER = 'X-Plover-Export-Truncated';
+const EXPORT_BATCH = 1000;
+
+/**
+ * The next rows of a listing in its order, at most `size`, after the row whose cursor is `after` (undefined:
+ * from the start of the listing, after the request's `offset`). Each row comes with its own cursor.
+ */
+export type ExportBatch<C> = (after: C | undefined, size: number) => Promise<Array<{ row: unknown; cursor: C }>>;
+
+async function* exportRows<C>(batch: ExportBatch<C>, max: number): AsyncGenerator<Array<Record<string, unknown>>> {
+  let after: C | undefined;
+  for (let written = 0; written < max; ) {
+    const size = Math.min(EXPORT_BATCH, max - written);
+    const rows = await batch(after, size);
+    if (rows.length > 0) yield rows.map(({ row }) => flatten(row));
+    written += rows.length;
+    if (rows.length < size) return;
+    after = rows[rows.length - 1]!.cursor;
+  }
+}
+
+/**
+ * `format=csv` of a listing: every matching row (from `offset`; `limit` rows when the request names a limit),
+ * at most CSV_EXPORT_MAX_ROWS, with CSV_EXPORT_TRUNCATED_HEADER `true` when rows were left out. The listing is
+ * read twice in batches through `batch` (keyset pages): once for the columns (the sorted union of every row's
+ * flattened keys, which the header needs before the first row), then to write the rows as they come, waiting
+ * for the client to drain. Memory holds one batch and the column names, never the export. A row that appears
+ * between the two reads with a column the first did not see loses that column.
+ */
+export async function streamCsv<C>(req: Request, res: Response, filename: string, batch: ExportBatch<C>): Promise<void> {
+  const max = queryValue(req, 'limit') ? pageOf(req).limit : CSV_EXPORT_MAX_ROWS;
+  const columns = new Set<string>();
+  let seen = 0;
+  for await (const rows of exportRows(batch, max + 1)) {
+    for (const row of rows.slice(0, max - seen)) for (const key of Object.keys(row)) columns.add(key);
+    seen += rows.length;
+  }
+  const header = [...columns].sort();
+  res
+    .status(200)
+    .type('text/csv; charset=utf-8')
+    .setHeader('Content-Disposition', `attachment; filename="${filename}.csv"`)
+    .setHeader(CSV_EXPORT_TRUNCATED_HEADER, String(seen > max));
+  if (header.length === 0) {
+    res.end();
+    return;
+  }
+  res.write(`${header.map(csvCell).join(',')}\r\n`);
+  for await (const rows of exportRows(batch, max)) {
+    if (res.destroyed) return;
+    if (!res.write(rows.map((row) => csvLine(header, row)).join(''))) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          res.off('drain', done).off('close', done);
+          resolve();
+        };
+        res.on('drain', done).on('close', done);
+      });
+    }
+  }
+  res.end();
 }

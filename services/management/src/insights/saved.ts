@@ -143,6 +143,9 @@ function fieldsOf(body: Body): Partial<Record<Field, unknown>> {
   for (const field of Object.keys(COLUMNS) as Field[]) {
     if (body[field] !== undefined) fields[field] = body[field];
   }
+  // PostHog checks each id against its dashboards; Plover has none, so any id names a missing one.
+  const [dashboard] = (fields.dashboards ?? []) as number[];
+  if (dashboard !== undefined) throw errors.validation(`Invalid pk "${dashboard}" - object does not exist.`, 'dashboards', 'does_not_exist');
   if (fields.filters === null) fields.filters = {};
   if (fields.query !== undefined) fields.query = queryNode(fields.query);
   return fields;

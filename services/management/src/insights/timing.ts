@@ -4,6 +4,7 @@ import type { Sql } from '@plover/postgres';
 import { principalOf, projectOf, requireScope } from '../http/auth';
 import { bodyOf } from '../http/body';
 import { send } from '../http/render';
+import { validateBody } from '../schemas';
 
 interface TimingMetrics {
   reports: Counter;
@@ -39,6 +40,7 @@ export function timingRoutes(sql: Sql, registry: Registry): Router {
   router.post('/insights/timing', async (req, res) => {
     requireScope(req, 'insight:write');
     const body = bodyOf(req);
+    validateBody('InsightTiming', body);
     await sql.query('management.recordInsightTiming', 'INSERT INTO insight_timings (project_id, user_id, payload) VALUES ($1, $2, $3)', [
       projectOf(req).id,
       principalOf(req).user.id,

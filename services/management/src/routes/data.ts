@@ -6,7 +6,7 @@ import { GroupStore, PersonStore } from '@plover/persons';
 import type { Sql } from '@plover/postgres';
 import { projectOf, requireScope } from '../http/auth';
 import { errors } from '../http/errors';
-import { envelope, pageOf, queryValue, send } from '../http/render';
+import { envelope, formatOf, pageOf, queryValue, send, streamCsv } from '../http/render';
 import { insightContext } from '../insights/compute';
 
 function dateParam(req: Request, name: string): Date | undefined {
@@ -19,6 +19,27 @@ function dateParam(req: Request, name: string): Date | undefined {
 
 function chDate(value: string): string {
   return new Date(`${value.replace(' ', 'T')}Z`).toISOString();
+}
+
+interface EventRow {
+  uuid_text: string;
+  event: string;
+  distinct_id: string;
+  properties: string;
+  ts: string;
+  person_id_text: string;
+}
+
+function eventBody(row: EventRow): Record<string, unknown> {
+  return {
+    id: row.uuid_text,
+    uuid: row.uuid_text,
+    event: row.event,
+    distinct_id: row.distinct_id,
+    properties: JSON.parse(row.properties) as unknown,
+    timestamp: chDate(row.ts),
+    person_id: row.person_id_text,
+  };
 }
 
 /** Group types, groups, events and ingestion warnings of a project: read-only listings. */
@@ -56,6 +77,22 @@ export function dataRoutes(sql: Sql, clickhouse: ClickHouse): Router {
     const results = rows.rows.slice(0, page.limit).map((row) => ({ ...row, created_at: row.created_at.toISOString() }));
     send(req, res, 200, envelope(req, page, results, count.rows[0]?.n ?? 0, rows.rows.length > page.limit), 'groups');
   });
+
+  /**
+   * Events matching `condition`, newest first: `size` of them after `offset`, or after the event `after` (the
+   * keyset a CSV export pages with; `ts` keeps the microseconds).
+   */
+  async function eventRows(condition: string, params: ClickHouseParams, size: number, offset: number, after?: EventRow): Promise<EventRow[]> {
+    const keyset = after ? " AND (timestamp, uuid) < ({after_ts:DateTime64(6, 'UTC')}, {after_uuid:UUID})" : '';
+    // Aliases differ from column names: ClickHouse substitutes SELECT aliases in WHERE and ORDER BY.
+    return clickhouse.query<EventRow>(
+      'management.listEvents',
+      `SELECT toString(uuid) AS uuid_text, event, distinct_id, properties, toString(timestamp) AS ts, toString(person_id) AS person_id_text
+         FROM events FINAL WHERE ${condition}${keyset}
+        ORDER BY timestamp DESC, uuid DESC LIMIT ${size} OFFSET ${after ? 0 : offset}`,
+      after ? { ...params, after_ts: after.ts, after_uuid: after.uuid_text } : params,
+    );
+  }
 
   router.get('/events', async (req, res) => {
     requireScope(req, 'query:read');
@@ -101,24 +138,15 @@ export function dataRoutes(sql: Sql, clickhouse: ClickHouse): Router {
       Object.assign(params, bound.values);
     }
     const condition = where.join(' AND ');
-    // Aliases differ from column names: ClickHouse substitutes SELECT aliases in WHERE and ORDER BY.
-    const rows = await clickhouse.query<{ uuid_text: string; event: string; distinct_id: string; properties: string; ts: string; person_id_text: string }>(
-      'management.listEvents',
-      `SELECT toString(uuid) AS uuid_text, event, distinct_id, properties, toString(timestamp) AS ts, toString(person_id) AS person_id_text
-         FROM events FINAL WHERE ${condition}
-        ORDER BY timestamp DESC, uuid DESC LIMIT ${page.limit + 1} OFFSET ${page.offset}`,
-      params,
-    );
+    if (formatOf(req) === 'csv') {
+      await streamCsv<EventRow>(req, res, 'events', async (after, size) =>
+        (await eventRows(condition, params, size, page.offset, after)).map((row) => ({ row: eventBody(row), cursor: row })),
+      );
+      return;
+    }
+    const rows = await eventRows(condition, params, page.limit + 1, page.offset);
     const hasMore = rows.length > page.limit;
-    const results = rows.slice(0, page.limit).map((row) => ({
-      id: row.uuid_text,
-      uuid: row.uuid_text,
-      event: row.event,
-      distinct_id: row.distinct_id,
-      properties: JSON.parse(row.properties) as unknown,
-      timestamp: chDate(row.ts),
-      person_id: row.person_id_text,
-    }));
+    const results = rows.slice(0, page.limit).map(eventBody);
     let count = page.offset + results.length;
     if (hasMore || (results.length === 0 && page.offset > 0)) {
       const counted = await clickhouse.query<{ n: string }>('management.countEvents', `SELECT count() AS n FROM events FINAL WHERE ${condition}`, params);

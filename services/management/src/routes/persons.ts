@@ -3,9 +3,9 @@ import { isUuid, StorageError } from '@plover/core';
 import { PersonStore, type Person } from '@plover/persons';
 import type { Sql, SqlExecutor } from '@plover/postgres';
 import { principalOf, projectOf, requireScope } from '../http/auth';
-import { bodyOf } from '../http/body';
+import { bodyOf, queryBoolean } from '../http/body';
 import { errors } from '../http/errors';
-import { envelope, pageOf, queryValue, send } from '../http/render';
+import { envelope, formatOf, pageOf, queryValue, send, streamCsv } from '../http/render';
 import { validateBody } from '../schemas';
 import { propertiesCondition, SqlBuilder } from './person-filters';
 
@@ -66,8 +66,31 @@ interface ListRow {
   uuid: string;
   properties: Record<string, unknown>;
   created_at: Date;
+  /** `created_at` as Postgres prints it: a keyset bound that keeps the microseconds a Date would drop. */
+  created_at_key: string;
   is_identified: boolean;
   distinct_ids: string[];
+}
+
+const listBody = (row: ListRow): PersonBody =>
+  personBody({ id: row.id, uuid: row.uuid, properties: row.properties, createdAt: row.created_at, isIdentified: row.is_identified, distinctIds: row.distinct_ids });
+
+/**
+ * The listing's rows, newest first: `size` of them after `offset`, or after the row `after` (the keyset a CSV
+ * export pages with, which stays fast deep into the listing where an offset would not).
+ */
+async function listRows(db: SqlExecutor, where: string, condition: SqlBuilder, size: number, offset: number, after?: ListRow): Promise<ListRow[]> {
+  const params = new SqlBuilder(condition.params);
+  const keyset = after ? ` AND (p.created_at, p.id) < (${params.bind(after.created_at_key)}::timestamptz, ${params.bind(after.id)})` : '';
+  const rows = await db.query<ListRow>(
+    'management.listPersons',
+    `SELECT p.id, p.uuid, p.properties, p.created_at, p.created_at::text AS created_at_key, p.is_identified,
+            ARRAY(SELECT d.distinct_id FROM person_distinct_ids d WHERE d.person_id = p.id ORDER BY d.id LIMIT 1000) AS distinct_ids
+       FROM persons p WHERE ${where}${keyset}
+      ORDER BY p.created_at DESC, p.id DESC LIMIT ${size} OFFSET ${after ? 0 : offset}`,
+    params.params,
+  );
+  return rows.rows;
 }
 
 /** The person a path `:id` names: an integer id or a uuid; anything else (a distinct id) is a 400 with a hint. */
@@ -150,10 +173,6 @@ async function unqueueEventDeletion(db: SqlExecutor, projectId: number, personUu
   );
 }
 
-function flag(value: string | undefined): boolean {
-  return value !== undefined && !['false', '0', 'False', ''].includes(value);
-}
-
 /** `/persons` under a project. Reads list rows itself (read-only); every write goes through PersonStore. */
 export function personRoutes(sql: Sql): Router {
   const router = Router({ mergeParams: true });
@@ -164,24 +183,20 @@ export function personRoutes(sql: Sql): Router {
     const project = projectOf(req);
     const page = pageOf(req);
     const { where, sql: builder } = listCondition(req, project.id);
-    const params = builder.params;
     try {
-      const rows = await sql.query<ListRow>(
-        'management.listPersons',
-        `SELECT p.id, p.uuid, p.properties, p.created_at, p.is_identified,
-                ARRAY(SELECT d.distinct_id FROM person_distinct_ids d WHERE d.person_id = p.id ORDER BY d.id LIMIT 1000) AS distinct_ids
-           FROM persons p WHERE ${where}
-          ORDER BY p.created_at DESC, p.id DESC LIMIT ${page.limit + 1} OFFSET ${page.offset}`,
-        params,
-      );
-      const results = rows.rows.slice(0, page.limit).map((row) =>
-        personBody({ id: row.id, uuid: row.uuid, properties: row.properties, createdAt: row.created_at, isIdentified: row.is_identified, distinctIds: row.distinct_ids }),
-      );
-      const hasMore = rows.rows.length > page.limit;
+      if (formatOf(req) === 'csv') {
+        await streamCsv<ListRow>(req, res, 'persons', async (after, size) =>
+          (await listRows(sql, where, builder, size, page.offset, after)).map((row) => ({ row: listBody(row), cursor: row })),
+        );
+        return;
+      }
+      const rows = await listRows(sql, where, builder, page.limit + 1, page.offset);
+      const results = rows.slice(0, page.limit).map(listBody);
+      const hasMore = rows.length > page.limit;
       // A page that is not full tells the count without another query.
       const count = !hasMore && (results.length > 0 || page.offset === 0)
         ? page.offset + results.length
-        : await countPersons(sql, where, params, req.query.include_total !== undefined);
+        : await countPersons(sql, where, builder.params, queryBoolean(queryValue(req, 'include_total'), 'include_total') ?? false);
       send(req, res, 200, envelope(req, page, results, count, hasMore), 'persons');
     } catch (error) {
       if (invalidRegex(error)) throw errors.validation('Invalid regular expression.', 'properties', 'invalid');
@@ -262,9 +277,9 @@ export function personRoutes(sql: Sql): Router {
   router.delete('/persons/:id', async (req, res) => {
     requireScope(req, 'person:write');
     const project = projectOf(req);
+    const deleteEvents = queryBoolean(queryValue(req, 'delete_events'), 'delete_events') ?? false;
     const person = await store.getPerson(project.id, personRef(req.params.id));
     if (!person) throw errors.notFound();
-    const deleteEvents = flag(queryValue(req, 'delete_events'));
     if (deleteEvents) await queueEventDeletion(sql, project.id, person.uuid, principalOf(req).user.id);
     const deleted = await store.deletePerson(project.id, person.id);
     if (!deleted) {

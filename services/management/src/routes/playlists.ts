@@ -189,7 +189,7 @@ export function playlistRoutes(sql: Sql, clickhouse: ClickHouse): Router {
     }
     const pinned = queryBoolean(queryValue(req, 'pinned'), 'pinned');
     if (pinned !== undefined) where.push(`pl.pinned = ${bind(pinned)}`);
-    if (queryValue(req, 'user') !== undefined) where.push('pl.created_by = $2');
+    if (queryBoolean(queryValue(req, 'user'), 'user')) where.push('pl.created_by = $2');
     const type = queryValue(req, 'type');
     if (type !== undefined && type !== '') {
       if (type !== 'collection' && type !== 'filters') throw errors.validation(`"${type}" is not a valid choice.`, 'type', 'invalid_choice');
@@ -313,6 +313,7 @@ export function playlistRoutes(sql: Sql, clickhouse: ClickHouse): Router {
 
   router.post(`${base}/:short_id/recordings/:session_recording_id`, async (req, res) => {
     requireScope(req, 'session_recording_playlist:write');
+    validateBody('PlaylistRecordingAdd', req.body);
     const playlist = await load(sql, req, req.params.short_id, false);
     await requireAccess(sql, req, target(playlist), 'editor');
     if (playlist.type === 'filters') throw errors.validation("Cannot add recordings to a playlist that is type 'filters'.");

@@ -80,10 +80,88 @@ export const bodySchemas = {
       query: { type: ['object', 'string', 'null'], description: 'a query node `{"kind": …}`, or the same as a JSON string' },
       order: { type: ['integer', 'null'] },
       deleted: { type: 'boolean', description: '`true` soft-deletes, `false` restores' },
-      dashboards: { type: 'array', items: { type: 'integer' }, description: 'deprecated; kept as given' },
+      dashboards: { type: 'array', items: { type: 'integer' }, description: 'deprecated; Plover has no dashboards, so only `[]` is valid' },
       tags: { type: 'array', items: { type: 'string' } },
       favorited: { type: 'boolean' },
       saved: { type: 'boolean' },
+    },
+  },
+  InsightTiming: {
+    type: 'object',
+    description: "a client's time-to-see-data report, stored as sent; the fields PostHog's metrics table types are checked",
+    properties: {
+      session_id: { type: 'string' },
+      primary_interaction_id: { type: 'string' },
+      query_id: { type: 'string' },
+      is_primary_interaction: { type: 'boolean' },
+      type: { type: 'string' },
+      context: { type: 'string' },
+      time_to_see_data_ms: { type: 'number', minimum: 0 },
+      status: { type: 'string' },
+      api_response_bytes: { type: 'integer', minimum: 0 },
+      current_url: { type: 'string' },
+      api_url: { type: 'string' },
+      insight: { type: 'string' },
+      action: { type: 'string' },
+      insights_fetched: { type: 'integer', minimum: 0 },
+      insights_fetched_cached: { type: 'integer', minimum: 0 },
+      min_last_refresh: { type: ['string', 'null'], format: 'date-time' },
+      max_last_refresh: { type: ['string', 'null'], format: 'date-time' },
+      is_frustrating: { type: 'boolean' },
+    },
+  },
+  PlaylistRecordingAdd: { type: 'object', description: 'no fields: the recording is named by the path' },
+  FeatureFlagWrite: {
+    type: 'object',
+    properties: {
+      key: { type: 'string', maxLength: 400, description: 'letters, digits, `-` and `_`; required on create' },
+      name: { type: ['string', 'null'] },
+      filters: { type: 'object', additionalProperties: true },
+      active: { type: 'boolean' },
+      deleted: { type: 'boolean' },
+      ensure_experience_continuity: { type: 'boolean' },
+      is_remote_configuration: { type: 'boolean' },
+      rollout_percentage: { type: ['number', 'null'] },
+    },
+  },
+  CohortWrite: {
+    type: 'object',
+    properties: {
+      name: { type: 'string', maxLength: 400 },
+      description: { type: 'string', maxLength: 1000 },
+      filters: { type: 'object', additionalProperties: true },
+      is_static: { type: 'boolean', description: 'create only' },
+      deleted: { type: 'boolean' },
+      distinct_ids: { type: 'array', items: { type: ['string', 'integer'] }, description: 'members added to a static cohort' },
+    },
+  },
+  EarlyAccessFeatureWrite: {
+    type: 'object',
+    properties: {
+      name: { type: 'string', maxLength: 200, description: 'required on create' },
+      description: { type: 'string' },
+      stage: { type: 'string' },
+      documentation_url: { type: 'string', maxLength: 800 },
+      feature_flag_id: { type: 'integer', description: 'create only: an existing flag instead of a new one' },
+      feature_flag_key: { type: 'string', maxLength: 400, description: 'create only: the new flag\'s key' },
+      deleted: { type: 'boolean' },
+    },
+  },
+  SurveyWrite: {
+    type: 'object',
+    properties: {
+      name: { type: 'string', maxLength: 400, description: 'required on create' },
+      description: { type: 'string' },
+      type: { type: 'string', description: 'create only' },
+      questions: { type: 'array', items: { type: 'object', additionalProperties: true } },
+      appearance: { type: ['object', 'null'], additionalProperties: true },
+      conditions: { type: ['object', 'null'], additionalProperties: true },
+      targeting_flag_filters: { type: ['object', 'null'], additionalProperties: true, description: 'create only' },
+      linked_flag_id: { type: ['integer', 'null'], description: 'create only' },
+      start_date: { type: ['string', 'null'], format: 'date-time' },
+      end_date: { type: ['string', 'null'], format: 'date-time' },
+      archived: { type: 'boolean' },
+      deleted: { type: 'boolean' },
     },
   },
   InsightViewed: {
@@ -289,6 +367,7 @@ function apiErrorOf(error: ErrorObject) {
       if (expected.startsWith('array')) return errors.validation('Expected a list of items.', attr, 'not_a_list');
       if (expected.startsWith('boolean')) return errors.validation('Must be a valid boolean.', attr, 'invalid');
       if (expected.startsWith('integer')) return errors.validation('A valid integer is required.', attr, 'invalid');
+      if (expected.startsWith('number')) return errors.validation('A valid number is required.', attr, 'invalid');
       if (expected === 'null') return errors.validation('This field must be null.', attr, 'invalid');
       return errors.validation('Not a valid string.', attr, 'invalid');
     }
