@@ -37,9 +37,9 @@ const SERVER_ERROR = { type: 'server_error', code: 'error', detail: 'A server er
  * The one place where an error becomes an answer: `{type, code, detail, attr}` with its status. Anything that is
  * not a client error is logged and hidden behind a generic 500.
  */
-function errorAnswer(error: unknown, logger: Logger, req: IncomingMessage): { status: number; body: object; retryAfter?: number } {
+function errorAnswer(error: unknown, logger: Logger, req: IncomingMessage): { status: number; body: object } {
   const apiError = toApiError(error);
-  if (apiError) return { status: apiError.status, body: apiError.toBody(), retryAfter: apiError.retryAfterSeconds };
+  if (apiError) return { status: apiError.status, body: apiError.toBody() };
   logger.error({ err: error, method: req.method, url: (req as { originalUrl?: string }).originalUrl ?? req.url }, 'unhandled error');
   return { status: 500, body: SERVER_ERROR };
 }
@@ -58,11 +58,10 @@ export function errorRenderer(logger: Logger): ErrorRequestHandler {
 
 /** The same answer from a fast route (no Express). A response already under way can only be cut off. */
 export function sendError(req: IncomingMessage, res: ServerResponse, error: unknown, logger: Logger): void {
-  const { status, body, retryAfter } = errorAnswer(error, logger, req);
+  const { status, body } = errorAnswer(error, logger, req);
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  if (retryAfter !== undefined) res.setHeader('Retry-After', String(retryAfter));
   sendJson(res, status, body);
 }
