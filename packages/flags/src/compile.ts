@@ -1,6 +1,6 @@
 import { cohortIdOf, leavesOf } from './cohorts';
 import { FlagErrorCode } from './errors';
-import { compileRegex } from './regex';
+import { compileRegex, type PropertyRegex } from './regex';
 import type { Cohort, FeatureFlag, FlagCondition, FlagDefinitions, FlagVariant, PropertyFilter, PropertyGroup } from './types';
 import { toText } from './values';
 
@@ -56,7 +56,7 @@ export interface CompiledFlags {
   /** Active flags without graph errors, every flag after the flags it depends on. */
   readonly evaluationOrder: readonly CompiledFlag[];
   readonly cohorts: ReadonlyMap<number, CompiledCohort>;
-  readonly regexes: ReadonlyMap<string, RegExp | null>;
+  readonly regexes: ReadonlyMap<string, PropertyRegex | null>;
 }
 
 export function compileFlags(definitions: FlagDefinitions): CompiledFlags {
@@ -324,7 +324,7 @@ function compileCohorts(cohorts: readonly Cohort[]): Map<number, CompiledCohort>
 
 
 /** Every regex pattern of every flag and cohort, compiled once. */
-function compileRegexes(flags: readonly FeatureFlag[], cohorts: readonly Cohort[]): Map<string, RegExp | null> {
+function compileRegexes(flags: readonly FeatureFlag[], cohorts: readonly Cohort[]): Map<string, PropertyRegex | null> {
   const filters = [
     ...flags.flatMap(({ filters }) =>
       [...(filters.groups ?? []), ...(filters.super_groups ?? []), { properties: filters.properties ?? [] }].flatMap(
@@ -333,7 +333,7 @@ function compileRegexes(flags: readonly FeatureFlag[], cohorts: readonly Cohort[
     ),
     ...cohorts.flatMap((cohort) => (cohort.filters?.properties ? leavesOf(cohort.filters.properties) : [])),
   ];
-  const regexes = new Map<string, RegExp | null>();
+  const regexes = new Map<string, PropertyRegex | null>();
   for (const filter of filters) {
     if ((filter.operator === 'regex' || filter.operator === 'not_regex') && filter.value !== undefined && filter.value !== null) {
       const pattern = toText(filter.value);

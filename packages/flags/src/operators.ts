@@ -1,12 +1,13 @@
 import { parseDateText, parsePropertyDate, type Clock } from './dates';
 import { compareVersions, matchesCaret, matchesTilde, matchesWildcard, parseVersion, type Version } from './semver';
+import type { PropertyRegex } from './regex';
 import type { JsonValue, Properties, PropertyFilter } from './types';
 import { asciiLowercase, lookup, toNumber, toText } from './values';
 
 export interface MatchEnvironment {
   readonly clock: Clock;
   /** Patterns compiled once per definitions (`compileFlags`); null marks an invalid pattern. */
-  readonly regexes: ReadonlyMap<string, RegExp | null>;
+  readonly regexes: ReadonlyMap<string, PropertyRegex | null>;
   /** Parsed versions by text, per request: many flags compare the same `$app_version` with few filters. */
   readonly versions: Map<string, Version | null>;
 }
@@ -118,9 +119,11 @@ function negatable(negated: boolean, actual: JsonValue | undefined, test: (lower
 function matchesRegex(negated: boolean, expected: JsonValue, actual: JsonValue | undefined, env: MatchEnvironment): boolean {
   if (actual === undefined) return negated;
   const regex = env.regexes.get(toText(expected));
-  // An invalid pattern is a non-match for both operators (not a reason for `not_regex` to pass).
+  // An invalid pattern, or a match not decided within its budget, is a non-match for both operators (not a
+  // reason for `not_regex` to pass).
   if (regex === undefined || regex === null) return false;
-  return regex.test(toText(actual)) !== negated;
+  const matched = regex.test(toText(actual));
+  return matched !== null && matched !== negated;
 }
 
 /** Numeric only, like the server: both sides must parse as numbers (numeric strings do), else no match. */

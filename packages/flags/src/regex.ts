@@ -1,34 +1,80 @@
+import { createContext, Script, type Context } from 'node:vm';
+import { RE2JS } from 're2js';
+
+/** A compiled `regex`/`not_regex` pattern. */
+export interface PropertyRegex {
+  /** Whether the pattern occurs in `text`; null when that could not be decided within the matching budget. */
+  test(text: string): boolean | null;
+}
+
 /**
- * PostHog stores `regex`/`not_regex` patterns written for Python (`re`) and matched by Rust (`fancy_regex`).
- * JavaScript's engine differs in a few common places; this translates those and otherwise lets the JS
- * engine decide. A pattern that cannot be translated or compiled is invalid, and an invalid pattern never
- * matches — for `regex` *and* `not_regex`, as in Rust `match_property`.
+ * PostHog stores `regex`/`not_regex` patterns written for Python (`re`) and matched by Rust (`fancy_regex`),
+ * while the text they are matched against is a client's property value, up to a request's 20 MiB. Rust runs
+ * a pattern on the linear-time `regex` crate unless it needs backtracking (back-references, look-around), and
+ * caps backtracking; the same split here:
  *
- * Translated:
+ * 1. A pattern RE2 accepts is matched by RE2 (re2js), in time linear in the text whatever the pattern. RE2's
+ *    syntax is Python's and Rust's in the common cases: inline flags anywhere (`(?i)`, `a(?i)b`), named groups
+ *    `(?P<name>…)`, `\A` and `\z`, a leading `]` in a class as a literal.
+ * 2. Any other pattern is translated to a JavaScript RegExp (below) and run by V8's backtracking engine within
+ *    `BACKTRACKING_BUDGET_MS`; a match that takes longer is undecided, and an undecided match is a non-match for
+ *    `regex` and `not_regex` alike, as Rust's backtrack-limit error is.
+ *
+ * A pattern neither accepts is invalid, and an invalid pattern never matches — for `regex` *and* `not_regex`,
+ * as in Rust `match_property`.
+ *
+ * Translated for JavaScript:
  * - leading inline flags `(?i)`, `(?m)`, `(?s)` (and combinations; `u` is accepted and ignored because the
  *   Unicode mode is tried first anyway) become JS flags;
  * - `(?P<name>…)` and `(?P=name)` become `(?<name>…)` and `\k<name>`;
  * - `\A` becomes "start of input" and `\z`/`\Z` "end of input", independent of the `m` flag.
- * Not supported (the pattern is treated as invalid): inline flags anywhere but the start, scoped flags
- * `(?i:…)`, the verbose flag `x`, possessive quantifiers and atomic groups.
+ * Not supported there (the pattern is invalid): inline flags anywhere but the start, scoped flags `(?i:…)`, the
+ * verbose flag `x`, possessive quantifiers and atomic groups.
  *
  * The Unicode mode (`u`) is tried first, closest to Rust's Unicode-aware engine; patterns only the lenient
- * Annex-B syntax accepts (such as `[\w-.]`) are compiled without it.
- *
- * Caveat: Rust caps backtracking at 10,000 steps; V8 has no such cap, so a catastrophic pattern stored by an
- * administrator can be slow here. Patterns come from the management API, never from SDK requests.
+ * Annex-B syntax accepts are compiled without it.
  */
-export function compileRegex(pattern: string): RegExp | null {
+export function compileRegex(pattern: string): PropertyRegex | null {
+  try {
+    return RE2JS.compile(pattern);
+  } catch {
+    // Not RE2 syntax: a back-reference, a look-around, or a Python spelling RE2 lacks.
+  }
   const translated = translate(pattern);
   if (translated === null) return null;
   for (const unicode of ['u', '']) {
     try {
-      return new RegExp(translated.source, translated.flags + unicode);
+      return budgeted(new RegExp(translated.source, translated.flags + unicode));
     } catch {
       // Try the next syntax mode; the pattern is invalid only when neither accepts it.
     }
   }
   return null;
+}
+
+/** How long one backtracking match may run; matches of real patterns take microseconds. */
+const BACKTRACKING_BUDGET_MS = 20;
+const TEST = new Script('regex.test(text)');
+let sandbox: Context | undefined;
+
+/** `regex` run where V8 can interrupt it: a vm script with a timeout stops even a regex mid-backtrack. */
+function budgeted(regex: RegExp): PropertyRegex {
+  return {
+    test(text) {
+      sandbox ??= createContext({});
+      sandbox.regex = regex;
+      sandbox.text = text;
+      try {
+        return TEST.runInContext(sandbox, { timeout: BACKTRACKING_BUDGET_MS }) === true;
+      } catch (error) {
+        if ((error as { code?: unknown }).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') return null;
+        throw error;
+      } finally {
+        // The sandbox outlives the match: it must not keep a client's text, which may be megabytes, alive.
+        sandbox.text = '';
+      }
+    },
+  };
 }
 
 const LEADING_FLAGS = /^\(\?([a-zA-Z]+)\)/;

@@ -14,8 +14,10 @@ export function toText(value: JsonValue): string {
 }
 
 // Rust's `str::parse::<f64>` grammar: optional sign, decimal digits with an optional fraction and exponent,
-// or inf/infinity/nan in any case. No whitespace, no hex, no digit separators.
-const RUST_FLOAT = /^[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity|nan)$/i;
+// or inf/infinity/nan in any case. No whitespace, no hex, no digit separators. Each digit can be matched in
+// one way only (`\d+(?:\.\d*)?`, not `\d+\.?\d*`): the text is a client's property value, and a pattern
+// that can split a run of digits between two quantifiers backtracks quadratically on `1111…1x`.
+const RUST_FLOAT = /^[+-]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity|nan)$/i;
 
 /** Parses text the way Rust's `f64` parser does; null when Rust would fail. */
 export function parseRustFloat(text: string): number | null {
