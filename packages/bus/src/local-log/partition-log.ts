@@ -302,8 +302,9 @@ export class PartitionLog {
   /** Deletes the segments whose records all lie below `offset` (every group has committed past them). */
   async deleteSegmentsBefore(offset: number): Promise<void> {
     let count = 0;
-    // The last segment is never deleted: appends go there.
-    while (count < this.segments.length - 1 && (this.segments[count + 1] as Segment).baseOffset <= offset) count++;
+    // The last segment is never deleted: appends go there. Nor is one followed by a segment without durable
+    // records: that one's file may not exist yet, and a partition left with no file starts over at offset 0.
+    for (let next = this.segments[1]; next && next.baseOffset <= offset && next.durableBytes > 0; next = this.segments[count + 1]) count++;
     for (const segment of this.segments.splice(0, count)) {
       try {
         await segment.handle?.close();
