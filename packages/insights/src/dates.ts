@@ -22,7 +22,7 @@ export function formatWall(wall: number): string {
   return new Date(wall).toISOString().slice(0, 19).replace('T', ' ');
 }
 
-function parseWall(text: string): number {
+export function parseWall(text: string): number {
   return Date.parse(`${text.replace(' ', 'T')}Z`);
 }
 

@@ -8,12 +8,15 @@ import { bodyFields, choice, decode, describe, integer, invalidChoice, isAbsent,
 import { checkFormula } from './formula';
 import {
   DISPLAYS,
+  INSIGHT_KINDS,
   INTERVALS,
   MATH_TYPES,
   PROPERTY_MATH,
   PROPERTY_OPERATORS,
   type Breakdown,
   type BreakdownType,
+  type InsightKind,
+  type InsightRequest,
   type JsonValue,
   type MathType,
   type PropertyFilter,
@@ -24,22 +27,47 @@ import {
   type TrendsInput,
 } from './types';
 
-
-/** A legacy trend request (query string merged under the JSON body), or its `query` TrendsQuery when present. */
-export function parseTrendsRequest(query: Record<string, unknown>, body: unknown): TrendsInput {
+/**
+ * A trend-endpoint request: legacy filter fields (query string merged under the JSON body), or its `query`
+ * TrendsQuery when present. `shown_as: Stickiness` or `insight: STICKINESS` asks for stickiness, `insight:
+ * LIFECYCLE` or `shown_as: Lifecycle` for lifecycle; neither takes a breakdown or a formula, and lifecycle takes one
+ * series and no comparison. No series at all is a valid request with an empty answer.
+ */
+export function parseInsightRequest(query: Record<string, unknown>, body: unknown): InsightRequest {
   const fields: Fields = { ...query, ...bodyFields(body) };
-  if (!isAbsent(fields.query)) return parseTrendsQuery(fields.query, 'query');
+  if (!isAbsent(fields.query)) return { insight: 'TRENDS', input: parseTrendsQuery(fields.query, 'query') };
 
-  const insight = fields.insight;
-  if (!isAbsent(insight) && (typeof insight !== 'string' || insight.toUpperCase() !== 'TRENDS')) {
-    throw invalidChoice(insight, 'insight');
-  }
+  const insight = insightKind(fields);
   const series = parseEntities(fields.events, 'events');
   const [action] = list(fields.actions, 'actions');
   if (action !== undefined) throw noSuchAction(isObject(action) ? action.id : action, 'actions');
-  if (series.length === 0) throw ApiError.validation('At least one series is required.', 'events', 'required');
   const top = section(fields, '');
-  return settings(series, { top, dates: top, breakdown: top, trends: top, compare: top });
+  const input = settings(series, { top, dates: top, breakdown: top, trends: top, compare: top });
+  if (insight !== 'TRENDS') {
+    const name = insight === 'STICKINESS' ? 'Stickiness' : 'Lifecycle';
+    if (input.breakdown !== null) throw ApiError.validation(`${name} does not take a breakdown.`, 'breakdown');
+    if (input.formula !== null) throw ApiError.validation(`${name} does not take a formula.`, 'formula');
+  }
+  if (insight === 'LIFECYCLE') {
+    if (series.length > 1) throw ApiError.validation('Lifecycle takes one series.', 'events');
+    if (input.compare) throw ApiError.validation('Lifecycle does not compare with the previous period.', 'compare');
+  }
+  return { insight, input };
+}
+
+const SHOWN_AS: Record<string, InsightKind> = { Volume: 'TRENDS', Stickiness: 'STICKINESS', Lifecycle: 'LIFECYCLE' };
+
+/** `shown_as` Stickiness wins (as in PostHog); otherwise `insight`, and a trend `shown_as` Lifecycle. */
+function insightKind(fields: Fields): InsightKind {
+  const shownAs = fields.shown_as;
+  if (!isAbsent(shownAs) && (typeof shownAs !== 'string' || SHOWN_AS[shownAs] === undefined)) throw invalidChoice(shownAs, 'shown_as');
+  const raw = fields.insight;
+  const upper = typeof raw === 'string' ? raw.toUpperCase() : raw;
+  if (!isAbsent(upper) && !(INSIGHT_KINDS as readonly unknown[]).includes(upper)) throw invalidChoice(raw, 'insight');
+  const insight = isAbsent(upper) ? 'TRENDS' : (upper as InsightKind);
+  const shown = isAbsent(shownAs) ? 'TRENDS' : SHOWN_AS[shownAs]!;
+  if (shown === 'STICKINESS' || insight === 'TRENDS') return shown;
+  return insight;
 }
 
 /** A `TrendsQuery` node (an object or its JSON text); `attr` prefixes every error's field name. */
@@ -49,8 +77,8 @@ export function parseTrendsQuery(node: unknown, attr = 'query'): TrendsInput {
   if (query.kind !== 'TrendsQuery') {
     throw ApiError.validation(`${describe(query.kind)} is not a valid choice: only TrendsQuery is supported.`, `${attr}__kind`, 'invalid_choice');
   }
+  if (isAbsent(query.series)) throw required(`${attr}__series`);
   const series = list(query.series, `${attr}__series`).map((item, index) => eventsNode(item, `${attr}__series__${index}`, index));
-  if (series.length === 0) throw ApiError.validation('At least one series is required.', `${attr}__series`, 'required');
   const sub = (key: string): Section => section(object(query[key], `${attr}__${key}`), `${attr}__${key}`);
   const breakdown = sub('breakdownFilter');
   if (list(breakdown.fields.breakdowns, breakdown.attr('breakdowns')).length > 0) {

@@ -3,6 +3,8 @@ export * from './properties';
 export { Params } from './params';
 export { resolveRange } from './dates';
 export { BREAKDOWN_OTHER, runTrends } from './trends';
+export { runStickiness } from './stickiness';
+export { runLifecycle } from './lifecycle';
 export { insightRange } from './range';
 export * from './correlation';
 export * from './filters';

@@ -76,21 +76,28 @@ function bucketKey(raw: string): string {
 /** Per breakdown value (`''` without a breakdown): per bucket key (or `''` for a total) the math's value. */
 type Aggregates = Map<string, Map<string, number>>;
 
-/** One series over one period, ready to run: shared pieces of its queries. */
-class SeriesQuery {
+/** One series over one period, ready to run: shared pieces of its queries (stickiness and lifecycle use them too). */
+export class SeriesQuery {
   readonly params = new Params();
   private readonly tz: string;
   private readonly needsPerson: boolean;
 
+  /** `countsPersons`: the query reads PERSON_ID_EXPRESSION whatever the series' math. */
   constructor(
     private readonly series: Series,
     private readonly input: TrendsInput,
     private readonly ctx: InsightContext,
+    countsPersons = false,
   ) {
     this.tz = this.params.add(ctx.timezone, 'String');
     this.params.values.teamId = ctx.teamId;
     this.needsPerson =
-      ['dau', 'weekly_active', 'monthly_active'].includes(series.math) || hasCohort(input.properties) || hasCohort(series.properties);
+      countsPersons || ['dau', 'weekly_active', 'monthly_active'].includes(series.math) || hasCohort(input.properties) || hasCohort(series.properties);
+  }
+
+  /** The bound timezone. */
+  get timezone(): string {
+    return this.tz;
   }
 
   private get from(): string {
@@ -176,7 +183,7 @@ interface Computed {
   aggregates: Aggregates;
 }
 
-async function query(ch: ClickHouse, name: string, sql: string, params: Params): Promise<Record<string, string | number>[]> {
+export async function query(ch: ClickHouse, name: string, sql: string, params: Params): Promise<Record<string, string | number>[]> {
   try {
     return await ch.query<Record<string, string | number>>(name, sql, params.values);
   } catch (error) {
@@ -387,6 +394,7 @@ function render(line: Line, input: TrendsInput, period: Period, multipleSeries: 
 
 /** Computes a trend: PostHog's legacy `result` series, current period first, then the previous one when comparing. */
 export async function runTrends(ch: ClickHouse, input: TrendsInput, ctx: InsightContext): Promise<TrendSeriesResult[]> {
+  if (input.series.length === 0) return [];
   for (const series of input.series) {
     if (PROPERTY_MATH.includes(series.math) && series.mathProperty === null) {
       throw ApiError.validation('This field is required.', `events__${series.order}__math_property`, 'required');

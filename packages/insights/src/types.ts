@@ -144,6 +144,18 @@ export interface TrendsInput {
 }
 
 /**
+ * What the trend endpoint computes (`insight`, or `shown_as: Stickiness`/`Lifecycle`): all three read the same
+ * series, dates and filters; stickiness and lifecycle ignore the settings they have no use for.
+ */
+export type InsightKind = 'TRENDS' | 'STICKINESS' | 'LIFECYCLE';
+export const INSIGHT_KINDS: readonly InsightKind[] = ['TRENDS', 'STICKINESS', 'LIFECYCLE'];
+
+export interface InsightRequest {
+  insight: InsightKind;
+  input: TrendsInput;
+}
+
+/**
  * A date range resolved for a project's timezone and an interval. Wall-clock strings are local time in the
  * project timezone, `YYYY-MM-DD HH:MM:SS`; ClickHouse turns them into instants with the timezone
  * (`toDateTime64({from:String}, 6, {tz:String})`), so DST is ClickHouse's business, not ours.
@@ -195,3 +207,34 @@ export interface TrendSeriesResult {
   };
   filter: Record<string, unknown>;
 }
+
+/** One series of a stickiness result: `data[i]` persons (or groups) active in exactly `i + 1` intervals. */
+export interface StickinessSeriesResult {
+  data: number[];
+  /** `1 day`, `2 days`, … */
+  labels: string[];
+  /** 1, 2, … N: the number of intervals each entry counts. */
+  days: number[];
+  count: number;
+  label: string;
+  compare?: boolean;
+  compare_label?: 'current' | 'previous';
+  action: { id: string | null; type: 'events'; order: number; name: string; custom_name: string | null };
+}
+
+export type LifecycleStatus = 'new' | 'returning' | 'resurrecting' | 'dormant';
+
+/** One status of a lifecycle result: persons per interval (dormant ones negative). */
+export interface LifecycleSeriesResult {
+  data: number[];
+  labels: string[];
+  days: string[];
+  count: number;
+  /** `<event> - <status>`. */
+  label: string;
+  status: LifecycleStatus;
+  action: { id: string | null; type: 'events'; order: 0; name: string; custom_name: string | null; math: 'total' };
+}
+
+/** Any series the trend endpoint answers with. */
+export type InsightSeriesResult = TrendSeriesResult | StickinessSeriesResult | LifecycleSeriesResult;

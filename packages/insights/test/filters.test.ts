@@ -1,9 +1,11 @@
 import { ApiError } from '@plover/core';
 
-import { parseEntities, parsePropertyFilters, parseTrendsQuery, parseTrendsRequest } from '../src/filters';
+import { parseEntities, parseInsightRequest, parsePropertyFilters, parseTrendsQuery } from '../src/filters';
 import { DISPLAYS, INTERVALS, MATH_TYPES, PROPERTY_MATH, type TrendsInput } from '../src/types';
 
 type Fields = Record<string, unknown>;
+
+const parseTrendsRequest = (query: Fields, body: unknown): TrendsInput => parseInsightRequest(query, body).input;
 
 /** The TrendsQuery twin of a legacy filter, built independently of the parser (like PostHog's filter_to_query). */
 function toTrendsQuery(legacy: Fields): Fields {
@@ -241,6 +243,27 @@ describe('parseTrendsRequest', () => {
     expect(input.series.map((series) => series.event)).toEqual(['purchase']);
   });
 
+  test('no series at all is a request with an empty answer', () => {
+    expect(parseInsightRequest({}, undefined)).toMatchObject({ insight: 'TRENDS', input: { series: [], dateFrom: null, interval: 'day' } });
+    expect(parseTrendsRequest({ events: '[]', actions: '[]' }, undefined).series).toEqual([]);
+    expect(parseTrendsQuery({ kind: 'TrendsQuery', series: [] }).series).toEqual([]);
+  });
+
+  test.each<[Fields, string]>([
+    [{ insight: 'stickiness' }, 'STICKINESS'],
+    [{ shown_as: 'Stickiness' }, 'STICKINESS'],
+    [{ insight: 'LIFECYCLE', shown_as: 'Stickiness' }, 'STICKINESS'],
+    [{ insight: 'LIFECYCLE' }, 'LIFECYCLE'],
+    [{ shown_as: 'Lifecycle' }, 'LIFECYCLE'],
+    [{ insight: 'TRENDS', shown_as: 'Lifecycle' }, 'LIFECYCLE'],
+    [{ insight: 'STICKINESS', shown_as: 'Volume' }, 'STICKINESS'],
+    [{ shown_as: 'Volume' }, 'TRENDS'],
+  ])('%j computes %s', (fields, insight) => {
+    const request = parseInsightRequest(asQueryString({ ...fields, events: [pageview], compare: insight === 'LIFECYCLE' ? false : true }), undefined);
+    expect(request.insight).toBe(insight);
+    expect(request.input.series.map((series) => series.event)).toEqual(['$pageview']);
+  });
+
   test('blank query-string values count as absent', () => {
     const input = parseTrendsRequest({ events: JSON.stringify([pageview]), date_from: '', interval: '', breakdown: '', formula: '', compare: '', actions: '[]' }, undefined);
     expect(input).toMatchObject({ dateFrom: null, interval: 'day', breakdown: null, formula: null, compare: false });
@@ -361,7 +384,13 @@ interface ErrorCase {
 const legacyErrors: [string, Fields, ErrorCase][] = [
   ['insight FUNNELS', { insight: 'FUNNELS', events: [pageview] }, { code: 'invalid_choice', attr: 'insight' }],
   ['insight not a string', { insight: 5, events: [pageview] }, { code: 'invalid_choice', attr: 'insight' }],
-  ['first error wins', { insight: 'LIFECYCLE', events: 'oops' }, { code: 'invalid_choice', attr: 'insight' }],
+  ['first error wins', { insight: 'PATHS', events: 'oops' }, { code: 'invalid_choice', attr: 'insight' }],
+  ['shown_as unknown', { shown_as: 'Retention', events: [pageview] }, { code: 'invalid_choice', attr: 'shown_as' }],
+  ['stickiness with a breakdown', { insight: 'STICKINESS', events: [pageview], breakdown: 'plan' }, { code: 'invalid_input', attr: 'breakdown' }],
+  ['stickiness with a formula', { shown_as: 'Stickiness', events: [pageview, signup], formula: 'A+B' }, { code: 'invalid_input', attr: 'formula' }],
+  ['lifecycle with a breakdown', { insight: 'LIFECYCLE', events: [pageview], breakdown: 'plan' }, { code: 'invalid_input', attr: 'breakdown' }],
+  ['lifecycle with two series', { insight: 'LIFECYCLE', events: [pageview, signup] }, { code: 'invalid_input', attr: 'events' }],
+  ['lifecycle compared', { shown_as: 'Lifecycle', events: [pageview], compare: true }, { code: 'invalid_input', attr: 'compare' }],
   ['events malformed JSON', { events: '[{"id": ' }, { code: 'invalid_input', attr: 'events', detail: /JSON/ }],
   ['events not a list', { events: { id: 'x' } }, { code: 'invalid_input', attr: 'events' }],
   ['entity null', { events: [null] }, { code: 'required', attr: 'events__0' }],
@@ -385,8 +414,6 @@ const legacyErrors: [string, Fields, ErrorCase][] = [
   ['actions', { events: [pageview], actions: [{ id: 12, type: 'actions' }] }, { code: 'invalid_input', attr: 'actions', detail: /Action 12 does not exist/ }],
   ['actions as JSON text', { actions: '[{"id": 4}]' }, { code: 'invalid_input', attr: 'actions', detail: /does not exist/ }],
   ['actions malformed JSON', { events: [pageview], actions: '[{' }, { code: 'invalid_input', attr: 'actions' }],
-  ['no series', {}, { code: 'required', attr: 'events' }],
-  ['empty events', { events: [], actions: [] }, { code: 'required', attr: 'events' }],
   ...['yesterday', '-7x', '7', 'd', '2025-02-30', '2025-13-01', '2025-01-01T25:00', '01/02/2025', '-1dStart'].map((from): [string, Fields, ErrorCase] => [
     `date_from ${from}`,
     { events: [pageview], date_from: from },

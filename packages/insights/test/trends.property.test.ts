@@ -6,7 +6,7 @@
  */
 import { ApiError } from '@plover/core';
 import fc from 'fast-check';
-import { parseTrendsRequest } from '../src/filters';
+import { parseInsightRequest } from '../src/filters';
 import { runTrends } from '../src/trends';
 import type { InsightContext, PropertyFilter, Series, TrendSeriesResult, TrendsInput } from '../src/types';
 import { COHORT_ID, legacyRequestArb, trendsInputArb, trendsQuery, worldArb, type World } from './support/generate';
@@ -280,8 +280,8 @@ describe('trends on ingested events', () => {
         fc.asyncProperty(requests, async ([input, legacy, queryInQueryString]) => {
           const node = JSON.stringify(trendsQuery(input));
           const [query, body] = queryInQueryString ? [{ query: node }, {}] : [{}, { query: node }];
-          const fromLegacy = await outcome(() => runTrends(ingestion.clickhouse, parseTrendsRequest(legacy.query, legacy.body), project.ctx));
-          expect(await outcome(() => runTrends(ingestion.clickhouse, parseTrendsRequest(query, body), project.ctx))).toEqual(fromLegacy);
+          const fromLegacy = await outcome(() => runTrends(ingestion.clickhouse, parseInsightRequest(legacy.query, legacy.body).input, project.ctx));
+          expect(await outcome(() => runTrends(ingestion.clickhouse, parseInsightRequest(query, body).input, project.ctx))).toEqual(fromLegacy);
         }),
         { numRuns: 15 },
       );

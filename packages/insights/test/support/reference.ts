@@ -63,7 +63,7 @@ const MAX_BUCKETS = 5000;
 // Local time
 
 /** The instant of a local wall-clock time, resolved as ClickHouse resolves it (see the file comment). */
-function instantOf(wall: number, timezone: string): number {
+export function instantOf(wall: number, timezone: string): number {
   const candidates = [wall - DAY, wall + DAY].map((probe) => wall - (toWallClock(probe, timezone) - probe));
   const valid = candidates.filter((instant) => toWallClock(instant, timezone) === wall);
   return Math.min(...(valid.length > 0 ? valid : candidates));
@@ -72,19 +72,19 @@ function instantOf(wall: number, timezone: string): number {
 const pad = (value: number, width = 2) => String(value).padStart(width, '0');
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 
-function wallDate(wall: number): string {
+export function wallDate(wall: number): string {
   const date = new Date(wall);
   return `${date.getUTCFullYear()}-${pad(date.getUTCMonth() + 1)}-${pad(date.getUTCDate())}`;
 }
 
-function wallDateTime(wall: number): string {
+export function wallDateTime(wall: number): string {
   const date = new Date(wall);
   return `${wallDate(wall)} ${pad(date.getUTCHours())}:${pad(date.getUTCMinutes())}:${pad(date.getUTCSeconds())}`;
 }
 
 const hasTime = (interval: Interval) => interval === 'hour' || interval === 'minute';
 
-function dayLabel(wall: number, interval: Interval): string {
+export function dayLabel(wall: number, interval: Interval): string {
   const date = new Date(wall);
   const day = `${date.getUTCDate()}-${MONTHS[date.getUTCMonth()]!}-${date.getUTCFullYear()}`;
   return hasTime(interval) ? `${day} ${pad(date.getUTCHours())}:${pad(date.getUTCMinutes())}` : day;
@@ -100,7 +100,7 @@ function addMonths(wall: number, months: number): number {
   return target + (Math.min(date.getUTCDate(), length) - 1) * DAY + (wall - startOfDay(wall));
 }
 
-function bucketStart(wall: number, interval: Interval): number {
+export function bucketStart(wall: number, interval: Interval): number {
   switch (interval) {
     case 'minute':
       return Math.floor(wall / MINUTE) * MINUTE;
@@ -117,7 +117,7 @@ function bucketStart(wall: number, interval: Interval): number {
   }
 }
 
-function addIntervals(wall: number, interval: Interval, count: number): number {
+export function addIntervals(wall: number, interval: Interval, count: number): number {
   switch (interval) {
     case 'minute':
       return wall + count * MINUTE;

@@ -5,14 +5,18 @@ import {
   InsightResultCache,
   type CacheRequest,
   parseCorrelationRequest,
-  parseTrendsRequest,
+  parseInsightRequest,
   rangeKey,
   insightRange,
   runFunnelCorrelation,
+  runLifecycle,
+  runStickiness,
   runTrends,
   type InsightContext,
+  type InsightKind,
+  type InsightRequest,
+  type InsightSeriesResult,
   type ResolvedRange,
-  type TrendSeriesResult,
 } from '@plover/insights';
 import type { Sql } from '@plover/postgres';
 import { projectOf, requireScope } from '../http/auth';
@@ -62,11 +66,17 @@ async function cacheRequest(kind: string, ctx: InsightContext, input: unknown, r
  * The legacy trend CSV (reference §3.1): one row per series, `series` (custom name or label) then one column
  * per bucket label in order; RFC 4180 quoting, CRLF line ends.
  */
-export function trendCsv(series: readonly TrendSeriesResult[]): string {
+export function trendCsv(series: readonly InsightSeriesResult[]): string {
   const rows: (string | number)[][] = [['series', ...(series[0]?.labels ?? [])]];
   for (const item of series) rows.push([item.action.custom_name ?? item.label, ...item.data]);
   return rows.map((row) => `${row.map(csvCell).join(',')}\r\n`).join('');
 }
+
+const RUNS: Record<InsightKind, (clickhouse: ClickHouse, input: InsightRequest['input'], ctx: InsightContext) => Promise<InsightSeriesResult[]>> = {
+  TRENDS: runTrends,
+  STICKINESS: runStickiness,
+  LIFECYCLE: runLifecycle,
+};
 
 /**
  * `GET|POST /insights/trend/` and `GET|POST /insights/funnel/correlation/` (scope insight:read): PostHog's legacy
@@ -83,13 +93,13 @@ export function computeRoutes(sql: Sql, clickhouse: ClickHouse, cache = new Insi
   const trend = async (req: Request, res: Response) => {
     requireScope(req, 'insight:read');
     const started = performance.now();
-    const input = parseTrendsRequest(req.query, req.body);
+    const { insight, input } = parseInsightRequest(req.query, req.body);
     const ctx = insightContext(sql, req);
     const range = await insightRange(clickhouse, input, input.interval, ctx);
-    const key = await cacheRequest('trends', ctx, input, range);
-    const computed = await cache.run(clickhouse, key, refreshRequested(req), () => runTrends(clickhouse, input, ctx));
+    const key = await cacheRequest(insight.toLowerCase(), ctx, input, range);
+    const computed = await cache.run(clickhouse, key, refreshRequested(req), () => RUNS[insight](clickhouse, input, ctx));
     if (formatOf(req) === 'csv') {
-      const days = computed.result[0]?.days ?? [];
+      const days = range.buckets.map((bucket) => bucket.slice(0, 10));
       const span = days.length > 0 ? ` (${days[0]} ${days[days.length - 1]})` : '';
       res.status(200).type('text/csv; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="trends${span}.csv"`).send(trendCsv(computed.result));
       return;
