@@ -19,6 +19,8 @@ export class ApiError extends Error {
     readonly code: string,
     readonly detail: string,
     readonly attr: string | null = null,
+    /** Sent as `Retry-After`: when the failure is load the server sheds, SDKs back off by it. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(detail);
     this.name = 'ApiError';
@@ -44,8 +46,8 @@ export class ApiError extends Error {
     return new ApiError(404, 'invalid_request', 'not_found', detail);
   }
 
-  static unavailable(detail: string): ApiError {
-    return new ApiError(503, 'server_error', 'service_unavailable', detail);
+  static unavailable(detail: string, retryAfterSeconds?: number): ApiError {
+    return new ApiError(503, 'server_error', 'service_unavailable', detail, null, retryAfterSeconds);
   }
 }
 

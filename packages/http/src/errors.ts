@@ -37,9 +37,9 @@ const SERVER_ERROR = { type: 'server_error', code: 'error', detail: 'A server er
  * The one place where an error becomes an answer: `{type, code, detail, attr}` with its status. Anything that is
  * not a client error is logged and hidden behind a generic 500.
  */
-function errorAnswer(error: unknown, logger: Logger, req: IncomingMessage): { status: number; body: object } {
+function errorAnswer(error: unknown, logger: Logger, req: IncomingMessage): { status: number; body: object; retryAfter?: number } {
   const apiError = toApiError(error);
-  if (apiError) return { status: apiError.status, body: apiError.toBody() };
+  if (apiError) return { status: apiError.status, body: apiError.toBody(), retryAfter: apiError.retryAfterSeconds };
   logger.error({ err: error, method: req.method, url: (req as { originalUrl?: string }).originalUrl ?? req.url }, 'unhandled error');
   return { status: 500, body: SERVER_ERROR };
 }
@@ -47,21 +47,23 @@ function errorAnswer(error: unknown, logger: Logger, req: IncomingMessage): { st
 /** Express's error handler. A response already under way (a streamed export) can only be cut off. */
 export function errorRenderer(logger: Logger): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
-    const { status, body } = errorAnswer(error, logger, req);
+    const { status, body, retryAfter } = errorAnswer(error, logger, req);
     if (res.headersSent) {
       res.destroy();
       return;
     }
+    if (retryAfter !== undefined) res.set('Retry-After', String(retryAfter));
     res.status(status).json(body);
   };
 }
 
 /** The same answer from a fast route (no Express). A response already under way can only be cut off. */
 export function sendError(req: IncomingMessage, res: ServerResponse, error: unknown, logger: Logger): void {
-  const { status, body } = errorAnswer(error, logger, req);
+  const { status, body, retryAfter } = errorAnswer(error, logger, req);
   if (res.headersSent) {
     res.destroy();
     return;
   }
+  if (retryAfter !== undefined) res.setHeader('Retry-After', String(retryAfter));
   sendJson(res, status, body);
 }

@@ -4,6 +4,7 @@ export * from './server';
 export * from './app';
 export * from './cors';
 export * from './payload';
+export * from './budget';
 export * from './fast';
 export * from './body';
 export * from './address';

@@ -1,16 +1,16 @@
 /**
  * From request bytes to JSON text, the way PostHog's capture does it (and its flag services accept the same
- * encodings) (reference/posthog-capture-persons.md
- * §1.2–1.3; Rust `payload/common.rs`, `payload/decompression.rs`, `utils.rs`). Every SDK generation put its
- * payload somewhere else and encoded it differently, and several omit or misstate the hints, so the bytes
- * themselves are sniffed at each layer.
+ * encodings). Every SDK generation put its payload somewhere else and encoded it differently, and several omit
+ * or misstate the hints, so the bytes themselves are sniffed at each layer.
+ *
+ * Decompression is bounded while it runs: gzip and lz64 stop as soon as their output passes the limit, and
+ * the output counts against the process's `DecompressionBudget` chunk by chunk.
  */
 import { isUtf8 } from 'node:buffer';
-import { promisify } from 'node:util';
-import { gunzip } from 'node:zlib';
-import { decompressFromBase64 } from 'lz-string';
-
-const gunzipAsync = promisify(gunzip);
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { createGunzip } from 'node:zlib';
+import { decompressionBudget, type DecompressionLease } from './budget';
+import { Lz64Decoder } from './lz64';
 
 export interface EncodedRequest {
   query: URLSearchParams;
@@ -35,9 +35,32 @@ const FORM_MIME_TYPE = 'application/x-www-form-urlencoded';
 const SNIFF_BYTES = 128;
 const FORM_KEYS = ['data=', '_=', 'ip=', 'compression='].map((key) => Buffer.from(key));
 const GZIP_MAGIC = [0x1f, 0x8b, 0x08];
+/** Fewer chunks (each one a turn of the stream and a budget check) for large payloads. */
+const GZIP_CHUNK_BYTES = 64 * 1024;
+/**
+ * lz64 is what SDKs from before 2023 send, in small batches. Its decoder holds UTF-16 (two bytes a unit), so
+ * a lower cap than gzip's keeps the largest lz64 payload well inside the budget.
+ */
+const LZ64_MAX_BYTES = 32 * 1024 * 1024;
+/** The longest the lz64 decoder runs before it lets other requests have the event loop. */
+const LZ64_SLICE_MS = 10;
 
-/** The JSON text of the request's payload; undecodable input and output past `maxBytes` fail with `errors`. */
-export async function decodePayload(request: EncodedRequest, maxBytes: number, errors: PayloadErrors): Promise<string> {
+/**
+ * The JSON text of the request's payload; undecodable input and output past `maxBytes` fail with `errors`.
+ * Decompressed output is charged to `lease`, which the caller releases once it no longer holds the payload;
+ * without one, a lease of the process's budget covers the decoding alone.
+ */
+export async function decodePayload(request: EncodedRequest, maxBytes: number, errors: PayloadErrors, lease?: DecompressionLease): Promise<string> {
+  if (lease) return decodeWithin(request, maxBytes, errors, lease);
+  const own = decompressionBudget.lease();
+  try {
+    return await decodeWithin(request, maxBytes, errors, own);
+  } finally {
+    own.release();
+  }
+}
+
+async function decodeWithin(request: EncodedRequest, maxBytes: number, errors: PayloadErrors, lease: DecompressionLease): Promise<string> {
   // A GET carries the payload in `?data=`; it wins over a body when not empty.
   const queryData = request.query.get('data');
   let payload: Buffer;
@@ -60,8 +83,8 @@ export async function decodePayload(request: EncodedRequest, maxBytes: number, e
 
   const compression = compressionHint(request.query.get('compression'), formCompression, request.contentEncoding);
   let decoded: Buffer;
-  if (compression === 'gzip' || startsWith(payload, GZIP_MAGIC)) decoded = await gunzipLimited(payload, maxBytes, errors);
-  else if (compression === 'lz64') decoded = decompressLz64(payload, maxBytes, errors);
+  if (compression === 'gzip' || startsWith(payload, GZIP_MAGIC)) decoded = await gunzipLimited(payload, maxBytes, errors, lease);
+  else if (compression === 'lz64') decoded = await decompressLz64(payload, Math.min(maxBytes, LZ64_MAX_BYTES), errors, lease);
   else if (compression === 'base64') decoded = (isBase64(payload, false) && decodeBase64(payload)) || payload;
   else decoded = payload;
 
@@ -70,7 +93,7 @@ export async function decodePayload(request: EncodedRequest, maxBytes: number, e
     // As in PostHog: a second base64 layer that does not decode to text is left as it was.
     if (unwrapped && isUtf8(unwrapped)) decoded = unwrapped;
   }
-  if (decoded.length > maxBytes) throw errors.tooLarge(`Decompressed payload exceeds the limit of ${maxBytes} bytes.`);
+  if (decoded.length > maxBytes) throw decompressedTooLarge(maxBytes, errors);
   if (!isUtf8(decoded)) throw errors.decoding('invalid UTF-8 in request payload');
   return decoded.toString('utf8');
 }
@@ -147,29 +170,72 @@ function restorePlus(value: string): string {
 }
 
 /**
- * zlib stops as soon as the output passes `maxOutputLength`, so a gzip bomb costs at most `maxBytes` of memory.
- * Decompression runs on libuv's thread pool, off the event loop.
+ * zlib runs on libuv's thread pool, off the event loop, and produces a chunk only when the previous one was
+ * taken, so a bomb stops at the limit and holds no more than its lease grants.
  */
-async function gunzipLimited(payload: Buffer, maxBytes: number, errors: PayloadErrors): Promise<Buffer> {
+async function gunzipLimited(payload: Buffer, maxBytes: number, errors: PayloadErrors, lease: DecompressionLease): Promise<Buffer> {
+  const inflater = createGunzip({ chunkSize: GZIP_CHUNK_BYTES });
+  const chunks = inflater[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  inflater.end(payload);
+  const output: Buffer[] = [];
+  let length = 0;
   try {
-    return await gunzipAsync(payload, { maxOutputLength: maxBytes });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
-      throw errors.tooLarge(`Decompressed payload exceeds the limit of ${maxBytes} bytes.`);
+    for (;;) {
+      let next: IteratorResult<Buffer>;
+      try {
+        next = await chunks.next();
+      } catch {
+        // Truncated input, a bad header or checksum: the client's bytes, never a server error.
+        throw errors.decoding('invalid gzip data');
+      }
+      if (next.done) break;
+      if (length + next.value.length > maxBytes) throw decompressedTooLarge(maxBytes, errors);
+      await lease.reserve(next.value.length);
+      output.push(next.value);
+      length += next.value.length;
     }
-    throw errors.decoding('invalid gzip data');
+  } catch (error) {
+    lease.free(length);
+    throw error;
+  } finally {
+    inflater.destroy();
   }
+  return output.length === 1 ? output[0]! : Buffer.concat(output, length);
 }
 
 /**
- * lz-string's base64 form (posthog-js before 1.63, posthog-node 2–4 `captureMode: 'form'`). It decompresses
- * to UTF-16 in one go; a bomb is bounded by the 20 MiB body limit times lz-string's ratio, and checked after.
+ * lz-string's base64 form (posthog-js before 1.63, posthog-node 2–4 `captureMode: 'form'`), decoded in slices
+ * of at most `LZ64_SLICE_MS` with the buffer it grows into charged to the lease. Lone surrogates in the output
+ * become U+FFFD on the way to UTF-8 instead of failing the request, as they did with lz-string.
  */
-function decompressLz64(payload: Buffer, maxBytes: number, errors: PayloadErrors): Buffer {
-  const text = decompressFromBase64(payload.toString('latin1'));
-  // lz-string answers garbage input with null or "" rather than an error. Lone surrogates in its output
-  // become U+FFFD on the way to UTF-8 instead of failing the request.
-  if (!text) throw errors.decoding('invalid lz64 data');
-  if (text.length > maxBytes) throw errors.tooLarge(`Decompressed payload exceeds the limit of ${maxBytes} bytes.`);
-  return Buffer.from(text, 'utf8');
+async function decompressLz64(payload: Buffer, maxBytes: number, errors: PayloadErrors, lease: DecompressionLease): Promise<Buffer> {
+  const decoder = new Lz64Decoder(payload, maxBytes);
+  try {
+    for (;;) {
+      switch (decoder.run(performance.now() + LZ64_SLICE_MS)) {
+        case 'done': {
+          const text = decoder.text();
+          await lease.reserve(text.length);
+          return text;
+        }
+        case 'grow':
+          await lease.reserve(decoder.growthBytes);
+          lease.free(decoder.grow());
+          break;
+        case 'pause':
+          await nextTurn();
+          break;
+        case 'invalid':
+          throw errors.decoding('invalid lz64 data');
+        case 'too-large':
+          throw decompressedTooLarge(maxBytes, errors);
+      }
+    }
+  } finally {
+    lease.free(decoder.bufferBytes);
+  }
+}
+
+function decompressedTooLarge(maxBytes: number, errors: PayloadErrors): Error {
+  return errors.tooLarge(`Decompressed payload exceeds the limit of ${maxBytes} bytes.`);
 }
