@@ -103,7 +103,7 @@ describe.each(backends)('person properties on $name', (backend) => {
       expect((await personOf(projectId, 'u')).properties.plan).toBe('old');
     });
 
-    it.each(['$exception', '$$heatmap', '$groupidentify'])('%s never updates the person', async (name) => {
+    it.each(['$exception', '$$heatmap', '$groupidentify', '$group_identify'])('%s never updates the person', async (name) => {
       const projectId = await stores.newProject();
       await stores.persons.processEvent(projectId, event('u', '$pageview', { $set: { a: 1 } }));
       const result = await stores.persons.processEvent(projectId, event('u', name, { $set: { a: 2 }, $set_once: { b: 2 }, $unset: ['a'] }));

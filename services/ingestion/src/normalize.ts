@@ -4,6 +4,7 @@
  * only the raw request (distinct_id stringified with NUL → U+FFFD, top-level `$set`/`$set_once` folded into
  * properties, `$ip`, the event name cut to 200 characters); what is left needs the properties as a whole.
  */
+import { isGroupIdentify } from '@plover/persons';
 import { elementsChainOf } from './elements';
 
 export type Properties = Record<string, unknown>;
@@ -88,8 +89,8 @@ export function normalizeProperties(event: string, captured: Properties, sentAt:
   if (sentAt !== null) properties.$sent_at = sentAt;
 
   const personless = properties.$process_person_profile === false;
-  // `$groupidentify` describes a group, never the sender (PostHog strips it for every $groupidentify).
-  if (personless || event === '$groupidentify') {
+  // A group identify describes a group, never the sender (PostHog strips it for every $groupidentify).
+  if (personless || isGroupIdentify(event)) {
     delete properties.$set;
     delete properties.$set_once;
     delete properties.$unset;

@@ -291,6 +291,70 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
     });
   });
 
+  describe('what clients send that the stores refuse or mistake', () => {
+    it('stores NUL in distinct ids, person and group properties, group types and keys as U+FFFD, and goes on', async () => {
+      const teamId = await createProject(stack.stores.sql);
+      const pageview = captured(teamId, 'anon\u0000', '$pageview', { $set: { 'k\u0000': 'v\u0000', list: ['a\u0000', { 'n\u0000': 'b\u0000' }] }, $set_once: { 'once\u0000': 'x\u0000' } });
+      // Stored before the rest: distinct ids land in different partitions, whose relative order the bus does not keep.
+      await produce([pageview]);
+      await waitForEvents(teamId, 1);
+      await produce([
+        captured(teamId, 'user\u0000', '$identify', { $anon_distinct_id: 'anon\u0000', $set: { email: 'e\u0000' }, $unset: ['k\u0000'] }, { minutes: 1 }),
+        captured(teamId, 'user\u0000', '$groupidentify', { $group_type: 'org\u0000', $group_key: 'acme\u0000', $group_set: { 'name\u0000': 'Acme\u0000' } }, { minutes: 2 }),
+        captured(teamId, 'user\u0000', 'report viewed', { $groups: { 'org\u0000': 'acme\u0000' } }, { minutes: 3 }),
+      ]);
+      await waitForEvents(teamId, 4);
+
+      expect(await persons.getPersonByDistinctId(teamId, 'user\ufffd')).toMatchObject({
+        properties: { list: ['a\ufffd', { 'n\ufffd': 'b\ufffd' }], 'once\ufffd': 'x\ufffd', email: 'e\ufffd', $creator_event_uuid: uuidOf(pageview) },
+        isIdentified: true,
+        distinctIds: ['anon\ufffd', 'user\ufffd'],
+      });
+      const groups = new GroupStore(stack.stores.sql);
+      expect(await groups.listGroupTypes(teamId)).toMatchObject([{ groupType: 'org\ufffd', groupTypeIndex: 0 }]);
+      expect(await groups.getGroups(teamId, [{ groupTypeIndex: 0, groupKey: 'acme\ufffd' }])).toMatchObject([{ groupKey: 'acme\ufffd', properties: { 'name\ufffd': 'Acme\ufffd' } }]);
+      const rows = await listEvents(stack.stores.clickhouse, teamId);
+      expect(rows.map((row) => [row.event, row.distinct_id, row.$group_0])).toEqual([
+        ['$pageview', 'anon\ufffd', ''],
+        ['$identify', 'user\ufffd', ''],
+        ['$groupidentify', 'user\ufffd', ''],
+        ['report viewed', 'user\ufffd', 'acme\ufffd'],
+      ]);
+      expect(await listIngestionWarnings(stack.stores.clickhouse, teamId)).toEqual([]);
+    });
+
+    it('processes $group_identify, the older name, as $groupidentify: the group is written, the sender is not', async () => {
+      const teamId = await createProject(stack.stores.sql);
+      const identify = captured(teamId, 'u', '$group_identify', { $group_type: 'company', $group_key: 'initech', $group_set: { name: 'Initech' }, $set: { ignored: true } });
+      await produce([identify, captured(teamId, 'u', 'report viewed', { $groups: { company: 'initech' } }, { minutes: 1 })]);
+      await waitForEvents(teamId, 2);
+
+      const groups = new GroupStore(stack.stores.sql);
+      expect(await groups.getGroups(teamId, [{ groupTypeIndex: 0, groupKey: 'initech' }])).toEqual([
+        { groupTypeIndex: 0, groupKey: 'initech', properties: { name: 'Initech' }, createdAt: T0, version: 0 },
+      ]);
+      const rows = (await listEvents(stack.stores.clickhouse, teamId)).map(readable);
+      expect(rows.map((row): unknown[] => [row.event, (row.properties as Record<string, unknown>).$set, row.$group_0])).toEqual([
+        ['$group_identify', undefined, ''],
+        ['report viewed', undefined, 'initech'],
+      ]);
+      expect((await persons.getPersonByDistinctId(teamId, 'u'))?.properties).not.toHaveProperty('ignored');
+    });
+
+    it("records the warnings capture raised for a client time it did not use, under the client's uuid", async () => {
+      const teamId = await createProject(stack.stores.sql);
+      const uuid = '0190b0f2-0e5f-7a2c-9d4e-6f1a2b3c4d5e';
+      const details = { eventUuid: uuid, field: 'timestamp', value: 'yesterday', reason: 'invalid format' };
+      await produce([captured(teamId, 'u', 'clicked', {}, { uuid, timestamp: CAPTURED_AT.toISOString(), warnings: [{ type: 'ignored_invalid_timestamp', details }] })]);
+      await waitForEvents(teamId, 1);
+
+      const warnings = await listIngestionWarnings(stack.stores.clickhouse, teamId);
+      expect(warnings.map((warning) => ({ ...warning, details: JSON.parse(warning.details) }))).toEqual([
+        { team_id: teamId, type: 'ignored_invalid_timestamp', details, timestamp: expect.any(String), event_uuid: uuid },
+      ]);
+    });
+  });
+
   describe('dead letters', () => {
     it('sends messages that cannot be ingested to the dead-letter topic with their reason and payload, and goes on', async () => {
       const teamId = await createProject(stack.stores.sql);

@@ -60,8 +60,8 @@ describe('event normalization (reference §2.1)', () => {
     });
   });
 
-  it('$groupidentify never carries person updates', () => {
-    const { properties } = normalizeProperties('$groupidentify', { $group_type: 'company', $group_key: 'acme', $set: { a: 1 }, $set_once: { b: 2 }, $unset: ['c'] }, null);
+  it.each(['$groupidentify', '$group_identify'])('%s never carries person updates', (name) => {
+    const { properties } = normalizeProperties(name, { $group_type: 'company', $group_key: 'acme', $set: { a: 1 }, $set_once: { b: 2 }, $unset: ['c'] }, null);
     expect(properties).toEqual({ $group_type: 'company', $group_key: 'acme' });
   });
 

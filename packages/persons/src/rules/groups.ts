@@ -30,9 +30,20 @@ export interface GroupIdentify extends GroupRef {
   set: Properties;
 }
 
-/** `$groupidentify` needs `$group_type` and `$group_key`; `$group_set` (an object) is what it writes. */
+/**
+ * The names of the event that describes a group: `$groupidentify`, as the SDKs send it, and `$group_identify`,
+ * as earlier descriptions of the API spelled it and clients written from them send. Both are processed alike;
+ * the event keeps the name it was sent with.
+ */
+const GROUP_IDENTIFY_EVENTS = new Set(['$groupidentify', '$group_identify']);
+
+export function isGroupIdentify(event: string): boolean {
+  return GROUP_IDENTIFY_EVENTS.has(event);
+}
+
+/** A group identify needs `$group_type` and `$group_key`; `$group_set` (an object) is what it writes. */
 export function groupIdentifyOf(event: string, properties: Properties): GroupIdentify | undefined {
-  if (event !== '$groupidentify' || typeof properties.$group_type !== 'string' || properties.$group_type === '') return undefined;
+  if (!isGroupIdentify(event) || typeof properties.$group_type !== 'string' || properties.$group_type === '') return undefined;
   const groupKey = groupKeyOf(properties.$group_key);
   if (groupKey === undefined) return undefined;
   const set = isPlainObject(properties.$group_set) ? storableProperties(properties.$group_set) : {};

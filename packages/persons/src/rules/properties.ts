@@ -1,4 +1,5 @@
 import { hasOwn, isPlainObject, jsonEqual, setOwn, storableProperties, storableText, type Properties } from '../json';
+import { isGroupIdentify } from './groups';
 
 /**
  * Person property rules (capture/persons reference §2.2–2.4). Pure: no I/O, so ingestion and the
@@ -66,10 +67,10 @@ const CHURNING_PROPERTIES = new Set([
 /**
  * The update an event asks for. `$unset` may be a list of keys or an object whose keys are used
  * (reference §2.3); values that are not objects or lists are ignored. Events in NO_PERSON_UPDATE_EVENTS
- * and `$groupidentify` (whose $set is stripped, reference §2.1) ask for nothing.
+ * and group identifies (whose $set is stripped) ask for nothing.
  */
 export function propertyUpdateOf(event: string, properties: Properties): PropertyUpdate {
-  if (NO_PERSON_UPDATE_EVENTS.has(event) || event === '$groupidentify') return EMPTY_UPDATE;
+  if (NO_PERSON_UPDATE_EVENTS.has(event) || isGroupIdentify(event)) return EMPTY_UPDATE;
   return normalizeUpdate({ set: properties.$set, setOnce: properties.$set_once, unset: properties.$unset });
 }
 

@@ -4,7 +4,7 @@
  * `stringData`, as the previous version wrote them (`data` the event as a JSON string), which are still read.
  */
 import type { OutgoingMessage } from '@plover/bus';
-import { capturedEventKey, type CapturedEvent, type CapturedEventMessage } from '@plover/contracts';
+import { capturedEventKey, type CapturedEvent, type CapturedEventMessage, type CapturedEventWarning } from '@plover/contracts';
 import { uuidv7 } from '@plover/core';
 
 export const T0 = new Date('2024-05-01T12:00:00.000Z');
@@ -21,6 +21,8 @@ export interface CapturedOptions {
   historical?: boolean;
   /** `data` as the event's JSON string, as capture wrote it before the event was nested. */
   stringData?: boolean;
+  /** Warnings capture raised for the event. */
+  warnings?: CapturedEventWarning[];
 }
 
 export function capturedEvent(teamId: number, distinctId: string, event: string, properties: Record<string, unknown> = {}, options: CapturedOptions = {}): CapturedEventMessage {
@@ -41,6 +43,7 @@ export function capturedEvent(teamId: number, distinctId: string, event: string,
     sent_at: options.sentAt ?? null,
     data: options.stringData ? JSON.stringify(data) : data,
     historical: options.historical ?? false,
+    ...(options.warnings ? { warnings: options.warnings } : {}),
   };
 }
 
