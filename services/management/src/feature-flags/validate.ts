@@ -13,11 +13,26 @@ function invalid(detail: string, attr: string): ApiError {
   return ApiError.validation(detail, attr, 'invalid_input');
 }
 
+/** Ids are Postgres `integer`s: a larger number names nothing and would fail the query it reached. */
+const MAX_ID = 2_147_483_647;
+
+/** A cohort id as a filter value holds it (a number or a string of digits, as decide reads it), or null. */
+function idOf(value: unknown): number | null {
+  const id = typeof value === 'string' && /^\d{1,10}$/.test(value) ? Number(value) : value;
+  return typeof id === 'number' && Number.isSafeInteger(id) && id >= 1 && id <= MAX_ID ? id : null;
+}
+
+function isGroupTypeIndex(value: unknown): boolean {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 && value <= 4;
+}
+
+function isPercentage(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 && value <= 100;
+}
+
 function checkRollout(value: unknown, attr: string): void {
   if (value === undefined || value === null) return;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 100) {
-    throw invalid('Rollout percentage must be a number between 0 and 100.', attr);
-  }
+  if (!isPercentage(value)) throw invalid('Rollout percentage must be a number between 0 and 100.', attr);
 }
 
 export interface PropertyReferences {
@@ -27,25 +42,26 @@ export interface PropertyReferences {
 function checkProperties(value: unknown, attr: string, refs: PropertyReferences): void {
   if (value === undefined || value === null) return;
   if (!Array.isArray(value)) throw invalid('Properties must be a list.', attr);
-  value.forEach((filter: unknown, index) => {
-    const at = `${attr}__${index}`;
-    if (!isObject(filter)) throw invalid('Each property filter must be an object.', at);
-    if (typeof filter.key !== 'string' || filter.key === '') throw invalid('A property filter needs a key.', `${at}__key`);
-    if (filter.operator !== undefined && filter.operator !== null && (typeof filter.operator !== 'string' || !OPERATORS.has(filter.operator))) {
-      throw invalid(`${JSON.stringify(filter.operator)} is not a valid operator.`, `${at}__operator`);
-    }
-    if (filter.type !== undefined && filter.type !== null && (typeof filter.type !== 'string' || !FILTER_TYPES.has(filter.type))) {
-      throw invalid(`${JSON.stringify(filter.type)} is not a valid property filter type.`, `${at}__type`);
-    }
-    if (filter.type === 'cohort') {
-      const id = Number(filter.value);
-      if (!Number.isInteger(id)) throw invalid('A cohort filter needs a cohort id as its value.', `${at}__value`);
-      refs.cohortIds.add(id);
-    }
-    if (filter.type === 'group' && (typeof filter.group_type_index !== 'number' || filter.group_type_index < 0 || filter.group_type_index > 4)) {
-      throw invalid('A group filter needs a group_type_index between 0 and 4.', `${at}__group_type_index`);
-    }
-  });
+  value.forEach((filter: unknown, index) => checkProperty(filter, `${attr}__${index}`, refs));
+}
+
+function checkProperty(filter: unknown, at: string, refs: PropertyReferences): void {
+  if (!isObject(filter)) throw invalid('Each property filter must be an object.', at);
+  if (typeof filter.key !== 'string' || filter.key === '') throw invalid('A property filter needs a key.', `${at}__key`);
+  if (filter.operator !== undefined && filter.operator !== null && (typeof filter.operator !== 'string' || !OPERATORS.has(filter.operator))) {
+    throw invalid(`${JSON.stringify(filter.operator)} is not a valid operator.`, `${at}__operator`);
+  }
+  if (filter.type !== undefined && filter.type !== null && (typeof filter.type !== 'string' || !FILTER_TYPES.has(filter.type))) {
+    throw invalid(`${JSON.stringify(filter.type)} is not a valid property filter type.`, `${at}__type`);
+  }
+  if (filter.type === 'cohort') {
+    const id = idOf(filter.value);
+    if (id === null) throw invalid('A cohort filter needs a cohort id as its value.', `${at}__value`);
+    refs.cohortIds.add(id);
+  }
+  if (filter.type === 'group' && !isGroupTypeIndex(filter.group_type_index)) {
+    throw invalid('A group filter needs a group_type_index between 0 and 4.', `${at}__group_type_index`);
+  }
 }
 
 function checkConditions(value: unknown, attr: string, variantKeys: Set<string>, refs: PropertyReferences): void {
@@ -71,7 +87,7 @@ export function validateFilters(filters: unknown): PropertyReferences {
   const refs: PropertyReferences = { cohortIds: new Set() };
   if (!isObject(filters)) throw invalid('Filters must be an object.', 'filters');
   const index = filters.aggregation_group_type_index;
-  if (index !== undefined && index !== null && (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index > 4)) {
+  if (index !== undefined && index !== null && !isGroupTypeIndex(index)) {
     throw invalid('aggregation_group_type_index must be between 0 and 4.', 'filters');
   }
   const variantKeys = new Set<string>();
@@ -81,9 +97,7 @@ export function validateFilters(filters: unknown): PropertyReferences {
     let total = 0;
     for (const variant of multivariate.variants as unknown[]) {
       if (!isObject(variant) || typeof variant.key !== 'string' || variant.key === '') throw invalid('Each variant needs a key.', 'filters');
-      if (typeof variant.rollout_percentage !== 'number' || !Number.isFinite(variant.rollout_percentage)) {
-        throw invalid('Each variant needs a rollout_percentage.', 'filters');
-      }
+      if (!isPercentage(variant.rollout_percentage)) throw invalid('Each variant needs a rollout_percentage between 0 and 100.', 'filters');
       if (variantKeys.has(variant.key)) throw invalid('Variant keys must be unique.', 'filters');
       variantKeys.add(variant.key);
       total += variant.rollout_percentage;
@@ -116,7 +130,7 @@ export function validateCohortFilters(filters: unknown): PropertyReferences {
     if (!Array.isArray(group.values)) throw invalid('A property group needs a list of values.', attr);
     group.values.forEach((value: unknown, index) => {
       if (isObject(value) && (value.type === 'AND' || value.type === 'OR')) walk(value, `${attr}__values__${index}`);
-      else checkProperties([value], `${attr}__values__${index}`, refs);
+      else checkProperty(value, `${attr}__values__${index}`, refs);
     });
   };
   if (filters.properties !== undefined && filters.properties !== null) walk(filters.properties, 'filters__properties');

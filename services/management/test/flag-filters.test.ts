@@ -1,0 +1,48 @@
+import request from 'supertest';
+import { backends, useWorld } from './support/app';
+
+/** Filters with an id or a number no flag can hold: each must be a 400 naming it, never a 5xx. */
+const oneFilter = (extra: Record<string, unknown>) => ({ groups: [{ properties: [{ key: 'plan', type: 'person', value: 'pro', ...extra }], rollout_percentage: 100 }] });
+const cohort = (value: unknown) => ({ groups: [{ properties: [{ key: 'id', type: 'cohort', value }] }] });
+const BAD_FILTERS: [string, Record<string, unknown>, string][] = [
+  ['a cohort id past 2^53', cohort(1e20), 'filters__groups__0__properties__0__value'],
+  ['a cohort id past Postgres integers', cohort(2_147_483_648), 'filters__groups__0__properties__0__value'],
+  ['a cohort id of 20 digits as text', cohort('99999999999999999999'), 'filters__groups__0__properties__0__value'],
+  ['a fractional cohort id', cohort(1.5), 'filters__groups__0__properties__0__value'],
+  ['a cohort id of true', cohort(true), 'filters__groups__0__properties__0__value'],
+  ['a cohort id of an array', cohort([7]), 'filters__groups__0__properties__0__value'],
+  ['a fractional group_type_index', { groups: [{ properties: [{ key: 'size', type: 'group', group_type_index: 1.5, value: 1 }] }] }, 'filters__groups__0__properties__0__group_type_index'],
+  ['an aggregation_group_type_index past 2^53', { aggregation_group_type_index: 1e20, groups: [] }, 'filters'],
+  ['a variant over 100 percent balanced by a negative one', { multivariate: { variants: [{ key: 'a', rollout_percentage: 150 }, { key: 'b', rollout_percentage: -50 }] } }, 'filters'],
+  ['a condition rollout of 1e20', { groups: [{ properties: [], rollout_percentage: 1e20 }] }, 'filters__groups__0__rollout_percentage'],
+  ['a group filter with a negative group_type_index', oneFilter({ type: 'group', group_type_index: -1 }), 'filters__groups__0__properties__0__group_type_index'],
+];
+
+describe.each(backends)('flag and cohort filters with out-of-range numbers on $name', (backend) => {
+  const world = useWorld(backend);
+
+  it.each(BAD_FILTERS)('refuses %s with a 400 naming the field, on create and on update', async (_why, filters, attr) => {
+    const t = await world.tenant();
+    const flags = `/api/projects/${t.projectId}/feature_flags/`;
+    const created = await request(world.app).post(flags).set(t.auth).send({ key: 'bad', filters });
+    expect([created.status, created.body.type, created.body.attr]).toEqual([400, 'validation_error', attr]);
+    const flag = await request(world.app).post(flags).set(t.auth).send({ key: 'good' }).expect(201);
+    const updated = await request(world.app).patch(`${flags}${flag.body.id}/`).set(t.auth).send({ filters });
+    expect([updated.status, updated.body.attr]).toEqual([400, attr]);
+  });
+
+  it('refuses a cohort nesting a cohort id past Postgres integers with 400', async () => {
+    const t = await world.tenant();
+    const filters = { properties: { type: 'AND', values: [{ key: 'id', type: 'cohort', value: 1e20 }] } };
+    const res = await request(world.app).post(`/api/projects/${t.projectId}/cohorts/`).set(t.auth).send({ name: 'c', filters });
+    expect([res.status, res.body.attr]).toEqual([400, 'filters__properties__values__0__value']);
+  });
+
+  it('still accepts a cohort id as a number or as digits', async () => {
+    const t = await world.tenant();
+    const made = await request(world.app).post(`/api/projects/${t.projectId}/cohorts/`).set(t.auth).send({ name: 'c', is_static: true }).expect(201);
+    for (const [key, value] of [['by-number', made.body.id], ['by-text', String(made.body.id)]]) {
+      await request(world.app).post(`/api/projects/${t.projectId}/feature_flags/`).set(t.auth).send({ key, filters: cohort(value) }).expect(201);
+    }
+  });
+});
