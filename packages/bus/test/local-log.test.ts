@@ -2,10 +2,10 @@
  * What LocalLogBus promises beyond the shared contract (bus.contract.test.ts): recovery from torn writes,
  * segment retention, group commit, and its own limits.
  */
-import { appendFile, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { appendFile, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { LocalLogBus } from '@plover/bus';
+import { LocalLogBus, repairLocalLog } from '@plover/bus';
 import type { BusMessage, LocalLogBusOptions } from '@plover/bus';
 import { COMMIT_INTERVAL_MS } from '../src/local-log/offsets';
 import { encodeFrames } from '../src/local-log/record';
@@ -95,6 +95,48 @@ describe('LocalLogBus', () => {
     const received = await consumeAll(bus, 'g', 12);
     expect(received.map((message) => messageId(message.value))).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
     expect(received.map((message) => message.offset)).toEqual(Array.from({ length: 12 }, (_, i) => String(i)));
+  });
+
+  it('refuses to open when intact records follow a damaged one, and cuts there only through the repair', async () => {
+    const first = await open({ partitions: 1 });
+    for (let id = 0; id < 6; id++) await produceIds(first, [id]);
+    await consumeAll(first, 'g', 6);
+    await first.close();
+    // A bad sector in the middle of record 2, behind which records 3…5 are intact.
+    const segment = path.join(partitionDir(), FIRST_SEGMENT);
+    const content = await readFile(segment);
+    const frameBytes = content.length / 6;
+    content.writeUInt8(content.readUInt8(2 * frameBytes + 100) ^ 0xff, 2 * frameBytes + 100);
+    await writeFile(segment, content);
+
+    const refused = LocalLogBus.open({ dataDir, partitions: 1 });
+    await expect(refused).rejects.toMatchObject({ name: 'StorageError', code: 'LOG_DAMAGED' });
+    await expect(refused).rejects.toThrow(`${segment} has a damaged record at byte ${2 * frameBytes} (offset 2) with intact records behind it (from byte ${3 * frameBytes})`);
+    await expect(refused).rejects.toThrow('`npm run repair-log -- --cut` cuts the log at the damaged record');
+    expect((await stat(segment)).size).toBe(content.length);
+
+    const damage = { topic: TOPIC, partition: 0, file: segment, byte: 2 * frameBytes, offset: 2, droppedBytes: 4 * frameBytes, droppedSegments: [], groupsMovedBack: ['g'] };
+    expect(await repairLocalLog(dataDir, { cut: false })).toEqual([damage]);
+    expect((await stat(segment)).size).toBe(content.length);
+    expect(await repairLocalLog(dataDir, { cut: true })).toEqual([damage]);
+    expect((await stat(segment)).size).toBe(2 * frameBytes);
+
+    // Offsets 2… are handed out again, and the group, moved back from 6 to 2, gets the new records.
+    const bus = await open({ partitions: 1 });
+    await produceIds(bus, [10, 11]);
+    const received = await consumeAll(bus, 'g', 2);
+    expect(received.map((message) => [message.offset, messageId(message.value)])).toEqual([
+      ['2', 10],
+      ['3', 11],
+    ]);
+  });
+
+  it('takes over a lock left by an earlier process that had the same pid (a container restarted as PID 1)', async () => {
+    const first = await open();
+    await first.close();
+    // What an older release left: the bare pid, here our own.
+    await writeFile(path.join(dataDir, 'LOCK'), String(process.pid));
+    await expect(open()).resolves.toBeInstanceOf(LocalLogBus);
   });
 
   it('deletes a segment only once every group known for the topic has committed past it', async () => {

@@ -1,3 +1,5 @@
+import path from 'node:path';
+import { repairLocalLog } from '@plover/bus';
 import { loadConfigOrExit, sections } from '@plover/config';
 import { createLogger } from '@plover/core';
 import { runEventDeletions } from '@plover/management/deletions';
@@ -7,6 +9,8 @@ import { openEmbeddedStores } from './stores';
 /**
  * `npm run migrate`: brings the embedded data dir to the current schema without starting the server.
  * `cli.ts delete-events`: runs the queued person event deletions now (the server must be stopped: it holds the data dir).
+ * `npm run repair-log [-- --cut]`: shows, and with --cut repairs, damage that keeps the local log from opening
+ * (see repairLocalLog; the server must be stopped).
  */
 async function run(command: string | undefined): Promise<void> {
   if (command === 'delete-events') {
@@ -25,8 +29,27 @@ async function run(command: string | undefined): Promise<void> {
     }
     return;
   }
+  if (command === 'repair-log') {
+    const config = loadConfigOrExit(process.env, { data: sections.dataDir });
+    const cut = process.argv.slice(3).includes('--cut');
+    const unlock = lockDataDir(config.data.dataDir);
+    try {
+      const damaged = await repairLocalLog(path.join(config.data.dataDir, 'bus'), { cut });
+      for (const found of damaged) {
+        process.stdout.write(
+          `${found.file}: damaged record at byte ${found.byte} (offset ${found.offset}); ${cut ? 'dropped' : 'a cut drops'} ${found.droppedBytes} bytes` +
+            ` (${found.droppedSegments.length} later segments); groups ${cut ? 'moved back' : 'to move back'}: ${found.groupsMovedBack.join(', ') || 'none'}\n`,
+        );
+      }
+      if (damaged.length === 0) process.stdout.write('the local log has no damaged record\n');
+      else if (!cut) process.stdout.write('nothing changed; run `npm run repair-log -- --cut` to cut the log at these records\n');
+    } finally {
+      unlock();
+    }
+    return;
+  }
   if (command !== 'migrate') {
-    process.stderr.write('usage: cli.ts migrate|delete-events\n');
+    process.stderr.write('usage: cli.ts migrate|delete-events|repair-log [--cut]\n');
     process.exitCode = 2;
     return;
   }

@@ -119,6 +119,18 @@ export class OffsetStore {
     }
   }
 
+  /** The groups whose commit on the partition lies past `offset`. */
+  groupsPast(topic: string, partition: number, offset: number): string[] {
+    return [...(this.committed.get(topic) ?? [])].filter(([, partitions]) => (partitions.get(partition) ?? 0) > offset).map(([group]) => group);
+  }
+
+  /** Moves back to `offset` every group whose commit on the partition lies past it; returns those groups. */
+  async moveBackTo(topic: string, partition: number, offset: number): Promise<string[]> {
+    const groups = this.groupsPast(topic, partition, offset);
+    for (const group of groups) await this.commit(group, topic, partition, offset);
+    return groups;
+  }
+
   private async ensureGroupDir(group: string): Promise<void> {
     if (this.groupDirs.has(group)) return;
     await makeDirectory(this.fs, path.join(this.dir, group));
