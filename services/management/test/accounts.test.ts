@@ -2,7 +2,10 @@ import request from 'supertest';
 import { hashPersonalApiKey } from '@plover/accounts';
 import { AuthFailureThrottle, hasScope } from '../src/http/auth';
 import { flatten, toCsv } from '../src/http/render';
-import { backends, bearer, useWorld } from './support/app';
+import { createLogger } from '@plover/core';
+import { createMetricsRegistry } from '@plover/http';
+import { createApp } from '../src/app';
+import { backends, bearer, noClickHouse, useWorld } from './support/app';
 
 describe('scopes', () => {
   it('write implies read, * and the legacy empty list grant everything', () => {
@@ -23,16 +26,26 @@ describe('csv', () => {
 });
 
 describe('auth failure throttle', () => {
-  it('blocks an address after max failures until the window ends', () => {
+  it('answers a wait for a subject’s failures past max, for the most blocked subject, until its window ends', () => {
     let now = 0;
     const throttle = new AuthFailureThrottle(2, 60_000, () => now);
-    throttle.fail('a');
-    expect(throttle.blockedFor('a')).toBe(0);
-    throttle.fail('a');
-    expect(throttle.blockedFor('a')).toBe(60);
-    expect(throttle.blockedFor('b')).toBe(0);
+    expect(throttle.fail(['a'])).toBe(0);
+    expect(throttle.fail(['a'])).toBe(0);
+    now = 30_000;
+    expect(throttle.fail(['a'])).toBe(30);
+    expect(throttle.fail(['b'])).toBe(0);
+    expect(throttle.fail(['b', 'a'])).toBe(30);
     now = 60_000;
-    expect(throttle.blockedFor('a')).toBe(0);
+    expect(throttle.fail(['a'])).toBe(0);
+  });
+
+  it('keeps at most maxEntries counters under a spray of subjects, forgetting the oldest window first', () => {
+    const throttle = new AuthFailureThrottle(1, 60_000, () => 0, 1000);
+    throttle.fail(['old']);
+    for (let i = 0; i < 100_000; i++) throttle.fail([`spray ${i}`]);
+    expect(throttle.size).toBe(1000);
+    expect(throttle.fail(['spray 99999'])).toBe(60);
+    expect(throttle.fail(['old'])).toBe(0);
   });
 });
 
@@ -72,17 +85,36 @@ describe.each(backends)('accounts API on $name', (backend) => {
       expect(res.headers['x-content-type-options']).toBe('nosniff');
     });
 
-    it('429 after too many failures from one address', async () => {
+    /** An app of its own with the production throttle (20 failures a minute), optionally behind a trusted proxy. */
+    const throttledApp = (trustProxy: boolean) =>
+      createApp({
+        logger: createLogger({ service: 'test', level: 'silent' }),
+        metrics: createMetricsRegistry('test'),
+        sql: world.sql,
+        clickhouse: noClickHouse,
+        trustProxy,
+        authThrottle: new AuthFailureThrottle(),
+      });
+
+    it('after 20 failures from one address, 429 for its invalid keys while valid keys still pass', async () => {
       const t = await world.tenant();
-      const original = world.throttle;
-      // The shared app's throttle allows 1000 failures a minute; record them for the addresses supertest uses.
-      for (let i = 0; i < 1000; i++) for (const address of ['::ffff:127.0.0.1', '127.0.0.1', '::1']) original.fail(address);
-      const res = await request(world.app).get('/api/users/@me').set(t.auth);
-      expect(res.status).toBe(429);
-      expect(res.body).toMatchObject({ type: 'throttled', code: 'throttled' });
-      // Reset for the other tests.
-      original.reset();
-      expect((await request(world.app).get('/api/users/@me').set(t.auth)).status).toBe(200);
+      const app = throttledApp(false);
+      for (let i = 0; i < 20; i++) expect((await request(app).get('/api/users/@me').set(bearer(`phx_bad${i}`))).status).toBe(401);
+      const bad = await request(app).get('/api/users/@me').set(bearer('phx_bad'));
+      expect(bad.status).toBe(429);
+      expect(bad.body).toMatchObject({ type: 'throttled', code: 'throttled' });
+      expect((await request(app).get('/api/users/@me')).status).toBe(429);
+      expect((await request(app).get('/api/users/@me').set(t.auth)).status).toBe(200);
+    });
+
+    it('after 20 failures of one key from as many addresses, 429 for that key only', async () => {
+      const app = throttledApp(true);
+      const retried = 'phx_revokedKeyValue';
+      for (let i = 0; i < 20; i++) {
+        expect((await request(app).get('/api/users/@me').set(bearer(retried)).set('X-Forwarded-For', `10.0.0.${i}`)).status).toBe(401);
+      }
+      expect((await request(app).get('/api/users/@me').set(bearer(retried)).set('X-Forwarded-For', '10.9.9.9')).status).toBe(429);
+      expect((await request(app).get('/api/users/@me').set(bearer('phx_otherKeyValue')).set('X-Forwarded-For', '10.9.9.9')).status).toBe(401);
     });
   });
 

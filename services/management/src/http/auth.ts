@@ -41,43 +41,60 @@ interface KeyRow {
   last_used_at: Date | null;
 }
 
-/** Repeated authentication failures per client address: after `max` in `windowMs`, 429 until the window ends. */
+/**
+ * Failed authentications, counted per client address and per presented key prefix. Once one of them has
+ * failed more than `max` times in its `windowMs` window, its further failures answer 429 instead of 401 until
+ * the window ends. Only failures are answered so: a valid key always authenticates, so a burst of bad keys
+ * from a shared proxy address cannot lock out the users behind it.
+ *
+ * At most `maxEntries` counters are kept; past that the oldest window is forgotten first. A spray of
+ * addresses or prefixes can thus shorten the sprayer's own blocks but never grow memory; a block only slows
+ * down guessing keys of 190 random bits, which the hash lookup makes hopeless anyway.
+ */
 export class AuthFailureThrottle {
   private readonly failures = new Map<string, { count: number; resetAt: number }>();
   constructor(
     private readonly max = 20,
     private readonly windowMs = 60_000,
     private readonly now: () => number = Date.now,
+    private readonly maxEntries = 50_000,
   ) {}
 
-  /** Seconds until the address may try again, or 0. */
-  blockedFor(address: string): number {
-    const entry = this.failures.get(address);
-    if (!entry) return 0;
+  /** Records one failure of each subject; answers the seconds until the most blocked of them may fail again without a 429, or 0. */
+  fail(subjects: readonly string[]): number {
     const now = this.now();
-    if (now >= entry.resetAt) {
-      this.failures.delete(address);
-      return 0;
+    let wait = 0;
+    for (const subject of subjects) {
+      let entry = this.failures.get(subject);
+      if (!entry || now >= entry.resetAt) {
+        // Deleted and set again, so that the map's insertion order is the order in which windows started.
+        this.failures.delete(subject);
+        entry = { count: 0, resetAt: now + this.windowMs };
+        this.failures.set(subject, entry);
+        if (this.failures.size > this.maxEntries) this.failures.delete(this.failures.keys().next().value!);
+      }
+      entry.count += 1;
+      if (entry.count > this.max) wait = Math.max(wait, Math.ceil((entry.resetAt - now) / 1000));
     }
-    return entry.count >= this.max ? Math.ceil((entry.resetAt - now) / 1000) : 0;
+    return wait;
+  }
+
+  /** Counters held (bounded by `maxEntries`). */
+  get size(): number {
+    return this.failures.size;
   }
 
   /** Forgets every failure (tests, or an operator clearing a lockout). */
   reset(): void {
     this.failures.clear();
   }
-
-  fail(address: string): void {
-    const now = this.now();
-    const entry = this.failures.get(address);
-    if (!entry || now >= entry.resetAt) this.failures.set(address, { count: 1, resetAt: now + this.windowMs });
-    else entry.count += 1;
-    // Bounded memory under a spray of addresses: drop expired entries when the map grows.
-    if (this.failures.size > 100_000) {
-      for (const [key, value] of this.failures) if (now >= value.resetAt) this.failures.delete(key);
-    }
-  }
 }
+
+/**
+ * Failures also count per presented key, so one bad key retried from many addresses is throttled too. Its first
+ * characters name it: enough to tell keys apart, and the counters never hold a whole presented secret.
+ */
+const KEY_PREFIX_LENGTH = 12;
 
 function sameHash(a: string, b: string): boolean {
   const left = Buffer.from(a, 'utf8');
@@ -86,21 +103,21 @@ function sameHash(a: string, b: string): boolean {
 }
 
 /**
- * `Authorization: Bearer phx_…` → req.principal. The key is looked up by its sha256 (unique index) and the
- * stored hash compared again in constant time. Inactive users' keys never match. 401 without a key or with an
- * unknown one; an address with too many failures gets 429 before any lookup.
+ * `Authorization: Bearer phx_…` → req.principal. The key is looked up by its sha256 (unique index: one cheap
+ * probe, whatever the throttle says, so that a valid key always passes) and the stored hash compared again in
+ * constant time. Inactive users' keys never match. 401 without a key or with an unknown one, 429 instead once
+ * the request's address or key prefix has failed too often.
  */
 export function authenticate(sql: Sql, throttle: AuthFailureThrottle): RequestHandler {
   return async (req: Request, _res: Response, next: NextFunction) => {
-    const address = req.ip ?? req.socket.remoteAddress ?? 'unknown';
-    const wait = throttle.blockedFor(address);
-    if (wait > 0) throw errors.throttled(wait);
+    const address = `address:${req.ip ?? req.socket.remoteAddress ?? 'unknown'}`;
+    const refuse = (subjects: string[], error: Error): never => {
+      const wait = throttle.fail(subjects);
+      throw wait > 0 ? errors.throttled(wait) : error;
+    };
     const header = req.headers.authorization;
     const match = header ? BEARER.exec(header) : null;
-    if (!match) {
-      throttle.fail(address);
-      throw errors.notAuthenticated();
-    }
+    if (!match) return refuse([address], errors.notAuthenticated());
     const value = match[1]!.trim();
     const hash = hashPersonalApiKey(value);
     const result = await sql.query<KeyRow>(
@@ -113,8 +130,7 @@ export function authenticate(sql: Sql, throttle: AuthFailureThrottle): RequestHa
     );
     const row = result.rows[0];
     if (!row || !sameHash(row.secure_value, hash)) {
-      throttle.fail(address);
-      throw errors.invalidKey('Authorization header');
+      return refuse([address, `key:${value.slice(0, KEY_PREFIX_LENGTH)}`], errors.invalidKey('Authorization header'));
     }
     req.principal = {
       user: { id: row.user_id, uuid: row.uuid, email: row.email, isStaff: row.is_staff },

@@ -1,9 +1,10 @@
-import { Router } from 'express';
+import { Router, type Request } from 'express';
 import { hashPersonalApiKey, maskPersonalApiKey, newPersonalApiKey, newProjectToken } from '@plover/accounts';
 import type { Sql } from '@plover/postgres';
 import { principalOf, requireScope } from '../http/auth';
 import { bodyOf, optionalString } from '../http/body';
 import { errors } from '../http/errors';
+import { exceededLimit, limitParams, organizationWithinSql, projectWithinSql, type KeyLimits } from '../http/key-limits';
 import { envelope, pageOf, send } from '../http/render';
 import { validateBody } from '../schemas';
 
@@ -86,6 +87,26 @@ function keyBody(row: KeyRow, value?: string): Record<string, unknown> {
 const KEY_COLUMNS = 'id, label, mask_value, scopes, scoped_projects, scoped_organizations, created_at, last_used_at, last_rolled_at';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+const limitsOf = (row: KeyRow): KeyLimits => ({ scopes: row.scopes, scopedProjects: row.scoped_projects, scopedOrganizations: row.scoped_organizations });
+
+/**
+ * The caller's key `:id` (`@current`: the calling key); 404 if the user has none such, 403 if it is wider than
+ * the calling key, which may not see or revoke it.
+ */
+async function keyWithinCaller(sql: Sql, req: Request): Promise<KeyRow> {
+  const principal = principalOf(req);
+  const param = String(req.params.id);
+  const id = param === '@current' ? principal.key.id : param;
+  if (!UUID.test(id)) throw errors.notFound();
+  const row = (
+    await sql.query<KeyRow>('management.getKey', `SELECT ${KEY_COLUMNS} FROM personal_api_keys WHERE id = $1 AND user_id = $2`, [id, principal.user.id])
+  ).rows[0];
+  if (!row) throw errors.notFound();
+  const field = exceededLimit(limitsOf(row), principal.key);
+  if (field) throw errors.forbidden(`This personal API key has wider ${field} than the API key used for the request.`);
+  return row;
+}
+
 function validScopes(value: unknown): string[] {
   if (value === undefined) throw errors.required('scopes');
   if (!Array.isArray(value)) throw errors.validation('Expected a list of items but got type "' + typeof value + '".', 'scopes', 'not_a_list');
@@ -121,17 +142,25 @@ export function accountRoutes(sql: Sql): Router {
       )
     ).rows[0];
     if (!row) throw errors.notAuthenticated();
+    // A key limited to some projects or organizations sees only those (and the organizations holding them).
+    const limits = limitParams(principalOf(req).key);
     const organizations = (
       await sql.query<{ id: string; name: string; level: string }>(
         'management.myOrganizations',
         `SELECT o.id, o.name, m.level FROM organization_memberships m JOIN organizations o ON o.id = m.organization_id
-          WHERE m.user_id = $1 ORDER BY o.created_at, o.id`,
-        [user.id],
+          WHERE m.user_id = $1 AND ${organizationWithinSql('o.id', '$2', '$3')} ORDER BY o.created_at, o.id`,
+        [user.id, ...limits],
       )
     ).rows;
     const team = row.current_project_id === null
       ? null
-      : (await sql.query<ProjectRow>('management.myProject', `SELECT ${PROJECT_COLUMNS} FROM projects p WHERE p.id = $1`, [row.current_project_id])).rows[0];
+      : (
+          await sql.query<ProjectRow>(
+            'management.myProject',
+            `SELECT ${PROJECT_COLUMNS} FROM projects p WHERE p.id = $1 AND ${projectWithinSql('p.id', 'p.organization_id', '$2', '$3')}`,
+            [row.current_project_id, ...limits],
+          )
+        ).rows[0];
     const { current_project_id: _current, date_joined, ...basic } = row;
     send(req, res, 200, {
       ...basic,
@@ -149,32 +178,31 @@ export function accountRoutes(sql: Sql): Router {
       `SELECT ${KEY_COLUMNS} FROM personal_api_keys WHERE user_id = $1 ORDER BY created_at DESC, id`,
       [principalOf(req).user.id],
     );
-    send(req, res, 200, rows.rows.map((row) => keyBody(row)), 'personal_api_keys');
+    const visible = rows.rows.filter((row) => exceededLimit(limitsOf(row), principalOf(req).key) === null);
+    send(req, res, 200, visible.map((row) => keyBody(row)), 'personal_api_keys');
   });
 
   router.get('/personal_api_keys/:id', async (req, res) => {
     requireScope(req, 'personal_api_key:read');
-    const principal = principalOf(req);
-    const id = req.params.id === '@current' ? principal.key.id : req.params.id;
-    if (!UUID.test(id)) throw errors.notFound();
-    const row = (
-      await sql.query<KeyRow>('management.getKey', `SELECT ${KEY_COLUMNS} FROM personal_api_keys WHERE id = $1 AND user_id = $2`, [id, principal.user.id])
-    ).rows[0];
-    if (!row) throw errors.notFound();
-    send(req, res, 200, keyBody(row), 'personal_api_key');
+    send(req, res, 200, keyBody(await keyWithinCaller(sql, req)), 'personal_api_key');
   });
 
   router.post('/personal_api_keys', async (req, res) => {
     requireScope(req, 'personal_api_key:write');
-    const { user } = principalOf(req);
+    const principal = principalOf(req);
+    const { user } = principal;
     const body = bodyOf(req);
     validateBody('PersonalApiKeyCreate', body);
     const label = optionalString(body, 'label', { max: 40 });
     if (label === undefined || label === null) throw errors.required('label');
     if (label.trim() === '') throw errors.validation('This field may not be blank.', 'label', 'blank');
     const scopes = validScopes(body.scopes);
-    const scopedProjects = integerList(body.scoped_teams, 'scoped_teams');
-    const scopedOrganizations = uuidList(body.scoped_organizations, 'scoped_organizations');
+    // Omitted limits are the calling key's own, so a limited key mints limited keys by default; an explicit
+    // empty list asks for no limit, which only an unlimited key may grant.
+    const scopedProjects = integerList(body.scoped_teams, 'scoped_teams') ?? principal.key.scopedProjects;
+    const scopedOrganizations = uuidList(body.scoped_organizations, 'scoped_organizations') ?? principal.key.scopedOrganizations;
+    const exceeded = exceededLimit({ scopes, scopedProjects, scopedOrganizations }, principal.key);
+    if (exceeded) throw errors.forbidden(`A personal API key cannot create a key with wider ${exceeded} than its own.`);
     const value = newPersonalApiKey();
     const row = await sql.transaction(async (tx) => {
       // Serializes this user's key creations, so the limit holds under concurrent requests.
@@ -215,10 +243,8 @@ export function accountRoutes(sql: Sql): Router {
 
   router.delete('/personal_api_keys/:id', async (req, res) => {
     requireScope(req, 'personal_api_key:write');
-    const principal = principalOf(req);
-    const id = req.params.id === '@current' ? principal.key.id : req.params.id;
-    if (!UUID.test(id)) throw errors.notFound();
-    const deleted = await sql.query('management.deleteKey', 'DELETE FROM personal_api_keys WHERE id = $1 AND user_id = $2', [id, principal.user.id]);
+    const row = await keyWithinCaller(sql, req);
+    const deleted = await sql.query('management.deleteKey', 'DELETE FROM personal_api_keys WHERE id = $1 AND user_id = $2', [row.id, principalOf(req).user.id]);
     if (deleted.rowCount === 0) throw errors.notFound();
     res.status(204).end();
   });
@@ -227,8 +253,8 @@ export function accountRoutes(sql: Sql): Router {
     requireScope(req, 'project:read');
     const principal = principalOf(req);
     const page = pageOf(req);
-    const params = [principal.user.id, principal.key.scopedProjects?.length ? principal.key.scopedProjects : null, principal.key.scopedOrganizations?.length ? principal.key.scopedOrganizations : null];
-    const where = `m.user_id = $1 AND ($2::int[] IS NULL OR p.id = ANY($2)) AND ($3::uuid[] IS NULL OR p.organization_id = ANY($3))`;
+    const params = [principal.user.id, ...limitParams(principal.key)];
+    const where = `m.user_id = $1 AND ${projectWithinSql('p.id', 'p.organization_id', '$2', '$3')}`;
     const rows = await sql.query<ProjectRow>(
       'management.listProjects',
       `SELECT ${PROJECT_COLUMNS} FROM projects p JOIN organization_memberships m ON m.organization_id = p.organization_id

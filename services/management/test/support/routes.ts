@@ -27,7 +27,7 @@ export interface Fixture {
   cohortId: number;
   featureId: string;
   surveyId: string;
-  /** A second personal key of the user, for the key routes. */
+  /** A second personal key of the user, for the key routes: scope `personal_api_key:read`, within any key holding a key scope. */
   keyId: string;
 }
 
@@ -47,7 +47,7 @@ const playlist = `${P}/session_recording_playlists/{playlist}/`;
 export const ROUTES: Route[] = [
   { method: 'get', path: '/api/users/@me/', scope: 'user:read', status: 200 },
   { method: 'get', path: '/api/personal_api_keys/', scope: 'personal_api_key:read', status: 200 },
-  { method: 'post', path: '/api/personal_api_keys/', scope: 'personal_api_key:write', status: 201, body: { label: 'minted', scopes: ['person:read'] } },
+  { method: 'post', path: '/api/personal_api_keys/', scope: 'personal_api_key:write', status: 201, body: { label: 'minted', scopes: ['personal_api_key:read'] } },
   { method: 'get', path: '/api/personal_api_keys/{key}/', scope: 'personal_api_key:read', status: 200 },
   { method: 'delete', path: '/api/personal_api_keys/{key}/', scope: 'personal_api_key:write', status: 204 },
   { method: 'get', path: '/api/projects/', scope: 'project:read', status: 200 },
@@ -174,7 +174,7 @@ export async function seedFixture(world: World): Promise<Fixture> {
   const cohortId = (await create('cohorts/', { name: 'Fixture' })).id as number;
   const featureId = (await create('early_access_features/', { name: 'Fixture feature' })).id as string;
   const surveyId = (await create('surveys/', { name: 'Fixture survey' })).id as string;
-  const key = await request(world.app).post('/api/personal_api_keys/').set(t.auth).send({ label: 'fixture', scopes: ['person:read'] });
+  const key = await request(world.app).post('/api/personal_api_keys/').set(t.auth).send({ label: 'fixture', scopes: ['personal_api_key:read'] });
   if (key.status !== 201) throw new Error(`fixture key: ${key.status}`);
 
   return {
