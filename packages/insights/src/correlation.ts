@@ -5,7 +5,7 @@
  */
 import { ApiError } from '@plover/core';
 import { MATERIALIZED_PROPERTIES, PERSON_ID_EXPRESSION, PERSON_OVERRIDES_SUBQUERY, type ClickHouse } from '@plover/clickhouse';
-import { bodyFields, choice, decode, integer, isAbsent, isObject, list, optionalString, required, type Fields } from './fields';
+import { bodyFields, choice, decode, describe, integer, isAbsent, isObject, list, object, optionalString, required, type Fields } from './fields';
 import { parseEntities, parsePropertyFilters } from './filters';
 import { Params } from './params';
 import { propertiesCondition, textOfRaw, type FilterScope } from './properties';
@@ -71,9 +71,24 @@ const ORDER_TYPES = ['ordered'];
 // ---------------------------------------------------------------------------------------------------------
 // Parsing
 
-/** A correlation request: legacy funnel filter fields from the query string, overridden by the JSON body. */
+/**
+ * A correlation request: legacy funnel filter fields from the query string, overridden by the JSON body; or a
+ * `query` node (object or JSON text), which replaces the funnel fields — see funnelQueryFields.
+ */
 export function parseCorrelationRequest(query: Record<string, unknown>, body: unknown): CorrelationInput {
   const fields: Fields = { ...query, ...bodyFields(body) };
+  if (isAbsent(fields.query)) return parseCorrelationFields(fields);
+  const converted = funnelQueryFields(fields.query);
+  try {
+    return parseCorrelationFields({ ...correlationFields(fields), ...converted.fields });
+  } catch (error) {
+    if (!(error instanceof ApiError) || error.attr === null) throw error;
+    throw new ApiError(error.status, error.type, error.code, error.detail, queryAttr(error.attr, converted));
+  }
+}
+
+/** The legacy fields of one request, however they arrived. */
+function parseCorrelationFields(fields: Fields): CorrelationInput {
 
   if (list(fields.actions, 'actions').length > 0) throw ApiError.validation('Plover has no actions: funnel steps must be events.', 'actions');
   const steps = parseEntities(fields.events, 'events');
@@ -108,6 +123,106 @@ export function parseCorrelationRequest(query: Record<string, unknown>, body: un
     throw ApiError.validation('Event property correlation needs at least one event name.', 'funnel_correlation_event_names', 'required');
   }
   return input;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The query form: a FunnelsQuery, or PostHog's FunnelCorrelationQuery wrapping one in a FunnelsActorsQuery
+
+/** The correlation settings' legacy names and their FunnelCorrelationQuery names. */
+const CORRELATION_FIELDS: Record<string, string> = {
+  funnel_correlation_type: 'funnelCorrelationType',
+  funnel_correlation_names: 'funnelCorrelationNames',
+  funnel_correlation_exclude_names: 'funnelCorrelationExcludeNames',
+  funnel_correlation_event_names: 'funnelCorrelationEventNames',
+  funnel_correlation_exclude_event_names: 'funnelCorrelationExcludeEventNames',
+  funnel_correlation_event_exclude_property_names: 'funnelCorrelationEventExcludePropertyNames',
+};
+
+/** Where a legacy field sits in a FunnelsQuery (relative to it). */
+const FUNNEL_FIELDS: Record<string, string> = {
+  events: 'series',
+  exclusions: 'funnelsFilter__exclusions',
+  date_from: 'dateRange__date_from',
+  date_to: 'dateRange__date_to',
+  properties: 'properties',
+  funnel_window_interval: 'funnelsFilter__funnelWindowInterval',
+  funnel_window_interval_unit: 'funnelsFilter__funnelWindowIntervalUnit',
+  funnel_order_type: 'funnelsFilter__funnelOrderType',
+  aggregation_group_type_index: 'aggregation_group_type_index',
+};
+
+/** Fields of a series or exclusion entity that a node names differently. */
+const ENTITY_FIELDS: Record<string, string> = { id: 'event', funnel_from_step: 'funnelFromStep', funnel_to_step: 'funnelToStep' };
+
+interface ConvertedQuery {
+  fields: Fields;
+  /** The FunnelsQuery's attr path. */
+  funnels: string;
+  /** Whether the correlation settings came from the node (a FunnelCorrelationQuery). */
+  correlationInNode: boolean;
+}
+
+function correlationFields(fields: Fields): Fields {
+  return Object.fromEntries(Object.keys(CORRELATION_FIELDS).filter((key) => key in fields).map((key) => [key, fields[key]]));
+}
+
+/** A legacy error attr renamed to the node's path. */
+function queryAttr(attr: string, converted: ConvertedQuery): string {
+  const [head = '', ...rest] = attr.split('__');
+  const correlation = CORRELATION_FIELDS[head];
+  if (correlation !== undefined) return converted.correlationInNode ? ['query', correlation, ...rest].join('__') : attr;
+  const funnel = FUNNEL_FIELDS[head];
+  if (funnel === undefined) return attr;
+  const [index, field, ...more] = rest;
+  const entity = index === undefined ? [] : [index, ...(field === undefined ? [] : [ENTITY_FIELDS[field] ?? field]), ...more];
+  return [converted.funnels, funnel, ...entity].join('__');
+}
+
+function kindOf(node: Fields, kinds: readonly string[], attr: string): string {
+  if (typeof node.kind === 'string' && kinds.includes(node.kind)) return node.kind;
+  throw ApiError.validation(`${describe(node.kind)} is not a valid choice: expected ${kinds.join(' or ')}.`, `${attr}__kind`, 'invalid_choice');
+}
+
+/** An EventsNode (or an ActionsNode, which the legacy parser refuses as it refuses action entities) as a legacy entity. */
+function entityOf(raw: unknown, attr: string): Fields {
+  const node = object(raw, attr);
+  if (node === null) throw required(attr);
+  if (kindOf(node, ['EventsNode', 'ActionsNode'], attr) === 'ActionsNode') return { type: 'actions', id: node.id };
+  const { kind: _kind, event, funnelFromStep, funnelToStep, ...rest } = node;
+  return { ...rest, type: 'events', id: event, funnel_from_step: funnelFromStep, funnel_to_step: funnelToStep };
+}
+
+/** The legacy fields a funnel `query` node stands for. */
+function funnelQueryFields(raw: unknown): ConvertedQuery {
+  const node = object(raw, 'query');
+  if (node === null) throw required('query');
+  const wrapped = kindOf(node, ['FunnelsQuery', 'FunnelCorrelationQuery'], 'query') === 'FunnelCorrelationQuery';
+  let funnelsAttr = 'query';
+  let funnels = node;
+  const fields: Fields = {};
+  if (wrapped) {
+    const actors = object(node.source, 'query__source');
+    if (actors === null) throw required('query__source');
+    kindOf(actors, ['FunnelsActorsQuery'], 'query__source');
+    funnelsAttr = 'query__source__source';
+    funnels = object(actors.source, funnelsAttr) ?? {};
+    kindOf(funnels, ['FunnelsQuery'], funnelsAttr);
+    for (const [legacy, name] of Object.entries(CORRELATION_FIELDS)) fields[legacy] = node[name];
+  }
+  const dateRange = object(funnels.dateRange, `${funnelsAttr}__dateRange`) ?? {};
+  const filter = object(funnels.funnelsFilter, `${funnelsAttr}__funnelsFilter`) ?? {};
+  Object.assign(fields, {
+    events: list(funnels.series, `${funnelsAttr}__series`).map((item, index) => entityOf(item, `${funnelsAttr}__series__${index}`)),
+    exclusions: list(filter.exclusions, `${funnelsAttr}__funnelsFilter__exclusions`).map((item, index) => entityOf(item, `${funnelsAttr}__funnelsFilter__exclusions__${index}`)),
+    date_from: dateRange.date_from,
+    date_to: dateRange.date_to,
+    properties: funnels.properties,
+    funnel_window_interval: filter.funnelWindowInterval,
+    funnel_window_interval_unit: filter.funnelWindowIntervalUnit,
+    funnel_order_type: filter.funnelOrderType,
+    aggregation_group_type_index: funnels.aggregation_group_type_index,
+  });
+  return { fields, funnels: funnelsAttr, correlationInNode: wrapped };
 }
 
 /** `funnel_window_interval` + `funnel_window_interval_unit` (default day), else `funnel_window_days` (default 14). */

@@ -382,3 +382,106 @@ describe('funnel correlation against the TypeScript reference', () => {
     expect(informative).toBeGreaterThanOrEqual((RUNS * REQUESTS) / 10);
   }, 600_000);
 });
+
+// ---------------------------------------------------------------------------------------------------------
+// The query form: a FunnelsQuery or a FunnelCorrelationQuery is the same computation as its legacy fields.
+
+type Fields = Record<string, unknown>;
+
+/** The FunnelsQuery twin of legacy funnel fields, built from the field names alone (not by the parser). */
+function funnelsQuery(legacy: Fields): Fields {
+  const days = legacy.funnel_window_days;
+  return {
+    kind: 'FunnelsQuery',
+    series: (legacy.events as Fields[]).map((step) => ({ kind: 'EventsNode', event: step.id, properties: step.properties })),
+    dateRange: { date_from: legacy.date_from, date_to: legacy.date_to ?? null },
+    ...(legacy.properties === undefined ? {} : { properties: legacy.properties }),
+    funnelsFilter: {
+      funnelWindowInterval: days ?? legacy.funnel_window_interval,
+      funnelWindowIntervalUnit: days === undefined ? legacy.funnel_window_interval_unit : 'day',
+      exclusions: ((legacy.exclusions ?? []) as Fields[]).map((x) => ({ kind: 'EventsNode', event: x.id, funnelFromStep: x.funnel_from_step, funnelToStep: x.funnel_to_step })),
+    },
+    breakdownFilter: { breakdown: 'plan', breakdown_type: 'event' },
+  };
+}
+
+const CORRELATION_NAMES = {
+  funnel_correlation_names: 'funnelCorrelationNames',
+  funnel_correlation_exclude_names: 'funnelCorrelationExcludeNames',
+  funnel_correlation_event_names: 'funnelCorrelationEventNames',
+  funnel_correlation_exclude_event_names: 'funnelCorrelationExcludeEventNames',
+  funnel_correlation_event_exclude_property_names: 'funnelCorrelationEventExcludePropertyNames',
+};
+
+/** The twins of a legacy request: a FunnelsQuery with the correlation fields beside it, and PostHog's FunnelCorrelationQuery. */
+function queryTwins(legacy: Fields): Fields[] {
+  const beside = Object.fromEntries(Object.keys(CORRELATION_NAMES).map((key) => [key, legacy[key]]));
+  const inNode = Object.fromEntries(Object.entries(CORRELATION_NAMES).map(([key, name]) => [name, legacy[key]]));
+  return [
+    { query: funnelsQuery(legacy), funnel_correlation_type: legacy.funnel_correlation_type, ...beside },
+    {
+      query: JSON.stringify({
+        kind: 'FunnelCorrelationQuery',
+        source: { kind: 'FunnelsActorsQuery', source: funnelsQuery(legacy) },
+        funnelCorrelationType: legacy.funnel_correlation_type,
+        ...inNode,
+      }),
+      // Legacy fields beside a query node are replaced by it.
+      events: [{ id: 'ignored' }],
+      funnel_correlation_type: 'events',
+    },
+  ];
+}
+
+describe('funnel correlation from a query node', () => {
+  it('parses a FunnelsQuery and a FunnelCorrelationQuery as their legacy fields', () => {
+    fc.assert(
+      fc.property(requestArb, (legacy) => {
+        const expected = parseCorrelationRequest({}, legacy);
+        for (const twin of queryTwins(legacy)) expect(parseCorrelationRequest({}, twin)).toEqual(expected);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('gives the legacy answer, which is the reference answer, on a generated project', async () => {
+    const [dataset] = fc.sample(datasetArb, { seed: 11, numRuns: 1 }) as [Dataset];
+    const { teamId, events } = await ingestion.ingest(dataset);
+    const ctx = context(teamId, 'Europe/Berlin', new Date(START + 2 * DAY + 5 * HOUR));
+    let informative = 0;
+    for (const legacy of fc.sample(requestArb, { seed: 5, numRuns: 12 })) {
+      const expected = referenceCorrelation(parseCorrelationRequest({}, legacy), { timezone: ctx.timezone, now: ctx.now, cohorts: new Map() }, events);
+      expect(await runFunnelCorrelation(ingestion.clickhouse, parseCorrelationRequest({}, legacy), ctx)).toEqual(expected);
+      for (const twin of queryTwins(legacy)) expect(await runFunnelCorrelation(ingestion.clickhouse, parseCorrelationRequest({}, twin), ctx)).toEqual(expected);
+      if (expected.events.length > 0) informative += 1;
+    }
+    expect(informative).toBeGreaterThan(0);
+  }, 120_000);
+
+  it('names the field inside the node when refusing it', () => {
+    const funnel = funnelsQuery(FUNNEL) as Fields & { series: Fields[] };
+    const wrapped = (source: Fields, rest: Fields = {}) => ({ kind: 'FunnelCorrelationQuery', source: { kind: 'FunnelsActorsQuery', source }, funnelCorrelationType: 'events', ...rest });
+    const refusal = (body: Fields) => {
+      try {
+        parseCorrelationRequest({}, body);
+      } catch (error) {
+        return error instanceof ApiError ? { status: error.status, attr: error.attr } : error;
+      }
+      return 'accepted';
+    };
+    expect(refusal({ query: { ...funnel, series: funnel.series.slice(0, 1) } })).toEqual({ status: 400, attr: 'query__series' });
+    expect(refusal({ query: { ...funnel, series: [{ kind: 'EventsNode', event: 3 }, ...funnel.series] } })).toEqual({ status: 400, attr: 'query__series__0__event' });
+    expect(refusal({ query: { ...funnel, dateRange: { date_from: 7 } } })).toEqual({ status: 400, attr: 'query__dateRange__date_from' });
+    expect(refusal({ query: { ...funnel, funnelsFilter: { funnelWindowInterval: 0 } } })).toEqual({ status: 400, attr: 'query__funnelsFilter__funnelWindowInterval' });
+    expect(refusal({ query: { ...funnel, funnelsFilter: { funnelOrderType: 'strict' } } })).toEqual({ status: 400, attr: 'query__funnelsFilter__funnelOrderType' });
+    expect(refusal({ query: wrapped({ ...funnel, funnelsFilter: { exclusions: [{ kind: 'EventsNode', event: 'signup' }] } }) })).toEqual({
+      status: 400,
+      attr: 'query__source__source__funnelsFilter__exclusions__0__event',
+    });
+    expect(refusal({ query: wrapped(funnel, { funnelCorrelationType: 'properties' }) })).toEqual({ status: 400, attr: 'query__funnelCorrelationNames' });
+    expect(refusal({ query: funnel, funnel_correlation_type: 'properties' })).toEqual({ status: 400, attr: 'funnel_correlation_names' });
+    expect(refusal({ query: { ...funnel, kind: 'TrendsQuery' } })).toEqual({ status: 400, attr: 'query__kind' });
+    expect(refusal({ query: wrapped({ ...funnel, kind: 'TrendsQuery' }) })).toEqual({ status: 400, attr: 'query__source__source__kind' });
+    expect(refusal({ query: '{"kind": ' })).toEqual({ status: 400, attr: 'query' });
+  });
+});

@@ -78,8 +78,8 @@ const OPERATIONS: Operation[] = [
     { method: 'post', path: `${prefix}/insights/viewed/`, scope: 'insight:read', summary: 'Record views of insights', body: 'InsightViewed', response: { status: 201 } },
     { method: 'post', path: `${prefix}/insights/timing/`, scope: 'insight:write', summary: 'Record a client timing report', body: 'InsightTiming', response: { status: 200 } },
     ...(['get', 'post'] as const).flatMap((method): Operation[] => [
-      { method, path: `${prefix}/insights/trend/`, scope: 'insight:read', summary: 'Legacy trend: series per interval (legacy filter fields or a TrendsQuery `query`)', query: ['format', 'refresh'], response: { status: 200 } },
-      { method, path: `${prefix}/insights/funnel/correlation/`, scope: 'insight:read', summary: 'Legacy funnel correlation: odds ratios of events or properties', query: ['format', 'refresh'], response: { status: 200 } },
+      { method, path: `${prefix}/insights/trend/`, scope: 'insight:read', summary: 'Legacy trend: series per interval (legacy filter fields or a TrendsQuery `query`); `insight` STICKINESS or LIFECYCLE (or `shown_as` Stickiness / Lifecycle) for stickiness or lifecycle; no series → `result: []`', query: ['format', 'refresh', 'insight', 'shown_as'], response: { status: 200 } },
+      { method, path: `${prefix}/insights/funnel/correlation/`, scope: 'insight:read', summary: 'Legacy funnel correlation: odds ratios of events or properties (legacy funnel fields, or a FunnelsQuery / FunnelCorrelationQuery `query`)', query: ['format', 'refresh', 'query'], ...(method === 'post' ? { body: 'FunnelCorrelationRequest' as const } : {}), response: { status: 200 } },
     ]),
     { method: 'get', path: `${prefix}/groups_types/`, scope: 'group:read', summary: 'Group types', response: { status: 200 } },
     { method: 'get', path: `${prefix}/groups/`, scope: 'group:read', summary: 'Groups of one type', query: [...PAGE, 'group_type_index', 'search'], response: { status: 200, paginated: true } },

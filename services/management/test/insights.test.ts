@@ -462,10 +462,50 @@ describe('insight computations with chDB', () => {
       expect(csv.headers['content-disposition']).toBe('attachment; filename="trends (2024-03-01 2024-03-03).csv"');
       expect(csv.text).toBe('series,1-Mar-2024,2-Mar-2024,3-Mar-2024\r\n"Views, all",2,1,1\r\n');
 
-      const bad = await request(world.app).get(`${s.base}/trend?date_from=-7d`).set(s.auth);
+      const bad = await request(world.app).get(`${s.base}/trend?events=${encodeURIComponent('[{"id": 3}]')}`).set(s.auth);
       expect(bad.status).toBe(400);
-      expect(bad.body.attr).toBe('events');
+      expect(bad.body).toEqual({ type: 'validation_error', code: 'invalid_input', detail: 'Must be a string.', attr: 'events__0__id' });
       expect((await request(world.app).post(`${s.base}/trend`).set(s.auth).type('form').send('events=x')).status).toBe(415);
+    });
+
+    it('trend without parameters: 200, no series, the rest of the response as usual', async () => {
+      const s = await setup([['ann', '$pageview', 1]]);
+      for (const res of [await request(world.app).get(`${s.base}/trend/`).set(s.auth), await request(world.app).post(`${s.base}/trend`).set(s.auth).send({})]) {
+        expect(res.status).toBe(200);
+        expect(res.body).toMatchObject({ result: [], timezone: 'UTC', next: null });
+        expect(typeof res.body.is_cached).toBe('boolean');
+        expect(Date.parse(res.body.last_refresh as string)).not.toBeNaN();
+        expect(res.body.timings).toEqual([{ k: expect.any(String) as unknown, t: expect.any(Number) as unknown }]);
+      }
+    });
+
+    it('trend: stickiness and lifecycle through insight / shown_as; lifecycle refuses a breakdown', async () => {
+      const s = await setup([['ann', '$pageview', 1], ['ann', '$pageview', 2], ['bob', '$pageview', 2], ['ann', 'other', 3]]);
+      const events = JSON.stringify([{ id: '$pageview' }]);
+      const get = (params: Record<string, string>) => request(world.app).get(`${s.base}/trend/?${new URLSearchParams({ ...RANGE, events, ...params }).toString()}`).set(s.auth);
+      for (const params of [{ insight: 'STICKINESS' }, { shown_as: 'Stickiness' }] as Record<string, string>[]) {
+        const res = await get(params);
+        expect(res.status).toBe(200);
+        expect(res.body.result).toEqual([
+          expect.objectContaining({ data: [1, 1, 0], labels: ['1 day', '2 days', '3 days'], days: [1, 2, 3], count: 2, label: '$pageview' }),
+        ]);
+      }
+      for (const params of [{ insight: 'LIFECYCLE' }, { shown_as: 'Lifecycle' }] as Record<string, string>[]) {
+        const res = await get(params);
+        expect(res.status).toBe(200);
+        // These events store no person created_at (the 1970 default), so nobody is new: first activity resurrects.
+        expect((res.body.result as Array<{ status: string; data: number[] }>).map(({ status, data }) => [status, data])).toEqual([
+          ['new', [0, 0, 0]],
+          ['returning', [0, 1, 0]],
+          ['resurrecting', [1, 1, 0]],
+          ['dormant', [0, 0, -2]],
+        ]);
+      }
+      const csv = await get({ insight: 'STICKINESS', format: 'csv' });
+      expect(csv.text).toBe('series,1 day,2 days,3 days\r\n$pageview,1,1,0\r\n');
+      const refused = await get({ insight: 'LIFECYCLE', breakdown: '$browser' });
+      expect(refused.status).toBe(400);
+      expect(refused.body).toMatchObject({ type: 'validation_error', attr: 'breakdown' });
     });
 
     it('trend: cohort filters use Postgres membership (a change of members is a new result); unknown cohort → 400', async () => {
@@ -506,6 +546,35 @@ describe('insight computations with chDB', () => {
       const bad = await request(world.app).post(`${s.base}/funnel/correlation`).set(s.auth).send({ events: [{ id: 'signup' }] });
       expect(bad.status).toBe(400);
       expect(bad.body.attr).toBe('events');
+
+      const funnel = {
+        kind: 'FunnelsQuery',
+        series: [{ kind: 'EventsNode', event: 'signup' }, { kind: 'EventsNode', event: 'purchase' }],
+        dateRange: { date_from: RANGE.date_from, date_to: RANGE.date_to },
+      };
+      const correlationQuery = { kind: 'FunnelCorrelationQuery', source: { kind: 'FunnelsActorsQuery', source: funnel }, funnelCorrelationType: 'events' };
+      for (const query of [funnel, correlationQuery]) {
+        const viaQuery = await request(world.app).post(`${s.base}/funnel/correlation/`).set(s.auth).send({ query, refresh: true });
+        expect(viaQuery.status).toBe(200);
+        expect(viaQuery.body.result).toEqual(posted.body.result);
+        const inQueryString = await request(world.app).get(`${s.base}/funnel/correlation/?query=${encodeURIComponent(JSON.stringify(query))}`).set(s.auth);
+        expect(inQueryString.body.result).toEqual(posted.body.result);
+      }
+      const malformed: Array<[unknown, string]> = [
+        ['{"kind": ', 'query'],
+        [{ series: [] }, 'query__kind'],
+        [{ kind: 'TrendsQuery', series: [] }, 'query__kind'],
+        [{ kind: 'FunnelsQuery' }, 'query__series'],
+        [{ ...funnel, series: [{ kind: 'EventsNode', event: 5 }] }, 'query__series__0__event'],
+        [{ ...funnel, funnelsFilter: { funnelWindowInterval: 'soon' } }, 'query__funnelsFilter__funnelWindowInterval'],
+        [{ ...correlationQuery, funnelCorrelationType: 'sessions' }, 'query__funnelCorrelationType'],
+        [{ ...correlationQuery, source: { kind: 'FunnelsActorsQuery', source: { ...funnel, dateRange: 'last week' } } }, 'query__source__source__dateRange'],
+      ];
+      for (const [query, attr] of malformed) {
+        const res = await request(world.app).post(`${s.base}/funnel/correlation/`).set(s.auth).send({ query });
+        expect([res.status, res.body.type, res.body.attr]).toEqual([400, 'validation_error', attr]);
+        expect(Object.keys(res.body as object).sort()).toEqual(['attr', 'code', 'detail', 'type']);
+      }
     });
   });
 });

@@ -20,7 +20,9 @@ import {
 } from '@plover/insights';
 import type { Sql } from '@plover/postgres';
 import { projectOf, requireScope } from '../http/auth';
+import { errors } from '../http/errors';
 import { csvCell, formatOf, send } from '../http/render';
+import { validateBody } from '../schemas';
 import { cohortResolver } from './cohorts';
 
 /** `refresh` values (query or body) that compute afresh instead of answering from the cache. */
@@ -29,6 +31,25 @@ const REFRESH = new Set<unknown>([true, 'true', '1', 'blocking', 'force_blocking
 function refreshRequested(req: Request): boolean {
   const body = req.body as Record<string, unknown>;
   return REFRESH.has(body.refresh) || REFRESH.has((req.query as Record<string, unknown>).refresh);
+}
+
+/**
+ * The correlation `query` node (the body's over the query string's; JSON text decoded), checked against its
+ * schema so that a malformed node is a 400 naming the field inside it.
+ */
+function checkCorrelationQuery(req: Request): void {
+  const body = req.body as Record<string, unknown> | undefined;
+  const raw = body?.query ?? (req.query as Record<string, unknown>).query;
+  if (raw === undefined || raw === null || raw === '') return;
+  let query: unknown = raw;
+  if (typeof raw === 'string') {
+    try {
+      query = JSON.parse(raw);
+    } catch {
+      throw errors.validation('Malformed JSON.', 'query');
+    }
+  }
+  validateBody('FunnelCorrelationRequest', { query });
 }
 
 /** What a computation needs about the project now: its timezone and, per request, its cohorts' members. */
@@ -118,6 +139,7 @@ export function computeRoutes(sql: Sql, clickhouse: ClickHouse, cache = new Insi
 
   const correlation = async (req: Request, res: Response) => {
     requireScope(req, 'insight:read');
+    checkCorrelationQuery(req);
     const input = parseCorrelationRequest(req.query, req.body);
     const ctx = insightContext(sql, req);
     const range = await insightRange(clickhouse, input, 'day', ctx);

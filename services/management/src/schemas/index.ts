@@ -25,6 +25,65 @@ const userBasic: JsonSchema = {
 
 const propertiesObject: JsonSchema = { type: 'object', additionalProperties: true };
 
+const nullable = (type: string): JsonSchema => ({ type: [type, 'null'] });
+const stringList: JsonSchema = { type: ['array', 'null'], items: { type: 'string' } };
+const propertyFilters: JsonSchema = { type: ['array', 'object', 'null'], description: 'property filters, or an AND/OR group of them' };
+
+/** A funnel step or exclusion (PostHog's EventsNode; ActionsNode is refused: there are no actions). */
+const eventsNode: JsonSchema = {
+  type: 'object',
+  required: ['kind'],
+  properties: {
+    kind: { enum: ['EventsNode', 'ActionsNode'] },
+    event: nullable('string'),
+    name: nullable('string'),
+    custom_name: nullable('string'),
+    properties: propertyFilters,
+  },
+};
+
+/** PostHog's FunnelsQuery, the fields funnel correlation reads (others are accepted and ignored). */
+const funnelsQuery: JsonSchema = {
+  type: 'object',
+  required: ['kind', 'series'],
+  properties: {
+    kind: { enum: ['FunnelsQuery'] },
+    series: { type: 'array', items: eventsNode },
+    dateRange: { type: ['object', 'null'], properties: { date_from: nullable('string'), date_to: nullable('string') } },
+    properties: propertyFilters,
+    aggregation_group_type_index: nullable('integer'),
+    breakdownFilter: { type: ['object', 'null'], description: 'accepted; correlation does not break down' },
+    funnelsFilter: {
+      type: ['object', 'null'],
+      properties: {
+        funnelWindowInterval: nullable('integer'),
+        funnelWindowIntervalUnit: { enum: ['second', 'minute', 'hour', 'day', 'week', 'month', null] },
+        funnelOrderType: nullable('string'),
+        exclusions: {
+          type: ['array', 'null'],
+          items: { ...eventsNode, properties: { ...(eventsNode.properties as JsonSchema), funnelFromStep: nullable('integer'), funnelToStep: nullable('integer') } },
+        },
+      },
+    },
+  },
+};
+
+/** PostHog's FunnelCorrelationQuery: the funnel wrapped in a FunnelsActorsQuery, with the correlation settings. */
+const funnelCorrelationQuery: JsonSchema = {
+  type: 'object',
+  required: ['kind', 'source', 'funnelCorrelationType'],
+  properties: {
+    kind: { enum: ['FunnelCorrelationQuery'] },
+    source: { type: 'object', required: ['kind', 'source'], properties: { kind: { enum: ['FunnelsActorsQuery'] }, source: funnelsQuery } },
+    funnelCorrelationType: { enum: ['events', 'properties', 'event_with_properties'] },
+    funnelCorrelationNames: stringList,
+    funnelCorrelationExcludeNames: stringList,
+    funnelCorrelationEventNames: stringList,
+    funnelCorrelationExcludeEventNames: stringList,
+    funnelCorrelationEventExcludePropertyNames: stringList,
+  },
+};
+
 export const bodySchemas = {
   PersonalApiKeyCreate: {
     type: 'object',
@@ -162,6 +221,21 @@ export const bodySchemas = {
       end_date: { type: ['string', 'null'], format: 'date-time' },
       archived: { type: 'boolean' },
       deleted: { type: 'boolean' },
+    },
+  },
+  FunnelCorrelationRequest: {
+    type: 'object',
+    description: 'legacy funnel filter fields (also in the query string), or `query`: a FunnelsQuery (with `funnel_correlation_*` beside it) or a FunnelCorrelationQuery, as an object or its JSON text',
+    properties: {
+      query: {
+        type: 'object',
+        required: ['kind'],
+        properties: { kind: { enum: ['FunnelsQuery', 'FunnelCorrelationQuery'] } },
+        allOf: [
+          { if: { properties: { kind: { const: 'FunnelsQuery' } } }, then: funnelsQuery },
+          { if: { properties: { kind: { const: 'FunnelCorrelationQuery' } } }, then: funnelCorrelationQuery },
+        ],
+      },
     },
   },
   InsightViewed: {
