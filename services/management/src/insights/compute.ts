@@ -104,9 +104,9 @@ const RUNS: Record<InsightKind, (clickhouse: ClickHouse, input: InsightRequest['
  * computed insights. Parameters come from the query string and/or the JSON body; results are cached per project
  * (packages/insights/src/cache.ts) until the project's data, the resolved date range or the membership of a
  * cohort the request filters on changes, and `refresh`
- * (`true`, `blocking`, `force_blocking`) computes afresh. Trend answers `{result, timezone, is_cached,
- * last_refresh, next: null, timings}` (CSV with `format=csv`), correlation `{result: {events, skewed},
- * last_refresh, is_cached}`.
+ * (`true`, `blocking`, `force_blocking`) computes afresh. Trend (or, by `insight`/`shown_as`, stickiness or
+ * lifecycle) answers `{result, timezone, is_cached, last_refresh, next: null, timings}` (CSV with `format=csv`),
+ * correlation `{result: {events, skewed}, last_refresh, is_cached}`.
  */
 export function computeRoutes(sql: Sql, clickhouse: ClickHouse, cache = new InsightResultCache()): Router {
   const router = Router({ mergeParams: true });
