@@ -137,9 +137,20 @@ export const jsonBody: RequestHandler = async (req, _res, next) => {
   next();
 };
 
+/** Whether a query parameter holding JSON (`properties=[…]`) decodes to a NUL through a `\u0000` escape. */
+function jsonHoldsNul(value: string): boolean {
+  if (!value.includes('\\u0000')) return false;
+  try {
+    return nulPath(JSON.parse(value)) !== undefined;
+  } catch {
+    return false;
+  }
+}
+
 /**
- * Query parameters and the path, before any handler: a NUL anywhere (Postgres refuses it in text) is a 400
- * naming the parameter, and a JSON-valued parameter may nest at most MAX_JSON_DEPTH deep.
+ * Query parameters and the path, before any handler: a NUL anywhere (Postgres refuses it in text), also one
+ * escaped inside a JSON-valued parameter, is a 400 naming the parameter, and a JSON-valued parameter may nest
+ * at most MAX_JSON_DEPTH deep.
  */
 export const checkQuery: RequestHandler = (req, _res, next) => {
   if (/%00/.test(req.originalUrl.split('?')[0] ?? '')) throw errors.validation('Null characters are not allowed in the path.', null, NUL_CODE);
@@ -148,9 +159,9 @@ export const checkQuery: RequestHandler = (req, _res, next) => {
     for (const value of Array.isArray(raw) ? raw : [raw]) {
       if (typeof value !== 'string') continue;
       if (value.includes('\0')) throw errors.validation(NUL_DETAIL, name, NUL_CODE);
-      if (/^\s*[[{]/.test(value) && nestsDeeperThan(value, MAX_JSON_DEPTH)) {
-        throw errors.validation(`JSON nests deeper than ${MAX_JSON_DEPTH} levels.`, name, 'max_depth');
-      }
+      if (!/^\s*[[{]/.test(value)) continue;
+      if (nestsDeeperThan(value, MAX_JSON_DEPTH)) throw errors.validation(`JSON nests deeper than ${MAX_JSON_DEPTH} levels.`, name, 'max_depth');
+      if (jsonHoldsNul(value)) throw errors.validation(NUL_DETAIL, name, NUL_CODE);
     }
   }
   next();

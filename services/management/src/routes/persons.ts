@@ -183,6 +183,7 @@ export function personRoutes(sql: Sql): Router {
     const project = projectOf(req);
     const page = pageOf(req);
     const { where, sql: builder } = listCondition(req, project.id);
+    const includeTotal = queryBoolean(queryValue(req, 'include_total'), 'include_total') ?? false;
     try {
       if (formatOf(req) === 'csv') {
         await streamCsv<ListRow>(req, res, 'persons', async (after, size) =>
@@ -196,7 +197,7 @@ export function personRoutes(sql: Sql): Router {
       // A page that is not full tells the count without another query.
       const count = !hasMore && (results.length > 0 || page.offset === 0)
         ? page.offset + results.length
-        : await countPersons(sql, where, builder.params, queryBoolean(queryValue(req, 'include_total'), 'include_total') ?? false);
+        : await countPersons(sql, where, builder.params, includeTotal);
       send(req, res, 200, envelope(req, page, results, count, hasMore), 'persons');
     } catch (error) {
       if (invalidRegex(error)) throw errors.validation('Invalid regular expression.', 'properties', 'invalid');
