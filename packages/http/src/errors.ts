@@ -19,6 +19,10 @@ function isBodyParserError(error: unknown): error is BodyParserError {
 
 function toApiError(error: unknown): ApiError | undefined {
   if (error instanceof ApiError) return error;
+  // Express's router could not percent-decode a path parameter (invalid UTF-8 such as `%ED%A0%80`).
+  if (error instanceof URIError && (error as URIError & { status?: number }).status === 400) {
+    return ApiError.validation('The URL path is not valid percent-encoded UTF-8.', null, 'parse_error');
+  }
   // body-parser tags its failures with a `type`; they are the client's fault, not ours.
   if (isBodyParserError(error)) {
     if (error.type === 'entity.too.large') return new ApiError(413, 'validation_error', 'payload_too_large', 'Request body is too large.');

@@ -19,6 +19,9 @@ function appWith(checks: Record<string, () => Promise<void>>) {
       router.get('/boom', () => {
         throw new Error('secret internals');
       });
+      router.get('/things/:id', (req, res) => {
+        res.json({ id: req.params.id });
+      });
       app.use(router);
     },
   });
@@ -56,6 +59,13 @@ describe('service app frame', () => {
     const res = await request(appWith({})).get('/boom');
     expect(res.status).toBe(500);
     expect(res.body).toEqual({ type: 'server_error', code: 'error', detail: 'A server error occurred.', attr: null });
+  });
+
+  it('answers a path parameter that is not percent-encoded UTF-8 with 400', async () => {
+    const res = await request(appWith({})).get('/things/a%ED%A0%80');
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ type: 'validation_error', code: 'parse_error', detail: 'The URL path is not valid percent-encoded UTF-8.', attr: null });
+    expect((await request(appWith({})).get('/things/%C3%A9')).body).toEqual({ id: 'é' });
   });
 
   it('answers unknown routes with a JSON 404', async () => {
