@@ -1,7 +1,8 @@
+import { exceedsJsonDepth, schemaValidator } from '@plover/contracts';
 import { ApiError } from '@plover/core';
 import type { Properties } from '@plover/flags';
 
-/** The fields of a flag request decide reads (reference/posthog-flags.md §4.1), aliases resolved. */
+/** The fields of a flag request decide reads, aliases resolved. */
 export interface FlagsRequest {
   token: string | undefined;
   distinctId: string | undefined;
@@ -14,72 +15,107 @@ export interface FlagsRequest {
   flagKeys: string[] | undefined;
 }
 
+type Identifier = string | number | null;
+
+/** A flag request body as the SDKs send it; every field may be missing or null, as in PostHog's typed parser. */
+interface FlagsBody {
+  token?: string | null;
+  api_key?: string | null;
+  $token?: string | null;
+  distinct_id?: Identifier;
+  $distinct_id?: Identifier;
+  $anon_distinct_id?: Identifier;
+  groups?: Record<string, string | number> | null;
+  $groups?: Record<string, string | number> | null;
+  person_properties?: Properties | null;
+  $properties?: Properties | null;
+  group_properties?: Record<string, Properties> | null;
+  $group_properties?: Record<string, Properties> | null;
+  flag_keys_to_evaluate?: string[] | null;
+  flag_keys?: string[] | null;
+  geoip_disable?: boolean | null;
+  disable_flags?: boolean | null;
+}
+
+const text = { type: ['string', 'null'] };
+const identifier = { type: ['string', 'number', 'null'] };
+const groups = { type: ['object', 'null'], additionalProperties: { type: ['string', 'number'] } };
+const properties = { type: ['object', 'null'] };
+const groupProperties = { type: ['object', 'null'], additionalProperties: { type: 'object' } };
+const flagKeys = { type: ['array', 'null'], items: { type: 'string' } };
+const flag = { type: ['boolean', 'null'] };
+
+/**
+ * The known fields must have their type, so that `groups: "acme"` or `person_properties: [1]` is a 400 naming
+ * the field rather than a request quietly evaluated without them; unknown fields are ignored.
+ */
+const validateFlagsBody = schemaValidator<FlagsBody>({
+  type: 'object',
+  properties: {
+    token: text,
+    api_key: text,
+    $token: text,
+    distinct_id: identifier,
+    $distinct_id: identifier,
+    $anon_distinct_id: identifier,
+    groups,
+    $groups: groups,
+    person_properties: properties,
+    $properties: properties,
+    group_properties: groupProperties,
+    $group_properties: groupProperties,
+    flag_keys_to_evaluate: flagKeys,
+    flag_keys: flagKeys,
+    geoip_disable: flag,
+    disable_flags: flag,
+  },
+});
+
 const MAX_DISTINCT_ID = 200;
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function first(body: Record<string, unknown>, keys: readonly string[]): unknown {
-  for (const key of keys) {
-    const value = body[key];
-    if (value !== undefined && value !== null) return value;
-  }
-  return undefined;
-}
 
 /**
  * A distinct id or group key as text. NUL becomes U+FFFD, as capture stores it: Postgres text cannot hold a
  * NUL, and the person a client identified with one was stored under the replacement character.
  */
-function identifier(value: unknown): string | undefined {
+function identifierText(value: Identifier | undefined): string | undefined {
   if (typeof value === 'string') return value.slice(0, MAX_DISTINCT_ID).replaceAll('\0', '\uFFFD');
-  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
-  if (typeof value === 'bigint') return String(value);
+  if (typeof value === 'number') return String(value);
   return undefined;
 }
 
-function truthy(value: unknown): boolean {
-  return value === true || value === 'true' || value === 1 || value === '1';
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value === '' ? undefined : value;
 }
 
-export function parseFlagsRequest(body: Record<string, unknown>, query: URLSearchParams): FlagsRequest {
-  const tokenValue = first(body, ['token', 'api_key', '$token']) ?? query.get('token') ?? query.get('api_key') ?? undefined;
-  const token = typeof tokenValue === 'string' && tokenValue.trim() !== '' ? tokenValue.trim() : undefined;
-  const distinctId = identifier(first(body, ['distinct_id', '$distinct_id']));
-
-  const groupsValue = first(body, ['groups', '$groups']);
-  const groups: Record<string, string> = {};
-  if (isObject(groupsValue)) {
-    for (const [type, key] of Object.entries(groupsValue)) {
-      const text = identifier(key);
-      if (text !== undefined && text !== '') groups[type] = text;
-    }
+export function parseFlagsRequest(raw: Record<string, unknown>, query: URLSearchParams): FlagsRequest {
+  const validation = validateFlagsBody(raw);
+  if (!validation.ok) throw ApiError.validation(validation.violation.detail, validation.violation.attr, 'invalid_input');
+  const body = validation.value;
+  // Flags compare property values through their JSON text, which JSON.stringify writes recursively.
+  const personProperties = body.person_properties ?? body.$properties ?? {};
+  const groupProperties = body.group_properties ?? body.$group_properties ?? {};
+  if (exceedsJsonDepth(personProperties) || exceedsJsonDepth(groupProperties)) {
+    throw ApiError.validation('Properties nest too deeply.', null, 'invalid_input');
   }
 
-  const personValue = first(body, ['person_properties', '$properties']);
-  const groupValue = first(body, ['group_properties', '$group_properties']);
-  const groupProperties: Record<string, Properties> = {};
-  if (isObject(groupValue)) {
-    for (const [type, properties] of Object.entries(groupValue)) {
-      if (isObject(properties)) groupProperties[type] = properties as Properties;
-    }
+  const tokenValue = body.token ?? body.api_key ?? body.$token ?? query.get('token') ?? query.get('api_key') ?? undefined;
+  const groupsValue = body.groups ?? body.$groups ?? {};
+  const requestGroups: Record<string, string> = {};
+  for (const [type, key] of Object.entries(groupsValue)) {
+    const keyText = nonEmpty(identifierText(key));
+    if (keyText !== undefined) requestGroups[type] = keyText;
   }
-
-  const keysValue = first(body, ['flag_keys_to_evaluate', 'flag_keys']);
-  const flagKeys = Array.isArray(keysValue) ? keysValue.filter((key): key is string => typeof key === 'string') : undefined;
-  const anon = identifier(body.$anon_distinct_id);
 
   return {
-    token,
-    distinctId,
-    anonDistinctId: anon !== undefined && anon !== '' ? anon : null,
-    groups,
-    personProperties: isObject(personValue) ? (personValue as Properties) : {},
+    token: nonEmpty(tokenValue?.trim()),
+    distinctId: identifierText(body.distinct_id ?? body.$distinct_id),
+    anonDistinctId: nonEmpty(identifierText(body.$anon_distinct_id)) ?? null,
+    groups: requestGroups,
+    personProperties,
     groupProperties,
-    geoipDisable: truthy(body.geoip_disable),
-    disableFlags: truthy(body.disable_flags),
-    flagKeys,
+    geoipDisable: body.geoip_disable === true,
+    disableFlags: body.disable_flags === true,
+    flagKeys: body.flag_keys_to_evaluate ?? body.flag_keys ?? undefined,
   };
 }
 

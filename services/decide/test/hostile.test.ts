@@ -88,4 +88,35 @@ describe.each(backends)('decide with hostile input on $name', (backend) => {
     expect(res.body.flags['company-flag']).toMatchObject({ enabled: false });
     expect(res.body.flags.continuity.failed).toBeUndefined();
   });
+
+  it('refuses known fields of the wrong type with 400 naming the field, and ignores unknown ones', async () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [{ groups: 'acme' }, 'groups'],
+      [{ $groups: ['acme'] }, '$groups'],
+      [{ groups: { company: { id: 1 } } }, 'groups__company'],
+      [{ person_properties: [1] }, 'person_properties'],
+      [{ $properties: 'plan' }, '$properties'],
+      [{ group_properties: { company: 5 } }, 'group_properties__company'],
+      [{ flag_keys_to_evaluate: ['beta', 1] }, 'flag_keys_to_evaluate__1'],
+      [{ disable_flags: 'yes' }, 'disable_flags'],
+      [{ geoip_disable: 1 }, 'geoip_disable'],
+      [{ distinct_id: { id: 1 } }, 'distinct_id'],
+      [{ $anon_distinct_id: ['a'] }, '$anon_distinct_id'],
+      [{ api_key: 5 }, 'api_key'],
+    ];
+    for (const [fields, attr] of cases) {
+      const res = await post('/flags/?v=2', { token, distinct_id: 'pro-user', ...fields });
+      expect([attr, res.status, res.body]).toEqual([attr, 400, { type: 'validation_error', code: 'invalid_input', detail: expect.any(String), attr }]);
+    }
+    const lenient = await post('/flags/?v=2', { token, distinct_id: 'pro-user', groups: null, person_properties: null, anything: { else: [1] } }).expect(200);
+    expect(lenient.body.flags['pro-users'].enabled).toBe(true);
+  });
+
+  it('refuses person or group properties nested past 128 levels with 400, not a stack overflow', async () => {
+    const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+    for (const fields of [`"person_properties": {"plan": ${deep}}`, `"groups": {"company": "acme"}, "group_properties": {"company": {"size": ${deep}}}`]) {
+      const res = await request(app).post('/flags/?v=2').set('Content-Type', 'application/json').send(`{"token": "${token}", "distinct_id": "pro-user", ${fields}}`);
+      expect([res.status, res.body.type]).toEqual([400, 'validation_error']);
+    }
+  });
 });

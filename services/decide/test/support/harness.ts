@@ -5,6 +5,7 @@ import { ApiError, silentLogger } from '@plover/core';
 import { createMetricsRegistry, createServiceApp, type ServiceApp } from '@plover/http';
 import { PgSql, type QueryResult, type Sql, type SqlExecutor } from '@plover/postgres';
 import { projectFlagRoutes } from '../../../management/src/feature-flags';
+import { jsonBody } from '../../../management/src/http/body';
 import { realService } from '../../../../test/support/services';
 import { openMigratedPGlite, openMigratedPostgres } from '../../../../packages/postgres/test/support/backends';
 import { decideRoutes, type DecideOptions } from '../../src/app';
@@ -102,7 +103,10 @@ function actAsOwner(sql: Sql): RequestHandler {
   };
 }
 
-/** Decide routes and the flag management routes on one app, like embedded mode (management auth stubbed). */
+/**
+ * Decide routes and the flag management routes on one app, like embedded mode (management auth stubbed; its
+ * JSON body reader kept, since the flag routes read only bodies it has parsed).
+ */
 export function buildApp(sql: Sql, options: DecideOptions = {}, managementSql: Sql = sql): ServiceApp {
   const decide = decideRoutes({ logger: silentLogger(), metrics: createMetricsRegistry('test'), sql, trustProxy: false, decide: options });
   return createServiceApp({
@@ -113,7 +117,7 @@ export function buildApp(sql: Sql, options: DecideOptions = {}, managementSql: S
     fast: [decide.fast],
     mount(app) {
       app.use(decide.router);
-      app.use(['/api/projects/:project_id', '/api/environments/:project_id'], actAsOwner(managementSql), projectFlagRoutes(managementSql));
+      app.use(['/api/projects/:project_id', '/api/environments/:project_id'], actAsOwner(managementSql), jsonBody, projectFlagRoutes(managementSql));
     },
   });
 }
