@@ -32,3 +32,8 @@ export function hashPersonalApiKey(value: string): string {
 export function maskPersonalApiKey(value: string): string {
   return value.length < 16 ? '********' : `${value.slice(0, 4)}...${value.slice(-4)}`;
 }
+
+/** Whether a personal key's project or organization limit (null or empty: no limit, as PostHog stores it) lets `item` through. */
+export function keyLimitAllows<T>(limit: readonly T[] | null, item: T): boolean {
+  return limit === null || limit.length === 0 || limit.includes(item);
+}

@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { hashPersonalApiKey } from '@plover/accounts';
+import { hashPersonalApiKey, keyLimitAllows } from '@plover/accounts';
 import type { Sql } from '@plover/postgres';
 import { errors } from './errors';
 
@@ -190,7 +190,7 @@ export function resolveProject(sql: Sql): RequestHandler {
       throw errors.notFound('Project not found.');
     }
     const { scopedProjects, scopedOrganizations } = principal.key;
-    if (scopedProjects && scopedProjects.length > 0 && !scopedProjects.includes(id)) {
+    if (!keyLimitAllows(scopedProjects, id)) {
       throw errors.forbidden(`API key does not have access to the requested project: ID ${id}.`);
     }
     const result = await sql.query<{ id: number; uuid: string; organization_id: string; timezone: string; level: ProjectContext['level'] | null }>(
@@ -202,7 +202,7 @@ export function resolveProject(sql: Sql): RequestHandler {
     );
     const row = result.rows[0];
     if (!row) throw errors.notFound('Project not found.');
-    if (scopedOrganizations && scopedOrganizations.length > 0 && !scopedOrganizations.includes(row.organization_id)) {
+    if (!keyLimitAllows(scopedOrganizations, row.organization_id)) {
       throw errors.forbidden(`API key does not have access to the requested organization: ID ${row.organization_id}.`);
     }
     if (!row.level) throw errors.forbidden("You don't have access to the project.");
