@@ -34,6 +34,7 @@ const FIRST_ENTRY = 3;
 /** Cheap to reach; the clock is read only every so many codes or copied units. */
 const CODES_PER_CLOCK_CHECK = 1024;
 const UNITS_PER_CLOCK_CHECK = 1 << 20;
+const UNITS_PER_ENCODE = 1 << 20;
 
 export type Lz64Progress = 'done' | 'invalid' | 'too-large' | 'grow' | 'pause';
 
@@ -62,6 +63,8 @@ export class Lz64Decoder {
   private previousLength = 0;
   private previousTail = 0;
   private wantedUnits = 0;
+  private encodedUnits = 0;
+  private encodedBytes = 0;
 
   constructor(
     private readonly input: Uint8Array,
@@ -87,9 +90,25 @@ export class Lz64Decoder {
     return this.out.length;
   }
 
-  /** The output as UTF-8, once `run` answered `done`. */
-  text(): Buffer {
-    return Buffer.from(this.out.toString('utf16le', 0, this.units * 2), 'utf8');
+  /** The UTF-8 size of the output so far: of the whole output once `run` answered `done`. */
+  get utf8Bytes(): number {
+    return this.bytes;
+  }
+
+  /**
+   * Writes the output as UTF-8 into `target` (of `utf8Bytes`), from where the previous call stopped, until done
+   * (true) or past `deadline` (false: call again). Pieces never split a surrogate pair.
+   */
+  encode(target: Buffer, deadline: number): boolean {
+    while (this.encodedUnits < this.units) {
+      let end = Math.min(this.units, this.encodedUnits + UNITS_PER_ENCODE);
+      const last = this.unitAt(end - 1);
+      if (end < this.units && last >= 0xd800 && last <= 0xdbff) end++;
+      this.encodedBytes += target.write(this.out.toString('utf16le', this.encodedUnits * 2, end * 2), this.encodedBytes, 'utf8');
+      this.encodedUnits = end;
+      if (performance.now() >= deadline) return this.encodedUnits === this.units;
+    }
+    return true;
   }
 
   /**

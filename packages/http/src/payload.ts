@@ -214,8 +214,9 @@ async function decompressLz64(payload: Buffer, maxBytes: number, errors: Payload
     for (;;) {
       switch (decoder.run(performance.now() + LZ64_SLICE_MS)) {
         case 'done': {
-          const text = decoder.text();
-          await lease.reserve(text.length);
+          await lease.reserve(decoder.utf8Bytes);
+          const text = Buffer.allocUnsafe(decoder.utf8Bytes);
+          while (!decoder.encode(text, performance.now() + LZ64_SLICE_MS)) await nextTurn();
           return text;
         }
         case 'grow':

@@ -3,13 +3,20 @@ import { compressToBase64, decompressFromBase64 } from 'lz-string';
 import { Lz64Decoder, type Lz64Progress } from '../src/lz64';
 import { lz64Bomb, lz64BombLength } from './support/lz64-bomb';
 
+function utf8(decoder: Lz64Decoder, deadline = Infinity): { text: Buffer; calls: number } {
+  const text = Buffer.alloc(decoder.utf8Bytes);
+  let calls = 1;
+  while (!decoder.encode(text, deadline)) calls++;
+  return { text, calls };
+}
+
 /** Runs the decoder to its end, giving it every buffer it asks for; the UTF-8 output or how it stopped. */
 function decode(input: string, maxBytes = 1 << 30): { text?: Buffer; stopped?: Lz64Progress; bufferBytes: number } {
   const decoder = new Lz64Decoder(Buffer.from(input, 'latin1'), maxBytes);
   for (;;) {
     const progress = decoder.run(Infinity);
     if (progress === 'grow') decoder.grow();
-    else if (progress === 'done') return { text: decoder.text(), bufferBytes: decoder.bufferBytes };
+    else if (progress === 'done') return { text: utf8(decoder).text, bufferBytes: decoder.bufferBytes };
     else return { stopped: progress, bufferBytes: decoder.bufferBytes };
   }
 }
@@ -85,7 +92,7 @@ describe('the bounded lz64 decoder', () => {
     for (const codes of [0, 1, 2, 5, 300]) expect(decompressFromBase64(lz64Bomb(codes))).toBe('a'.repeat(lz64BombLength(codes)));
   });
 
-  it('pauses when its time slice is over and resumes where it stopped', () => {
+  it('pauses decoding and encoding when its time slice is over, and resumes where it stopped', () => {
     const decoder = new Lz64Decoder(Buffer.from(lz64Bomb(3000), 'latin1'), 1 << 30);
     const steps: Lz64Progress[] = [];
     for (let progress = decoder.run(0); progress !== 'done'; progress = decoder.run(0)) {
@@ -93,6 +100,16 @@ describe('the bounded lz64 decoder', () => {
       if (progress === 'grow') decoder.grow();
     }
     expect(steps).toContain('pause');
-    expect(decoder.text().equals(Buffer.alloc(lz64BombLength(3000), 'a'))).toBe(true);
+    const { text, calls } = utf8(decoder, 0);
+    expect(calls).toBeGreaterThan(1);
+    expect(text.equals(Buffer.alloc(lz64BombLength(3000), 'a'))).toBe(true);
+  });
+
+  it('never splits a surrogate pair between two pieces of its UTF-8', () => {
+    // A high surrogate as the millionth unit: the first piece ends one unit later.
+    const text = 'a'.repeat((1 << 20) - 1) + '😀'.repeat(3);
+    const decoder = new Lz64Decoder(Buffer.from(compressToBase64(text), 'latin1'), 1 << 30);
+    for (let progress = decoder.run(Infinity); progress !== 'done'; progress = decoder.run(Infinity)) decoder.grow();
+    expect(utf8(decoder, 0).text.toString('utf8')).toBe(text);
   });
 });
