@@ -19,6 +19,13 @@
  * - Settings that must hold for every statement are given at connect time (`connectionArgs`), per connection.
  * - A connection destroyed while a native call still runs on it aborts the engine for the whole process;
  *   chdb defers such a destruction, and close() below waits until nothing of ours is running.
+ * - The engine, when it starts (the first connection in the process, or the first after all were closed),
+ *   installs ClickHouse's handlers for the fatal signals (SIGABRT, SIGSEGV, SIGBUS...) and SIGTSTP. Those wait
+ *   for a log thread chDB never starts: a V8 heap overflow or any native abort left the process asleep in the
+ *   handler for about five minutes, its port open and nothing answered. chdb does not expose the engine's
+ *   switch for them (chdb_set_signal_handlers_enabled), so open() gives those signals their default action
+ *   back: a fatal error ends the process at once, as it does without chDB. Node's own SIGSEGV handler (for
+ *   WebAssembly bounds traps) is not restored: the engine had already replaced it.
  * Only the async entry points (queryAsync, queryBindAsync, insert) are used: they run on libuv threads, so a
  * long query never blocks the event loop (the synchronous forms freeze it for the whole query).
  */
@@ -65,6 +72,7 @@ export class ChdbClickHouse implements ClickHouse {
       for (const session of sessions) session.close();
       throw classify(`chDB open ${options.dataDir}`, error);
     }
+    restoreDefaultSignalActions();
     return new ChdbClickHouse(sessions);
   }
 
@@ -131,6 +139,18 @@ export class ChdbClickHouse implements ClickHouse {
     if (next) next(session);
     else this.idle.push(session);
   }
+}
+
+/** The signals the engine takes over when it starts (see the module). */
+const ENGINE_SIGNALS: readonly NodeJS.Signals[] = ['SIGABRT', 'SIGSEGV', 'SIGBUS', 'SIGILL', 'SIGFPE', 'SIGSYS', 'SIGTRAP', 'SIGTSTP'];
+
+/**
+ * libuv installs its handler for a signal's first listener and restores the default action when the last one
+ * is removed, so adding and removing one listener replaces the engine's handler with SIG_DFL.
+ */
+function restoreDefaultSignalActions(): void {
+  const ignore = () => {};
+  for (const signal of ENGINE_SIGNALS) process.on(signal, ignore).off(signal, ignore);
 }
 
 function execute(session: Session, sql: string, params: ClickHouseParams | undefined, format: string): Promise<ChdbResult> {

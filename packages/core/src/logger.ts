@@ -24,3 +24,15 @@ export function createLogger(options: { service: string; level: string; toStderr
 export function silentLogger(): Logger {
   return pino({ level: 'silent' });
 }
+
+/**
+ * After an uncaught exception the process is in an unknown state, so it logs the error and exits 1 for its
+ * supervisor to restart it. Unhandled rejections arrive here too (Node raises them as uncaught exceptions,
+ * `origin` says which). Node alone would also exit, but with a bare stack on stderr instead of a log record.
+ */
+export function exitOnUncaughtErrors(logger: Logger): void {
+  process.on('uncaughtException', (error, origin) => {
+    logger.fatal({ err: error, origin }, 'uncaught error, exiting');
+    process.exit(1);
+  });
+}

@@ -1,7 +1,7 @@
 import { KafkaBus } from '@plover/bus/kafka';
 import { loadConfigOrExit, sections } from '@plover/config';
 import { CAPTURE_TOPICS } from '@plover/contracts';
-import { createLogger } from '@plover/core';
+import { createLogger, exitOnUncaughtErrors } from '@plover/core';
 import { createMetricsRegistry, serve } from '@plover/http';
 import { PgSql } from '@plover/postgres';
 import { createApp } from './app';
@@ -14,6 +14,7 @@ const config = loadConfigOrExit(process.env, {
   capture: sections.capture,
 });
 const logger = createLogger({ service: 'capture', level: config.logging.level });
+exitOnUncaughtErrors(logger);
 const sql = PgSql.fromConfig(config.postgres);
 const bus = new KafkaBus({ ...config.kafka, logger });
 

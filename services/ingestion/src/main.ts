@@ -1,7 +1,7 @@
 import { KafkaBus } from '@plover/bus/kafka';
 import { HttpClickHouse } from '@plover/clickhouse';
 import { loadConfigOrExit, sections } from '@plover/config';
-import { createLogger } from '@plover/core';
+import { createLogger, exitOnUncaughtErrors } from '@plover/core';
 import { createMetricsRegistry, serve } from '@plover/http';
 import { PgSql } from '@plover/postgres';
 import { createApp } from './app';
@@ -16,6 +16,7 @@ const config = loadConfigOrExit(process.env, {
   ingestion: sections.ingestion,
 });
 const logger = createLogger({ service: 'ingestion', level: config.logging.level });
+exitOnUncaughtErrors(logger);
 const sql = PgSql.fromConfig(config.postgres, logger);
 const clickhouse = new HttpClickHouse(config.clickhouse);
 const bus = new KafkaBus({ ...config.kafka, logger });

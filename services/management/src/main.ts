@@ -1,6 +1,6 @@
 import { HttpClickHouse } from '@plover/clickhouse';
 import { loadConfigOrExit, sections } from '@plover/config';
-import { createLogger } from '@plover/core';
+import { createLogger, exitOnUncaughtErrors } from '@plover/core';
 import { createMetricsRegistry, serve } from '@plover/http';
 import { PgSql } from '@plover/postgres';
 import { createApp } from './app';
@@ -14,6 +14,7 @@ const config = loadConfigOrExit(process.env, {
   management: sections.management,
 });
 const logger = createLogger({ service: 'management', level: config.logging.level });
+exitOnUncaughtErrors(logger);
 const sql = PgSql.fromConfig(config.postgres);
 const clickhouse = new HttpClickHouse(config.clickhouse);
 const schedules = startSchedules({ sql, clickhouse, logger }, { deletionCron: config.management.deletionJobSchedule });

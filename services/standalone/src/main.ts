@@ -2,7 +2,7 @@
 import '@plover/config/threadpool';
 import { loadConfigOrExit, sections } from '@plover/config';
 import { bootstrap } from '@plover/accounts';
-import { createLogger } from '@plover/core';
+import { createLogger, exitOnUncaughtErrors } from '@plover/core';
 import { createMetricsRegistry, serve } from '@plover/http';
 import { decideOptions } from '@plover/decide/app';
 import { createConsumer } from '@plover/ingestion/consumer';
@@ -22,6 +22,7 @@ const config = loadConfigOrExit(process.env, {
   ingestion: sections.ingestion,
 });
 const logger = createLogger({ service: 'plover', level: config.logging.level });
+exitOnUncaughtErrors(logger);
 
 async function main(): Promise<void> {
   const unlock = lockDataDir(config.data.dataDir);
