@@ -17,7 +17,7 @@ jest.setTimeout(900_000);
 
 type ProjectName = 'A' | 'B' | 'C';
 type OrganizationName = 'O1' | 'O2';
-interface Spec {
+interface Shape {
   scopes: string[];
   teams: ProjectName[] | null;
   orgs: OrganizationName[] | null;
@@ -38,13 +38,13 @@ const SCOPE_SETS = [
 ];
 const TEAM_LIMITS: Array<ProjectName[] | null> = [null, ['B'], ['A', 'B']];
 const ORGANIZATION_LIMITS: Array<OrganizationName[] | null> = [null, ['O1'], ['O2']];
-const SPECS: Spec[] = SCOPE_SETS.flatMap((scopes) => TEAM_LIMITS.flatMap((teams) => ORGANIZATION_LIMITS.map((orgs) => ({ scopes, teams, orgs }))));
+const SHAPES: Shape[] = SCOPE_SETS.flatMap((scopes) => TEAM_LIMITS.flatMap((teams) => ORGANIZATION_LIMITS.map((orgs) => ({ scopes, teams, orgs }))));
 
 /** Request bodies' limits: `undefined` leaves the field out. */
 const REQUESTED_TEAMS: Array<ProjectName[] | undefined> = [undefined, [], ['A'], ['B'], ['A', 'B']];
 const REQUESTED_ORGANIZATIONS: Array<OrganizationName[] | undefined> = [undefined, [], ['O1'], ['O2']];
 
-const show = (spec: Spec) => `[${spec.scopes.join(' ')}] teams=${spec.teams?.join('+') ?? '-'} orgs=${spec.orgs?.join('+') ?? '-'}`;
+const show = (shape: Shape) => `[${shape.scopes.join(' ')}] teams=${shape.teams?.join('+') ?? '-'} orgs=${shape.orgs?.join('+') ?? '-'}`;
 
 // The oracle. Powers are sets; a limit or `*` also covers what does not exist yet (FUTURE), which no list names.
 const FUTURE = '(future)';
@@ -55,14 +55,14 @@ function scopePowers(scopes: string[]): Set<string> {
 }
 const limitPowers = (limit: string[] | null, universe: string[]) => new Set(limit === null || limit.length === 0 ? [...universe, FUTURE] : limit);
 const subset = (inner: Set<string>, outer: Set<string>) => [...inner].every((item) => outer.has(item));
-const within = (inner: Spec, outer: Spec) =>
+const within = (inner: Shape, outer: Shape) =>
   subset(scopePowers(inner.scopes), scopePowers(outer.scopes)) &&
   subset(limitPowers(inner.teams, PROJECTS), limitPowers(outer.teams, PROJECTS)) &&
   subset(limitPowers(inner.orgs, ORGANIZATIONS), limitPowers(outer.orgs, ORGANIZATIONS));
-const grants = (spec: Spec, scope: string) => scopePowers(spec.scopes).has(scope);
-const reaches = (spec: Spec, project: ProjectName) =>
-  limitPowers(spec.teams, PROJECTS).has(project) && limitPowers(spec.orgs, ORGANIZATIONS).has(PROJECT_ORGANIZATION[project]);
-const reachedOrganizations = (spec: Spec) => ORGANIZATIONS.filter((org) => PROJECTS.some((p) => PROJECT_ORGANIZATION[p] === org && reaches(spec, p)));
+const grants = (shape: Shape, scope: string) => scopePowers(shape.scopes).has(scope);
+const reaches = (shape: Shape, project: ProjectName) =>
+  limitPowers(shape.teams, PROJECTS).has(project) && limitPowers(shape.orgs, ORGANIZATIONS).has(PROJECT_ORGANIZATION[project]);
+const reachedOrganizations = (shape: Shape) => ORGANIZATIONS.filter((org) => PROJECTS.some((p) => PROJECT_ORGANIZATION[p] === org && reaches(shape, p)));
 
 interface Ids {
   projects: Record<ProjectName, { id: number; api_token: string }>;
@@ -76,13 +76,13 @@ async function newUser(world: World, ids: Ids): Promise<number> {
   return user.id;
 }
 
-const keyOptions = (spec: Spec, ids: Ids) => ({
-  projects: spec.teams?.map((p) => ids.projects[p].id),
-  organizations: spec.orgs?.map((o) => ids.organizations[o]),
+const keyOptions = (shape: Shape, ids: Ids) => ({
+  projects: shape.teams?.map((p) => ids.projects[p].id),
+  organizations: shape.orgs?.map((o) => ids.organizations[o]),
 });
 
-/** The spec a key body describes, in names. */
-function specOf(body: { scopes: string[]; scoped_teams: number[]; scoped_organizations: string[] }, ids: Ids): Spec {
+/** The shape a key body describes, in names. */
+function shapeOf(body: { scopes: string[]; scoped_teams: number[]; scoped_organizations: string[] }, ids: Ids): Shape {
   const project = (id: number) => PROJECTS.find((p) => ids.projects[p].id === id)!;
   const organization = (id: string) => ORGANIZATIONS.find((o) => ids.organizations[o] === id)!;
   return { scopes: body.scopes, teams: body.scoped_teams.map(project), orgs: body.scoped_organizations.map(organization) };
@@ -102,8 +102,8 @@ const WIDTH = 8;
 describe.each(backends)('personal API key limits on $name', (backend) => {
   const world = useWorld(backend);
   const ids = {} as Ids;
-  const newKey = async (userId: number, spec: Spec) => {
-    const value = await world.newKey(userId, spec.scopes, keyOptions(spec, ids));
+  const newKey = async (userId: number, shape: Shape) => {
+    const value = await world.newKey(userId, shape.scopes, keyOptions(shape, ids));
     const row = await world.sql.query<{ id: string }>('t.keyId', 'SELECT id FROM personal_api_keys WHERE secure_value = $1', [hashPersonalApiKey(value)]);
     return { id: row.rows[0]!.id, value };
   };
@@ -117,11 +117,11 @@ describe.each(backends)('personal API key limits on $name', (backend) => {
     };
   });
 
-  it(`minting: ${SPECS.length} minters × ${SCOPE_SETS.length * REQUESTED_TEAMS.length * REQUESTED_ORGANIZATIONS.length} bodies; no key exceeds its minter`, async () => {
+  it(`minting: ${SHAPES.length} minters × ${SCOPE_SETS.length * REQUESTED_TEAMS.length * REQUESTED_ORGANIZATIONS.length} bodies; no key exceeds its minter`, async () => {
     const mismatches: unknown[] = [];
     const outcomes = new Set<number>();
     let requests = 0;
-    await inParallel(SPECS, WIDTH, async (minter) => {
+    await inParallel(SHAPES, WIDTH, async (minter) => {
       const userId = await newUser(world, ids);
       const key = await world.newKey(userId, minter.scopes, keyOptions(minter, ids));
       for (const scopes of SCOPE_SETS) {
@@ -134,12 +134,12 @@ describe.each(backends)('personal API key limits on $name', (backend) => {
               ...(orgs && { scoped_organizations: orgs.map((o) => ids.organizations[o]) }),
             };
             // Omitted limits are the minter's.
-            const asked: Spec = { scopes, teams: teams ?? minter.teams, orgs: orgs ?? minter.orgs };
+            const asked: Shape = { scopes, teams: teams ?? minter.teams, orgs: orgs ?? minter.orgs };
             const expected = grants(minter, 'personal_api_key:write') && within(asked, minter) ? 201 : 403;
             outcomes.add(expected);
             const res = await request(world.app).post('/api/personal_api_keys/').set(bearer(key)).send(body);
             requests++;
-            const made = res.status === 201 ? specOf(res.body as never, ids) : undefined;
+            const made = res.status === 201 ? shapeOf(res.body as never, ids) : undefined;
             if (res.status !== expected || (made && !(within(made, asked) && within(asked, made) && within(made, minter)))) {
               mismatches.push({ minter: show(minter), asked: show(asked), status: res.status, expected, made: made && show(made) });
             }
@@ -152,26 +152,26 @@ describe.each(backends)('personal API key limits on $name', (backend) => {
     });
     expect(mismatches).toEqual([]);
     expect(outcomes).toEqual(new Set([201, 403]));
-    expect(requests).toBe(SPECS.length * SCOPE_SETS.length * REQUESTED_TEAMS.length * REQUESTED_ORGANIZATIONS.length);
+    expect(requests).toBe(SHAPES.length * SCOPE_SETS.length * REQUESTED_TEAMS.length * REQUESTED_ORGANIZATIONS.length);
   });
 
-  it(`managing: ${SPECS.length} callers × ${SPECS.length} keys × list, view, revoke`, async () => {
+  it(`managing: ${SHAPES.length} callers × ${SHAPES.length} keys × list, view, revoke`, async () => {
     const mismatches: unknown[] = [];
     const outcomes = new Set<number>();
-    // Each caller's user holds one key of every spec besides the caller's own.
-    await inParallel(SPECS, WIDTH, async (caller) => {
+    // Each caller's user holds one key of every shape besides the caller's own.
+    await inParallel(SHAPES, WIDTH, async (caller) => {
       const userId = await newUser(world, ids);
       const own = await newKey(userId, caller);
       const auth = bearer(own.value);
-      const keys = new Map<Spec, string>();
-      const insert = async (spec: Spec) => keys.set(spec, (await newKey(userId, spec)).id);
-      for (const spec of SPECS) await insert(spec);
+      const keys = new Map<Shape, string>();
+      const insert = async (shape: Shape) => keys.set(shape, (await newKey(userId, shape)).id);
+      for (const shape of SHAPES) await insert(shape);
 
       const list = await request(world.app).get('/api/personal_api_keys/').set(auth);
       const listed = list.status === 200 ? (list.body as Array<{ id: string }>).map((k) => k.id).sort() : list.status;
-      const visible = grants(caller, 'personal_api_key:read') ? [...SPECS.filter((target) => within(target, caller)).map((t) => keys.get(t)!), own.id].sort() : 403;
+      const visible = grants(caller, 'personal_api_key:read') ? [...SHAPES.filter((target) => within(target, caller)).map((t) => keys.get(t)!), own.id].sort() : 403;
       if (JSON.stringify(listed) !== JSON.stringify(visible)) mismatches.push({ caller: show(caller), route: 'list', listed, visible });
-      for (const target of SPECS) {
+      for (const target of SHAPES) {
         const view = await request(world.app).get(`/api/personal_api_keys/${keys.get(target)}/`).set(auth);
         const viewExpected = grants(caller, 'personal_api_key:read') && within(target, caller) ? 200 : 403;
         if (view.status !== viewExpected) mismatches.push({ caller: show(caller), route: 'view', target: show(target), status: view.status, expected: viewExpected });
@@ -189,36 +189,36 @@ describe.each(backends)('personal API key limits on $name', (backend) => {
     expect(outcomes).toEqual(new Set([200, 204, 403]));
   });
 
-  it(`account routes: ${SPECS.length} keys × /users/@me, /projects/, /projects/:id/ show only what the key reaches`, async () => {
+  it(`account routes: ${SHAPES.length} keys × /users/@me, /projects/, /projects/:id/ show only what the key reaches`, async () => {
     const userId = await newUser(world, ids);
     const mismatches: unknown[] = [];
     const tokenOf = (p: ProjectName) => ids.projects[p].api_token;
-    for (const spec of SPECS) {
-      const auth = bearer(await world.newKey(userId, spec.scopes, keyOptions(spec, ids)));
-      const hidden = PROJECTS.filter((p) => !reaches(spec, p));
+    for (const shape of SHAPES) {
+      const auth = bearer(await world.newKey(userId, shape.scopes, keyOptions(shape, ids)));
+      const hidden = PROJECTS.filter((p) => !reaches(shape, p));
       const leaks = (body: unknown) => hidden.filter((p) => JSON.stringify(body).includes(tokenOf(p)));
 
       const me = await request(world.app).get('/api/users/@me/').set(auth);
-      if (!grants(spec, 'user:read')) {
-        if (me.status !== 403) mismatches.push({ key: show(spec), route: '@me', status: me.status, expected: 403 });
+      if (!grants(shape, 'user:read')) {
+        if (me.status !== 403) mismatches.push({ key: show(shape), route: '@me', status: me.status, expected: 403 });
       } else {
         const body = me.body as { team: { id: number } | null; organization: { id: string } | null; organizations: Array<{ id: string }> };
         const got = { status: me.status, team: body.team?.id ?? null, organizations: body.organizations.map((o) => o.id), organization: body.organization?.id ?? null, leaks: leaks(body) };
-        const organizations = reachedOrganizations(spec).map((o) => ids.organizations[o]);
-        const team = reaches(spec, CURRENT) ? ids.projects[CURRENT].id : null;
+        const organizations = reachedOrganizations(shape).map((o) => ids.organizations[o]);
+        const team = reaches(shape, CURRENT) ? ids.projects[CURRENT].id : null;
         const expected = { status: 200, team, organizations, organization: team === null ? (organizations[0] ?? null) : ids.organizations[PROJECT_ORGANIZATION[CURRENT]], leaks: [] };
-        if (JSON.stringify(got) !== JSON.stringify(expected)) mismatches.push({ key: show(spec), route: '@me', got, expected });
+        if (JSON.stringify(got) !== JSON.stringify(expected)) mismatches.push({ key: show(shape), route: '@me', got, expected });
       }
 
       const list = await request(world.app).get('/api/projects/').set(auth);
       const listed = list.status === 200 ? { ids: (list.body as { results: Array<{ id: number }> }).results.map((p) => p.id), leaks: leaks(list.body) } : list.status;
-      const listExpected = grants(spec, 'project:read') ? { ids: PROJECTS.filter((p) => reaches(spec, p)).map((p) => ids.projects[p].id), leaks: [] } : 403;
-      if (JSON.stringify(listed) !== JSON.stringify(listExpected)) mismatches.push({ key: show(spec), route: 'projects', listed, expected: listExpected });
+      const listExpected = grants(shape, 'project:read') ? { ids: PROJECTS.filter((p) => reaches(shape, p)).map((p) => ids.projects[p].id), leaks: [] } : 403;
+      if (JSON.stringify(listed) !== JSON.stringify(listExpected)) mismatches.push({ key: show(shape), route: 'projects', listed, expected: listExpected });
 
       for (const project of PROJECTS) {
         const res = await request(world.app).get(`/api/projects/${ids.projects[project].id}/`).set(auth);
-        const expected = grants(spec, 'project:read') && reaches(spec, project) ? 200 : 403;
-        if (res.status !== expected) mismatches.push({ key: show(spec), route: `project ${project}`, status: res.status, expected });
+        const expected = grants(shape, 'project:read') && reaches(shape, project) ? 200 : 403;
+        if (res.status !== expected) mismatches.push({ key: show(shape), route: `project ${project}`, status: res.status, expected });
       }
     }
     expect(mismatches).toEqual([]);
