@@ -63,12 +63,12 @@ function expectNeutralCsv(res: request.Response, payloads: readonly string[] = F
   for (const payload of payloads) expect(cells.some((cell) => cell.includes(`'${payload}`))).toBe(true);
 }
 
-/** `body` with a NUL appended to its first string (depth first), and where that string is. */
-function withNul(body: unknown, at: string | null = null): { body: unknown; attr: string | null } | undefined {
-  if (typeof body === 'string') return { body: `${body}\u0000`, attr: at };
+/** `body` with `suffix` appended to its first string (depth first), and where that string is. */
+function withNul(body: unknown, at: string | null = null, suffix = '\u0000'): { body: unknown; attr: string | null } | undefined {
+  if (typeof body === 'string') return { body: `${body}${suffix}`, attr: at };
   const entries: Array<[string, unknown]> = Array.isArray(body) ? body.map((v, i) => [String(i), v]) : typeof body === 'object' && body !== null ? Object.entries(body) : [];
   for (const [key, value] of entries) {
-    const found = withNul(value, at === null ? key : `${at}__${key}`);
+    const found = withNul(value, at === null ? key : `${at}__${key}`, suffix);
     if (found) {
       const copy: Record<string, unknown> | unknown[] = Array.isArray(body) ? [...(body as unknown[])] : { ...(body as Record<string, unknown>) };
       (copy as Record<string, unknown>)[key] = found.body;
@@ -152,6 +152,20 @@ describe.each(backends)('hostile input on $name', (backend) => {
       },
     );
 
+    it.each(BODY_ROUTES.filter((route) => !isPersonWrite(route)).map((route) => [label(route), route] as const))(
+      '%s: half a surrogate pair in a field → 400 naming it, nothing changed',
+      async (_name, route) => {
+        const before = await snapshot(world.sql);
+        const poisoned = withNul(route.body, null, '\ud800')!;
+        const res = await send(route, (req) => req.send(poisoned.body as object));
+        expect({ status: res.status, body: res.body as unknown }).toEqual({
+          status: 400,
+          body: { type: 'validation_error', code: 'invalid_unicode', detail: 'Unpaired UTF-16 surrogates are not allowed.', attr: poisoned.attr },
+        });
+        expect(await snapshot(world.sql)).toBe(before);
+      },
+    );
+
     it.each(BODY_ROUTES.map((route) => [label(route), route] as const))('%s: truncated gzip → 400, nothing changed', async (_name, route) => {
       const before = await snapshot(world.sql);
       const gz = gzipSync(JSON.stringify(route.body));
@@ -230,6 +244,14 @@ describe.each(backends)('hostile input on $name', (backend) => {
       const res = await request(world.app).get(`/api/projects/${t.projectId}/${query}`).set(t.auth);
       expect(res.status).toBe(400);
       expect(res.body).toEqual({ type: 'validation_error', code: 'null_characters_not_allowed', detail: 'Null characters are not allowed.', attr });
+    });
+
+    it('GET with half a surrogate pair in a JSON-valued parameter → 400 naming it', async () => {
+      const t = await world.tenant();
+      const properties = encodeURIComponent(JSON.stringify([{ key: 'plan', value: 'a\ud800' }]));
+      const res = await request(world.app).get(`/api/projects/${t.projectId}/persons/?properties=${properties}`).set(t.auth);
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ type: 'validation_error', code: 'invalid_unicode', detail: 'Unpaired UTF-16 surrogates are not allowed.', attr: 'properties' });
     });
 
     it('a NUL in the path → 400, nothing changed', async () => {

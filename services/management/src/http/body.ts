@@ -16,6 +16,8 @@ export const MAX_JSON_DEPTH = 128;
 
 const NUL_DETAIL = 'Null characters are not allowed.';
 const NUL_CODE = 'null_characters_not_allowed';
+const SURROGATE_DETAIL = 'Unpaired UTF-16 surrogates are not allowed.';
+const SURROGATE_CODE = 'invalid_unicode';
 
 const gunzipAsync = promisify<InputType, ZlibOptions, Buffer>(gunzip);
 const inflateAsync = promisify<InputType, ZlibOptions, Buffer>(inflate);
@@ -49,22 +51,34 @@ export function nestsDeeperThan(text: string, max: number): boolean {
   return false;
 }
 
+/** Why Postgres would refuse a string as text or JSON: a NUL, or half of a surrogate pair. */
+function unstorable(text: string): [detail: string, code: string] | undefined {
+  if (text.includes('\0')) return [NUL_DETAIL, NUL_CODE];
+  if (!text.isWellFormed()) return [SURROGATE_DETAIL, SURROGATE_CODE];
+  return undefined;
+}
+
+/** Only `\u` escapes put a NUL or an unpaired surrogate into parsed JSON (raw control characters are invalid JSON, and UTF-8 decoding replaces broken sequences). */
+const UNSTORABLE_ESCAPE = /\\u(?:0000|[dD][89a-fA-F])/;
+
 /**
- * The path (DRF's `a__0__b` form) of the first key or string holding a NUL in a parsed JSON value, skipping the
- * top-level field `tolerated`; iterative, so depth cannot overflow it.
+ * The first key or string of a parsed JSON value that Postgres cannot store, as a 400 naming its path (DRF's
+ * `a__0__b` form), skipping the top-level field `tolerated`; iterative, so depth cannot overflow it.
  */
-function nulPath(value: unknown, tolerated?: string): string | null | undefined {
+function unstorableField(value: unknown, tolerated?: string): ApiError | undefined {
   const stack: Array<[unknown, string | null]> = [[value, null]];
   while (stack.length > 0) {
     const [item, path] = stack.pop()!;
     if (typeof item === 'string') {
-      if (item.includes('\0')) return path;
+      const problem = unstorable(item);
+      if (problem) return errors.validation(problem[0], path, problem[1]);
     } else if (Array.isArray(item)) {
       item.forEach((child, index) => stack.push([child, path === null ? String(index) : `${path}__${index}`]));
     } else if (typeof item === 'object' && item !== null) {
       for (const [key, child] of Object.entries(item)) {
         const childPath = path === null ? key : `${path}__${key}`;
-        if (key.includes('\0')) return childPath;
+        const problem = unstorable(key);
+        if (problem) return errors.validation(problem[0], childPath, problem[1]);
         if (!(path === null && key === tolerated)) stack.push([child, childPath]);
       }
     }
@@ -128,22 +142,22 @@ export const jsonBody: RequestHandler = async (req, _res, next) => {
   } catch {
     throw malformed();
   }
-  // A NUL reaches a parsed string only through a \u0000 escape (raw control characters are not valid JSON).
-  if (text.includes('\\u0000')) {
-    const path = nulPath(body, toleratedField(req));
-    if (path !== undefined) throw errors.validation(NUL_DETAIL, path, NUL_CODE);
+  if (UNSTORABLE_ESCAPE.test(text)) {
+    const error = unstorableField(body, toleratedField(req));
+    if (error) throw error;
   }
   req.body = body;
   next();
 };
 
-/** Whether a query parameter holding JSON (`properties=[…]`) decodes to a NUL through a `\u0000` escape. */
-function jsonHoldsNul(value: string): boolean {
-  if (!value.includes('\\u0000')) return false;
+/** What Postgres could not store in a query parameter holding JSON (`properties=[…]`), escaped in its text. */
+function unstorableJson(value: string, name: string): ApiError | undefined {
+  if (!UNSTORABLE_ESCAPE.test(value)) return undefined;
   try {
-    return nulPath(JSON.parse(value)) !== undefined;
+    const error = unstorableField(JSON.parse(value));
+    return error && errors.validation(error.detail, name, error.code);
   } catch {
-    return false;
+    return undefined;
   }
 }
 
@@ -155,13 +169,16 @@ function jsonHoldsNul(value: string): boolean {
 export const checkQuery: RequestHandler = (req, _res, next) => {
   if (/%00/.test(req.originalUrl.split('?')[0] ?? '')) throw errors.validation('Null characters are not allowed in the path.', null, NUL_CODE);
   for (const [name, raw] of Object.entries(req.query as Record<string, unknown>)) {
-    if (name.includes('\0')) throw errors.validation(NUL_DETAIL, name, NUL_CODE);
+    const problem = unstorable(name);
+    if (problem) throw errors.validation(problem[0], name, problem[1]);
     for (const value of Array.isArray(raw) ? raw : [raw]) {
       if (typeof value !== 'string') continue;
-      if (value.includes('\0')) throw errors.validation(NUL_DETAIL, name, NUL_CODE);
+      const problem = unstorable(value);
+      if (problem) throw errors.validation(problem[0], name, problem[1]);
       if (!/^\s*[[{]/.test(value)) continue;
       if (nestsDeeperThan(value, MAX_JSON_DEPTH)) throw errors.validation(`JSON nests deeper than ${MAX_JSON_DEPTH} levels.`, name, 'max_depth');
-      if (jsonHoldsNul(value)) throw errors.validation(NUL_DETAIL, name, NUL_CODE);
+      const error = unstorableJson(value, name);
+      if (error) throw error;
     }
   }
   next();
