@@ -1,5 +1,5 @@
 /**
- * Capture benchmark (SPEC §8), per bus: LocalLogBus always (embedded: PGlite, the bus in a temporary directory),
+ * Capture benchmark (targets: BENCHMARKS.md#targets), per bus: LocalLogBus always (embedded: PGlite, the bus in a temporary directory),
  * KafkaBus when TEST_KAFKA_BROKERS or KAFKA_BROKERS is set (distributed: real Postgres when BENCH_DATABASE_URL or
  * TEST_DATABASE_URL is set, in a fresh database, else PGlite). Prints one JSON line.
  *

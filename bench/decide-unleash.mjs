@@ -1,5 +1,5 @@
 /**
- * unleash-server for bench/decide.ts, configured as in shared/reference/unleash-anchor.md: one process, defaults
+ * unleash-server for bench/decide.ts, configured as the Unleash baseline of BENCHMARKS.md: one process, defaults
  * except logging, version check and telemetry off, and the SDK rate limits raised (they would answer 429 to half the
  * load). Needs Node ≥ 22 and unleash-server installed under UNLEASH_DIR (bench/decide.ts does both). Tokens and
  * rate limits come from the environment bench/decide.ts sets (INIT_*_API_TOKENS, *_RATE_LIMIT_PER_MINUTE).

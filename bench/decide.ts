@@ -1,5 +1,5 @@
 /**
- * Decide benchmark (SPEC §8): Plover's decide service, unleash-server and a static-JSON server, side by side in
+ * Decide benchmark (targets: BENCHMARKS.md#targets): Plover's decide service, unleash-server and a static-JSON server, side by side in
  * one run on the same machine. Prints one JSON line.
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres node --conditions=plover-source --import tsx bench/decide.ts
@@ -15,7 +15,8 @@
  *               stored     without `person_properties`: each request reads the person from Postgres (lookup
  *                          timeout raised to 10 s, so no answer skips the read)
  *   unleash   unleash-server 8.2.0 on Node 22 (installed under .cache/unleash on first use; its own database), the
- *             50 toggles of shared/reference/unleash-anchor.md, `GET /api/frontend` with the same context.
+ *             50 equivalent toggles (created by `seedUnleash` below: 10 gradual rollouts, 10 plan IN, 10 email
+ *             contains, 10 age >, 10 control/test variants), `GET /api/frontend` with the same context.
  *   static    a bare node:http server answering a precomputed Plover response (the ceiling).
  * The load generator (this file with `load`: autocannon, or bench/paced.ts at a fixed rate) runs in a separate process:
  * BENCH_DECIDE_CONNECTIONS (32) connections, a 2 s
