@@ -1,6 +1,7 @@
 /**
  * What the PostHog SDKs send to capture (`/e`, `/batch`, `/i/v0/e`, …), after decoding.
- * Field list and aliases: reference/posthog-capture-persons.md §1.4 (PostHog's `RawEvent` and `RawRequest`).
+ * Field list and aliases: PostHog's `RawEvent` and `RawRequest` (Rust capture), summarized in
+ * docs/capture.md#body-shapes.
  *
  * The schemas check JSON types only. Rules that depend on the route or on several fields at once (an event
  * name is required except on `/engage`; `distinct_id` falls back to `properties.distinct_id`; one token per

@@ -1,6 +1,6 @@
 /**
  * The bus message capture produces for every accepted event, and the ingestion consumer reads. Modelled on
- * PostHog's `CapturedEvent` (reference/posthog-capture-persons.md §1.7): routing fields at the top level so a
+ * PostHog's `CapturedEvent` (Rust `rust/common/types/src/event.rs`): routing fields at the top level so a
  * consumer can key, dedupe and drop without looking into the event, and the event itself as a JSON object in
  * `data`. PostHog (and Plover before) sends `data` as a JSON string holding the event: the string had to be
  * escaped by capture and parsed a second time by the consumer, and made the message twice the size of the event.

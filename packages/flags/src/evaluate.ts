@@ -22,8 +22,9 @@ import { identifierText, lookup } from './values';
 /**
  * Evaluates the project's flags for one request, PostHog-identically (reference: PostHog's Rust
  * `rust/feature-flags/src/flags/flag_matching.rs`, with Django `posthog/models/feature_flag/flag_matching.py`
- * where the two agree and SPEC §5 where they differ). Returns the active flags (narrowed by `flagKeys`) in
- * stored order. Never throws for a bad definition: a flag that cannot be computed comes back failed.
+ * where the two agree; where Plover decides otherwise, packages/flags/README.md says so). Returns the active
+ * flags (narrowed by `flagKeys`) in stored order. Never throws for a bad definition: a flag that cannot be
+ * computed comes back failed.
  */
 export function evaluateFlags(
   compiled: CompiledFlags,
@@ -44,7 +45,8 @@ export function flagValue(evaluation: FlagEvaluation): string | boolean {
 }
 
 // When nothing matches, the response names the most telling reason seen (Rust `FeatureFlagMatchReason`
-// scores at the reference commit; ties go to the later condition).
+// scores in `rust/feature-flags/src/flags/flag_match_reason.rs` at PostHog commit 85523d28; ties go to the later
+// condition).
 const REASON_PRIORITY: Readonly<Record<MatchReasonCode, number>> = {
   super_condition_value: 5,
   holdout_condition_value: 4,
@@ -151,9 +153,9 @@ class RequestEvaluation {
   }
 
   /**
-   * Order within a flag (reference §3.1): no identifier → `no_group_type`; then `super_groups[0]`; then
+   * Order within a flag (Rust `flag_matching.rs`): no identifier → `no_group_type`; then `super_groups[0]`; then
    * `holdout_groups[0]`; then the condition sets in stored order, first match wins. Sets with a variant
-   * override are *not* moved to the front (PostHog/posthog#37859; SPEC §5).
+   * override are *not* moved to the front (PostHog/posthog#37859 removed that sorting server-side and in every SDK).
    */
   private match(flag: CompiledFlag): EvaluatedFlag {
     const identifier = this.bucketingIdentifier(flag);

@@ -23,7 +23,7 @@ const EMPTY: Readonly<Record<string, unknown>> = {};
 
 /**
  * What one flag reads from storage for this request. Keys covered by the request's overrides need no
- * lookup because request values win anyway (SPEC §5) — the same short-cut as Rust
+ * lookup because request values win anyway (docs/decide.md#degraded-lookups) — the same short-cut as Rust
  * `flags_require_db_preparation`, but per key and per group type. A group that was not passed needs no
  * lookup either: without its key the flag is `no_group_type`, and a group filter on it reads only the
  * request's `group_properties` (decide fetches stored rows only for the groups passed).

@@ -4,7 +4,7 @@ import type { RequestHandler } from 'express';
 /**
  * CORS for the routes the SDKs call from browsers (capture, decide): any origin, with credentials. The origin
  * and the requested headers are mirrored rather than `*`, because browsers refuse `*` on credentialed
- * requests. This is PostHog's policy (reference/posthog-capture-persons.md §1.1, `router.rs`); the
+ * requests. This is PostHog's policy (Rust capture's `rust/capture/src/router.rs`); the
  * management API must never get it.
  *
  * Preflights are not answered here: PostHog answers an OPTIONS with the route's own success body, so the

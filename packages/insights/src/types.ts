@@ -181,7 +181,7 @@ export interface InsightContext {
   cohortMembers(cohortId: number): Promise<readonly string[]>;
 }
 
-/** One series of PostHog's legacy trend response (reference/posthog-management-api.md §3.1). */
+/** One series of PostHog's legacy trend response (`posthog/api/insight.py`, the `trend` action). */
 export interface TrendSeriesResult {
   data: number[];
   labels: string[];

@@ -36,7 +36,7 @@ export interface GroupEvent {
 const GROUP_COLUMNS = `group_type_index AS "groupTypeIndex", group_key AS "groupKey", group_properties AS properties, created_at AS "createdAt", version`;
 
 /**
- * Group types and groups in Postgres (capture/persons reference §2.6). A group type's index never changes
+ * Group types and groups in Postgres (docs/ingestion.md#groups). A group type's index never changes
  * once assigned, so indices are cached per store without invalidation.
  */
 export class GroupStore {
@@ -47,7 +47,7 @@ export class GroupStore {
   /**
    * For one event: a `$groupidentify` upserts its group, then the event's `$groups` are resolved to type
    * indices (creating types as needed) with their groups' current rows. Personless events are in no group
-   * (reference §2.6: their `$group_N` properties are removed).
+   * (PostHog removes their `$group_N` properties too).
    */
   async processEvent(projectId: number, event: GroupEvent): Promise<EventGroup[]> {
     const identify = groupIdentifyOf(event.event, event.properties);

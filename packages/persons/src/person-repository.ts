@@ -174,7 +174,7 @@ export async function attachDistinctId(tx: SqlExecutor, projectId: number, disti
   if (result.rowCount !== 1) throw new LostRaceError('distinct id attached concurrently');
 }
 
-/** Moves every distinct id of the merged-away person; each moved row gets version + 1 (reference §2.4). */
+/** Moves every distinct id of the merged-away person; each moved row gets version + 1 (PostHog's mergePeople). */
 export async function moveDistinctIds(tx: SqlExecutor, projectId: number, fromPersonId: number, toPersonId: number): Promise<void> {
   await tx.query(
     'persons.moveDistinctIds',

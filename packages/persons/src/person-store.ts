@@ -49,7 +49,7 @@ export interface PersonEvent {
   properties: Properties;
 }
 
-/** The events table's person_mode (reference §3.1). */
+/** The events table's person_mode (PostHog's `posthog/models/event/sql.py`; docs/ingestion.md#personless-events). */
 export type PersonMode = 'full' | 'propertyless' | 'force_upgrade';
 
 /** What the stored event row needs from person processing, plus what to record beside it. */
@@ -104,7 +104,7 @@ interface EventContext {
 }
 
 /**
- * Persons in Postgres, processed as PostHog's ingestion does (capture/persons reference §2). Ingestion calls
+ * Persons in Postgres, processed as PostHog's ingestion does (docs/ingestion.md#persons). Ingestion calls
  * processEvent per event, serially per distinct id; the management API's PATCH calls updateProperties. Both
  * decide with the same rules (rules/person-state.ts) on a row locked with SELECT … FOR UPDATE, so concurrent
  * consumers and API calls never lose each other's changes. Ingestion may instead stage a batch's property
@@ -145,7 +145,8 @@ export class PersonStore {
   /** `snapshot` (from readPersons, same project) stands in for the unlocked reads; see PersonSnapshot. */
   async processEvent(projectId: number, event: PersonEvent, snapshot?: PersonSnapshot): Promise<EventPerson> {
     if (snapshot && snapshot.projectId !== projectId) throw new Error(`a snapshot of project ${snapshot.projectId} used for project ${projectId}`);
-    // Postgres text refuses NUL; the event's distinct_id is normalized the same way before storage (§2.1).
+    // Postgres text refuses NUL; the event's distinct_id is normalized the same way before storage
+    // (docs/capture.md#normalization).
     const distinctId = storableText(event.distinctId);
     if (isPersonless(event.properties)) return this.personlessEvent(projectId, distinctId, event.timestamp, snapshot);
 
@@ -277,9 +278,10 @@ export class PersonStore {
   }
 
   /**
-   * Personless events (reference §2.2): no row is written and $set is ignored. A distinct id without a
-   * person gets its deterministic uuid; one with a person gets that person's uuid without properties, or,
-   * when the person is more than a minute older than the event, its properties as `force_upgrade`.
+   * Personless events (docs/ingestion.md#personless-events): no row is written and $set is ignored. A distinct
+   * id without a person gets its deterministic uuid; one with a person gets that person's uuid without
+   * properties, or, when the person is more than a minute older than the event, its properties as
+   * `force_upgrade`.
    */
   private async personlessEvent(projectId: number, distinctId: string, timestamp: Date, snapshot: PersonSnapshot | undefined): Promise<EventPerson> {
     const person = await this.findPerson(projectId, distinctId, snapshot);
@@ -301,7 +303,7 @@ export class PersonStore {
 
   /**
    * One attempt: lock the ids' rows and persons, store the snapshot's staged changes of those persons, plan per
-   * reference §2.4, execute. Returns what it locked and which staged changes it wrote, for the snapshot to
+   * docs/ingestion.md#merges, execute. Returns what it locked and which staged changes it wrote, for the snapshot to
    * account for once the transaction has committed.
    */
   private async processLocked(

@@ -27,7 +27,7 @@ export class PersonWriteConflict extends StorageError {
 }
 
 /**
- * PostHog retries a merge transaction up to 5 times on races (reference §2.4). Plover allows 10: a burst of
+ * PostHog retries a merge transaction up to 5 times on races (`person-merge-service.ts`). Plover allows 10: a burst of
  * crossing merges on the same persons can deadlock more than 5 times in a row on a loaded machine, and a replay
  * costs only the transaction itself.
  */

@@ -1,6 +1,7 @@
 /**
- * Ingestion warnings raised by person processing, with PostHog's type names and detail keys (capture/persons
- * reference §2.3–2.4) so the warnings listing reads like PostHog's. The event itself is still processed.
+ * Ingestion warnings raised by person processing, with PostHog's type names and detail keys
+ * (docs/ingestion.md#ingestion-warnings) so the warnings listing reads like PostHog's. The event itself is
+ * still processed.
  */
 export type PersonWarning =
   | {

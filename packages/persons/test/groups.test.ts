@@ -1,7 +1,7 @@
 import { GroupStore, MAX_GROUP_TYPES, type GroupEvent } from '@plover/persons';
 import { backends, T0, useStores } from './support/stores';
 
-// Capture/persons reference §2.6: group types (≤ 5 per project, indices 0–4) and $groupidentify.
+// docs/ingestion.md#groups: group types (≤ 5 per project, indices 0–4) and $groupidentify.
 describe.each(backends)('groups on $name', (backend) => {
   const stores = useStores(backend);
 

@@ -1,7 +1,7 @@
 import { personUuid, type PersonEvent } from '@plover/persons';
 import { backends, countRows, distinctIdVersions, event, overrides, T0, useStores } from './support/stores';
 
-// Capture/persons reference §2.4 (identify, alias, merge) and §2.5 (illegal distinct ids), one test per rule.
+// docs/ingestion.md#merges (identify, alias, merge; illegal distinct ids), one test per rule.
 describe.each(backends)('identity on $name', (backend) => {
   const stores = useStores(backend);
 
@@ -198,7 +198,7 @@ describe.each(backends)('identity on $name', (backend) => {
     });
   });
 
-  // §2.5: illegal ids get their own person and events; they only never merge.
+  // Illegal ids get their own person and events; they only never merge.
   describe('illegal distinct ids', () => {
     const caseInsensitive = ['anonymous', 'guest', 'distinctid', 'distinct_id', 'id', 'not_authenticated', 'email', 'undefined', 'true', 'false'];
     const caseSensitive = ['[object Object]', 'NaN', 'None', 'none', 'null', '0', 'undefined'];
@@ -238,7 +238,7 @@ describe.each(backends)('identity on $name', (backend) => {
       expect(await personOf(projectId, 'null')).toMatchObject({ distinctIds: ['null'] });
     });
 
-    it('an object sent as anon id is stringified to [object Object] and refused (issue #12008)', async () => {
+    it('an object sent as anon id is stringified to [object Object] and refused (PostHog/posthog#12008)', async () => {
       const projectId = await stores.newProject();
       const result = await stores.persons.processEvent(projectId, identify('user', { id: 1 }));
 

@@ -1,8 +1,8 @@
 import { PERSONLESS_CREATED_AT, personUuid } from '@plover/persons';
 import { backends, countRows, event, overrides, T0, useStores } from './support/stores';
 
-// Capture/persons reference §2.2 (personless events) and SPEC §2b (posthog-js sends anonymous events
-// personless; the later $identify must still merge that anonymous id into the user).
+// docs/ingestion.md#personless-events (posthog-js sends anonymous events personless; the later $identify must
+// still merge that anonymous id into the user).
 describe.each(backends)('personless events on $name', (backend) => {
   const stores = useStores(backend);
   const personless = { $process_person_profile: false };

@@ -1,7 +1,7 @@
 import { MAX_PROPERTIES_BYTES, personUuid } from '@plover/persons';
 import { backends, countRows, event, T0, useStores } from './support/stores';
 
-// Capture/persons reference §2.2 (creation) and §2.3 ($set / $set_once / $unset), one test per rule.
+// docs/ingestion.md#persons (creation; $set / $set_once / $unset), one test per rule.
 describe.each(backends)('person properties on $name', (backend) => {
   const stores = useStores(backend);
 
@@ -11,7 +11,7 @@ describe.each(backends)('person properties on $name', (backend) => {
     return person;
   }
 
-  describe('creation (§2.2)', () => {
+  describe('creation', () => {
     it('creates the person on first sight: uuid from the distinct id, created_at = event time, version 0, $set beating $set_once', async () => {
       const projectId = await stores.newProject();
       const first = event('user-1', '$pageview', { $set: { plan: 'pro', email: 'a@example.com' }, $set_once: { plan: 'free', signup: 'web' }, $unset: ['email'] });
@@ -42,7 +42,7 @@ describe.each(backends)('person properties on $name', (backend) => {
     });
   });
 
-  describe('updates (§2.3)', () => {
+  describe('updates', () => {
     it('$set_once applies only to keys the person lacks; a key holding null counts as set', async () => {
       const projectId = await stores.newProject();
       await stores.persons.processEvent(projectId, event('u', '$pageview', { $set: { a: 1, b: null } }));
@@ -121,7 +121,7 @@ describe.each(backends)('person properties on $name', (backend) => {
     });
   });
 
-  // §2.3 write filtering: a change made only to these properties, on an ordinary event, is not written.
+  // Write filtering: a change made only to these properties, on an ordinary event, is not written.
   describe.each([
     { group: 'URL / navigation', key: '$current_url' },
     { group: 'screen / viewport', key: '$viewport_width' },

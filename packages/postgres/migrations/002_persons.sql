@@ -1,13 +1,13 @@
 -- Persons, their distinct ids, overrides of merged-away persons, group types and groups: PostHog's
--- posthog_person, posthog_persondistinctid, posthog_grouptypemapping and posthog_group (capture/persons
--- reference §3.3, §2.6). Written and read by packages/persons only; every statement there binds its values.
+-- posthog_person, posthog_persondistinctid, posthog_grouptypemapping and posthog_group (rules in
+-- docs/ingestion.md). Written and read by packages/persons only; every statement there binds its values.
 --
 -- No CHECK on the size of `properties`: PostHog's check_properties_size measures pg_column_size (the
 -- stored, possibly compressed jsonb), which application code cannot predict, and a write refused by the
 -- database would be a permanent failure for the event. packages/persons enforces the 640 KiB cap on the
--- JSON text before writing and records a warning instead (reference §2.3).
+-- JSON text before writing and records a warning instead (docs/ingestion.md#persons).
 -- No properties_last_updated_at / properties_last_operation either: updates apply in ingestion order
--- (reference §2.3), so nothing reads them.
+-- (docs/ingestion.md#ordering), so nothing reads them.
 
 CREATE TABLE persons (
   id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -43,7 +43,7 @@ CREATE INDEX person_distinct_ids_person_id_idx ON person_distinct_ids (person_id
 
 -- Events keep the person_id they were stored with. When that person is merged away, or its distinct id was
 -- used personless before joining another person, queries map old_person_uuid to override_person_uuid so the
--- merged person counts once (SPEC §4). Chains are kept flat: a merge re-points rows that pointed at the
+-- merged person counts once (docs/ingestion.md#merges). Chains are kept flat: a merge re-points rows that pointed at the
 -- merged-away person, so one lookup always gives the surviving person.
 CREATE TABLE person_overrides (
   project_id integer NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
@@ -60,7 +60,7 @@ CREATE INDEX person_overrides_override_idx ON person_overrides (project_id, over
 CREATE TABLE group_type_mappings (
   project_id integer NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
   group_type text NOT NULL,
-  -- At most five group types per project, indices handed out first come first served (reference §2.6).
+  -- At most five group types per project, indices handed out first come first served (docs/ingestion.md#groups).
   group_type_index smallint NOT NULL CHECK (group_type_index BETWEEN 0 AND 4),
   name_singular text,
   name_plural text,

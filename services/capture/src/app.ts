@@ -87,8 +87,8 @@ const OK_BODY = Buffer.from(JSON.stringify({ status: 1 }));
 
 /**
  * The SDK ingest routes. Each request is decoded, validated whole, normalized, and produced to the bus in one
- * call; the answer is 200 only once the bus has every event durably (SPEC §3). Nothing of a rejected request
- * reaches the bus.
+ * call; the answer is 200 only once the bus has every event durably (docs/capture.md#status-codes). Nothing of
+ * a rejected request reaches the bus.
  */
 export function captureRoutes(deps: CaptureDeps): FastRoute {
   const settings: CaptureSettings = { ...DEFAULT_CAPTURE_SETTINGS, ...deps.capture };

@@ -3,8 +3,8 @@ import { ApiError } from '@plover/core';
 
 /**
  * Capture's errors, in our `{type, code, detail, attr}` shape with the codes of PostHog's newest capture
- * (reference/posthog-capture-persons.md §1.9), so that a client's logs read the same on either server.
- * Statuses follow SPEC §3 where it differs from PostHog (unknown token → 401).
+ * (Rust `rust/capture/src/api.rs`), so that a client's logs read the same on either server. Every token problem
+ * is a 401, where PostHog's newest capture answers 403 for a bad or unknown token (docs/capture.md#token).
  */
 export const captureError = {
   emptyPayload: () => ApiError.validation('Request missing data payload.', null, 'empty_payload'),

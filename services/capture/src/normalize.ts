@@ -1,6 +1,7 @@
 /**
- * One raw event to its bus message: PostHog capture's per-event processing (reference/posthog-capture-persons.md
- * §1.6–1.8) plus the normalization its Node pipeline did first thing (§2.1), so ingestion reads clean events.
+ * One raw event to its bus message: PostHog capture's per-event processing (Rust `extract_distinct_id`,
+ * `parse_event_timestamp`) plus the normalization its Node pipeline did first thing (`normalizeEvent`), so
+ * ingestion reads clean events. The rules: docs/capture.md#normalization.
  */
 import type { OutgoingMessage } from '@plover/bus';
 import { capturedEventKey, exceedsJsonDepth, type CapturedEventWarning, type RawEvent } from '@plover/contracts';

@@ -1,6 +1,6 @@
 /**
- * From decoded JSON to the request's events, its token and its routing: the shapes of
- * reference/posthog-capture-persons.md §1.4–1.5, validated against the schemas in packages/contracts.
+ * From decoded JSON to the request's events, its token and its routing: PostHog's `RawRequest` shapes and token
+ * rules (docs/capture.md#body-shapes, docs/capture.md#token), validated against the schemas in packages/contracts.
  */
 import { validateBatchBody, validateEventArray, validateRawEvent, type RawEvent, type Validation } from '@plover/contracts';
 import { captureError } from './errors';

@@ -1,6 +1,6 @@
 /**
  * When an event happened, from what the client says and when we received it: PostHog's clock-skew rule
- * (reference/posthog-capture-persons.md §1.8, Rust `parse_event_timestamp`).
+ * (Rust `rust/common/types/src/timestamp.rs` `parse_event_timestamp`; docs/capture.md#timestamps).
  */
 
 /** A client more than this far ahead of us is not believed: the event is stamped `now` instead. */

@@ -11,7 +11,7 @@ export interface CachedDefinitions extends ProjectDefinitions {
   compiled: CompiledFlags;
   /** Keys of active flags with experience continuity: the hash-key override write concerns only these. */
   continuityKeys: string[];
-  /** Local-evaluation bodies (reference §4.10) and their ETags, with and without `cohorts`, built on first use. */
+  /** Local-evaluation bodies (docs/decide.md#routes) and their ETags, with and without `cohorts`, built on first use. */
   localEvaluation(sendCohorts: boolean): { body: string; etag: string };
 }
 
@@ -22,7 +22,7 @@ export interface DefinitionsCacheOptions {
 }
 
 /**
- * Flag definitions per project in memory (reference §5.2). A change through the management API in this
+ * Flag definitions per project in memory (docs/decide.md#definitions-cache). A change through the management API in this
  * process drops the entry at once (`onDefinitionsChanged`); other processes notice the bumped
  * `flag_definition_versions` row at their next poll. When Postgres is down the last definitions keep being
  * served.
@@ -139,8 +139,8 @@ function buildEntry(definitions: ProjectDefinitions, version: string): CachedDef
 }
 
 /**
- * `{flags, group_type_mapping, cohorts}` as SDKs read it (reference §4.10; posthog-sdks.md §3.5): every
- * non-deleted flag, inactive ones included. Without `send_cohorts` cohort filters are left as they are
+ * `{flags, group_type_mapping, cohorts}` as SDKs read it for local evaluation (posthog-node, posthog-python):
+ * every non-deleted flag, inactive ones included. Without `send_cohorts` cohort filters are left as they are
  * (older SDKs then fall back to the server for those flags).
  */
 export function localEvaluationPayload(definitions: ProjectDefinitions, sendCohorts: boolean): Record<string, unknown> {

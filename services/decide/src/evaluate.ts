@@ -59,7 +59,7 @@ async function lookupStored(
 /**
  * Evaluates a request against the project's definitions: stored data is read once, only if some flag needs
  * it, within `lookupTimeoutMs`; when that fails the flags depending on it come back failed and the rest are
- * still computed (SPEC §5 degradation).
+ * still computed (docs/decide.md#degraded-lookups).
  */
 export async function evaluateRequest(
   deps: EvaluateDeps,

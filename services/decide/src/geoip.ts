@@ -8,7 +8,7 @@ import { requestAddress } from '@plover/http';
 /** Client address → the seven `$geoip_*` person properties, or undefined (private, loopback, unknown). */
 export type GeoIpLookup = (ip: string) => Properties | undefined;
 
-/** The first `X-Forwarded-For` address (the seed's `HTTP_X_FORWARDED_FOR`), else the socket's. */
+/** The first `X-Forwarded-For` address (Django decide's `HTTP_X_FORWARDED_FOR`), else the socket's. */
 export function clientIp(req: IncomingMessage): string | undefined {
   const candidate = requestAddress(req, true);
   if (!candidate) return undefined;

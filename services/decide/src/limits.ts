@@ -1,6 +1,7 @@
 /**
- * Monthly flag-request quota per project (SPEC §5; off when `monthlyLimit` is 0). Counted in this process's
- * memory per calendar month (UTC), so in distributed mode each decide process enforces it on its own share.
+ * Monthly flag-request quota per project (docs/decide.md#quota-and-rate-limit; off when `monthlyLimit` is 0).
+ * Counted in this process's memory per calendar month (UTC), so in distributed mode each decide process
+ * enforces it on its own share.
  */
 export class FlagQuota {
   private month = '';

@@ -1,5 +1,6 @@
 /**
- * Response bodies per endpoint and version (reference/posthog-flags.md §4.3; SPEC §5 for `v=3`).
+ * Response bodies per endpoint and version (docs/decide.md#versions; Django `posthog/api/decide.py` and Rust
+ * `rust/feature-flags/src/api/types.rs`).
  */
 import { type FeatureFlag, type FlagEvaluation, type JsonValue } from '@plover/flags';
 
@@ -37,7 +38,7 @@ export function flagsShaping(v: string | null, config: string | null): Shaping {
 
 /**
  * The config fields of a decide response (Django `get_base_config`, Rust `ConfigResponse`). `/decide` lists
- * `lz64` among the compressions as the seed and Django do; `/flags` answers like Rust.
+ * `lz64` among the compressions as Django does; `/flags` answers like Rust.
  */
 export function configFields(options: { surveys: boolean; endpoint?: 'decide' | 'flags' }): Record<string, unknown> {
   return {
@@ -59,7 +60,7 @@ export function configFields(options: { surveys: boolean; endpoint?: 'decide' | 
   };
 }
 
-/** Payloads go out as JSON-encoded strings (posthog-sdks.md §3.3); a stored non-string is encoded once. */
+/** Payloads go out as JSON-encoded strings, which the SDKs parse; a stored non-string is encoded once. */
 function encodePayload(payload: JsonValue): string | null {
   if (payload === null || payload === undefined) return null;
   return typeof payload === 'string' ? payload : JSON.stringify(payload);

@@ -136,7 +136,10 @@ export async function staticCohortMemberships(sql: SqlExecutor, personId: number
   return new Set(result.rows.map((row) => row.cohort_id));
 }
 
-/** Continuity write + read (reference §4.9): first override wins; the distinct id's own person has priority. */
+/**
+ * Continuity write + read (PostHog's hash-key overrides): first override wins; the distinct id's own person has
+ * priority.
+ */
 export async function hashKeyOverrides(
   sql: SqlExecutor,
   projectId: number,

@@ -1,6 +1,6 @@
 /**
  * The dead-letter topic: messages that can never be ingested go there with the reason and the original bytes,
- * never dropped silently (SPEC §4, §9). Replaying one means producing `payload` back to `source.topic` with
+ * never dropped silently (docs/ingestion.md#dead-letters). Replaying one means producing `payload` back to `source.topic` with
  * `source.key`, e.g. after fixing what made it fail.
  */
 import { isUtf8 } from 'node:buffer';

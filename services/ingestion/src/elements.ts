@@ -1,5 +1,5 @@
 /**
- * The `elements_chain` column of autocaptured events (reference §3.1): the SDK's `$elements_chain` string as is
+ * The `elements_chain` column of autocaptured events (PostHog's `posthog/models/event/sql.py`): the SDK's `$elements_chain` string as is
  * (posthog-js ≥ 1.100 sends it), else the chain PostHog builds from the older `$elements` array
  * (plugin-server utils/db/elements-chain.ts `extractElements` + `elementsToString`), so actions and the
  * toolbar match elements the same way for both SDK generations.

@@ -1,5 +1,5 @@
 /**
- * PostHog's event normalization before the person step (reference/posthog-capture-persons.md §2.1: plugin-server
+ * PostHog's event normalization before the person step (docs/ingestion.md#event-normalization; plugin-server
  * `normalizeEvent`, `normalizeProcessPerson`, `personInitialAndUTMProperties`). Capture did the parts that need
  * only the raw request (distinct_id stringified with NUL → U+FFFD, top-level `$set`/`$set_once` folded into
  * properties, `$ip`, the event name cut to 200 characters); what is left needs the properties as a whole.

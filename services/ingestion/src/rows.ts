@@ -1,5 +1,5 @@
 /**
- * The ClickHouse rows of one processed event: its `events` row (reference §3.1, PostHog's create-event.ts),
+ * The ClickHouse rows of one processed event: its `events` row (PostHog's create-event.ts),
  * the warnings raised on the way, and copies of the person overrides Postgres wrote.
  */
 import { uuidv5 } from '@plover/core';
@@ -14,7 +14,7 @@ export interface Warning {
   details: Record<string, unknown>;
 }
 
-/** `$group_0` … `$group_4`: the five group type indices a project can have (reference §2.6). */
+/** `$group_0` … `$group_4`: the five group type indices a project can have (docs/ingestion.md#groups). */
 const GROUP_SLOTS = [0, 1, 2, 3, 4];
 /** What an unused `group<N>_created_at` holds (the column's default). */
 const NO_TIME = '1970-01-01 00:00:00.000';

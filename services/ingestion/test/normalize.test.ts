@@ -1,7 +1,7 @@
 import { elementsChainOf } from '../src/elements';
 import { normalizeProperties } from '../src/normalize';
 
-describe('event normalization (reference §2.1)', () => {
+describe('event normalization (docs/ingestion.md#event-normalization)', () => {
   describe('auto person properties', () => {
     it('copies browser and campaign properties to $set and, as $initial_*, to $set_once', () => {
       const { properties } = normalizeProperties('$pageview', { $browser: 'Chrome', utm_source: 'news', plan: 'pro' }, null);

@@ -37,7 +37,7 @@ export function methodNotAllowed(): RequestHandler {
  * The `/api` routes. Every request: helmet, `format` checked, personal-key authentication, query and path
  * checked (http/body.ts), JSON bodies only.
  * Project routes live under both `/api/projects/:project_id` and `/api/environments/:project_id`; the
- * insights and flags issues mount theirs on `projectRouter` the same way.
+ * insights and feature-flag routers are mounted on `projectRouter` the same way.
  */
 export function managementRoutes(deps: ManagementDeps): Router {
   const router = Router();

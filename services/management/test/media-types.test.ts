@@ -3,7 +3,7 @@ import { backends, useWorld } from './support/app';
 import { label, recordingsClickHouse, ROUTES, seedFixture, snapshot, urlOf, type Fixture, type Route } from './support/routes';
 
 /**
- * JSON bodies only (issue #6): every route that reads a body answers a non-JSON content type with PostHog's 415
+ * JSON bodies only: every route that reads a body answers a non-JSON content type with PostHog's 415
  * and changes nothing, even when the payload would have been valid. The same body sent as JSON is the
  * control: it is accepted and does change the database, so the "nothing changed" check can fail.
  */

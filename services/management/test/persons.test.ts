@@ -33,7 +33,7 @@ describe.each(backends)('persons API on $name', (backend) => {
 
   const ids = (body: { results: Array<{ distinct_ids: string[] }> }) => body.results.map((p) => p.distinct_ids[0]);
 
-  it('lists newest first with the seed’s fields and name rule', async () => {
+  it('lists newest first with PostHog’s fields and name rule', async () => {
     const s = await seeded();
     const res = await request(world.app).get(`${s.base}/`).set(s.auth);
     expect(res.status).toBe(200);

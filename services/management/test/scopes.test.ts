@@ -5,7 +5,7 @@ import { backends, bearer, useWorld, type World } from './support/app';
 import { isProjectRoute, label, recordingsClickHouse, ROUTES, seedFixture, snapshot, urlOf, type Fixture, type Method, type Route } from './support/routes';
 
 /**
- * The scope matrix (issue #6): for every management route, a key lacking its scope gets PostHog's 403 and
+ * The scope matrix (docs/management.md#auth-and-scopes): for every management route, a key lacking its scope gets PostHog's 403 and
  * changes nothing; a key holding exactly that scope (or, for `:read`, only the `:write`) gets the route's
  * answer; a `*` key limited to another project gets 403 on every project route. Also: the table agrees with
  * the OpenAPI document, and every other method on a table path is a 405.

@@ -1,6 +1,6 @@
 import { hasOwn, isPlainObject, jsonEqual, storableProperties, storableText, type Properties } from '../json';
 
-/** Group rules (capture/persons reference §2.6). Pure. */
+/** Group rules (docs/ingestion.md#groups; PostHog's `groups/group-update.ts`). Pure. */
 
 /** PostHog's MAX_GROUP_TYPES_PER_TEAM: indices 0–4, i.e. the events columns `$group_0` … `$group_4`. */
 export const MAX_GROUP_TYPES = 5;
@@ -51,7 +51,7 @@ export function groupIdentifyOf(event: string, properties: Properties): GroupIde
 }
 
 /**
- * PostHog compares group values with loose `!=` (reference §2.6), so `1` and `"1"` are the same value and
+ * PostHog compares group values with loose `!=` (`group-update.ts`), so `1` and `"1"` are the same value and
  * rewriting one with the other is no change. Objects and arrays compare as JSON: `!=` between two parsed
  * objects is always true and would bump the version on every replay.
  */
@@ -62,7 +62,7 @@ function looselyEqual(a: unknown, b: unknown): boolean {
 
 /**
  * `$group_set` upserts: a key is (re)written when it is missing or its value differs. There is no
- * set-once and no unset for groups (reference §2.6).
+ * set-once and no unset for groups (as in PostHog).
  */
 export function applyGroupSet(current: Properties, set: Properties): { properties: Properties; changed: boolean } {
   const changes = Object.entries(set).filter(([key, value]) => !hasOwn(current, key) || !looselyEqual(current[key], value));

@@ -3,8 +3,8 @@ import { hasOwn, storableText, type Properties } from '../json';
 import type { PersonWarning } from '../warnings';
 
 /**
- * Identity rules (capture/persons reference §2.2, §2.4, §2.5): which person an event belongs to and when
- * two persons become one. Pure: the store looks persons up under lock and executes the plan.
+ * Identity rules (docs/ingestion.md#merges; PostHog's `person-merge-service.ts`): which person an event
+ * belongs to and when two persons become one. Pure: the store looks persons up under lock and executes the plan.
  */
 
 /** PostHog's namespace for person uuids (TypeScript `uuidFromDistinctId`, Python `missing_person.py`). */
@@ -20,14 +20,15 @@ function withQuotes(ids: readonly string[]): ReadonlySet<string> {
   return new Set(ids.flatMap((id) => [id, `'${id}'`, `"${id}"`]));
 }
 
-// Compared after toLowerCase(), not trimmed (reference §2.5).
+// Compared after toLowerCase(), not trimmed (PostHog's `isDistinctIdIllegal`).
 const ILLEGAL_IGNORING_CASE = withQuotes(['anonymous', 'guest', 'distinctid', 'distinct_id', 'id', 'not_authenticated', 'email', 'undefined', 'true', 'false']);
 // Compared as is: `NULL` is a legal id while `null` is not (PostHog's lists).
 const ILLEGAL_EXACT = withQuotes(['[object Object]', 'NaN', 'None', 'none', 'null', '0', 'undefined']);
 
 /**
- * Ids that SDKs send by mistake (`identify(null)`, `[object Object]` as anon id: issues #5527, #12008). They
- * still get their own person and events; they only never merge, or one junk id would join every user.
+ * Ids that SDKs send by mistake (`identify(null)`, `[object Object]` as anon id: PostHog/posthog#5527 and
+ * PostHog/posthog#12008). They still get their own person and events; they only never merge, or one junk id
+ * would join every user.
  */
 export function isDistinctIdIllegal(distinctId: string): boolean {
   return distinctId.trim() === '' || ILLEGAL_IGNORING_CASE.has(distinctId.toLowerCase()) || ILLEGAL_EXACT.has(distinctId);
@@ -50,7 +51,7 @@ export interface IdentityEvent {
 }
 
 /**
- * The merge an event asks for (reference §2.4): `$identify` with `$anon_distinct_id` present, or
+ * The merge an event asks for (docs/ingestion.md#merges): `$identify` with `$anon_distinct_id` present, or
  * `$create_alias` / `$merge_dangerously` with a truthy `alias`. The other id is stringified as PostHog does,
  * so an object sent as anon id becomes `[object Object]` and is refused as illegal. No request when both ids
  * are the same (posthog-node aliases a user to itself); a warning instead when either id is illegal.
@@ -87,7 +88,7 @@ export interface IdentityPerson {
 }
 
 /**
- * What to do with the persons of the event's distinct ids (reference §2.4). A legal merge request marks the
+ * What to do with the persons of the event's distinct ids (docs/ingestion.md#merges). A legal merge request marks the
  * resulting person identified in every case, even when the merge itself is refused (PostHog sets
  * `updateIsIdentified` before looking the persons up); a bare `$identify` does not.
  */
@@ -119,7 +120,7 @@ export function planIdentity<P extends IdentityPerson>(
   if (!other) return { kind: 'attach', person: into, distinctId: request.other };
   if (into.id === other.id) return { kind: 'update', person: into, identify: true };
   // An identified person is somebody: merging it away on an $identify or alias would join two users.
-  // Only $merge_dangerously may (reference §2.4, issue #11873).
+  // Only $merge_dangerously may (PostHog's mergePeople, PostHog/posthog#11873).
   if (other.isIdentified && request.kind !== '$merge_dangerously') {
     return {
       kind: 'update',
@@ -136,7 +137,7 @@ export function planIdentity<P extends IdentityPerson>(
 
 /**
  * `$process_person_profile: false` (posthog-js marks anonymous events so): no person row is written and
- * $set/$set_once/$unset are ignored (reference §2.1–2.2). Only the boolean false counts.
+ * $set/$set_once/$unset are ignored (docs/ingestion.md#personless-events). Only the boolean false counts.
  */
 export function isPersonless(properties: Properties): boolean {
   return properties.$process_person_profile === false;
@@ -147,7 +148,7 @@ export const PERSONLESS_CREATED_AT = new Date('1970-01-01T00:00:05Z');
 
 /**
  * A personless event for a distinct id whose person was created more than this before the event is
- * "force upgraded": it carries the person's properties (reference §2.2, processPersonlessStep). The minute
+ * "force upgraded": it carries the person's properties (PostHog's processPersonlessStep). The minute
  * of slack covers events sent before the person existed but ingested after.
  */
 export const FORCE_UPGRADE_AFTER_MS = 60_000;

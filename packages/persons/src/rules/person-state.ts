@@ -33,9 +33,9 @@ export interface PersonChange {
 export interface ChangeOptions {
   /** Write churning-property changes too (person events, the management API). */
   writeEveryChange: boolean;
-  /** Mark the person identified (a legal merge request, reference §2.4). */
+  /** Mark the person identified (a legal merge request, docs/ingestion.md#merges). */
   identify: boolean;
-  /** Merge this person into the target first (reference §2.4 mergePeople). */
+  /** Merge this person into the target first (PostHog's mergePeople). */
   mergeFrom?: PersonState;
 }
 
@@ -73,7 +73,7 @@ export function nextPersonState(target: PersonState, update: PropertyUpdate, opt
 }
 
 /**
- * A new person (reference §2.2): created_at is the event's timestamp, version 0, properties from the
+ * A new person (docs/ingestion.md#persons): created_at is the event's timestamp, version 0, properties from the
  * event's `$set_once` and `$set`. Over the cap, it is created with only `$creator_event_uuid`.
  */
 export function newPersonState(update: PropertyUpdate, creatorEventUuid: string, createdAt: Date, isIdentified: boolean): PersonChange {

@@ -2,11 +2,11 @@ import { hasOwn, isPlainObject, jsonEqual, setOwn, storableProperties, storableT
 import { isGroupIdentify } from './groups';
 
 /**
- * Person property rules (capture/persons reference §2.2–2.4). Pure: no I/O, so ingestion and the
+ * Person property rules (docs/ingestion.md#persons; PostHog's `person-update.ts`). Pure: no I/O, so ingestion and the
  * management PATCH compute the same result from the same person row.
  */
 
-/** Postgres' check_properties_size in PostHog: 640 KiB (reference §2.3). Measured here as UTF-8 JSON text. */
+/** Postgres' check_properties_size in PostHog: 640 KiB. Measured here as UTF-8 JSON text. */
 export const MAX_PROPERTIES_BYTES = 655_360;
 
 /** The three operations an event can carry, sanitized for storage. */
@@ -18,7 +18,7 @@ export interface PropertyUpdate {
 
 export const EMPTY_UPDATE: PropertyUpdate = Object.freeze({ set: {}, setOnce: {}, unset: [] });
 
-/** Events whose $set/$set_once/$unset never touch the person (reference §2.3). */
+/** Events whose $set/$set_once/$unset never touch the person (PostHog's `person-update.ts`). */
 const NO_PERSON_UPDATE_EVENTS = new Set(['$exception', '$$heatmap']);
 
 /** Events for which every change is written, bypassing the churn filter below (PostHog's PERSON_EVENTS). */
@@ -26,7 +26,7 @@ const PERSON_EVENTS = new Set(['$identify', '$create_alias', '$merge_dangerously
 
 /**
  * Properties that change on nearly every event: a change to these alone does not trigger a write
- * (reference §2.3 table; PostHog's FILTERED_PERSON_UPDATE_PROPERTIES). The new value still reaches the
+ * (PostHog's FILTERED_PERSON_UPDATE_PROPERTIES in `person-property-utils.ts`). The new value still reaches the
  * event's person_properties and is stored the next time another change causes a write.
  */
 const CHURNING_PROPERTIES = new Set([
@@ -66,7 +66,7 @@ const CHURNING_PROPERTIES = new Set([
 
 /**
  * The update an event asks for. `$unset` may be a list of keys or an object whose keys are used
- * (reference §2.3); values that are not objects or lists are ignored. Events in NO_PERSON_UPDATE_EVENTS
+ * (as in PostHog); values that are not objects or lists are ignored. Events in NO_PERSON_UPDATE_EVENTS
  * and group identifies (whose $set is stripped) ask for nothing.
  */
 export function propertyUpdateOf(event: string, properties: Properties): PropertyUpdate {
@@ -99,7 +99,7 @@ export interface AppliedUpdate {
 }
 
 /**
- * Applies `$set_once`, then `$set`, then `$unset` (reference §2.3):
+ * Applies `$set_once`, then `$set`, then `$unset` (docs/ingestion.md#persons):
  * 1. `$set_once[k]` only when the person has no key k (a key holding null counts as set);
  * 2. `$set[k]` when it differs from the current value, overriding a `$set_once` of the same key;
  * 3. `$unset[k]` only when k existed before the event, so a key both set and unset ends up deleted
@@ -139,13 +139,13 @@ export function applyPropertyUpdate(current: Properties, update: PropertyUpdate,
 
 /**
  * A new person's properties: `{...$set_once, ...$set, $creator_event_uuid}`, so `$set` wins a clash and
- * `$unset` is not applied (reference §2.2).
+ * `$unset` is not applied (PostHog's `person-create-service.ts`).
  */
 export function initialProperties(update: PropertyUpdate, creatorEventUuid: string): Properties {
   return { ...update.setOnce, ...update.set, $creator_event_uuid: creatorEventUuid };
 }
 
-/** Merged properties: the source's, overridden by the target's (the target wins, reference §2.4). */
+/** Merged properties: the source's, overridden by the target's (the target wins, PostHog's mergePeople). */
 export function mergeProperties(source: Properties, target: Properties): Properties {
   return { ...source, ...target };
 }
@@ -157,7 +157,7 @@ export function propertiesSize(properties: Properties): number {
 
 /**
  * The event row's `person_properties`: the person's properties after the event, with the event's `$set`
- * on top (reference §2.3, PostHog's create-event.ts). `$set` is repeated because a key the event both set
+ * on top (PostHog's create-event.ts). `$set` is repeated because a key the event both set
  * and unset is deleted from the person yet shows on the event, and a refused oversized update still shows.
  */
 export function eventPersonProperties(personProperties: Properties, update: PropertyUpdate): Properties {

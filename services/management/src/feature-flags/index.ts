@@ -234,7 +234,7 @@ export function projectFlagRoutes(sql: Sql): Router {
     await putAccessControl(sql, req, res, target(await readFlag(sql, req, idParam(req))));
   });
 
-  // A remote-config flag's payload, by id or key, for SDKs' getRemoteConfigPayload (reference/posthog-sdks.md §3.5):
+  // A remote-config flag's payload, by id or key, for SDKs' getRemoteConfigPayload (posthog-node 4.6.0+):
   // the stored `"true"` payload, itself a JSON string, JSON-encoded once more (or null). Payloads are stored in
   // clear, so there is nothing to decrypt (`has_encrypted_payloads` is always false).
   router.get(`${flagPath}/remote_config`, async (req, res) => {

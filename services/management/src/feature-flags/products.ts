@@ -1,5 +1,5 @@
 /**
- * Early access features and surveys: products built on flags (reference/posthog-flags.md §3.7; SPEC §5).
+ * Early access features and surveys: products built on flags (docs/management.md#resources).
  * An early access feature creates its flag with a super group on `$feature_enrollment/<key>`; a survey with
  * `targeting_flag_filters` creates a `survey-targeting-…` flag. Both bump the definitions version. As flags:
  * PUT is PATCH, soft delete by PATCH `deleted`, DELETE → 405.

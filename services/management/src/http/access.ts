@@ -7,7 +7,7 @@ import { errors } from './errors';
 import { send } from './render';
 
 /**
- * Object-level access control (PostHog's AccessControl, reference §7), reusable by playlists, insights and
+ * Object-level access control (PostHog's AccessControl, `posthog/rbac/access_control_api_mixin.py`), reusable by playlists, insights and
  * feature flags: a level per organization member or an object-wide default, `none < viewer < editor`. The
  * object's creator and organization admins/owners are always editors; without a rule, everyone is an editor.
  */

@@ -2,8 +2,9 @@ import type { ErrorRequestHandler } from 'express';
 import { ApiError, StorageError } from '@plover/core';
 
 /**
- * The management API's errors, in PostHog's words (reference/posthog-management-api.md §4.3, §5). They are
- * plain ApiErrors, rendered by the one renderer in packages/http.
+ * The management API's errors, in PostHog's words (`posthog/auth.py`, `posthog/permissions.py`,
+ * drf-exceptions-hog; docs/management.md#errors). They are plain ApiErrors, rendered by the one renderer in
+ * packages/http.
  * PostHog renders 403 with type `authentication_error` and 404/405/415 with `invalid_request`.
  */
 export const errors = {

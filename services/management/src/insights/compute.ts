@@ -84,7 +84,7 @@ async function cacheRequest(kind: string, ctx: InsightContext, input: unknown, r
 }
 
 /**
- * The legacy trend CSV (reference §3.1): one row per series, `series` (custom name or label) then one column
+ * The legacy trend CSV (PostHog's `posthog/api/insight.py`): one row per series, `series` (custom name or label) then one column
  * per bucket label in order; RFC 4180 quoting, CRLF line ends.
  */
 export function trendCsv(series: readonly InsightSeriesResult[]): string {

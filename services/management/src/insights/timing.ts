@@ -31,8 +31,8 @@ function timingMetrics(registry: Registry): TimingMetrics {
 /**
  * `POST /insights/timing/` (scope insight:write): the client's "time to see data" report — the insight fields
  * plus any timing keys — stored as sent in `insight_timings` and counted in the registry
- * (`time_to_see_data_ms`, when a number, also observed). Answers 200 `{"success": true}` (SPEC §6 says 200;
- * PostHog answers 201 with an empty body, which its clients ignore).
+ * (`time_to_see_data_ms`, when a number, also observed). Answers 200 `{"success": true}`, a decision recorded in
+ * docs/management.md#resources; PostHog answers 201 with an empty body, which its clients ignore.
  */
 export function timingRoutes(sql: Sql, registry: Registry): Router {
   const router = Router({ mergeParams: true });

@@ -8,7 +8,7 @@ import { exceededLimit, limitParams, organizationWithinSql, projectWithinSql, ty
 import { envelope, pageOf, send } from '../http/render';
 import { validateBody } from '../schemas';
 
-/** Scope objects a key may carry (PostHog's posthog/scopes.py, reference §4.2). */
+/** Scope objects a key may carry (PostHog's posthog/scopes.py). */
 export const SCOPE_OBJECTS = [
   'action', 'access_control', 'activity_log', 'annotation', 'batch_export', 'batch_import', 'cohort', 'dashboard',
   'dashboard_template', 'early_access_feature', 'error_tracking', 'event_definition', 'experiment', 'export',

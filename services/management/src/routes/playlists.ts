@@ -91,7 +91,8 @@ function playlistBody(row: PlaylistRow): Record<string, unknown> {
     type: row.type,
     is_synthetic: false,
     user_access_level: row.user_access_level,
-    // SPEC §6: saved_filters counts come from a filter-matching cache Plover does not keep (always null here).
+    // saved_filters counts come from a filter-matching cache Plover does not keep (always null here;
+    // docs/management.md#resources).
     recordings_counts: {
       collection: { count: row.item_count === 0 ? null : row.item_count, watched_count: row.watched_count },
       saved_filters: { count: null, has_more: null, watched_count: null, increased: null, last_refreshed_at: null },
