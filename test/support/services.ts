@@ -1,3 +1,5 @@
+import { spawnSync } from 'node:child_process';
+
 /**
  * Integration suites run against real services named by environment variables (scripts/test.sh sets them).
  * Outside CI a missing variable skips the suite's real-service half; under CI=true it fails the run,
@@ -19,4 +21,14 @@ export function realService(variable: 'TEST_DATABASE_URL' | 'TEST_KAFKA_BROKERS'
 /** `describe` when the service is configured, `describe.skip` otherwise (never under CI, see realService). */
 export function describeWith(service: RealService): jest.Describe {
   return service.url ? describe : describe.skip;
+}
+
+/**
+ * Whether the command-line tool `name` is on the PATH. Outside CI a missing tool skips the suites that need it;
+ * under CI=true it fails the run (.ci/run installs the tools), for the same reason as realService.
+ */
+export function availableTool(name: string): boolean {
+  const found = spawnSync(name, ['-V'], { stdio: 'ignore' }).error === undefined;
+  if (!found && process.env.CI === 'true') throw new Error(`${name} is not installed: under CI=true the suites that need it must run`);
+  return found;
 }

@@ -26,10 +26,13 @@
  *   switch for them (chdb_set_signal_handlers_enabled), so open() gives those signals their default action
  *   back: a fatal error ends the process at once, as it does without chDB. Node's own SIGSEGV handler (for
  *   WebAssembly bounds traps) is not restored: the engine had already replaced it.
+ * - Server configuration (not settings) comes from a `--config-file` read when the engine starts; see
+ *   ENGINE_CONFIG for what it holds and why.
  * Only the async entry points (queryAsync, queryBindAsync, insert) are used: they run on libuv threads, so a
  * long query never blocks the event loop (the synchronous forms freeze it for the whole query).
  */
-import { mkdir } from 'node:fs/promises';
+import { mkdir, open, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { drainPending, Session, type ChdbResult } from 'chdb';
 import { StorageError } from '@plover/core';
 import { clickHouseFailure, closedFailure, unclassifiedFailure } from './errors';
@@ -46,13 +49,41 @@ export interface ChdbClickHouseOptions {
   connections?: number;
 }
 
+/** Under the data directory: where `File('<name>')` backups are written and restored from. */
+export const BACKUPS_DIR = 'backups';
+
 /** Two lets an insert proceed while a long query runs, and leaves half of libuv's default four threads free. */
 const DEFAULT_CONNECTIONS = 2;
 
-const CONNECTION_ARGS = Object.entries(SESSION_SETTINGS).map(([name, value]) => `--${name}=${value}`);
+const SETTING_ARGS = Object.entries(SESSION_SETTINGS).map(([name, value]) => `--${name}=${value}`);
+
+/**
+ * Embedded mode acknowledges an event once the consumer committed its offset, after which the local log may
+ * delete it: the rows must then survive a power loss on their own. ClickHouse's MergeTree defaults leave a
+ * new part in the page cache (`fsync_after_insert=0`, `fsync_part_directory=0`), as a replicated server can
+ * afford; here they are fsynced before an insert returns, and merged parts before the parts they replace are
+ * dropped. These are server-level MergeTree defaults, so they hold for every table the shared migrations
+ * create, without the migrations (which a ClickHouse server runs too) saying anything about it.
+ * `backups.allowed_path` lets BACKUP and RESTORE use `File('<name>')` under `<dataDir>/backups`.
+ */
+const ENGINE_CONFIG = `<clickhouse>
+  <merge_tree>
+    <fsync_after_insert>1</fsync_after_insert>
+    <fsync_part_directory>1</fsync_part_directory>
+    <min_compressed_bytes_to_fsync_after_merge>1</min_compressed_bytes_to_fsync_after_merge>
+  </merge_tree>
+  <backups>
+    <allowed_path>${BACKUPS_DIR}/</allowed_path>
+  </backups>
+</clickhouse>
+`;
 
 export class ChdbClickHouse implements ClickHouse {
   private readonly idle: Session[];
+  /** Tables inserted into since the last sync(). */
+  private readonly unsynced = new Set<string>();
+  /** Data directories of the tables inserted into, by table name as given to insert(). */
+  private readonly tableDirs = new Map<string, readonly string[]>();
   /** Calls waiting for a connection, first come first served. */
   private readonly waiting: ((session: Session) => void)[] = [];
   private closing: Promise<void> | undefined;
@@ -65,9 +96,13 @@ export class ChdbClickHouse implements ClickHouse {
     const count = options.connections ?? DEFAULT_CONNECTIONS;
     if (!Number.isInteger(count) || count < 1) throw new RangeError(`connections must be a positive integer, got ${count}`);
     await mkdir(options.dataDir, { recursive: true });
+    // Rewritten at every open: a copy torn by a power loss must not keep the engine from starting.
+    const configFile = path.join(options.dataDir, 'plover-engine.xml');
+    await writeFile(configFile, ENGINE_CONFIG);
+    const connectionArgs = [...SETTING_ARGS, `--config-file=${configFile}`];
     const sessions: Session[] = [];
     try {
-      for (let i = 0; i < count; i++) sessions.push(new Session(options.dataDir, { connectionArgs: CONNECTION_ARGS }));
+      for (let i = 0; i < count; i++) sessions.push(new Session(options.dataDir, { connectionArgs }));
     } catch (error) {
       for (const session of sessions) session.close();
       throw classify(`chDB open ${options.dataDir}`, error);
@@ -94,6 +129,26 @@ export class ChdbClickHouse implements ClickHouse {
       const values = Buffer.from(rows.map((row) => JSON.stringify(row)).join('\n'), 'utf8');
       return session.insert({ table, values, format: 'JSONEachRow' });
     });
+    this.unsynced.add(table);
+  }
+
+  /**
+   * The insert itself fsyncs its part's files and directory (ENGINE_CONFIG), but the rename that puts the part
+   * in place is an entry of the table's directory, which ClickHouse does not fsync: a power loss could take the
+   * part back to its temporary name, which the engine deletes when it starts. This fsyncs the directories of
+   * the tables inserted into since the last call, so every insert resolved before it survives a power loss.
+   */
+  async sync(): Promise<void> {
+    const tables = [...this.unsynced];
+    this.unsynced.clear();
+    try {
+      for (const table of tables) for (const dir of await this.tableDirectories(table)) await fsyncDirectory(dir);
+    } catch (error) {
+      // A table dropped and created again has another directory: look them up afresh next time.
+      this.tableDirs.clear();
+      for (const table of tables) this.unsynced.add(table);
+      throw classify('chDB sync', error);
+    }
   }
 
   async ping(): Promise<void> {
@@ -115,6 +170,21 @@ export class ChdbClickHouse implements ClickHouse {
       await drainPending();
     })();
     return this.closing;
+  }
+
+  private async tableDirectories(table: string): Promise<readonly string[]> {
+    let dirs = this.tableDirs.get(table);
+    if (!dirs) {
+      const [database, name] = table.includes('.') ? table.split('.') : [undefined, table];
+      const [row] = await this.query<{ data_paths: string[] }>(
+        'chDB table directories',
+        'SELECT data_paths FROM system.tables WHERE database = if({database:String} = \'\', currentDatabase(), {database:String}) AND name = {name:String}',
+        { database: database ?? '', name },
+      );
+      dirs = row?.data_paths ?? [];
+      this.tableDirs.set(table, dirs);
+    }
+    return dirs;
   }
 
   private async run<T>(operation: string, call: (session: Session) => Promise<T>): Promise<T> {
@@ -151,6 +221,15 @@ const ENGINE_SIGNALS: readonly NodeJS.Signals[] = ['SIGABRT', 'SIGSEGV', 'SIGBUS
 function restoreDefaultSignalActions(): void {
   const ignore = () => {};
   for (const signal of ENGINE_SIGNALS) process.on(signal, ignore).off(signal, ignore);
+}
+
+async function fsyncDirectory(dir: string): Promise<void> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
 }
 
 function execute(session: Session, sql: string, params: ClickHouseParams | undefined, format: string): Promise<ChdbResult> {

@@ -12,6 +12,11 @@ export interface ClickHouse {
   query<R = Record<string, unknown>>(name: string, sql: string, params?: ClickHouseParams): Promise<R[]>;
   /** Inserts rows as JSONEachRow into `table`; resolves once ClickHouse has stored them. */
   insert(table: string, rows: readonly Record<string, unknown>[]): Promise<void>;
+  /**
+   * Makes every insert resolved so far survive a power loss. Only where the adapter cannot promise that per
+   * insert (chDB); a ClickHouse server is made durable by how it is run (replicas, its MergeTree settings).
+   */
+  sync?(): Promise<void>;
   /** Resolves when the engine answers; rejects with a StorageError otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;

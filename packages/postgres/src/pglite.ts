@@ -1,6 +1,9 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { mkdir } from 'node:fs/promises';
+import { existsSync, fsyncSync } from 'node:fs';
+import { mkdir, open, readdir } from 'node:fs/promises';
+import path from 'node:path';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
+import { NodeFS } from '@electric-sql/pglite/nodefs';
 import { StorageError } from '@plover/core';
 import { toStorageError } from './errors';
 import type { QueryResult, Sql, SqlExecutor } from './sql';
@@ -16,6 +19,8 @@ export interface PGliteSqlOptions {
    * embedded server's CPU per captured event (bench/capture.ts, 2026-11-22). The embedded server turns it off.
    */
   guardTransactions?: boolean;
+  /** A dumpDataDir() tarball to create the database from; `dataDir` must hold no database yet. */
+  load?: Blob;
 }
 
 /** PGlite's top-level handle and its transaction handle offer the same query/exec calls. */
@@ -51,7 +56,45 @@ class CallbackFailure extends Error {
  * 210 MB of RSS, 16 MB makes it 90 MB (reopening a data dir, measured 2026-11-22). Embedded mode's tables are
  * read through the OS page cache beyond that, which is what one machine's page cache is for.
  */
-const SETTINGS = ['shared_buffers=16MB'];
+const MEMORY_SETTINGS = ['shared_buffers=16MB'];
+
+/**
+ * A committed transaction must survive a power loss: embedded mode acknowledges events and API writes on it, and
+ * the ingestion consumer lets the local log delete what Postgres has committed. PGlite starts Postgres with `-F`
+ * (fsync off), which also gives up crash safety: data pages written with no WAL flush before them. So it runs
+ * here without `-F`, on SyncingNodeFS (below), with WAL flushed by fsync(): Emscripten's fdatasync() returns
+ * success without touching the file, while its fsync() reaches the filesystem's `fsync` stream operation.
+ */
+const DURABILITY_SETTINGS = ['wal_sync_method=fsync', 'synchronous_commit=on'];
+const START_PARAMS = PGlite.defaultStartParams.filter((param) => param !== '-F');
+
+interface EmscriptenStream {
+  /** The host file descriptor NODEFS opened for this stream (files and directories alike). */
+  nfd: number;
+}
+
+interface NodeFsOperations {
+  stream_ops: { fsync?: (stream: EmscriptenStream) => number };
+}
+
+/**
+ * PGlite's NodeFS, whose fsync() is a real fsync of the host file or directory. Emscripten's NODEFS writes
+ * through to host descriptors but implements no `fsync` stream operation, so Postgres' fsync() did nothing.
+ */
+class SyncingNodeFS extends NodeFS {
+  override async init(...args: Parameters<NodeFS['init']>): ReturnType<NodeFS['init']> {
+    const result = await super.init(...args);
+    const preRun = [...(result.emscriptenOpts.preRun ?? [])];
+    preRun.push((mod) => {
+      // NODEFS is this module instance's own object: the operation reaches only this database's files.
+      (mod.NODEFS as unknown as NodeFsOperations).stream_ops.fsync = (stream) => {
+        fsyncSync(stream.nfd);
+        return 0;
+      };
+    });
+    return { emscriptenOpts: { ...result.emscriptenOpts, preRun } };
+  }
+}
 
 /**
  * The Sql port on PGlite, in process (embedded mode).
@@ -79,13 +122,35 @@ export class PGliteSql implements Sql {
 
   static async open(options: PGliteSqlOptions = {}): Promise<PGliteSql> {
     try {
-      // PGlite creates only the last path segment; a fresh install's data dir has no parents yet.
-      if (options.dataDir !== undefined) await mkdir(options.dataDir, { recursive: true });
       // pg_trgm indexes the persons `search` (email contains); real Postgres ships it, PGlite loads it here.
       // Imported dynamically: the contrib modules declare only ESM typings.
       const { pg_trgm } = await import('@electric-sql/pglite/contrib/pg_trgm');
-      const db = await PGlite.create({ dataDir: options.dataDir, parsers: RESULT_PARSERS, extensions: { pg_trgm }, postgresqlconf: SETTINGS });
-      return new PGliteSql(db, options.guardTransactions ?? true);
+      const common = { parsers: RESULT_PARSERS, extensions: { pg_trgm }, loadDataDir: options.load };
+      if (options.dataDir === undefined) return new PGliteSql(await PGlite.create({ ...common, postgresqlconf: MEMORY_SETTINGS }), options.guardTransactions ?? true);
+
+      // PGlite creates only the last path segment; a fresh install's data dir has no parents yet.
+      await mkdir(options.dataDir, { recursive: true });
+      const fresh = !existsSync(path.join(options.dataDir, 'PG_VERSION'));
+      const db = await PGlite.create({
+        ...common,
+        fs: new SyncingNodeFS(options.dataDir),
+        startParams: START_PARAMS,
+        postgresqlconf: [...MEMORY_SETTINGS, ...DURABILITY_SETTINGS],
+      });
+      const sql = new PGliteSql(db, options.guardTransactions ?? true);
+      try {
+        await sql.assertDurable();
+        // initdb's cluster (or a loaded tarball) was unpacked into the directory without an fsync, and Postgres
+        // fsyncs only what it writes itself: make the whole cluster durable once before anything commits on it.
+        if (fresh) {
+          await syncTree(options.dataDir);
+          await fsyncPath(path.dirname(options.dataDir));
+        }
+      } catch (error) {
+        await sql.close();
+        throw error;
+      }
+      return sql;
     } catch (error) {
       throw toStorageError(error, 'open');
     }
@@ -129,6 +194,32 @@ export class PGliteSql implements Sql {
   }
 
   /**
+   * The database as a tarball for PGliteSqlOptions.load, taken after a checkpoint so that it holds every
+   * committed transaction in its data files. Held in memory whole.
+   */
+  async dump(): Promise<Blob> {
+    await this.exec('dump.checkpoint', 'CHECKPOINT');
+    try {
+      return await this.db.dumpDataDir('none');
+    } catch (error) {
+      throw toStorageError(error, 'dump');
+    }
+  }
+
+  /** Refuses a Postgres that would acknowledge commits it has not made durable (a PGlite that ignores the settings). */
+  private async assertDurable(): Promise<void> {
+    const { rows } = await this.query<{ name: string; setting: string }>(
+      'durability',
+      "SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'wal_sync_method')",
+    );
+    const actual = Object.fromEntries(rows.map((row) => [row.name, row.setting]));
+    const expected = { fsync: 'on', synchronous_commit: 'on', wal_sync_method: 'fsync' };
+    if (Object.entries(expected).some(([name, setting]) => actual[name] !== setting)) {
+      throw new StorageError(`PGlite runs with ${JSON.stringify(actual)}, not ${JSON.stringify(expected)}: commits would not be durable`, false, undefined);
+    }
+  }
+
+  /**
    * Inside a transaction callback the Sql itself would wait for that very transaction to end: a deadlock
    * that hangs embedded mode while the same code runs on a pg pool. Fail at once instead (when guarded).
    */
@@ -136,5 +227,24 @@ export class PGliteSql implements Sql {
     if (this.transactionScope?.getStore()) {
       throw new StorageError(`${name}: called on the Sql inside its own transaction; use the transaction's executor`, false, undefined);
     }
+  }
+}
+
+/** fsyncs every file and directory under `dir`, and `dir` itself: children before the directory naming them. */
+async function syncTree(dir: string): Promise<void> {
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const child = path.join(dir, entry.name);
+    if (entry.isDirectory()) await syncTree(child);
+    else if (entry.isFile()) await fsyncPath(child);
+  }
+  await fsyncPath(dir);
+}
+
+async function fsyncPath(file: string): Promise<void> {
+  const handle = await open(file, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
 }

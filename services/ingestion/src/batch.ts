@@ -7,7 +7,9 @@
  *    together at the end, one statement per project; where a person changed meanwhile, the events that relied
  *    on its staged changes are processed again, one locked write each (see processStaged).
  * 3. Store: dead letters to the dead-letter topic, warnings and person overrides to ClickHouse, then the
- *    events rows. Resolving hands the batch back to the bus, which commits it.
+ *    events rows. Each of these writes is made durable before the next (see durable()), and all of them
+ *    before this resolves: resolving hands the batch back to the bus, which commits it, and the local log then
+ *    deletes what the commit covers. So a commit never covers a write a power loss could take back.
  * A failure that is not an event's own (Postgres or ClickHouse unavailable, ...) is thrown: nothing is
  * committed and the bus redelivers the batch after its backoff, for as long as the failure lasts.
  *
@@ -16,7 +18,8 @@
  * - after a failure in this process, the events already processed are remembered by offset and reused;
  * - after a crash or a partition moving between consumers, batches are checked against ClickHouse until one
  *   holds no stored event. An event row is written last of everything its event produces, so an event found
- *   there has been fully handled and is skipped.
+ *   there has been fully handled and is skipped. "Written" means durable (see durable()): the order in which
+ *   writes reach the page cache is not the order in which they survive a power loss.
  */
 import type { Batch, BusMessage, EventBus } from '@plover/bus';
 import { insertIngestionWarnings, insertPersonOverrides, type ClickHouse, type EventRow, type IngestionWarningRow, type PersonOverrideRow } from '@plover/clickhouse';
@@ -268,7 +271,9 @@ export class BatchHandler {
     });
 
     await this.timeAsync('side_writes', () => this.storeSideOutputs(deadLetters, warnings, overrides));
+    await this.durable();
     const refused = await this.timeAsync('insert_events', () => insertEventRows(this.options.clickhouse, events, (output) => output.row));
+    await this.durable();
     if (refused.length === 0) return [...results];
 
     this.options.logger.warn({ events: refused.length, err: refused[0]?.error }, 'ClickHouse refused event rows as invalid; dead-lettered');
@@ -288,7 +293,20 @@ export class BatchHandler {
       rejected.flatMap((result) => result.warnings),
       [],
     );
+    await this.durable();
     return final;
+  }
+
+  /**
+   * Makes the writes resolved so far survive a power loss, before anything that relies on them: the events rows
+   * (recovery takes a stored row for a fully handled event) and the bus's commit. Postgres needs no step here:
+   * its commits are durable when they return (PGliteSql runs with fsync and synchronous commit; a server is
+   * configured so), and the bus's produce resolves once fsynced. ClickHouse adapters that cannot make each
+   * insert durable on its own (chDB) offer sync().
+   */
+  private async durable(): Promise<void> {
+    const sync = this.options.clickhouse.sync?.bind(this.options.clickhouse);
+    if (sync) await this.timeAsync('sync', sync);
   }
 
   private async storeSideOutputs(deadLetters: readonly DeadLetter[], warnings: readonly IngestionWarningRow[], overrides: readonly PersonOverrideRow[]): Promise<void> {

@@ -2,7 +2,9 @@
  * A consumer process for the crash test, which kills it with SIGKILL. The first TEST_COMMITTED_BATCHES events
  * inserts behave; every later one is carried out in ClickHouse and then never returns, so its batch is stored but
  * never committed. The process prints `inflight <n> hung <m>` whenever either count changes: once every batch in
- * flight is hung, nothing is half done, and a kill lands exactly between the insert and the commit.
+ * flight is hung, nothing is half done, and a kill lands exactly between the insert and the commit. It prints
+ * `handled <topic> <partition> <next offset>` when a batch's handler resolved, i.e. the moment the bus may commit
+ * it (stdout on a pipe is written synchronously, so the line's write(2) marks that moment in an strace).
  *
  * Run from the repository root: node --conditions=plover-source --import tsx services/ingestion/test/support/consumer-child.ts
  * with TEST_INGESTION_STACK (a StackDescription as JSON) and TEST_BATCH_SIZE.
@@ -34,6 +36,9 @@ async function main(): Promise<void> {
       report();
       await new Promise<never>(() => undefined);
     },
+    sync: async () => {
+      await stores.clickhouse.sync?.();
+    },
     ping: () => stores.clickhouse.ping(),
     close: () => stores.clickhouse.close(),
   };
@@ -47,6 +52,8 @@ async function main(): Promise<void> {
           report();
           try {
             await options.handleBatch(batch);
+            const last = batch.messages[batch.messages.length - 1];
+            if (last) process.stdout.write(`handled ${batch.topic} ${batch.partition} ${BigInt(last.offset) + 1n}\n`);
           } finally {
             inflight -= 1;
             report();
