@@ -172,6 +172,7 @@ class LagMeter {
         this.stored += rows.length;
         this.lastStoredAt = now;
       },
+      sync: inner.sync?.bind(inner),
       ping: () => inner.ping(),
       close: () => inner.close(),
     };

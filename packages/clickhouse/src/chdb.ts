@@ -31,10 +31,10 @@
  * Only the async entry points (queryAsync, queryBindAsync, insert) are used: they run on libuv threads, so a
  * long query never blocks the event loop (the synchronous forms freeze it for the whole query).
  */
-import { mkdir, open, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { drainPending, Session, type ChdbResult } from 'chdb';
-import { StorageError } from '@plover/core';
+import { fsyncPath, StorageError } from '@plover/core';
 import { clickHouseFailure, closedFailure, unclassifiedFailure } from './errors';
 import type { ClickHouse, ClickHouseParams } from './port';
 import { assertTableName, normalizeParams, SESSION_SETTINGS } from './wire';
@@ -142,7 +142,7 @@ export class ChdbClickHouse implements ClickHouse {
     const tables = [...this.unsynced];
     this.unsynced.clear();
     try {
-      for (const table of tables) for (const dir of await this.tableDirectories(table)) await fsyncDirectory(dir);
+      for (const table of tables) for (const dir of await this.tableDirectories(table)) await fsyncPath(dir);
     } catch (error) {
       // A table dropped and created again has another directory: look them up afresh next time.
       this.tableDirs.clear();
@@ -221,15 +221,6 @@ const ENGINE_SIGNALS: readonly NodeJS.Signals[] = ['SIGABRT', 'SIGSEGV', 'SIGBUS
 function restoreDefaultSignalActions(): void {
   const ignore = () => {};
   for (const signal of ENGINE_SIGNALS) process.on(signal, ignore).off(signal, ignore);
-}
-
-async function fsyncDirectory(dir: string): Promise<void> {
-  const handle = await open(dir, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
 }
 
 function execute(session: Session, sql: string, params: ClickHouseParams | undefined, format: string): Promise<ChdbResult> {

@@ -1,4 +1,5 @@
 export * from './dir-lock';
+export * from './durable-files';
 export * from './errors';
 export * from './ids';
 export * from './logger';

@@ -1,10 +1,10 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { existsSync, fsyncSync } from 'node:fs';
-import { mkdir, open, readdir } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
 import { NodeFS } from '@electric-sql/pglite/nodefs';
-import { StorageError } from '@plover/core';
+import { StorageError, syncTreeAndParent } from '@plover/core';
 import { toStorageError } from './errors';
 import type { QueryResult, Sql, SqlExecutor } from './sql';
 import { RESULT_PARSERS } from './types';
@@ -142,10 +142,7 @@ export class PGliteSql implements Sql {
         await sql.assertDurable();
         // initdb's cluster (or a loaded tarball) was unpacked into the directory without an fsync, and Postgres
         // fsyncs only what it writes itself: make the whole cluster durable once before anything commits on it.
-        if (fresh) {
-          await syncTree(options.dataDir);
-          await fsyncPath(path.dirname(options.dataDir));
-        }
+        if (fresh) await syncTreeAndParent(options.dataDir);
       } catch (error) {
         await sql.close();
         throw error;
@@ -227,24 +224,5 @@ export class PGliteSql implements Sql {
     if (this.transactionScope?.getStore()) {
       throw new StorageError(`${name}: called on the Sql inside its own transaction; use the transaction's executor`, false, undefined);
     }
-  }
-}
-
-/** fsyncs every file and directory under `dir`, and `dir` itself: children before the directory naming them. */
-async function syncTree(dir: string): Promise<void> {
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const child = path.join(dir, entry.name);
-    if (entry.isDirectory()) await syncTree(child);
-    else if (entry.isFile()) await fsyncPath(child);
-  }
-  await fsyncPath(dir);
-}
-
-async function fsyncPath(file: string): Promise<void> {
-  const handle = await open(file, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
   }
 }

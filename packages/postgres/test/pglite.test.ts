@@ -35,6 +35,30 @@ describe('PGliteSql', () => {
       await second.close();
     }
   });
+
+  it('runs a data dir with fsync and synchronous commit (PGlite defaults to fsync off), and copies it through dump() and load', async () => {
+    const source = await PGliteSql.open({ dataDir: path.join(root, 'source') });
+    let dump: Blob;
+    try {
+      const settings = await source.query('test.settings', "SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'wal_sync_method') ORDER BY name");
+      expect(settings.rows).toEqual([
+        { name: 'fsync', setting: 'on' },
+        { name: 'synchronous_commit', setting: 'on' },
+        { name: 'wal_sync_method', setting: 'fsync' },
+      ]);
+      await source.exec('test.create', 'CREATE TABLE copied (value text)');
+      await source.query('test.insert', 'INSERT INTO copied VALUES ($1)', ['committed after the last checkpoint']);
+      dump = await source.dump();
+    } finally {
+      await source.close();
+    }
+    const copy = await PGliteSql.open({ dataDir: path.join(root, 'copy'), load: dump });
+    try {
+      expect((await copy.query('test.select', 'SELECT value FROM copied')).rows).toEqual([{ value: 'committed after the last checkpoint' }]);
+    } finally {
+      await copy.close();
+    }
+  });
 });
 
 describe('PGliteSql without the transaction guard (embedded mode)', () => {
