@@ -22,8 +22,8 @@ export interface EmbeddedPlover {
   stop(): Promise<number | null>;
 }
 
-export async function startEmbedded(env: Record<string, string> = {}): Promise<EmbeddedPlover> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plover-embedded-'));
+/** Starts on `dataDir`, a fresh directory unless given (stop() removes it either way). */
+export async function startEmbedded(env: Record<string, string> = {}, dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plover-embedded-'))): Promise<EmbeddedPlover> {
   const child: ChildProcessWithoutNullStreams = spawn(
     process.execPath,
     ['--max-semi-space-size=64', '--conditions=plover-source', '--import', 'tsx', 'services/standalone/src/main.ts'],

@@ -3,6 +3,7 @@ import { repairLocalLog } from '@plover/bus';
 import { loadConfigOrExit, sections } from '@plover/config';
 import { createLogger } from '@plover/core';
 import { runEventDeletions } from '@plover/management/deletions';
+import { backupDataDir, restoreDataDir } from './backup';
 import { lockDataDir } from './data-dir';
 import { openEmbeddedStores } from './stores';
 
@@ -11,8 +12,27 @@ import { openEmbeddedStores } from './stores';
  * `cli.ts delete-events`: runs the queued person event deletions now (the server must be stopped: it holds the data dir).
  * `npm run repair-log [-- --cut]`: shows, and with --cut repairs, damage that keeps the local log from opening
  * (see repairLocalLog; the server must be stopped).
+ * `npm run backup -- <dir>` / `npm run restore -- <dir>`: copies the data dir into an empty <dir>, or a backup
+ * into an empty data dir (see backup.ts; the server must be stopped).
  */
 async function run(command: string | undefined): Promise<void> {
+  if (command === 'backup' || command === 'restore') {
+    const config = loadConfigOrExit(process.env, { data: sections.dataDir });
+    const dir = process.argv[3];
+    if (!dir) {
+      process.stderr.write(`usage: npm run ${command} -- <backup dir>\n`);
+      process.exitCode = 2;
+      return;
+    }
+    const unlock = lockDataDir(config.data.dataDir);
+    try {
+      const manifest = command === 'backup' ? await backupDataDir(config.data.dataDir, dir) : await restoreDataDir(dir, config.data.dataDir);
+      process.stdout.write(`${JSON.stringify({ [command === 'backup' ? 'backedUp' : 'restored']: path.resolve(dir), ...manifest })}\n`);
+    } finally {
+      unlock();
+    }
+    return;
+  }
   if (command === 'delete-events') {
     const config = loadConfigOrExit(process.env, { logging: sections.logging, data: sections.dataDir });
     const logger = createLogger({ service: 'admin', level: config.logging.level, toStderr: true });
@@ -49,7 +69,7 @@ async function run(command: string | undefined): Promise<void> {
     return;
   }
   if (command !== 'migrate') {
-    process.stderr.write('usage: cli.ts migrate|delete-events|repair-log [--cut]\n');
+    process.stderr.write('usage: cli.ts migrate|delete-events|repair-log [--cut]|backup <dir>|restore <dir>\n');
     process.exitCode = 2;
     return;
   }
