@@ -13,20 +13,44 @@ export function toText(value: JsonValue): string {
   return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
-// Rust's `str::parse::<f64>` grammar: optional sign, decimal digits with an optional fraction and exponent,
-// or inf/infinity/nan in any case. No whitespace, no hex, no digit separators. Each digit can be matched in
-// one way only (`\d+(?:\.\d*)?`, not `\d+\.?\d*`): the text is a client's property value, and a pattern
-// that can split a run of digits between two quantifiers backtracks quadratically on `1111…1x`.
-const RUST_FLOAT = /^[+-]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity|nan)$/i;
-
-/** Parses text the way Rust's `f64` parser does; null when Rust would fail. */
+/**
+ * Parses text the way Rust's `str::parse::<f64>` does, null where Rust would fail: an optional sign, decimal
+ * digits with an optional fraction and exponent, or inf/infinity/nan in any case; no whitespace, hex or digit
+ * separators. A scan rather than a regular expression: the text is a client's property value, up to a whole
+ * request long, and V8's backtracking engine keeps a stack entry per digit of a greedy run, which overflows on
+ * a 20 MiB run of digits.
+ */
 export function parseRustFloat(text: string): number | null {
-  if (!RUST_FLOAT.test(text)) return null;
-  const unsigned = text.replace(/^[+-]/, '').toLowerCase();
-  const negative = text.startsWith('-');
-  if (unsigned === 'nan') return NaN;
-  if (unsigned === 'inf' || unsigned === 'infinity') return negative ? -Infinity : Infinity;
-  return Number(text);
+  const negative = text.charCodeAt(0) === 0x2d;
+  const start = negative || text.charCodeAt(0) === 0x2b ? 1 : 0;
+  if (text.length - start <= 8) {
+    const word = text.slice(start).toLowerCase();
+    if (word === 'nan') return NaN;
+    if (word === 'inf' || word === 'infinity') return negative ? -Infinity : Infinity;
+  }
+  const integerEnd = digitsEnd(text, start);
+  let end = integerEnd;
+  let fractionDigits = 0;
+  if (text.charCodeAt(end) === 0x2e) {
+    const fractionEnd = digitsEnd(text, end + 1);
+    fractionDigits = fractionEnd - end - 1;
+    end = fractionEnd;
+  }
+  if (integerEnd === start && fractionDigits === 0) return null;
+  if ((text.charCodeAt(end) | 0x20) === 0x65) {
+    const sign = text.charCodeAt(end + 1);
+    const exponentStart = end + (sign === 0x2b || sign === 0x2d ? 2 : 1);
+    end = digitsEnd(text, exponentStart);
+    if (end === exponentStart) return null;
+  }
+  return end === text.length ? Number(text) : null;
+}
+
+/** Where the run of ASCII digits starting at `from` ends. */
+function digitsEnd(text: string, from: number): number {
+  let at = from;
+  while (at < text.length && text.charCodeAt(at) >= 0x30 && text.charCodeAt(at) <= 0x39) at++;
+  return at;
 }
 
 /** Numbers as they are; anything else through its text form (Rust `to_f64_representation`). */

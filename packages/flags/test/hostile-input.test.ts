@@ -1,5 +1,7 @@
 import { runInNewContext } from 'node:vm';
+import fc from 'fast-check';
 import type { PropertyFilter } from '@plover/flags';
+import { parseRustFloat } from '../src/values';
 import { matches } from './fixtures';
 
 const MIB = 1024 * 1024;
@@ -22,6 +24,19 @@ describe('property values sent by a client', () => {
       expect(withinBudget(5_000, () => matches(filter, { n: `${digits}e1x` }))).toBe(false);
     }
     expect(withinBudget(5_000, () => matches({ key: 'n', type: 'person', operator: 'gt', value: 5 }, { n: digits }))).toBe(true);
+  });
+
+  it('reads short texts exactly as the grammar written as a regular expression does', () => {
+    const grammar = /^[+-]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity|nan)$/i;
+    const text = fc.stringMatching(/^[-+]?[0-9.eEinfatyINFATY_x ]{0,8}$/);
+    fc.assert(
+      fc.property(text, (value) => {
+        const parsed = parseRustFloat(value);
+        expect([value, parsed !== null]).toEqual([value, grammar.test(value)]);
+        if (parsed !== null && !/nan/i.test(value)) expect(parsed).toBe(/inf/i.test(value) ? (value.startsWith('-') ? -Infinity : Infinity) : Number(value));
+      }),
+      { numRuns: 5_000, seed: 20261126 },
+    );
   });
 
   it('still reads every form of Rust float text', () => {
