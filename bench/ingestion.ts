@@ -26,6 +26,9 @@
  * `drainStepSeconds` sums the consumer's step timings over batches (concurrent partitions overlap).
  * `rssMiB` is this process's peak: consumer and producer, plus PGlite and chDB in the embedded stack;
  * `chdbTrackedMiB` is what chDB's own memory tracker counts at the end.
+ * `pacedLoopDelayMsP99`/`Max`: the event loop's delay during the paced phase, i.e. what a request served by the
+ * same process (capture, in embedded mode) waits behind the consumer's main-thread work, PGlite's WAL fsyncs
+ * included (they run synchronously inside its queries).
  * BENCH_INGESTION_PROFILE_DIR=<dir> writes a CPU profile of the drain alone there (node's --cpu-prof would
  * mix in the warm-up's person creations and the paced phase).
  */
@@ -38,7 +41,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Session as InspectorSession } from 'node:inspector/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { LocalLogBus, type EventBus, type OutgoingMessage } from '@plover/bus';
 import { KafkaBus } from '@plover/bus/kafka';
 import { countEvents, HttpClickHouse, migrate as migrateClickHouse, type ClickHouse } from '@plover/clickhouse';
@@ -363,6 +366,8 @@ async function run(stack: Stack): Promise<Record<string, unknown>> {
     metrics.resetMetrics();
     const pacedFrom = PEOPLE + EVENTS;
     const total = RATE * SECONDS;
+    const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+    loopDelay.enable();
     const pacedStart = performance.now();
     const requests: Promise<void>[] = [];
     for (let sent = 0; sent < total; sent += REQUEST_EVENTS) {
@@ -375,6 +380,7 @@ async function run(stack: Stack): Promise<Record<string, unknown>> {
     await Promise.all(requests);
     await waitUntil(() => meter.stored >= PEOPLE + EVENTS + total, 600_000);
     const pacedSeconds = (meter.lastStoredAt - pacedStart) / 1000;
+    loopDelay.disable();
     const lags = [...meter.lags].sort((a, b) => a - b);
     const pacedSteps = await stepSeconds(metrics);
     const stored = await countEvents(stack.clickhouse, teamId);
@@ -400,6 +406,8 @@ async function run(stack: Stack): Promise<Record<string, unknown>> {
       lagMsP50: round(percentile(lags, 50)),
       lagMsP99: round(percentile(lags, 99)),
       lagMsMax: round(lags[lags.length - 1] ?? 0),
+      pacedLoopDelayMsP99: round(loopDelay.percentile(99) / 1e6),
+      pacedLoopDelayMsMax: round(loopDelay.max / 1e6),
       pacedStepSeconds: roundAll(pacedSteps),
       pacedBatches: await batchCount(metrics),
       storedEvents: stored,
