@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { countEvents, insertEvents, migrate, NO_GROUPS, type EventRow } from '@plover/clickhouse';
-import { ChdbClickHouse } from '@plover/clickhouse/chdb';
+import { ChdbClickHouse } from '@plover/chdb';
 
 const batches = Number(process.env.BENCH_BATCHES ?? 50);
 const batchSize = Number(process.env.BENCH_BATCH_SIZE ?? 10_000);

@@ -78,7 +78,7 @@ interface Stack {
 
 /** Loaded only where used: the native chDB library would count in the memory of the distributed run. */
 async function openChdb(dataDir: string): Promise<ClickHouse> {
-  const { ChdbClickHouse } = await import('@plover/clickhouse/chdb');
+  const { ChdbClickHouse } = await import('@plover/chdb');
   return ChdbClickHouse.open({ dataDir: path.join(dataDir, 'clickhouse') });
 }
 

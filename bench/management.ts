@@ -14,7 +14,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { hashPersonalApiKey, maskPersonalApiKey, newPersonalApiKey } from '@plover/accounts';
 import { insertEvents, migrate as migrateClickHouse, NO_GROUPS, type EventRow } from '@plover/clickhouse';
-import { ChdbClickHouse } from '@plover/clickhouse/chdb';
+import { ChdbClickHouse } from '@plover/chdb';
 import { createLogger } from '@plover/core';
 import { createMetricsRegistry, listen } from '@plover/http';
 import { migrate, PgSql } from '@plover/postgres';

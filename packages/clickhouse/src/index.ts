@@ -1,7 +1,7 @@
 /**
  * @plover/clickhouse: the ClickHouse port, its HTTP adapter, migrations, and the tables ingestion writes (events,
  * ingestion warnings, person overrides).
- * The chDB adapter lives at `@plover/clickhouse/chdb` so that only embedded mode loads the native engine.
+ * The chDB adapter is the package `@plover/chdb`, so that only embedded mode installs and loads the native engine.
  */
 export * from './port';
 export { HttpClickHouse, type HttpClickHouseOptions } from './http';
@@ -9,3 +9,6 @@ export { migrate, type MigrateOptions } from './migrate';
 export * from './events';
 export * from './warnings';
 export * from './person-overrides';
+// What an adapter outside this package (chDB) shares with the HTTP one: error classification and the wire rules.
+export { clickHouseFailure, closedFailure, unclassifiedFailure } from './errors';
+export { assertTableName, normalizeParams, SESSION_SETTINGS } from './wire';

@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { StorageError } from '@plover/core';
 import { countEvents, HttpClickHouse, insertEvents, listEvents, migrate, NO_GROUPS, type ClickHouse, type EventRow } from '@plover/clickhouse';
-import { ChdbClickHouse } from '@plover/clickhouse/chdb';
+import { ChdbClickHouse } from '@plover/chdb';
 import { splitStatements } from '../src/migrate';
 import { startChdbHttpServer } from './support/chdb-http-server';
 

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { insertPersonOverrides, migrate, type ClickHouse } from '@plover/clickhouse';
-import { ChdbClickHouse } from '@plover/clickhouse/chdb';
+import { ChdbClickHouse } from '@plover/chdb';
 import { silentLogger } from '@plover/core';
 import { dataVersion, InsightResultCache, rangeKey, stableJson } from '../src/cache';
 

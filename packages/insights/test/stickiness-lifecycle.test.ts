@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { HttpClickHouse, insertEvents, insertPersonOverrides, migrate, NO_GROUPS, type ClickHouse, type EventRow } from '@plover/clickhouse';
-import { ChdbClickHouse } from '@plover/clickhouse/chdb';
+import { ChdbClickHouse } from '@plover/chdb';
 import fc from 'fast-check';
 import { runLifecycle, runStickiness, type InsightContext, type Interval, type JsonValue, type PropertyGroup, type Series, type TrendsInput } from '../src';
 import { startChdbHttpServer } from '../../clickhouse/test/support/chdb-http-server';

@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { insertEvents, insertPersonOverrides, MATERIALIZED_PROPERTIES, migrate, NO_GROUPS, type EventRow } from '@plover/clickhouse';
-import { ChdbClickHouse } from '@plover/clickhouse/chdb';
+import { ChdbClickHouse } from '@plover/chdb';
 import { ApiError } from '@plover/core';
 import { BREAKDOWN_OTHER, jsonPropertyText, Params, runTrends, type InsightContext, type Series, type TrendsInput } from '../src';
 

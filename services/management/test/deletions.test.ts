@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
 import { countEvents, insertEvents, insertIngestionWarnings, migrate as migrateClickHouse, NO_GROUPS, type ClickHouse, type EventRow } from '@plover/clickhouse';
-import { ChdbClickHouse } from '@plover/clickhouse/chdb';
+import { ChdbClickHouse } from '@plover/chdb';
 import { createLogger, uuidv7 } from '@plover/core';
 import { GroupStore, PersonStore } from '@plover/persons';
 import { runEventDeletions } from '../src/deletions/job';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { deflateSync, gzipSync } from 'node:zlib';
 import request from 'supertest';
 import { insertEvents, migrate as migrateClickHouse, NO_GROUPS, type ClickHouse, type EventRow } from '@plover/clickhouse';
-import { ChdbClickHouse } from '@plover/clickhouse/chdb';
+import { ChdbClickHouse } from '@plover/chdb';
 import { ApiError, createLogger, StorageError, uuidv7 } from '@plover/core';
 import { PersonStore } from '@plover/persons';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../src/http/body';

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
 import { migrate as migrateClickHouse, type ClickHouse } from '@plover/clickhouse';
-import { ChdbClickHouse } from '@plover/clickhouse/chdb';
+import { ChdbClickHouse } from '@plover/chdb';
 import { silentLogger, uuidv7 } from '@plover/core';
 import { PersonStore } from '@plover/persons';
 import { cohortResolver } from '../src/insights/cohorts';

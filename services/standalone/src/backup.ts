@@ -14,7 +14,7 @@
 import { randomBytes } from 'node:crypto';
 import { cp, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { BACKUPS_DIR, ChdbClickHouse } from '@plover/clickhouse/chdb';
+import { BACKUPS_DIR, ChdbClickHouse } from '@plover/chdb';
 import { fsyncPath, syncTreeAndParent } from '@plover/core';
 import { PGliteSql } from '@plover/postgres/pglite';
 

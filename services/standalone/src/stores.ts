@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { EventBus } from '@plover/bus';
 import { LocalLogBus } from '@plover/bus';
 import type { ClickHouse } from '@plover/clickhouse';
-import { ChdbClickHouse } from '@plover/clickhouse/chdb';
+import { ChdbClickHouse } from '@plover/chdb';
 import type { Logger } from '@plover/core';
 import { migrateAll, type AppliedMigrations } from '@plover/management/admin';
 import type { Sql } from '@plover/postgres';

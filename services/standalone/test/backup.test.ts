@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ChdbClickHouse } from '@plover/clickhouse/chdb';
+import { ChdbClickHouse } from '@plover/chdb';
 import { startEmbedded, type EmbeddedPlover } from '../../../test/support/embedded';
 
 const ROOT = path.resolve(__dirname, '../../..');

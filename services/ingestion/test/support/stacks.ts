@@ -10,7 +10,7 @@ import path from 'node:path';
 import { LocalLogBus, type BusMessage, type EventBus } from '@plover/bus';
 import { KafkaBus } from '@plover/bus/kafka';
 import { migrate as migrateClickHouse, type ClickHouse } from '@plover/clickhouse';
-import { ChdbClickHouse } from '@plover/clickhouse/chdb';
+import { ChdbClickHouse } from '@plover/chdb';
 import { silentLogger, withTimeout } from '@plover/core';
 import { createConsumer, type ConsumerDeps, type IngestionConsumer, type IngestionSettings } from '@plover/ingestion/consumer';
 import { migrate as migratePostgres, PgSql, type Sql } from '@plover/postgres';

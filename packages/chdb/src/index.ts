@@ -1,6 +1,7 @@
 /**
- * The ClickHouse port on chDB: ClickHouse's own engine inside this process, for embedded mode. Imported from
- * `@plover/clickhouse/chdb` only, so services that talk to a server never load the native library.
+ * The ClickHouse port on chDB: ClickHouse's own engine inside this process, for embedded mode. A package of its
+ * own that only embedded mode depends on, so the images of services that talk to a server neither load nor
+ * install the native library (~550 MB).
  *
  * What chDB (chdb 3.4.0, engine 26.7) allows, checked by hand and in this package's contract tests:
  * - The engine is a process-wide singleton bound to ONE data directory. While any connection is open on
@@ -35,9 +36,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { drainPending, Session, type ChdbResult } from 'chdb';
 import { fsyncPath, StorageError } from '@plover/core';
-import { clickHouseFailure, closedFailure, unclassifiedFailure } from './errors';
-import type { ClickHouse, ClickHouseParams } from './port';
-import { assertTableName, normalizeParams, SESSION_SETTINGS } from './wire';
+import { assertTableName, clickHouseFailure, closedFailure, normalizeParams, SESSION_SETTINGS, unclassifiedFailure, type ClickHouse, type ClickHouseParams } from '@plover/clickhouse';
 
 export interface ChdbClickHouseOptions {
   /** Where the engine keeps its databases; created if missing. */

@@ -2,9 +2,9 @@
  * A process for chdb-fatal.test.ts: opens chDB through ChdbClickHouse the way embedded mode does, then dies of
  * the fatal error named by its argument, `oom` (fills the V8 heap) or `abort` (a native abort).
  *
- * Run from the repository root: node --conditions=plover-source --import tsx packages/clickhouse/test/support/fatal-child.ts <dataDir> <oom|abort>
+ * Run from the repository root: node --conditions=plover-source --import tsx packages/chdb/test/support/fatal-child.ts <dataDir> <oom|abort>
  */
-import { ChdbClickHouse } from '@plover/clickhouse/chdb';
+import { ChdbClickHouse } from '@plover/chdb';
 
 async function main(): Promise<void> {
   const [dataDir = '', fault] = process.argv.slice(2);

@@ -1,6 +1,6 @@
 /**
  * A fatal error in a process running chDB must end it, as it would without chDB: the engine's own crash
- * handlers used to keep such a process asleep for minutes (see the module comment of src/chdb.ts).
+ * handlers used to keep such a process asleep for minutes (see the module comment of src/index.ts).
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
