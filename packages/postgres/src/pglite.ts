@@ -21,7 +21,29 @@ export interface PGliteSqlOptions {
   guardTransactions?: boolean;
   /** A dumpDataDir() tarball to create the database from; `dataDir` must hold no database yet. */
   load?: Blob;
+  /** When an on-disk database checkpoints (see Checkpointer); Postgres' own triggers by default. */
+  checkpoint?: Partial<CheckpointPolicy>;
+  /** A periodic checkpoint that failed (it is tried again at the next check). */
+  onCheckpointError?: (error: unknown) => void;
 }
+
+/**
+ * Postgres' checkpointer process, which PGlite's single process does not have: without it nothing recycles the
+ * WAL while the database stays open (`pg_wal` passed 1.3 GB under ingestion), and a crash replays all of it.
+ */
+export interface CheckpointPolicy {
+  /** How often the WAL written since the last checkpoint is looked at. */
+  checkEveryMs: number;
+  /** Checkpoint once this much WAL was written since the last one (Postgres: about half of max_wal_size). */
+  walBytes: number;
+  /** Checkpoint when the last one is this old and anything was written since (Postgres' checkpoint_timeout). */
+  maxAgeMs: number;
+}
+
+const DEFAULT_CHECKPOINTS: CheckpointPolicy = { checkEveryMs: 30_000, walBytes: 512 * 1024 * 1024, maxAgeMs: 5 * 60_000 };
+
+/** WAL a checkpoint writes for itself: below this, nothing else was written since the last one. */
+const CHECKPOINT_RECORD_BYTES = 4096;
 
 /** PGlite's top-level handle and its transaction handle offer the same query/exec calls. */
 function executor(target: PGlite | Transaction): SqlExecutor {
@@ -102,7 +124,7 @@ class SyncingNodeFS extends NodeFS {
  * Main thread, not PGlite's worker mode: `PGliteWorker` expects a browser-style Worker, elects a leader with
  * `navigator.locks` (absent in Node 20) and loads its database from a separate worker entry module, which
  * would need its own build step outside tsc's CommonJS output and jest's transform. Queries therefore run on
- * the event loop; callers that need throughput cache (see ARCHITECTURE.md, embedded adapters).
+ * the event loop; callers that need throughput cache (docs/architecture.md, ports and adapters).
  *
  * PGlite is one connection. Its `transaction()` and top-level `query()`/`exec()` share one mutex, so a
  * transaction is exclusive and a plain query issued meanwhile waits for it to end instead of running inside it.
@@ -111,6 +133,8 @@ export class PGliteSql implements Sql {
   private readonly direct: SqlExecutor;
   /** Set while this instance's transaction callback runs (when guarded); see assertOutsideTransaction. */
   private readonly transactionScope: AsyncLocalStorage<true> | undefined;
+  private checkpointTimer: NodeJS.Timeout | undefined;
+  private checkpointRunning: Promise<void> | undefined;
 
   private constructor(
     private readonly db: PGlite,
@@ -143,6 +167,7 @@ export class PGliteSql implements Sql {
         // initdb's cluster (or a loaded tarball) was unpacked into the directory without an fsync, and Postgres
         // fsyncs only what it writes itself: make the whole cluster durable once before anything commits on it.
         if (fresh) await syncTreeAndParent(options.dataDir);
+        sql.startCheckpoints({ ...DEFAULT_CHECKPOINTS, ...options.checkpoint }, options.onCheckpointError ?? (() => undefined));
       } catch (error) {
         await sql.close();
         throw error;
@@ -187,7 +212,32 @@ export class PGliteSql implements Sql {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.checkpointTimer);
+    await this.checkpointRunning;
     if (!this.db.closed) await this.db.close();
+  }
+
+  private startCheckpoints(policy: CheckpointPolicy, onError: (error: unknown) => void): void {
+    this.checkpointTimer = setInterval(() => {
+      if (this.checkpointRunning) return;
+      this.checkpointRunning = this.checkpointIfDue(policy)
+        .catch(onError)
+        .finally(() => (this.checkpointRunning = undefined));
+    }, policy.checkEveryMs);
+    this.checkpointTimer.unref();
+  }
+
+  private async checkpointIfDue(policy: CheckpointPolicy): Promise<void> {
+    const { rows } = await this.query<{ written: string; age_ms: string }>(
+      'checkpoint.due',
+      `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), redo_lsn)::text AS written,
+              (extract(epoch FROM now() - checkpoint_time) * 1000)::bigint::text AS age_ms
+         FROM pg_control_checkpoint()`,
+    );
+    const written = Number(rows[0]!.written);
+    if (written >= policy.walBytes || (written > CHECKPOINT_RECORD_BYTES && Number(rows[0]!.age_ms) >= policy.maxAgeMs)) {
+      await this.exec('checkpoint', 'CHECKPOINT');
+    }
   }
 
   /**

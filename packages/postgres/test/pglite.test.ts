@@ -59,6 +59,44 @@ describe('PGliteSql', () => {
       await copy.close();
     }
   });
+
+  describe('checkpoints while open (PGlite has no checkpointer process)', () => {
+    const redo = async (sql: PGliteSql) => (await sql.query<{ lsn: string }>('test.redo', 'SELECT redo_lsn::text AS lsn FROM pg_control_checkpoint()')).rows[0]!.lsn;
+    const writeWal = (sql: PGliteSql) => sql.exec('test.write', "INSERT INTO wal (v) SELECT repeat('x', 1000) FROM generate_series(1, 5000)");
+    const waitForCheckpoint = async (sql: PGliteSql, from: string) => {
+      for (let i = 0; i < 100 && (await redo(sql)) === from; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+      return redo(sql);
+    };
+
+    it('checkpoints once the WAL written since the last checkpoint passes the policy, not before', async () => {
+      const sql = await PGliteSql.open({ dataDir: path.join(root, 'by-volume'), checkpoint: { checkEveryMs: 10, walBytes: 16 * 1024 * 1024 } });
+      try {
+        await sql.exec('test.create', 'CREATE TABLE wal (v text)');
+        const before = await redo(sql);
+        await writeWal(sql); // ~6 MB of WAL: under the threshold
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        expect(await redo(sql)).toBe(before);
+        for (let i = 0; i < 3; i++) await writeWal(sql);
+        expect(await waitForCheckpoint(sql, before)).not.toBe(before);
+      } finally {
+        await sql.close();
+      }
+    });
+
+    it('checkpoints when the last checkpoint is older than the policy and anything was written since', async () => {
+      const sql = await PGliteSql.open({ dataDir: path.join(root, 'by-age'), checkpoint: { checkEveryMs: 10, maxAgeMs: 0 } });
+      try {
+        const idle = await redo(sql);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        expect(await redo(sql)).toBe(idle);
+        await sql.exec('test.create', 'CREATE TABLE wal (v text)');
+        await writeWal(sql);
+        expect(await waitForCheckpoint(sql, idle)).not.toBe(idle);
+      } finally {
+        await sql.close();
+      }
+    });
+  });
 });
 
 describe('PGliteSql without the transaction guard (embedded mode)', () => {

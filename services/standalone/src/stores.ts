@@ -22,7 +22,11 @@ export const TOPICS = ['events', 'events_historical', 'events_dlq'];
 /** Opens the in-process stand-ins for Postgres, ClickHouse and Kafka under one data directory, migrated. */
 export async function openEmbeddedStores(dataDir: string, logger: Logger): Promise<EmbeddedStores> {
   // The transaction guard's async hooks cost every request CPU; the code it guards is tested with it on.
-  const sql = await PGliteSql.open({ dataDir: path.join(dataDir, 'postgres'), guardTransactions: false });
+  const sql = await PGliteSql.open({
+    dataDir: path.join(dataDir, 'postgres'),
+    guardTransactions: false,
+    onCheckpointError: (error) => logger.warn({ err: error }, 'periodic checkpoint of the embedded Postgres failed; retried at the next check'),
+  });
   const clickhouse = await ChdbClickHouse.open({ dataDir: path.join(dataDir, 'clickhouse') });
   const bus = await LocalLogBus.open({ dataDir: path.join(dataDir, 'bus'), logger });
   const close = async () => {
