@@ -1,5 +1,5 @@
 -- Events, one row per captured event (after person processing). Columns follow PostHog's `events` table
--- (posthog/models/event/sql.py, see the capture/persons reference §3.1) so its queries translate directly.
+-- (posthog/models/event/sql.py) so its queries translate directly.
 --
 -- Dedupe: capture and the bus are at-least-once, so the same event (same uuid) can be inserted more than once.
 -- ReplacingMergeTree collapses rows with equal sorting key, keeping the one with the greatest `inserted_at`;

@@ -1,6 +1,6 @@
 -- Person overrides: events keep the person_id they were stored with, and when that person is later merged
 -- into another one (or its distinct id, used personless, joins another person), this maps the old person
--- uuid to the surviving one, so that queries counting unique persons count a merged person once (SPEC §4).
+-- uuid to the surviving one, so that queries counting unique persons count a merged person once (docs/ingestion.md, merges).
 -- A copy of Postgres' person_overrides (packages/postgres/migrations/002_persons.sql), written by ingestion
 -- right after Postgres; the layout of PostHog's ClickHouse `person_overrides` table.
 --

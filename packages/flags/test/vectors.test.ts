@@ -31,7 +31,7 @@ interface Vectors {
 }
 
 const vectors = JSON.parse(
-  readFileSync(path.resolve(__dirname, '../../../../shared/data/flag-vectors.json'), 'utf8'),
+  readFileSync(path.join(__dirname, 'fixtures', 'flag-vectors.json'), 'utf8'),
 ) as Vectors;
 
 function valueFor(flag: FeatureFlag, distinctId: string): string | boolean {

@@ -18,7 +18,7 @@ import { EventProcessor } from './process';
 
 export interface IngestionSettings extends IngestionConfig {
   topics: { events: string; historical: string; deadLetter: string };
-  /** Historical imports have a group of their own, so an import never delays live events (SPEC §3). */
+  /** Historical imports have a group of their own, so an import never delays live events (docs/capture.md, historical migration). */
   groupIds: { events: string; historical: string };
 }
 
