@@ -7,11 +7,12 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { HttpClickHouse, insertEvents, insertPersonOverrides, migrate, NO_GROUPS, type ClickHouse, type EventRow } from '@plover/clickhouse';
+import { HttpClickHouse, insertEvents, insertPersonOverrides, migrate, type ClickHouse } from '@plover/clickhouse';
 import { ChdbClickHouse } from '@plover/chdb';
 import fc from 'fast-check';
 import { runLifecycle, runStickiness, type InsightContext, type Interval, type JsonValue, type PropertyGroup, type Series, type TrendsInput } from '../src';
 import { startChdbHttpServer } from '../../clickhouse/test/support/chdb-http-server';
+import { eventRow } from './support/event-row';
 import { referenceLifecycle, referenceStickiness, type PersonEvent } from './support/stickiness-lifecycle-reference';
 
 interface Store {
@@ -77,25 +78,16 @@ async function project(ch: ClickHouse, fixtures: readonly Fixture[], merges: Rea
     groupProperties: [{}, {}, {}, {}, {}],
     personCreatedAt: fixture.createdAt,
   }));
-  const rows: EventRow[] = fixtures.map((fixture, i) => ({
-    uuid: events[i]!.uuid,
-    event: fixture.event,
-    properties: JSON.stringify(fixture.properties ?? {}),
-    timestamp: clickHouseTime(fixture.at),
-    team_id: teamId,
-    distinct_id: String(fixture.person),
-    elements_chain: '',
-    created_at: clickHouseTime(fixture.at),
-    person_id: person(fixture.person),
-    person_properties: JSON.stringify(fixture.personProperties ?? {}),
-    person_created_at: clickHouseTime(fixture.createdAt),
-    person_mode: 'full',
-    ...NO_GROUPS,
-    $group_0: fixture.group0 ?? '',
-    session_id: '',
-    window_id: '',
-    historical_migration: false,
-  }));
+  const rows = fixtures.map((fixture, i) =>
+    eventRow({
+      ...fixture,
+      uuid: events[i]!.uuid,
+      teamId,
+      at: clickHouseTime(fixture.at),
+      person: person(fixture.person),
+      personCreatedAt: clickHouseTime(fixture.createdAt),
+    }),
+  );
   if (rows.length > 0) await insertEvents(ch, rows);
   const overrides = [...merges].map(([old, survivor]) => ({ team_id: teamId, old_person_id: person(old), override_person_id: person(survivor), version: 1 }));
   if (overrides.length > 0) await insertPersonOverrides(ch, overrides);

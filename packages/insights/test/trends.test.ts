@@ -5,12 +5,12 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { insertEvents, insertPersonOverrides, MATERIALIZED_PROPERTIES, migrate, NO_GROUPS, type EventRow } from '@plover/clickhouse';
+import { insertEvents, insertPersonOverrides, MATERIALIZED_PROPERTIES, migrate, type EventRow } from '@plover/clickhouse';
 import { ChdbClickHouse } from '@plover/chdb';
 import { ApiError } from '@plover/core';
 import { BREAKDOWN_OTHER, jsonPropertyText, Params, runTrends, type InsightContext, type Series, type TrendsInput } from '../src';
+import { eventRow } from './support/event-row';
 
-const ZERO = '1970-01-01 00:00:00.000';
 let ch: ChdbClickHouse;
 let dir: string;
 let nextTeam = 1;
@@ -42,25 +42,8 @@ const PERSON_C = '00000000-0000-4000-8000-00000000000c';
 let uuidCounter = 0;
 function row(team: number, fixture: Fixture): EventRow {
   uuidCounter += 1;
-  return {
-    uuid: `00000000-0000-7000-8000-${uuidCounter.toString(16).padStart(12, '0')}`,
-    event: fixture.event ?? '$pageview',
-    properties: JSON.stringify(fixture.properties ?? {}),
-    timestamp: fixture.at,
-    team_id: team,
-    distinct_id: fixture.person ?? PERSON_A,
-    elements_chain: '',
-    created_at: fixture.at,
-    person_id: fixture.person ?? PERSON_A,
-    person_properties: JSON.stringify(fixture.personProperties ?? {}),
-    person_created_at: ZERO,
-    person_mode: 'full',
-    ...NO_GROUPS,
-    $group_0: fixture.group0 ?? '',
-    session_id: '',
-    window_id: '',
-    historical_migration: false,
-  };
+  const uuid = `00000000-0000-7000-8000-${uuidCounter.toString(16).padStart(12, '0')}`;
+  return eventRow({ ...fixture, uuid, teamId: team, event: fixture.event ?? '$pageview', person: fixture.person ?? PERSON_A });
 }
 
 async function team(fixtures: Fixture[]): Promise<number> {
