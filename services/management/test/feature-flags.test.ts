@@ -15,6 +15,16 @@ describe.each(backends)('feature flags on the management API on $name', (backend
     return { ...t, base, create };
   }
 
+  it.each(['feature_flags', 'cohorts', 'early_access_features', 'surveys'])('%s: a limit or offset out of range is a 400 naming it, like every listing', async (resource) => {
+    const t = await world.tenant();
+    for (const query of ['limit=0', 'limit=1001', 'limit=banana', 'offset=-1']) {
+      const res = await request(world.app).get(`/api/projects/${t.projectId}/${resource}/?${query}`).set(t.auth);
+      expect({ query, status: res.status, attr: res.body.attr }).toEqual({ query, status: 400, attr: query.split('=')[0] });
+    }
+    const page = await request(world.app).get(`/api/projects/${t.projectId}/${resource}/?limit=1000`).set(t.auth);
+    expect(page.body).toMatchObject({ count: 0, next: null, previous: null, results: [] });
+  });
+
   it('access_controls: GET/PUT, user_access_level on list and retrieve, viewer cannot PATCH, none hides the flag', async () => {
     const s = await setup();
     const member = await world.newUser(s.organizationId, 'member', s.projectId);

@@ -13,11 +13,12 @@ import type { Sql, SqlExecutor } from '@plover/postgres';
 import { accessLevelSql, getAccessControls, isAdmin, putAccessControl, requireAccess, type AccessLevel, type AccessTarget } from '../http/access';
 import { principalOf, projectOf } from '../http/auth';
 import { queryBoolean } from '../http/body';
-import { queryValue, send } from '../http/render';
+import { pageOf, queryValue, send } from '../http/render';
 import { validateBody } from '../schemas';
-import { authorize, idParam, isObject, page, pagination, refuseDelete } from './shared';
+import { authorize, idParam, isObject, refuseDelete, sendPage } from './shared';
 import { productRoutes } from './products';
 import { validateCohortFilters, validateFilters, type PropertyReferences } from './validate';
+import { containsPattern } from '../http/like';
 
 const RESOURCE = 'feature_flag';
 
@@ -156,20 +157,20 @@ export function projectFlagRoutes(sql: Sql): Router {
 
   router.get(flagsPath, async (req, res) => {
     authorize(req, 'feature_flag:read');
-    const { limit, offset } = pagination(req);
+    const page = pageOf(req);
     const params = callerParams(req);
     let where = `NOT f.deleted AND ${accessLevelSql(RESOURCE, 'f.id::text', 'f.created_by_id', '$1', '$2', '$3')} <> 'none'`;
     if (typeof req.query.search === 'string' && req.query.search !== '') {
-      params.push(`%${req.query.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+      params.push(containsPattern(req.query.search));
       where += ` AND (f.key ILIKE $${params.length} OR f.name ILIKE $${params.length})`;
     }
     const active = queryBoolean(queryValue(req, 'active'), 'active');
     if (active !== undefined) where += ` AND f.active = ${active}`;
     const [rows, count] = await Promise.all([
-      sql.query<FlagRow>('flags.list', `${selectFlags(where)} ORDER BY f.id DESC LIMIT $${params.length + 1} OFFSET $${params.length + 2}`, [...params, limit, offset]),
+      sql.query<FlagRow>('flags.list', `${selectFlags(where)} ORDER BY f.id DESC LIMIT $${params.length + 1} OFFSET $${params.length + 2}`, [...params, page.limit, page.offset]),
       sql.query<{ count: number }>('flags.count', `SELECT count(*) AS count FROM feature_flags f WHERE f.project_id = $1 AND ${where}`, params),
     ]);
-    send(req, res, 200, page(req, rows.rows.map(serializeFlag), Number(count.rows[0]?.count ?? 0), limit, offset), 'feature_flags');
+    sendPage(req, res, page, rows.rows.map(serializeFlag), Number(count.rows[0]?.count ?? 0), 'feature_flags');
   });
 
   router.post(flagsPath, async (req, res) => {
@@ -298,12 +299,12 @@ export function projectFlagRoutes(sql: Sql): Router {
 
   router.get(cohortsPath, async (req, res) => {
     const { projectId } = authorize(req, 'cohort:read');
-    const { limit, offset } = pagination(req);
+    const page = pageOf(req);
     const [rows, count] = await Promise.all([
-      sql.query<CohortRow>('cohorts.list', `SELECT ${COHORT_COLUMNS} FROM cohorts c WHERE c.project_id = $1 AND NOT c.deleted ORDER BY c.id DESC LIMIT $2 OFFSET $3`, [projectId, limit, offset]),
+      sql.query<CohortRow>('cohorts.list', `SELECT ${COHORT_COLUMNS} FROM cohorts c WHERE c.project_id = $1 AND NOT c.deleted ORDER BY c.id DESC LIMIT $2 OFFSET $3`, [projectId, page.limit, page.offset]),
       sql.query<{ count: number }>('cohorts.count', 'SELECT count(*) AS count FROM cohorts WHERE project_id = $1 AND NOT deleted', [projectId]),
     ]);
-    send(req, res, 200, page(req, rows.rows.map(serializeCohort), Number(count.rows[0]?.count ?? 0), limit, offset), 'cohorts');
+    sendPage(req, res, page, rows.rows.map(serializeCohort), Number(count.rows[0]?.count ?? 0), 'cohorts');
   });
 
   router.post(cohortsPath, async (req, res) => {

@@ -9,9 +9,9 @@ import { Router, type Request, type Response } from 'express';
 import { ApiError } from '@plover/core';
 import { selectSurveys, surveyFields, writeDefinitions, type SurveyRow } from '@plover/flag-store';
 import type { Sql, SqlExecutor } from '@plover/postgres';
-import { send } from '../http/render';
+import { pageOf, send } from '../http/render';
 import { validateBody } from '../schemas';
-import { authorize, isObject, page, pagination, refuseDelete } from './shared';
+import { authorize, isObject, refuseDelete, sendPage } from './shared';
 import { validateFilters } from './validate';
 
 const STAGES = new Set(['draft', 'concept', 'alpha', 'beta', 'general-availability', 'archived']);
@@ -68,12 +68,12 @@ export function productRoutes(sql: Sql): Router {
 
   router.get('/early_access_features', async (req, res) => {
     const { projectId } = authorize(req, 'early_access_feature:read');
-    const { limit, offset } = pagination(req);
+    const page = pageOf(req);
     const [rows, count] = await Promise.all([
-      sql.query<FeatureRow>('eaf.list', `${FEATURE_SELECT} WHERE e.project_id = $1 AND NOT e.deleted ORDER BY e.created_at DESC LIMIT $2 OFFSET $3`, [projectId, limit, offset]),
+      sql.query<FeatureRow>('eaf.list', `${FEATURE_SELECT} WHERE e.project_id = $1 AND NOT e.deleted ORDER BY e.created_at DESC LIMIT $2 OFFSET $3`, [projectId, page.limit, page.offset]),
       sql.query<{ count: number }>('eaf.count', 'SELECT count(*) AS count FROM early_access_features WHERE project_id = $1 AND NOT deleted', [projectId]),
     ]);
-    send(req, res, 200, page(req, rows.rows.map(serializeFeature), Number(count.rows[0]?.count ?? 0), limit, offset), 'early_access_features');
+    sendPage(req, res, page, rows.rows.map(serializeFeature), Number(count.rows[0]?.count ?? 0), 'early_access_features');
   });
 
   router.post('/early_access_features', async (req, res) => {
@@ -163,12 +163,12 @@ export function productRoutes(sql: Sql): Router {
 
   router.get('/surveys', async (req, res) => {
     const { projectId } = authorize(req, 'survey:read');
-    const { limit, offset } = pagination(req);
+    const page = pageOf(req);
     const [rows, count] = await Promise.all([
-      sql.query<SurveyRow>('surveys.list', `${selectSurveys('NOT s.deleted')} ORDER BY s.created_at DESC LIMIT $2 OFFSET $3`, [projectId, limit, offset]),
+      sql.query<SurveyRow>('surveys.list', `${selectSurveys('NOT s.deleted')} ORDER BY s.created_at DESC LIMIT $2 OFFSET $3`, [projectId, page.limit, page.offset]),
       sql.query<{ count: number }>('surveys.count', 'SELECT count(*) AS count FROM surveys WHERE project_id = $1 AND NOT deleted', [projectId]),
     ]);
-    send(req, res, 200, page(req, rows.rows.map(serializeSurvey), Number(count.rows[0]?.count ?? 0), limit, offset), 'surveys');
+    sendPage(req, res, page, rows.rows.map(serializeSurvey), Number(count.rows[0]?.count ?? 0), 'surveys');
   });
 
   router.post('/surveys', async (req, res) => {

@@ -1,7 +1,8 @@
-import type { Request, RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import { ApiError } from '@plover/core';
 import { principalOf, projectOf, requireScope } from '../http/auth';
 import { errors } from '../http/errors';
+import { envelope, send, type Page } from '../http/render';
 
 /**
  * The request's project and caller once it holds `scope` (`feature_flag:read|write`, `cohort:read|write`, …),
@@ -30,29 +31,9 @@ export function refuseDelete(scope: string): RequestHandler {
   };
 }
 
-export function pagination(req: Request): { limit: number; offset: number } {
-  const limit = Number.parseInt(typeof req.query.limit === 'string' ? req.query.limit : '100', 10);
-  const offset = Number.parseInt(typeof req.query.offset === 'string' ? req.query.offset : '0', 10);
-  return {
-    limit: Number.isFinite(limit) && limit > 0 ? Math.min(limit, 1000) : 100,
-    offset: Number.isFinite(offset) && offset > 0 ? offset : 0,
-  };
-}
-
-export function page<T>(req: Request, results: T[], count: number, limit: number, offset: number): Record<string, unknown> {
-  const base = new URL(req.originalUrl, `${req.protocol}://${req.get('host') ?? 'localhost'}`);
-  const at = (value: number): string => {
-    const url = new URL(base);
-    url.searchParams.set('limit', String(limit));
-    url.searchParams.set('offset', String(value));
-    return url.toString();
-  };
-  return {
-    count,
-    next: offset + limit < count ? at(offset + limit) : null,
-    previous: offset > 0 ? at(Math.max(0, offset - limit)) : null,
-    results,
-  };
+/** One page of a listing whose total is counted, in the pagination envelope (or its CSV). */
+export function sendPage<T>(req: Request, res: Response, page: Page, results: T[], count: number, filename: string): void {
+  send(req, res, 200, envelope(req, page, results, count, page.offset + page.limit < count), filename);
 }
 
 export function isObject(value: unknown): value is Record<string, unknown> {

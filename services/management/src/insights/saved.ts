@@ -8,6 +8,7 @@ import { envelope, pageOf, queryValue, send } from '../http/render';
 import { newShortId, USER_JSON, type UserBasic } from '../routes/playlists';
 import { SqlBuilder } from '../routes/person-filters';
 import { validateBody } from '../schemas';
+import { containsPattern } from '../http/like';
 
 export const RESOURCE = 'insight';
 const BASE = '/insights';
@@ -214,7 +215,7 @@ export function savedInsightRoutes(sql: Sql): Router {
     if (shortId !== undefined && shortId !== '') where.push(`i.short_id = ${params.bind(shortId)}`);
     const search = queryValue(req, 'search');
     if (search !== undefined && search !== '') {
-      const pattern = params.bind(`%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+      const pattern = params.bind(containsPattern(search));
       where.push(`(i.name ILIKE ${pattern} OR i.derived_name ILIKE ${pattern})`);
     }
     const createdBy = createdByFilter(queryValue(req, 'created_by'));

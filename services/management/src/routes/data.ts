@@ -8,6 +8,7 @@ import { projectOf, requireScope } from '../http/auth';
 import { errors } from '../http/errors';
 import { envelope, formatOf, pageOf, queryValue, send, streamCsv } from '../http/render';
 import { insightContext } from '../insights/compute';
+import { containsPattern } from '../http/like';
 
 function dateParam(req: Request, name: string): Date | undefined {
   const raw = queryValue(req, name);
@@ -64,7 +65,7 @@ export function dataRoutes(sql: Sql, clickhouse: ClickHouse): Router {
     let where = 'project_id = $1 AND group_type_index = $2';
     const search = queryValue(req, 'search');
     if (search !== undefined && search !== '') {
-      params.push(`%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+      params.push(containsPattern(search));
       where += ` AND (group_key ILIKE $3 OR (group_properties ->> 'name') ILIKE $3)`;
     }
     const rows = await sql.query<{ group_type_index: number; group_key: string; group_properties: Record<string, unknown>; created_at: Date }>(

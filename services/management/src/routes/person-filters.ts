@@ -1,4 +1,5 @@
 import { errors } from '../http/errors';
+import { containsPattern } from '../http/like';
 
 /**
  * Person property filters (`properties` query parameter) → a SQL condition on `p.properties`, with every value
@@ -24,10 +25,6 @@ export class SqlBuilder {
 
 const NUMERIC = `'^\\s*-?[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]+)?\\s*$'`;
 const MAX_DEPTH = 5;
-
-function likeEscape(value: string): string {
-  return value.replace(/[\\%_]/g, (c) => `\\${c}`);
-}
 
 function scalarText(value: unknown, attr: string): string {
   if (typeof value === 'string') return value;
@@ -69,7 +66,7 @@ function filterCondition(filter: unknown, attr: string, sql: SqlBuilder): string
       return `(${text} IS NULL OR NOT (${text} = ANY(${sql.bind(values(item.value, valueAttr))}::text[])))`;
     case 'icontains':
     case 'not_icontains': {
-      const patterns = values(item.value, valueAttr).map((v) => `%${likeEscape(v)}%`);
+      const patterns = values(item.value, valueAttr).map((v) => containsPattern(v));
       const match = `(${text} ILIKE ANY(${sql.bind(patterns)}::text[]))`;
       return operator === 'icontains' ? match : `(${text} IS NULL OR NOT ${match})`;
     }

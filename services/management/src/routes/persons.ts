@@ -8,6 +8,7 @@ import { errors } from '../http/errors';
 import { envelope, formatOf, pageOf, queryValue, send, streamCsv } from '../http/render';
 import { validateBody } from '../schemas';
 import { propertiesCondition, SqlBuilder } from './person-filters';
+import { containsPattern } from '../http/like';
 
 /** PostHog's default display-name properties, in order (`get_person_name_helper`). */
 const NAME_PROPERTIES = ['email', 'Email', '$email', 'name', 'Name', 'username', 'Username', 'UserName'];
@@ -119,7 +120,7 @@ function listCondition(req: Request, projectId: number): { where: string; sql: S
     // A union of id lookups rather than an OR on the row, so each branch uses its index (the email one the
     // trigram index where pg_trgm exists) and a selective term never scans the project's persons in date order.
     const alternatives = [
-      `SELECT s.id FROM persons s WHERE s.project_id = $1 AND (s.properties ->> 'email') ILIKE ${sql.bind(`%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`)}`,
+      `SELECT s.id FROM persons s WHERE s.project_id = $1 AND (s.properties ->> 'email') ILIKE ${sql.bind(containsPattern(search))}`,
       `SELECT d.person_id FROM person_distinct_ids d WHERE d.project_id = $1 AND d.distinct_id = ${sql.bind(search)}`,
     ];
     if (isUuid(search)) alternatives.push(`SELECT u.id FROM persons u WHERE u.project_id = $1 AND u.uuid = ${sql.bind(search.toLowerCase())}::uuid`);

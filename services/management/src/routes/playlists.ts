@@ -10,6 +10,7 @@ import { errors } from '../http/errors';
 import { envelope, pageOf, queryValue, send } from '../http/render';
 import { validateBody } from '../schemas';
 import { personBody, type PersonBody } from './persons';
+import { containsPattern } from '../http/like';
 
 export const RESOURCE = 'session_recording_playlist';
 const SHORT_ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
@@ -185,7 +186,7 @@ export function playlistRoutes(sql: Sql, clickhouse: ClickHouse): Router {
     if (shortId !== undefined && shortId !== '') where.push(`pl.short_id = ${bind(shortId)}`);
     const search = queryValue(req, 'search');
     if (search !== undefined && search !== '') {
-      const pattern = bind(`%${search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+      const pattern = bind(containsPattern(search));
       where.push(`(pl.name ILIKE ${pattern} OR pl.derived_name ILIKE ${pattern})`);
     }
     const pinned = queryBoolean(queryValue(req, 'pinned'), 'pinned');
