@@ -22,7 +22,7 @@ export function malformed(detail: string): ApiError {
 const FLAG_PAYLOAD_ERRORS: PayloadErrors = {
   emptyPayload: () => malformed('no payload'),
   decoding: (detail) => malformed(detail),
-  tooLarge: (detail) => malformed(detail),
+  tooLarge: (detail) => new ApiError(413, 'validation_error', 'payload_too_large', detail),
 };
 
 /** The request's JSON object, or `undefined` when it carries no payload at all (a bare GET). */

@@ -1,6 +1,7 @@
 /**
  * Hostile compressed bodies on the flag routes: decide decodes them with capture's bounded decoders, under the
- * process's decompression budget, and answers in its own words (400 malformed_data).
+ * process's decompression budget: undecodable input is a 400 in decide's words (malformed_data), output past the
+ * limit a 413 as on capture.
  */
 import { gzipSync } from 'node:zlib';
 import request from 'supertest';
@@ -34,8 +35,8 @@ describe('compressed flag requests a client should not send', () => {
       .post('/flags/?v=2&compression=lz64')
       .type('form')
       .send(`data=${encodeURIComponent(lz64Bomb(34_640))}`);
-    expect(response.status).toBe(400);
-    expect(response.body.detail).toBe(`Malformed request data: Decompressed payload exceeds the limit of ${20 * 1024 * 1024} bytes.`);
+    expect(response.status).toBe(413);
+    expect(response.body).toEqual({ type: 'validation_error', code: 'payload_too_large', detail: `Decompressed payload exceeds the limit of ${20 * 1024 * 1024} bytes.`, attr: null });
     expect(performance.now() - started).toBeLessThan(5_000);
     expect(decompressionBudget.stats().heldBytes).toBe(0);
   });
