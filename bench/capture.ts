@@ -197,7 +197,15 @@ async function serve(kind: BusKind): Promise<void> {
   const app = createApp({ logger: silentLogger(), metrics: createMetricsRegistry('bench'), sql, bus: adapter.bus, trustProxy: false, capture: { topics } });
   const server = await listen(app, { port: 0, host: '127.0.0.1' });
   const baseline = await baselineServer(adapter.bus, baselineTopic);
-  send({ ready: { capturePort: server.port, baselinePort: baseline.port, token, database: database.name, startupRssMb: { modules: atStart, database: afterDatabase - atStart, busCaptureConsumer: rssMb() - afterDatabase } } });
+  send({
+    ready: {
+      capturePort: server.port,
+      baselinePort: baseline.port,
+      token,
+      database: database.name,
+      startupRssMb: { modules: atStart, database: afterDatabase - atStart, busCaptureConsumer: rssMb() - afterDatabase },
+    },
+  });
 
   process.on('message', (message: ToServer) => {
     if (message.command === 'settle') {
@@ -256,7 +264,15 @@ async function load(spec: LoadSpec): Promise<void> {
   if (spec.rate > 0) {
     // A steady rate: open loop, latency from each request's due time (see bench/paced.ts for why not autocannon).
     // Its own warm-up: the connections are open and in use before the measured window starts.
-    figures = await pacedLoad({ url: spec.url, headers, body: () => spec.body, rate: spec.rate, warmupSeconds: PACED_WARMUP_SECONDS, seconds: spec.seconds, connections: CONNECTIONS });
+    figures = await pacedLoad({
+      url: spec.url,
+      headers,
+      body: () => spec.body,
+      rate: spec.rate,
+      warmupSeconds: PACED_WARMUP_SECONDS,
+      seconds: spec.seconds,
+      connections: CONNECTIONS,
+    });
     seconds = spec.seconds + PACED_WARMUP_SECONDS;
   } else {
     const result = await autocannon({ url: spec.url, method: 'POST', headers, body: spec.body, connections: CONNECTIONS, duration: spec.seconds });
@@ -396,7 +412,11 @@ async function run(kind: BusKind) {
   const server = new ServerProcess(self(['server', kind], 'ipc', execArgv));
   const ready = await server.ready;
   const batch = batchBody(ready.token, BATCH);
-  const single = JSON.stringify({ event: '$pageview', distinct_id: 'user-1', properties: { $lib: 'web', token: ready.token, $current_url: 'https://shop.example/' } });
+  const single = JSON.stringify({
+    event: '$pageview',
+    distinct_id: 'user-1',
+    properties: { $lib: 'web', token: ready.token, $current_url: 'https://shop.example/' },
+  });
   const capture = `http://127.0.0.1:${ready.capturePort}`;
   const baseline = await measure(server, { url: `http://127.0.0.1:${ready.baselinePort}/batch/`, body: batch, rate: 0 }, BATCH);
   const batchPhase = await measure(server, { url: `${capture}/batch/`, body: batch, rate: 0 }, BATCH);
@@ -428,7 +448,9 @@ async function main(): Promise<void> {
   const loadAtStart = os.loadavg().map(round2);
   const results = [await run('LocalLogBus')];
   if (KAFKA_BROKERS) results.push(await run('KafkaBus'));
-  console.log(JSON.stringify({ bench: 'capture', cpus: os.cpus().length, loadAtStart, node: process.version, seconds: SECONDS, connections: CONNECTIONS, results }));
+  console.log(
+    JSON.stringify({ bench: 'capture', cpus: os.cpus().length, loadAtStart, node: process.version, seconds: SECONDS, connections: CONNECTIONS, results }),
+  );
 }
 
 main().catch((error: unknown) => {

@@ -10,7 +10,14 @@ import { pathToFileURL } from 'node:url';
 const { start } = await import(pathToFileURL(path.join(process.env.UNLEASH_DIR, 'node_modules/unleash-server/dist/lib/server-impl.js')).href);
 const database = new URL(process.env.UNLEASH_DATABASE_URL);
 await start({
-  db: { host: database.hostname, port: Number(database.port || 5432), user: database.username, password: database.password, database: database.pathname.slice(1), ssl: false },
+  db: {
+    host: database.hostname,
+    port: Number(database.port || 5432),
+    user: database.username,
+    password: database.password,
+    database: database.pathname.slice(1),
+    ssl: false,
+  },
   server: { host: '127.0.0.1', port: Number(process.env.UNLEASH_PORT) },
   logLevel: 'warn',
   versionCheck: { enable: false },

@@ -85,7 +85,12 @@ function ploverBody(withProperties: boolean): string {
 }
 
 function unleashPath(): string {
-  const query = new URLSearchParams({ 'properties[plan]': CONTEXT.plan, 'properties[email]': CONTEXT.email, 'properties[age]': String(CONTEXT.age), userId: `u${randomUser()}` });
+  const query = new URLSearchParams({
+    'properties[plan]': CONTEXT.plan,
+    'properties[email]': CONTEXT.email,
+    'properties[age]': String(CONTEXT.age),
+    userId: `u${randomUser()}`,
+  });
   return `/api/frontend?${query.toString()}`;
 }
 
@@ -152,7 +157,10 @@ const children: ChildProcess[] = [];
 
 /** This file in another process, in the role `args[0]`. */
 function self(args: string[]): ChildProcess {
-  return spawn(process.execPath, ['--conditions=plover-source', '--import', 'tsx', 'bench/decide.ts', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  return spawn(process.execPath, ['--conditions=plover-source', '--import', 'tsx', 'bench/decide.ts', ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
 }
 
 function startServer(command: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
@@ -231,7 +239,9 @@ async function measure(server: ChildProcess | ChildProcess[], spec: Omit<LoadSpe
 function ensureUnleash(): void {
   if (existsSync(path.join(UNLEASH_DIR, 'node_modules', 'unleash-server', 'package.json')) && existsSync(NODE22)) return;
   process.stderr.write(`installing ${UNLEASH_PACKAGES.join(' ')} under ${UNLEASH_DIR}\n`);
-  const result = spawnSync('npm', ['install', '--prefix', UNLEASH_DIR, '--ignore-scripts', '--no-audit', '--no-fund', ...UNLEASH_PACKAGES], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const result = spawnSync('npm', ['install', '--prefix', UNLEASH_DIR, '--ignore-scripts', '--no-audit', '--no-fund', ...UNLEASH_PACKAGES], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   if (result.status !== 0) throw new Error('npm install of unleash-server failed');
 }
 
@@ -248,7 +258,9 @@ const person = (key: string, operator: string, value: unknown) => ({ key, type: 
 async function seedPlover(sql: PgSql): Promise<void> {
   await migrate(sql);
   const org = (await sql.query<{ id: string }>('b.org', `INSERT INTO organizations (name) VALUES ('Bench') RETURNING id`)).rows[0]!.id;
-  const project = (await sql.query<{ id: number }>('b.project', `INSERT INTO projects (organization_id, name, api_token) VALUES ($1, 'Bench', $2) RETURNING id`, [org, TOKEN])).rows[0]!.id;
+  const project = (
+    await sql.query<{ id: number }>('b.project', `INSERT INTO projects (organization_id, name, api_token) VALUES ($1, 'Bench', $2) RETURNING id`, [org, TOKEN])
+  ).rows[0]!.id;
   await sql.query(
     'b.persons',
     `WITH people AS (
@@ -267,25 +279,31 @@ async function seedPlover(sql: PgSql): Promise<void> {
     [project],
   );
   const cohort = (
-    await sql.query<{ id: number }>(
-      'b.cohort',
-      `INSERT INTO cohorts (project_id, name, filters) VALUES ($1, 'Pro over 30', $2) RETURNING id`,
-      [project, JSON.stringify({ properties: { type: 'OR', values: [{ type: 'AND', values: [person('plan', 'exact', ['pro']), person('age', 'gt', 30)] }] } })],
-    )
+    await sql.query<{ id: number }>('b.cohort', `INSERT INTO cohorts (project_id, name, filters) VALUES ($1, 'Pro over 30', $2) RETURNING id`, [
+      project,
+      JSON.stringify({ properties: { type: 'OR', values: [{ type: 'AND', values: [person('plan', 'exact', ['pro']), person('age', 'gt', 30)] }] } }),
+    ])
   ).rows[0]!.id;
   const flags: Array<[string, unknown]> = [];
   for (let i = 0; i < 10; i++) {
     flags.push([`rollout-${i}`, rollout((i + 1) * 10)]);
     flags.push([`plan-${i}`, rollout(100, [person('plan', 'exact', ['pro', 'team'])])]);
     flags.push([`email-${i}`, rollout(100, [person('email', 'icontains', 'example')])]);
+    flags.push(i < 9 ? [`age-${i}`, rollout(100, [person('age', 'gt', 30)])] : ['cohort', rollout(100, [{ key: 'id', type: 'cohort', value: cohort }])]);
     flags.push(
       i < 9
-        ? [`age-${i}`, rollout(100, [person('age', 'gt', 30)])]
-        : ['cohort', rollout(100, [{ key: 'id', type: 'cohort', value: cohort }])],
-    );
-    flags.push(
-      i < 9
-        ? [`variant-${i}`, { ...rollout(100), multivariate: { variants: [{ key: 'control', rollout_percentage: 50 }, { key: 'test', rollout_percentage: 50 }] } }]
+        ? [
+            `variant-${i}`,
+            {
+              ...rollout(100),
+              multivariate: {
+                variants: [
+                  { key: 'control', rollout_percentage: 50 },
+                  { key: 'test', rollout_percentage: 50 },
+                ],
+              },
+            },
+          ]
         : ['company', { ...rollout(50), aggregation_group_type_index: 0 }],
     );
   }
@@ -298,7 +316,11 @@ async function seedPlover(sql: PgSql): Promise<void> {
 /** The anchor's 50 toggles through the admin API. */
 async function seedUnleash(base: string): Promise<void> {
   const admin = async (pathname: string, body: unknown) => {
-    const res = await fetch(`${base}${pathname}`, { method: 'POST', headers: { authorization: UNLEASH_ADMIN, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(`${base}${pathname}`, {
+      method: 'POST',
+      headers: { authorization: UNLEASH_ADMIN, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     if (!res.ok) throw new Error(`unleash ${pathname}: ${res.status} ${await res.text()}`);
   };
   for (const name of ['plan', 'email', 'age']) await admin('/api/admin/context', { name, stickiness: false });
@@ -378,14 +400,26 @@ async function main(): Promise<void> {
     // Both answer the same context before anything is measured (Unleash lists only enabled toggles).
     const ploverInit = { method: 'POST', headers: { 'content-type': 'application/json' } };
     const ploverFlags = (body: unknown) => Object.values((body as { flags: Record<string, { enabled: boolean }> }).flags).filter((flag) => flag.enabled).length;
-    const withContext = await enabledCount(`${ploverUrl}/flags/?v=2`, { ...ploverInit, body: JSON.stringify({ token: TOKEN, distinct_id: 'u42', groups: { company: 'c3' }, person_properties: CONTEXT }) }, ploverFlags);
-    const fromStore = await enabledCount(`${ploverUrl}/flags/?v=2`, { ...ploverInit, body: JSON.stringify({ token: TOKEN, distinct_id: 'u42', groups: { company: 'c3' } }) }, ploverFlags);
+    const withContext = await enabledCount(
+      `${ploverUrl}/flags/?v=2`,
+      { ...ploverInit, body: JSON.stringify({ token: TOKEN, distinct_id: 'u42', groups: { company: 'c3' }, person_properties: CONTEXT }) },
+      ploverFlags,
+    );
+    const fromStore = await enabledCount(
+      `${ploverUrl}/flags/?v=2`,
+      { ...ploverInit, body: JSON.stringify({ token: TOKEN, distinct_id: 'u42', groups: { company: 'c3' } }) },
+      ploverFlags,
+    );
     if (withContext !== fromStore) throw new Error(`u42: ${withContext} flags enabled from the request's properties, ${fromStore} from the stored person`);
     const unleashGet = { headers: { authorization: UNLEASH_FRONTEND } };
     const unleashFlags = (body: unknown) => (body as { toggles: unknown[] }).toggles.length;
     let unleashEnabled = 0;
     for (let attempt = 0; attempt < 60 && unleashEnabled < 40; attempt++) {
-      unleashEnabled = await enabledCount(`${unleashUrl}/api/frontend?userId=u42&properties[plan]=pro&properties[email]=u%40example.com&properties[age]=40`, unleashGet, unleashFlags);
+      unleashEnabled = await enabledCount(
+        `${unleashUrl}/api/frontend?userId=u42&properties[plan]=pro&properties[email]=u%40example.com&properties[age]=40`,
+        unleashGet,
+        unleashFlags,
+      );
       if (unleashEnabled < 40) await new Promise((resolve) => setTimeout(resolve, 500));
     }
     if (unleashEnabled < 40) throw new Error(`unleash serves ${unleashEnabled} enabled toggles for u42, expected ≥ 40`);
@@ -455,7 +489,12 @@ async function main(): Promise<void> {
 }
 
 const [role, ...args] = process.argv.slice(2);
-const run = role === 'load' ? load(JSON.parse(args[0]!) as LoadSpec) : role === 'static' ? Promise.resolve(serveStatic(Buffer.from(args[0]!, 'base64'), Number(args[1]))) : main();
+const run =
+  role === 'load'
+    ? load(JSON.parse(args[0]!) as LoadSpec)
+    : role === 'static'
+      ? Promise.resolve(serveStatic(Buffer.from(args[0]!, 'base64'), Number(args[1])))
+      : main();
 run.catch((error: unknown) => {
   process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
   for (const child of children) child.kill('SIGTERM');

@@ -42,7 +42,12 @@ async function fileAppender(dir: string): Promise<(body: Buffer) => Promise<void
     while (queued.length > 0) {
       const batch = queued;
       queued = [];
-      position += (await handle.writev(batch.map((item) => item.body), position)).bytesWritten;
+      position += (
+        await handle.writev(
+          batch.map((item) => item.body),
+          position,
+        )
+      ).bytesWritten;
       await handle.datasync();
       for (const item of batch) item.done();
     }
@@ -107,10 +112,22 @@ async function measure(configuration: string): Promise<number[]> {
       child.once('message', (message) => resolve(message as number));
       child.once('exit', (code) => reject(new Error(`the ${configuration} server exited with ${code}`)));
     });
-    const body = JSON.stringify({ event: '$pageview', distinct_id: 'user-1', properties: { $lib: 'web', token: 'phc_bench', $current_url: 'https://shop.example/' } });
+    const body = JSON.stringify({
+      event: '$pageview',
+      distinct_id: 'user-1',
+      properties: { $lib: 'web', token: 'phc_bench', $current_url: 'https://shop.example/' },
+    });
     const p99s: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
-      const result = await pacedLoad({ url: `http://127.0.0.1:${port}/i/v0/e/`, headers: { 'content-type': 'application/json' }, body: () => body, rate: RATE, warmupSeconds: 1, seconds: SECONDS, connections: 32 });
+      const result = await pacedLoad({
+        url: `http://127.0.0.1:${port}/i/v0/e/`,
+        headers: { 'content-type': 'application/json' },
+        body: () => body,
+        rate: RATE,
+        warmupSeconds: 1,
+        seconds: SECONDS,
+        connections: 32,
+      });
       if (result.errors + result.non2xx > 0) throw new Error(`${configuration}: ${result.errors} errors, ${result.non2xx} non-2xx answers`);
       p99s.push(result.latencyMs.p99);
     }
@@ -125,7 +142,18 @@ async function main(): Promise<void> {
   if (role === 'server') return serve(configuration as string);
   const p99Ms: Record<string, number[]> = {};
   for (const name of CONFIGURATIONS) p99Ms[name] = await measure(name);
-  console.log(JSON.stringify({ bench: 'durable-floor', cpus: os.cpus().length, loadAtStart: os.loadavg(), node: process.version, rate: RATE, seconds: SECONDS, connections: 32, p99Ms }));
+  console.log(
+    JSON.stringify({
+      bench: 'durable-floor',
+      cpus: os.cpus().length,
+      loadAtStart: os.loadavg(),
+      node: process.version,
+      rate: RATE,
+      seconds: SECONDS,
+      connections: 32,
+      p99Ms,
+    }),
+  );
 }
 
 main().catch((error: unknown) => {

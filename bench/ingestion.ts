@@ -106,7 +106,10 @@ async function embeddedStack(): Promise<Stack> {
 /** ClickHouse's HTTP interface on chDB in a child process (the test helper behind the distributed suites). */
 async function chdbServer(dataDir: string): Promise<{ url: string; stop: () => Promise<void> }> {
   const script = `require('./packages/clickhouse/test/support/chdb-http-server.ts').startChdbHttpServer(${JSON.stringify(dataDir)}).then((server) => console.log(server.url))`;
-  const child = spawn(process.execPath, ['--conditions=plover-source', '--import', 'tsx', '-e', script], { cwd: path.join(__dirname, '..'), stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--conditions=plover-source', '--import', 'tsx', '-e', script], {
+    cwd: path.join(__dirname, '..'),
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
   const url = await new Promise<string>((resolve, reject) => {
     child.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString().trim()));
@@ -232,10 +235,11 @@ function pageview(teamId: number, i: number, people: number): { message: Outgoin
 
 async function createProject(sql: Sql): Promise<number> {
   const organization = await sql.query<{ id: string }>('bench.organization', `INSERT INTO organizations (name) VALUES ('Bench') RETURNING id`);
-  const project = await sql.query<{ id: number }>('bench.project', `INSERT INTO projects (organization_id, name, api_token) VALUES ($1, 'Bench', $2) RETURNING id`, [
-    organization.rows[0]?.id,
-    `phc_${randomUUID()}`,
-  ]);
+  const project = await sql.query<{ id: number }>(
+    'bench.project',
+    `INSERT INTO projects (organization_id, name, api_token) VALUES ($1, 'Bench', $2) RETURNING id`,
+    [organization.rows[0]?.id, `phc_${randomUUID()}`],
+  );
   const id = project.rows[0]?.id;
   if (id === undefined) throw new Error('no project created');
   return id;
@@ -253,8 +257,14 @@ async function produceAll(stack: Stack, meter: LagMeter, teamId: number, from: n
         next = Math.min(end, next + REQUEST_EVENTS);
         const events = Array.from({ length: next - start }, (_, i) => pageview(teamId, start + i, PEOPLE));
         const at = performance.now();
-        await stack.bus.produce(topic, events.map((event) => event.message));
-        meter.produced(events.map((event) => event.uuid), at);
+        await stack.bus.produce(
+          topic,
+          events.map((event) => event.message),
+        );
+        meter.produced(
+          events.map((event) => event.uuid),
+          at,
+        );
       }
     }),
   );
@@ -431,7 +441,10 @@ async function main(): Promise<void> {
   const selected = STACKS.filter((name) => name === 'embedded' || (KAFKA_BROKERS && DATABASE_URL));
   if (selected.length > 1) {
     for (const name of selected) {
-      const child = spawn(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { env: { ...process.env, BENCH_INGESTION_STACKS: name }, stdio: 'inherit' });
+      const child = spawn(process.execPath, [...process.execArgv, ...process.argv.slice(1)], {
+        env: { ...process.env, BENCH_INGESTION_STACKS: name },
+        stdio: 'inherit',
+      });
       const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
       if (code !== 0) throw new Error(`the ${name} run exited with ${code}`);
     }
@@ -439,7 +452,9 @@ async function main(): Promise<void> {
   }
   for (const name of selected) {
     const stack =
-      name === 'embedded' ? await embeddedStack() : await distributedStack(KAFKA_BROKERS as string, DATABASE_URL as string, name === 'distributed' ? 'http' : 'chdb');
+      name === 'embedded'
+        ? await embeddedStack()
+        : await distributedStack(KAFKA_BROKERS as string, DATABASE_URL as string, name === 'distributed' ? 'http' : 'chdb');
     try {
       console.log(JSON.stringify(await run(stack)));
     } finally {

@@ -47,10 +47,36 @@ const DAYS = 30;
 
 /** Browsers by popularity: a person's `$browser` is drawn with a cubic skew, so all 30 occur, the first most. */
 const BROWSERS = [
-  'Chrome', 'Mobile Safari', 'Safari', 'Firefox', 'Microsoft Edge', 'Samsung Internet', 'Chrome iOS', 'Opera',
-  'Android Mobile', 'Firefox iOS', 'Facebook Mobile', 'Instagram', 'Yandex', 'UC Browser', 'Brave', 'Vivaldi',
-  'Opera Mini', 'Internet Explorer', 'Chromium', 'Whale', 'Silk', 'Puffin', 'Konqueror', 'BlackBerry', 'Electron',
-  'Edge iOS', 'Edge Mobile', 'Pale Moon', 'SeaMonkey', 'Waterfox',
+  'Chrome',
+  'Mobile Safari',
+  'Safari',
+  'Firefox',
+  'Microsoft Edge',
+  'Samsung Internet',
+  'Chrome iOS',
+  'Opera',
+  'Android Mobile',
+  'Firefox iOS',
+  'Facebook Mobile',
+  'Instagram',
+  'Yandex',
+  'UC Browser',
+  'Brave',
+  'Vivaldi',
+  'Opera Mini',
+  'Internet Explorer',
+  'Chromium',
+  'Whale',
+  'Silk',
+  'Puffin',
+  'Konqueror',
+  'BlackBerry',
+  'Electron',
+  'Edge iOS',
+  'Edge Mobile',
+  'Pale Moon',
+  'SeaMonkey',
+  'Waterfox',
 ];
 const OPERATING_SYSTEMS = ['Windows', 'Mac OS X', 'iOS', 'Android', 'Linux', 'Chrome OS'];
 const REFERRERS = ['$direct', 'www.google.com', 'news.ycombinator.com', 't.co', 'www.bing.com', 'duckduckgo.com'];
@@ -170,7 +196,9 @@ function round(n: number, digits = 1): number {
 // hand-written queries (NOW is 12:00 in Berlin, UTC+1 in November): from 30 days before today, 00:00, to now.
 const FROM = '2026-10-22 00:00:00';
 const TO = '2026-11-21 12:00:00';
-const DAY_BUCKETS = Array.from({ length: DAYS + 1 }, (_, i) => new Date(Date.parse(`${FROM.slice(0, 10)}T00:00:00Z`) + i * 86_400_000).toISOString().slice(0, 10));
+const DAY_BUCKETS = Array.from({ length: DAYS + 1 }, (_, i) =>
+  new Date(Date.parse(`${FROM.slice(0, 10)}T00:00:00Z`) + i * 86_400_000).toISOString().slice(0, 10),
+);
 const RANGE_PARAMS = { teamId: TEAM_ID, tz: TIMEZONE, from: FROM, to: TO };
 /** Events of the team in the range, each once. */
 const IN_RANGE = `team_id = {teamId:Int64}
@@ -300,7 +328,13 @@ async function handCorrelation(ch: ClickHouse): Promise<Correlation> {
       const vs = Number(row.success);
       const vf = Number(row.failure);
       const odds_ratio = ((vs + 1) * (F - vf + 1)) / ((S - vs + 1) * (vf + 1));
-      return { event: row.name as string, success_count: vs, failure_count: vf, odds_ratio, correlation_type: odds_ratio > 1 ? ('success' as const) : ('failure' as const) };
+      return {
+        event: row.name as string,
+        success_count: vs,
+        failure_count: vf,
+        odds_ratio,
+        correlation_type: odds_ratio > 1 ? ('success' as const) : ('failure' as const),
+      };
     });
   const top = (type: 'success' | 'failure', sign: number) =>
     entries
@@ -318,8 +352,27 @@ const CONTEXT: InsightContext = {
 };
 
 function trendInput(math: MathType, breakdown: Breakdown | null): TrendsInput {
-  const series: Series = { event: '$pageview', name: '$pageview', customName: null, order: 0, math, mathProperty: null, mathGroupTypeIndex: null, properties: null };
-  return { series: [series], dateFrom: '-30d', dateTo: null, interval: 'day', properties: null, breakdown, compare: false, formula: null, display: 'ActionsLineGraph' };
+  const series: Series = {
+    event: '$pageview',
+    name: '$pageview',
+    customName: null,
+    order: 0,
+    math,
+    mathProperty: null,
+    mathGroupTypeIndex: null,
+    properties: null,
+  };
+  return {
+    series: [series],
+    dateFrom: '-30d',
+    dateTo: null,
+    interval: 'day',
+    properties: null,
+    breakdown,
+    compare: false,
+    formula: null,
+    display: 'ActionsLineGraph',
+  };
 }
 
 async function engineTrend(ch: ClickHouse, input: TrendsInput): Promise<TrendLine[]> {
@@ -337,7 +390,13 @@ const CORRELATION_REQUEST = {
 async function engineCorrelation(ch: ClickHouse): Promise<Correlation> {
   const result = await runFunnelCorrelation(ch, parseCorrelationRequest({}, CORRELATION_REQUEST), CONTEXT);
   return {
-    events: result.events.map(({ event, success_count, failure_count, odds_ratio, correlation_type }) => ({ event: event.event, success_count, failure_count, odds_ratio, correlation_type })),
+    events: result.events.map(({ event, success_count, failure_count, odds_ratio, correlation_type }) => ({
+      event: event.event,
+      success_count,
+      failure_count,
+      odds_ratio,
+      correlation_type,
+    })),
     skewed: result.skewed,
   };
 }

@@ -43,11 +43,21 @@ async function main(): Promise<void> {
     await migrate(sql);
     await migrateClickHouse(clickhouse, { logger });
     const org = (await sql.query<{ id: string }>('b.org', `INSERT INTO organizations (name) VALUES ('Bench') RETURNING id`)).rows[0]!.id;
-    const project = (await sql.query<{ id: number }>('b.project', `INSERT INTO projects (organization_id, name, api_token) VALUES ($1, 'Bench', 'phc_bench') RETURNING id`, [org])).rows[0]!.id;
-    const user = (await sql.query<{ id: number }>('b.user', `INSERT INTO users (email, current_project_id) VALUES ('bench@example.com', $1) RETURNING id`, [project])).rows[0]!.id;
+    const project = (
+      await sql.query<{ id: number }>('b.project', `INSERT INTO projects (organization_id, name, api_token) VALUES ($1, 'Bench', 'phc_bench') RETURNING id`, [
+        org,
+      ])
+    ).rows[0]!.id;
+    const user = (
+      await sql.query<{ id: number }>('b.user', `INSERT INTO users (email, current_project_id) VALUES ('bench@example.com', $1) RETURNING id`, [project])
+    ).rows[0]!.id;
     await sql.query('b.member', `INSERT INTO organization_memberships (organization_id, user_id, level) VALUES ($1, $2, 'owner')`, [org, user]);
     const key = newPersonalApiKey();
-    await sql.query('b.key', `INSERT INTO personal_api_keys (user_id, label, secure_value, mask_value, scopes) VALUES ($1, 'bench', $2, $3, '{*}')`, [user, hashPersonalApiKey(key), maskPersonalApiKey(key)]);
+    await sql.query('b.key', `INSERT INTO personal_api_keys (user_id, label, secure_value, mask_value, scopes) VALUES ($1, 'bench', $2, $3, '{*}')`, [
+      user,
+      hashPersonalApiKey(key),
+      maskPersonalApiKey(key),
+    ]);
 
     const seedStart = performance.now();
     for (let from = 0; from < personCount; from += 100_000) {
@@ -78,15 +88,38 @@ async function main(): Promise<void> {
     for (let s = 0; s < playlistItems; s++) {
       for (let e = 0; e < 10; e++) {
         rows.push({
-          uuid: randomUUID(), event: '$pageview', properties: '{}', timestamp: `2024-03-01 12:${String(e).padStart(2, '0')}:00.000000`, team_id: project,
-          distinct_id: `user-${s}`, elements_chain: '', created_at: '2024-03-01 12:00:00.000000', person_id: randomUUID(), person_properties: '{}',
-          person_created_at: zero, person_mode: 'full', ...NO_GROUPS, session_id: `session-${s}`, window_id: '', historical_migration: false,
+          uuid: randomUUID(),
+          event: '$pageview',
+          properties: '{}',
+          timestamp: `2024-03-01 12:${String(e).padStart(2, '0')}:00.000000`,
+          team_id: project,
+          distinct_id: `user-${s}`,
+          elements_chain: '',
+          created_at: '2024-03-01 12:00:00.000000',
+          person_id: randomUUID(),
+          person_properties: '{}',
+          person_created_at: zero,
+          person_mode: 'full',
+          ...NO_GROUPS,
+          session_id: `session-${s}`,
+          window_id: '',
+          historical_migration: false,
         });
       }
     }
     await insertEvents(clickhouse, rows);
-    const playlist = (await sql.query<{ id: number }>('b.playlist', `INSERT INTO session_recording_playlists (project_id, short_id, name, created_by) VALUES ($1, 'benchpl1', 'Bench', $2) RETURNING id`, [project, user])).rows[0]!.id;
-    await sql.query('b.items', `INSERT INTO session_recording_playlist_items (playlist_id, session_id) SELECT $1, 'session-' || i FROM generate_series(0, $2::int - 1) i`, [playlist, playlistItems]);
+    const playlist = (
+      await sql.query<{ id: number }>(
+        'b.playlist',
+        `INSERT INTO session_recording_playlists (project_id, short_id, name, created_by) VALUES ($1, 'benchpl1', 'Bench', $2) RETURNING id`,
+        [project, user],
+      )
+    ).rows[0]!.id;
+    await sql.query(
+      'b.items',
+      `INSERT INTO session_recording_playlist_items (playlist_id, session_id) SELECT $1, 'session-' || i FROM generate_series(0, $2::int - 1) i`,
+      [playlist, playlistItems],
+    );
 
     const app = createApp({ logger, metrics: createMetricsRegistry('bench'), sql, clickhouse, trustProxy: false });
     const server = await listen(app, { port: 0, host: '127.0.0.1' });

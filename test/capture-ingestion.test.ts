@@ -22,7 +22,10 @@ const unit = fc.oneof(
 );
 const text = (maxLength: number) => fc.array(unit, { maxLength }).map((units) => units.join(''));
 /** Short, or around the 200 characters names and ids are cut to (a pair may straddle the cut). */
-const nameLike = fc.oneof(text(8), fc.tuple(fc.integer({ min: 195, max: 205 }), text(6)).map(([length, tail]) => 'n'.repeat(length) + tail));
+const nameLike = fc.oneof(
+  text(8),
+  fc.tuple(fc.integer({ min: 195, max: 205 }), text(6)).map(([length, tail]) => 'n'.repeat(length) + tail),
+);
 
 const json: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>((tie) => ({
   value: fc.oneof(

@@ -52,7 +52,14 @@ function send(port: number, request: FuzzRequest, timeoutMs = STALL_MS): Promise
   const started = performance.now();
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: '127.0.0.1', port, method: request.method, path: request.path, agent, headers: { ...sendable(request.headers), ...(request.body ? { 'content-length': String(request.body.length) } : {}) } },
+      {
+        host: '127.0.0.1',
+        port,
+        method: request.method,
+        path: request.path,
+        agent,
+        headers: { ...sendable(request.headers), ...(request.body ? { 'content-length': String(request.body.length) } : {}) },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -124,7 +131,13 @@ describe('fuzzed public routes (embedded)', () => {
           }
           if (++done % 250 === 0) {
             const health = await send(plover.port, { method: 'GET', path: '/_health', headers: {} }, HEALTH_MS).catch((error: Error) => error);
-            if (health instanceof Error || health.status !== 200) failures.push({ route: route.name, seed, request: 'GET /_health', problem: `health: ${String(health instanceof Error ? health.message : health.status)}` });
+            if (health instanceof Error || health.status !== 200)
+              failures.push({
+                route: route.name,
+                seed,
+                request: 'GET /_health',
+                problem: `health: ${String(health instanceof Error ? health.message : health.status)}`,
+              });
           }
         }
       };
@@ -145,13 +158,21 @@ describe('fuzzed public routes (embedded)', () => {
     expect(`${failures.length} failures\n${summary}`).toBe('0 failures\n');
   }
 
-  it(`answers ${SDK_CASES} hostile requests per SDK route without a 5xx or a stall`, async () => {
-    const before = plover.rssMiB();
-    await fuzz(SDK_ROUTES, SDK_CASES, SEED);
-    process.stdout.write(`fuzz: SDK routes, RSS ${before.toFixed(0)} → ${plover.rssMiB().toFixed(0)} MiB\n`);
-  }, 30 * 60_000);
+  it(
+    `answers ${SDK_CASES} hostile requests per SDK route without a 5xx or a stall`,
+    async () => {
+      const before = plover.rssMiB();
+      await fuzz(SDK_ROUTES, SDK_CASES, SEED);
+      process.stdout.write(`fuzz: SDK routes, RSS ${before.toFixed(0)} → ${plover.rssMiB().toFixed(0)} MiB\n`);
+    },
+    30 * 60_000,
+  );
 
-  it(`answers ${MANAGEMENT_CASES} hostile requests per management route without a 5xx or a stall`, async () => {
-    await fuzz(MANAGEMENT_ROUTES, MANAGEMENT_CASES, SEED + 7);
-  }, 30 * 60_000);
+  it(
+    `answers ${MANAGEMENT_CASES} hostile requests per management route without a 5xx or a stall`,
+    async () => {
+      await fuzz(MANAGEMENT_ROUTES, MANAGEMENT_CASES, SEED + 7);
+    },
+    30 * 60_000,
+  );
 });

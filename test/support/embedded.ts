@@ -23,7 +23,10 @@ export interface EmbeddedPlover {
 }
 
 /** Starts on `dataDir`, a fresh directory unless given (stop() removes it either way). */
-export async function startEmbedded(env: Record<string, string> = {}, dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plover-embedded-'))): Promise<EmbeddedPlover> {
+export async function startEmbedded(
+  env: Record<string, string> = {},
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plover-embedded-')),
+): Promise<EmbeddedPlover> {
   const child: ChildProcessWithoutNullStreams = spawn(
     process.execPath,
     ['--max-semi-space-size=64', '--conditions=plover-source', '--import', 'tsx', 'services/standalone/src/main.ts'],

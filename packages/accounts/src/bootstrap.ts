@@ -30,11 +30,9 @@ export async function bootstrap(sql: Sql, options: BootstrapOptions): Promise<Cr
     if (existing.rowCount > 0) return undefined;
 
     const organization = (
-      await tx.query<{ id: string; name: string }>(
-        'accounts.createOrganization',
-        'INSERT INTO organizations (name) VALUES ($1) RETURNING id, name',
-        ['Default organization'],
-      )
+      await tx.query<{ id: string; name: string }>('accounts.createOrganization', 'INSERT INTO organizations (name) VALUES ($1) RETURNING id, name', [
+        'Default organization',
+      ])
     ).rows[0]!;
     const project = (
       await tx.query<Credentials['project']>(
@@ -52,11 +50,10 @@ export async function bootstrap(sql: Sql, options: BootstrapOptions): Promise<Cr
         [options.adminEmail, 'Admin', project.id],
       )
     ).rows[0]!;
-    await tx.query(
-      'accounts.addMembership',
-      `INSERT INTO organization_memberships (organization_id, user_id, level) VALUES ($1, $2, 'owner')`,
-      [organization.id, user.id],
-    );
+    await tx.query('accounts.addMembership', `INSERT INTO organization_memberships (organization_id, user_id, level) VALUES ($1, $2, 'owner')`, [
+      organization.id,
+      user.id,
+    ]);
     const value = newPersonalApiKey();
     const scopes = ['*'];
     const key = (

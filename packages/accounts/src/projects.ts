@@ -8,11 +8,7 @@ export interface ProjectByToken {
 }
 
 export async function findProjectByToken(sql: SqlExecutor, token: string): Promise<ProjectByToken | undefined> {
-  const result = await sql.query<ProjectByToken>(
-    'accounts.findProjectByToken',
-    'SELECT id, uuid, api_token FROM projects WHERE api_token = $1',
-    [token],
-  );
+  const result = await sql.query<ProjectByToken>('accounts.findProjectByToken', 'SELECT id, uuid, api_token FROM projects WHERE api_token = $1', [token]);
   return result.rows[0];
 }
 

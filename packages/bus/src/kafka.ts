@@ -11,16 +11,7 @@
  * kafkajs fetches the same offsets again once the backoff has passed (its next fetch starts at the last
  * resolved offset). Nothing is ever committed past a message that was not handled.
  */
-import {
-  Kafka,
-  KafkaJSAggregateError,
-  KafkaJSError,
-  KafkaJSNonRetriableError,
-  KafkaJSProtocolError,
-  KafkaJSTimeout,
-  Partitioners,
-  logLevel,
-} from 'kafkajs';
+import { Kafka, KafkaJSAggregateError, KafkaJSError, KafkaJSNonRetriableError, KafkaJSProtocolError, KafkaJSTimeout, Partitioners, logLevel } from 'kafkajs';
 import type { Admin, EachBatchPayload, Consumer as KafkaConsumer, KafkaMessage, LogEntry, Producer, ProducerRecord } from 'kafkajs';
 import { StorageError, createLogger } from '@plover/core';
 import type { Logger } from '@plover/core';

@@ -139,9 +139,7 @@ describe.each(busFactories())('EventBus contract: $name', (factory) => {
       const { received } = await collect(harness.bus, uniqueName('group'), topic);
       await waitFor(() => received.length > 0, factory.deliveryTimeoutMs);
 
-      expect(received).toEqual([
-        expect.objectContaining({ topic, key: 'ключ:1', value, headers: { 'content-type': 'application/json', 'x-ü': 'ß' } }),
-      ]);
+      expect(received).toEqual([expect.objectContaining({ topic, key: 'ключ:1', value, headers: { 'content-type': 'application/json', 'x-ü': 'ß' } })]);
       const [message] = received as [BusMessage];
       expect(message.offset).toMatch(/^\d+$/);
       expect(message.timestamp).toBeGreaterThanOrEqual(before - 1000);
@@ -197,7 +195,10 @@ describe.each(busFactories())('EventBus contract: $name', (factory) => {
     async () => {
       const topic = await newTopic('retry');
       const groupId = uniqueName('group');
-      await harness.bus.produce(topic, messages(range(0, 5), () => 'one-key'));
+      await harness.bus.produce(
+        topic,
+        messages(range(0, 5), () => 'one-key'),
+      );
       const attempts: Array<{ at: number; offsets: string[] }> = [];
       const handled = new Set<string>();
       const retryBackoffMs = 300;
@@ -225,7 +226,10 @@ describe.each(busFactories())('EventBus contract: $name', (factory) => {
 
       // Committed: the next consumer of the group starts after them.
       const next = await collect(harness.bus, groupId, topic);
-      await harness.bus.produce(topic, messages([5], () => 'one-key'));
+      await harness.bus.produce(
+        topic,
+        messages([5], () => 'one-key'),
+      );
       await waitFor(() => next.received.length > 0, factory.deliveryTimeoutMs);
       await sleep(factory.quietMs);
       expect(idsOf(next.received)).toEqual([5]);

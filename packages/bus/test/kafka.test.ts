@@ -175,7 +175,10 @@ describeWith(kafka)('KafkaBus against a broker', () => {
     await bus.ensureTopics([topic]);
     // 3 MiB for one key, i.e. one partition: as one record batch the broker would refuse it (1 MiB limit).
     const value = Buffer.alloc(1024, 'x');
-    await bus.produce(topic, [...Array(3072).keys()].map((n) => ({ key: 'one-key', value: Buffer.concat([Buffer.from(`${n}:`), value]) })));
+    await bus.produce(
+      topic,
+      [...Array(3072).keys()].map((n) => ({ key: 'one-key', value: Buffer.concat([Buffer.from(`${n}:`), value]) })),
+    );
     const received: number[] = [];
     consumers.push(
       await bus.consume({
@@ -196,7 +199,10 @@ describeWith(kafka)('KafkaBus against a broker', () => {
     await bus.ensureTopics([topic]);
     await Promise.all(
       [...Array(64).keys()].map((caller) =>
-        bus.produce(topic, [...Array(10).keys()].map((n) => ({ key: `caller-${caller}`, value: Buffer.from(`${caller}:${n}`) }))),
+        bus.produce(
+          topic,
+          [...Array(10).keys()].map((n) => ({ key: `caller-${caller}`, value: Buffer.from(`${caller}:${n}`) })),
+        ),
       ),
     );
     const offsets = new Kafka({ clientId: 'plover-kafka-test-raw', brokers, logLevel: logLevel.NOTHING }).admin();
@@ -214,7 +220,10 @@ describeWith(kafka)('KafkaBus against a broker', () => {
     const topic = uniqueTopic('slices');
     await bus.ensureTopics([topic]);
     // Produced before the consumer starts, so that its first fetch returns all of them at once.
-    await bus.produce(topic, [...Array(25).keys()].map((n) => ({ key: 'one-key', value: Buffer.from(`${n}`) })));
+    await bus.produce(
+      topic,
+      [...Array(25).keys()].map((n) => ({ key: 'one-key', value: Buffer.from(`${n}`) })),
+    );
     const batches: number[][] = [];
     consumers.push(
       await bus.consume({

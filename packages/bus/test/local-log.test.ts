@@ -111,11 +111,22 @@ describe('LocalLogBus', () => {
 
     const refused = LocalLogBus.open({ dataDir, partitions: 1 });
     await expect(refused).rejects.toMatchObject({ name: 'StorageError', code: 'LOG_DAMAGED' });
-    await expect(refused).rejects.toThrow(`${segment} has a damaged record at byte ${2 * frameBytes} (offset 2) with intact records behind it (from byte ${3 * frameBytes})`);
+    await expect(refused).rejects.toThrow(
+      `${segment} has a damaged record at byte ${2 * frameBytes} (offset 2) with intact records behind it (from byte ${3 * frameBytes})`,
+    );
     await expect(refused).rejects.toThrow('`npm run repair-log -- --cut` cuts the log at the damaged record');
     expect((await stat(segment)).size).toBe(content.length);
 
-    const damage = { topic: TOPIC, partition: 0, file: segment, byte: 2 * frameBytes, offset: 2, droppedBytes: 4 * frameBytes, droppedSegments: [], groupsMovedBack: ['g'] };
+    const damage = {
+      topic: TOPIC,
+      partition: 0,
+      file: segment,
+      byte: 2 * frameBytes,
+      offset: 2,
+      droppedBytes: 4 * frameBytes,
+      droppedSegments: [],
+      groupsMovedBack: ['g'],
+    };
     expect(await repairLocalLog(dataDir, { cut: false })).toEqual([damage]);
     expect((await stat(segment)).size).toBe(content.length);
     expect(await repairLocalLog(dataDir, { cut: true })).toEqual([damage]);
@@ -184,7 +195,7 @@ describe('LocalLogBus', () => {
     expect(received.map((message) => messageId(message.value))).toEqual(Array.from({ length: 64 }, (_, i) => i));
   });
 
-  it('writes a busy group\'s offset file at most once per commit interval, and the last commit on stop', async () => {
+  it("writes a busy group's offset file at most once per commit interval, and the last commit on stop", async () => {
     const bus = await open({ partitions: 1 });
     await bus.ensureTopics([TOPIC]);
     const received: BusMessage[] = [];

@@ -248,7 +248,8 @@ async function checkAfterRestart(disk: SimulatedDisk, state: Workload): Promise<
     const commit = committed(disk, partition) ?? 0;
     if (commit > image.end) violations.push(`partition ${partition}: committed offset ${commit} is past the end ${image.end}`);
     for (const [offset, id] of image.records) {
-      if (offset < commit && !state.handled.has(id)) violations.push(`partition ${partition}: record ${id} at ${offset} is below the commit ${commit} but was never handled`);
+      if (offset < commit && !state.handled.has(id))
+        violations.push(`partition ${partition}: record ${id} at ${offset} is below the commit ${commit} but was never handled`);
     }
   });
   for (const id of state.acked) {

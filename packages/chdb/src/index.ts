@@ -36,7 +36,16 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { drainPending, Session, type ChdbResult } from 'chdb';
 import { fsyncPath, StorageError } from '@plover/core';
-import { assertTableName, clickHouseFailure, closedFailure, normalizeParams, SESSION_SETTINGS, unclassifiedFailure, type ClickHouse, type ClickHouseParams } from '@plover/clickhouse';
+import {
+  assertTableName,
+  clickHouseFailure,
+  closedFailure,
+  normalizeParams,
+  SESSION_SETTINGS,
+  unclassifiedFailure,
+  type ClickHouse,
+  type ClickHouseParams,
+} from '@plover/clickhouse';
 
 export interface ChdbClickHouseOptions {
   /** Where the engine keeps its databases; created if missing. */
@@ -177,7 +186,7 @@ export class ChdbClickHouse implements ClickHouse {
       const [database, name] = table.includes('.') ? table.split('.') : [undefined, table];
       const [row] = await this.query<{ data_paths: string[] }>(
         'chDB table directories',
-        'SELECT data_paths FROM system.tables WHERE database = if({database:String} = \'\', currentDatabase(), {database:String}) AND name = {name:String}',
+        "SELECT data_paths FROM system.tables WHERE database = if({database:String} = '', currentDatabase(), {database:String}) AND name = {name:String}",
         { database: database ?? '', name },
       );
       dirs = row?.data_paths ?? [];
@@ -224,9 +233,7 @@ function restoreDefaultSignalActions(): void {
 
 function execute(session: Session, sql: string, params: ClickHouseParams | undefined, format: string): Promise<ChdbResult> {
   // chdb serializes every bound call in the process (see above); don't pay for that when nothing is bound.
-  return params && Object.keys(params).length > 0
-    ? session.queryBindAsync(sql, normalizeParams(params), { format })
-    : session.queryAsync(sql, { format });
+  return params && Object.keys(params).length > 0 ? session.queryBindAsync(sql, normalizeParams(params), { format }) : session.queryAsync(sql, { format });
 }
 
 function parseJsonEachRow<R>(result: ChdbResult): R[] {

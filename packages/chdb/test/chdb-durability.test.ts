@@ -30,7 +30,10 @@ describe('ChdbClickHouse durability', () => {
       { name: 'min_compressed_bytes_to_fsync_after_merge', value: '1' },
     ]);
     // No table overrides them.
-    const overriding = await clickhouse.query('test.tables', "SELECT name FROM system.tables WHERE database = currentDatabase() AND create_table_query LIKE '%fsync%'");
+    const overriding = await clickhouse.query(
+      'test.tables',
+      "SELECT name FROM system.tables WHERE database = currentDatabase() AND create_table_query LIKE '%fsync%'",
+    );
     expect(overriding).toEqual([]);
   });
 

@@ -111,11 +111,7 @@ export async function insertEvents(ch: ClickHouse, rows: readonly EventRow[]): P
 
 /** How many distinct events a team has; a redelivered event counts once. */
 export async function countEvents(ch: ClickHouse, teamId: number): Promise<number> {
-  const [row] = await ch.query<{ count: string }>(
-    'events.count',
-    'SELECT count() AS count FROM events FINAL WHERE team_id = {teamId:Int64}',
-    { teamId },
-  );
+  const [row] = await ch.query<{ count: string }>('events.count', 'SELECT count() AS count FROM events FINAL WHERE team_id = {teamId:Int64}', { teamId });
   return Number(row?.count ?? 0);
 }
 

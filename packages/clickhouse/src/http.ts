@@ -73,9 +73,7 @@ export class HttpClickHouse implements ClickHouse {
   async insert(table: string, rows: readonly Record<string, unknown>[]): Promise<void> {
     assertTableName(table);
     if (rows.length === 0) return;
-    await this.call(`ClickHouse insert into ${table}`, (abort_signal) =>
-      this.client.insert({ table, values: rows, format: 'JSONEachRow', abort_signal }),
-    );
+    await this.call(`ClickHouse insert into ${table}`, (abort_signal) => this.client.insert({ table, values: rows, format: 'JSONEachRow', abort_signal }));
   }
 
   async ping(): Promise<void> {

@@ -69,11 +69,10 @@ export async function migrate(ch: ClickHouse, options: MigrateOptions = {}): Pro
     for (const [index, statement] of migration.statements.entries()) {
       await ch.command(`migrate.${label}.${index + 1}`, statement.replace(DATABASE_PLACEHOLDER, db));
     }
-    await ch.command(
-      'migrate.record',
-      `INSERT INTO ${db}.plover_migrations (version, name) VALUES ({version:UInt32}, {name:String})`,
-      { version: migration.version, name: migration.name },
-    );
+    await ch.command('migrate.record', `INSERT INTO ${db}.plover_migrations (version, name) VALUES ({version:UInt32}, {name:String})`, {
+      version: migration.version,
+      name: migration.name,
+    });
     applied.push(label);
   }
   logger.info({ database, applied: applied.length }, 'ClickHouse migrations up to date');

@@ -18,11 +18,7 @@ export async function insertIngestionWarnings(ch: ClickHouse, rows: readonly Ing
 }
 
 /** A team's warnings, newest first, each once. */
-export async function listIngestionWarnings(
-  ch: ClickHouse,
-  teamId: number,
-  options: { limit?: number; offset?: number } = {},
-): Promise<IngestionWarningRow[]> {
+export async function listIngestionWarnings(ch: ClickHouse, teamId: number, options: { limit?: number; offset?: number } = {}): Promise<IngestionWarningRow[]> {
   const rows = await ch.query<Omit<IngestionWarningRow, 'team_id'> & { team_id: string }>(
     'ingestionWarnings.list',
     `SELECT team_id, type, details, timestamp, event_uuid FROM ingestion_warnings FINAL

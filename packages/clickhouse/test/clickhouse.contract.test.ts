@@ -245,7 +245,14 @@ describe.each(variants)('ClickHouse contract: $name', (variant) => {
 
     it('serve concurrent inserts and queries correctly', async () => {
       const teamIds = Array.from({ length: 8 }, () => nextTeam++);
-      await Promise.all(teamIds.map((teamId, i) => insertEvents(ch, Array.from({ length: i + 1 }, () => event(teamId)))));
+      await Promise.all(
+        teamIds.map((teamId, i) =>
+          insertEvents(
+            ch,
+            Array.from({ length: i + 1 }, () => event(teamId)),
+          ),
+        ),
+      );
       const counts = await Promise.all(teamIds.map((teamId) => countEvents(ch, teamId)));
       expect(counts).toEqual(teamIds.map((_, i) => i + 1));
     });
@@ -269,15 +276,19 @@ describe.each(variants)('ClickHouse contract: $name', (variant) => {
     });
 
     it('bind String, Int64, DateTime64 and Array values', async () => {
-      const rows = await ch.query('test.types', 'SELECT {s:String} AS s, {i:Int64} AS i, {big:Int64} AS big, {d:DateTime64(3, \'UTC\')} AS d, {d6:DateTime64(6, \'UTC\')} AS d6, {a:Array(String)} AS a, {n:Array(Int64)} AS n', {
-        s: 'tab\there, back\\slash, "quotes", \'single\', ünïcödé',
-        i: -42,
-        big: '9223372036854775807',
-        d: new Date('2024-03-01T12:34:56.789Z'),
-        d6: '2024-03-01 12:34:56.123456',
-        a: ["it's", 'a\\b', 'plain'],
-        n: [1, 2n ** 62n],
-      });
+      const rows = await ch.query(
+        'test.types',
+        "SELECT {s:String} AS s, {i:Int64} AS i, {big:Int64} AS big, {d:DateTime64(3, 'UTC')} AS d, {d6:DateTime64(6, 'UTC')} AS d6, {a:Array(String)} AS a, {n:Array(Int64)} AS n",
+        {
+          s: 'tab\there, back\\slash, "quotes", \'single\', ünïcödé',
+          i: -42,
+          big: '9223372036854775807',
+          d: new Date('2024-03-01T12:34:56.789Z'),
+          d6: '2024-03-01 12:34:56.123456',
+          a: ["it's", 'a\\b', 'plain'],
+          n: [1, 2n ** 62n],
+        },
+      );
       expect(rows).toEqual([
         {
           s: 'tab\there, back\\slash, "quotes", \'single\', ünïcödé',

@@ -1,3 +1,14 @@
 export * from './load';
 export * as sections from './sections';
-export type { BootstrapConfig, CaptureConfig, ClickHouseConfig, DecideConfig, DataDirConfig, HttpConfig, IngestionConfig, KafkaConfig, LoggingConfig, PostgresConfig } from './sections';
+export type {
+  BootstrapConfig,
+  CaptureConfig,
+  ClickHouseConfig,
+  DecideConfig,
+  DataDirConfig,
+  HttpConfig,
+  IngestionConfig,
+  KafkaConfig,
+  LoggingConfig,
+  PostgresConfig,
+} from './sections';

@@ -216,9 +216,27 @@ export interface IngestionConfig {
 
 export const ingestion: Section<IngestionConfig> = {
   variables: {
-    INGESTION_BATCH_SIZE: { description: 'Most bus messages the ingestion consumer handles (and inserts into ClickHouse) at once', type: 'integer', minimum: 1, maximum: 100000, default: 2000 },
-    INGESTION_CONCURRENCY: { description: 'Distinct ids the ingestion consumer processes at once (each one in order)', type: 'integer', minimum: 1, maximum: 1000, default: 16 },
-    INGESTION_RETRY_BACKOFF_MS: { description: 'Wait before the ingestion consumer retries a batch that failed on an outage', type: 'integer', minimum: 10, maximum: 600000, default: 1000 },
+    INGESTION_BATCH_SIZE: {
+      description: 'Most bus messages the ingestion consumer handles (and inserts into ClickHouse) at once',
+      type: 'integer',
+      minimum: 1,
+      maximum: 100000,
+      default: 2000,
+    },
+    INGESTION_CONCURRENCY: {
+      description: 'Distinct ids the ingestion consumer processes at once (each one in order)',
+      type: 'integer',
+      minimum: 1,
+      maximum: 1000,
+      default: 16,
+    },
+    INGESTION_RETRY_BACKOFF_MS: {
+      description: 'Wait before the ingestion consumer retries a batch that failed on an outage',
+      type: 'integer',
+      minimum: 10,
+      maximum: 600000,
+      default: 1000,
+    },
   },
   read: (v) => ({
     batchSize: v.INGESTION_BATCH_SIZE as number,
@@ -235,8 +253,19 @@ export interface BootstrapConfig {
 
 export const bootstrap: Section<BootstrapConfig> = {
   variables: {
-    PLOVER_ADMIN_EMAIL: { description: 'Email of the admin user created on first start', type: 'string', pattern: '^[^@\\s]+@[^@\\s]+$', default: 'admin@plover.local' },
-    PLOVER_PROJECT_NAME: { description: 'Name of the project created on first start', type: 'string', minLength: 1, maxLength: 200, default: 'Default project' },
+    PLOVER_ADMIN_EMAIL: {
+      description: 'Email of the admin user created on first start',
+      type: 'string',
+      pattern: '^[^@\\s]+@[^@\\s]+$',
+      default: 'admin@plover.local',
+    },
+    PLOVER_PROJECT_NAME: {
+      description: 'Name of the project created on first start',
+      type: 'string',
+      minLength: 1,
+      maxLength: 200,
+      default: 'Default project',
+    },
     PLOVER_TIMEZONE: { description: 'IANA timezone of the project created on first start', type: 'string', minLength: 1, default: 'UTC' },
   },
   read: (v) => ({

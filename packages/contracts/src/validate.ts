@@ -32,7 +32,13 @@ function missingSchema(id: string): never {
 
 /** `/batch/3/uuid` → `batch__3__uuid` (JSON Pointer escapes undone). */
 export function attrOf(instancePath: string, child?: string): string | null {
-  const segments = instancePath === '' ? [] : instancePath.slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const segments =
+    instancePath === ''
+      ? []
+      : instancePath
+          .slice(1)
+          .split('/')
+          .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
   if (child !== undefined) segments.push(child);
   return segments.length === 0 ? null : segments.join('__');
 }

@@ -2,7 +2,9 @@ import { attrOf, capturedEventKey, parseCapturedEventMessage, validateBatchBody,
 
 describe('capture body schemas', () => {
   it('accept what the SDKs send', () => {
-    expect(validateRawEvent({ event: 'e', distinct_id: 42, properties: { token: 'phc_x' }, uuid: '', offset: 12, $set: { a: 1 }, library: 'extra' }).ok).toBe(true);
+    expect(validateRawEvent({ event: 'e', distinct_id: 42, properties: { token: 'phc_x' }, uuid: '', offset: 12, $set: { a: 1 }, library: 'extra' }).ok).toBe(
+      true,
+    );
     expect(validateBatchBody({ api_key: 'phc_x', batch: [{ event: 'e' }], sent_at: '2025-01-01T00:00:00Z', historical_migration: false }).ok).toBe(true);
     expect(validateEventArray([{ event: 'e', timestamp: null }]).ok).toBe(true);
   });
@@ -53,21 +55,35 @@ describe('the captured-event bus message', () => {
     ['nested', (data: typeof event) => data],
     ['as a string', (data: typeof event) => JSON.stringify(data)],
   ])('reports what breaks the contract, inside data too (event %s)', (_form, encode) => {
-    const parse = (fields: Record<string, unknown>, data: Record<string, unknown> = event) => parseCapturedEventMessage(JSON.stringify({ ...envelope, ...fields, data: encode(data as typeof event) }));
+    const parse = (fields: Record<string, unknown>, data: Record<string, unknown> = event) =>
+      parseCapturedEventMessage(JSON.stringify({ ...envelope, ...fields, data: encode(data as typeof event) }));
     expect(parse({ team_id: 'x' })).toEqual({ ok: false, violation: { attr: 'team_id', detail: 'team_id must be integer.' } });
     expect(parse({ historical: undefined })).toEqual({ ok: false, violation: { attr: 'historical', detail: 'historical is required.' } });
     expect(parse({ distinct_id: '' })).toEqual({ ok: false, violation: { attr: 'distinct_id', detail: 'distinct_id must NOT have fewer than 1 characters.' } });
-    expect(parse({}, { ...event, distinct_id: '' })).toEqual({ ok: false, violation: { attr: 'data__distinct_id', detail: 'data__distinct_id must NOT have fewer than 1 characters.' } });
+    expect(parse({}, { ...event, distinct_id: '' })).toEqual({
+      ok: false,
+      violation: { attr: 'data__distinct_id', detail: 'data__distinct_id must NOT have fewer than 1 characters.' },
+    });
     // The envelope is reported first.
     expect(parse({ now: 1 }, { ...event, distinct_id: '' })).toEqual({ ok: false, violation: { attr: 'now', detail: 'now must be string.' } });
     expect(parse({}, { ...event, uuid: undefined })).toEqual({ ok: false, violation: { attr: 'data__uuid', detail: 'uuid is required.' } });
-    expect(parse({}, { ...event, properties: 'x' })).toEqual({ ok: false, violation: { attr: 'data__properties', detail: 'data__properties must be object.' } });
+    expect(parse({}, { ...event, properties: 'x' })).toEqual({
+      ok: false,
+      violation: { attr: 'data__properties', detail: 'data__properties must be object.' },
+    });
   });
 
   it('rejects what is not a message, with a reason', () => {
-    const reasons = ['not json', '[]', 'null', '7', JSON.stringify({ team_id: 1, hello: 'world' }), JSON.stringify({ ...envelope }), JSON.stringify({ ...envelope, data: 7 }), JSON.stringify({ ...envelope, data: '{"not json' })].map(
-      (value) => parseCapturedEventMessage(value),
-    );
+    const reasons = [
+      'not json',
+      '[]',
+      'null',
+      '7',
+      JSON.stringify({ team_id: 1, hello: 'world' }),
+      JSON.stringify({ ...envelope }),
+      JSON.stringify({ ...envelope, data: 7 }),
+      JSON.stringify({ ...envelope, data: '{"not json' }),
+    ].map((value) => parseCapturedEventMessage(value));
     expect(reasons).toEqual([
       { ok: false, violation: { attr: null, detail: 'The body must be object.' } },
       { ok: false, violation: { attr: null, detail: 'The body must be object.' } },

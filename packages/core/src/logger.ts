@@ -3,16 +3,7 @@ import pino from 'pino';
 export type Logger = pino.Logger;
 
 /** Keys and tokens never reach the logs, whatever object carries them. */
-const REDACT = [
-  'req.headers.authorization',
-  'req.headers.cookie',
-  '*.api_token',
-  '*.api_key',
-  '*.token',
-  '*.password',
-  '*.secret',
-  '*.personal_api_key',
-];
+const REDACT = ['req.headers.authorization', 'req.headers.cookie', '*.api_token', '*.api_key', '*.token', '*.password', '*.secret', '*.personal_api_key'];
 
 /** Services log to stdout; command-line tools log to stderr so their stdout stays a clean result. */
 export function createLogger(options: { service: string; level: string; toStderr?: boolean }): Logger {

@@ -40,14 +40,7 @@ export function toWallClock(instant: number, timezone: string): number {
   if (timezone === 'UTC') return instant;
   const fields: Record<string, number> = {};
   for (const part of formatterFor(timezone).formatToParts(new Date(instant))) fields[part.type] = Number(part.value);
-  const wholeSeconds = Date.UTC(
-    fields.year ?? 0,
-    (fields.month ?? 1) - 1,
-    fields.day ?? 1,
-    fields.hour ?? 0,
-    fields.minute ?? 0,
-    fields.second ?? 0,
-  );
+  const wholeSeconds = Date.UTC(fields.year ?? 0, (fields.month ?? 1) - 1, fields.day ?? 1, fields.hour ?? 0, fields.minute ?? 0, fields.second ?? 0);
   return wholeSeconds + (((instant % 1000) + 1000) % 1000);
 }
 

@@ -40,7 +40,12 @@ describe('lockDirectory', () => {
   it('refuses a lock held by another live process and takes it over once that process is killed', async () => {
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', '-e', `require(${JSON.stringify(require.resolve('../src/dir-lock'))}).lockDirectory(${JSON.stringify(dir)}, 'LOCK'); console.log('locked'); setInterval(() => {}, 1e6);`],
+      [
+        '--import',
+        'tsx',
+        '-e',
+        `require(${JSON.stringify(require.resolve('../src/dir-lock'))}).lockDirectory(${JSON.stringify(dir)}, 'LOCK'); console.log('locked'); setInterval(() => {}, 1e6);`,
+      ],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
     const exited = new Promise((resolve) => child.on('exit', resolve));

@@ -148,9 +148,7 @@ function shapeFlag(
     else dependencies.set(filter.key, id);
   }
 
-  const hashed = [...conditions, ...(superCondition === null ? [] : [superCondition])].some(
-    (condition) => (condition.rollout_percentage ?? 100) !== 100,
-  );
+  const hashed = [...conditions, ...(superCondition === null ? [] : [superCondition])].some((condition) => (condition.rollout_percentage ?? 100) !== 100);
   return {
     flag,
     conditions,
@@ -172,11 +170,7 @@ function shapeFlag(
  * PostHog's server keys a dependency by flag **id** (`get_feature_flag_id`); the local-evaluation payload
  * uses the flag **key**. An id is tried first, then a key, so both forms of stored filter work.
  */
-function resolveFlagReference(
-  reference: string,
-  byId: ReadonlyMap<number, FeatureFlag>,
-  byKey: ReadonlyMap<string, FeatureFlag>,
-): number | null {
+function resolveFlagReference(reference: string, byId: ReadonlyMap<number, FeatureFlag>, byKey: ReadonlyMap<string, FeatureFlag>): number | null {
   if (/^\d+$/.test(reference) && byId.has(Number(reference))) return Number(reference);
   return byKey.get(reference)?.id ?? null;
 }
@@ -224,14 +218,9 @@ function conditionNeeds(
  * `dependency_cycle_flag`; either error spreads to every flag downstream, as Rust removes a failing node
  * "and its dependents" from the graph (`rust/feature-flags/src/utils/graph_utils.rs`).
  */
-function orderByDependencies(
-  flags: readonly ShapedFlag[],
-  byId: ReadonlyMap<number, FeatureFlag>,
-): { order: number[]; graphErrors: Map<number, string> } {
+function orderByDependencies(flags: readonly ShapedFlag[], byId: ReadonlyMap<number, FeatureFlag>): { order: number[]; graphErrors: Map<number, string> } {
   const active = flags.filter((flag) => flag.flag.active);
-  const activeDependencies = (flag: ShapedFlag): number[] => [
-    ...new Set([...flag.dependencies.values()].filter((id) => byId.get(id)?.active === true)),
-  ];
+  const activeDependencies = (flag: ShapedFlag): number[] => [...new Set([...flag.dependencies.values()].filter((id) => byId.get(id)?.active === true))];
   const dependents = new Map<number, number[]>();
   const remaining = new Map<number, number>();
   for (const flag of active) {
@@ -322,14 +311,11 @@ function compileCohorts(cohorts: readonly Cohort[]): Map<number, CompiledCohort>
   return compiled;
 }
 
-
 /** Every regex pattern of every flag and cohort, compiled once. */
 function compileRegexes(flags: readonly FeatureFlag[], cohorts: readonly Cohort[]): Map<string, PropertyRegex | null> {
   const filters = [
     ...flags.flatMap(({ filters }) =>
-      [...(filters.groups ?? []), ...(filters.super_groups ?? []), { properties: filters.properties ?? [] }].flatMap(
-        (condition) => condition.properties ?? [],
-      ),
+      [...(filters.groups ?? []), ...(filters.super_groups ?? []), { properties: filters.properties ?? [] }].flatMap((condition) => condition.properties ?? []),
     ),
     ...cohorts.flatMap((cohort) => (cohort.filters?.properties ? leavesOf(cohort.filters.properties) : [])),
   ];

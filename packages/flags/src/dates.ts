@@ -67,8 +67,7 @@ function daysInMonth(year: number, month: number): number {
 
 // RFC 3339 and the ISO forms `dateparser` accepts with an explicit offset: seconds and fraction optional,
 // offset `Z`, `±HH:MM`, `±HHMM` or `±HH`.
-const WITH_OFFSET =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(\.\d+)?)?\s?([Zz]|[+-]\d{2}(?::?\d{2})?)$/;
+const WITH_OFFSET = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(\.\d+)?)?\s?([Zz]|[+-]\d{2}(?::?\d{2})?)$/;
 // Naive forms read in the project timezone: a bare date, or a date-time with `T` or space.
 const NAIVE = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(\.\d+)?)?)?$/;
 
@@ -114,14 +113,7 @@ function fromUnixSeconds(seconds: number): number | null {
 }
 
 function wallClockFromParts(parts: RegExpExecArray): number | null {
-  const [year, month, day, hour, minute, second] = [1, 2, 3, 4, 5, 6].map((i) => Number(parts[i] ?? 0)) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
+  const [year, month, day, hour, minute, second] = [1, 2, 3, 4, 5, 6].map((i) => Number(parts[i] ?? 0)) as [number, number, number, number, number, number];
   // Fractions beyond milliseconds are truncated: JS instants have millisecond precision.
   const millis = Number(((parts[7] ?? '').slice(1) + '000').slice(0, 3));
   if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month - 1)) return null;

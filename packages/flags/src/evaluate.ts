@@ -26,11 +26,7 @@ import { identifierText, lookup } from './values';
  * flags (narrowed by `flagKeys`) in stored order. Never throws for a bad definition: a flag that cannot be
  * computed comes back failed.
  */
-export function evaluateFlags(
-  compiled: CompiledFlags,
-  context: EvaluationContext,
-  options: EvaluationOptions,
-): Map<string, FlagEvaluation> {
+export function evaluateFlags(compiled: CompiledFlags, context: EvaluationContext, options: EvaluationOptions): Map<string, FlagEvaluation> {
   const { output, evaluated } = selectFlags(compiled, options.flagKeys);
   const request = new RequestEvaluation(compiled, context, options);
   for (const flag of evaluated) request.evaluate(flag);
@@ -189,22 +185,14 @@ class RequestEvaluation {
       if (reason === 'condition_match') {
         const override = condition.variant;
         const variant =
-          override !== undefined && override !== null && flag.variants.some((v) => v.key === override)
-            ? override
-            : this.computedVariant(flag, identifier);
+          override !== undefined && override !== null && flag.variants.some((v) => v.key === override) ? override : this.computedVariant(flag, identifier);
         return this.result(flag, true, variant, 'condition_match', index);
       }
     }
     return this.result(flag, false, null, bestReason, bestIndex);
   }
 
-  private result(
-    flag: CompiledFlag,
-    enabled: boolean,
-    variant: string | null,
-    code: MatchReasonCode,
-    conditionIndex: number | null,
-  ): EvaluatedFlag {
+  private result(flag: CompiledFlag, enabled: boolean, variant: string | null, code: MatchReasonCode, conditionIndex: number | null): EvaluatedFlag {
     const payloads = flag.flag.filters.payloads;
     // The variant's payload, or the "true" payload of a boolean match — never a fallback from one to the
     // other (Rust `get_matching_payload`).
@@ -224,12 +212,7 @@ class RequestEvaluation {
    * last, since they are the costly ones (Rust `is_condition_match`). Then the rollout: `hash <= pct/100`.
    * `negation` is ignored here: PostHog honours it inside cohorts only.
    */
-  private matchCondition(
-    flag: CompiledFlag,
-    condition: FlagCondition,
-    aggregation: number | null,
-    identifier: string,
-  ): ConditionOutcome {
+  private matchCondition(flag: CompiledFlag, condition: FlagCondition, aggregation: number | null, identifier: string): ConditionOutcome {
     const properties = condition.properties ?? NO_FILTERS;
     let cohortFilters = false;
     for (const filter of properties) {

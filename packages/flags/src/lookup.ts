@@ -97,11 +97,7 @@ const NO_LOOKUP: LookupPlan = {
  * what is listed, and on failure passes `lookupError` so that exactly `flagKeys` fail. The returned plan
  * may be shared between requests; callers must not change it.
  */
-export function planLookup(
-  compiled: CompiledFlags,
-  context: EvaluationContext,
-  options: Pick<EvaluationOptions, 'flagKeys'> = {},
-): LookupPlan {
+export function planLookup(compiled: CompiledFlags, context: EvaluationContext, options: Pick<EvaluationOptions, 'flagKeys'> = {}): LookupPlan {
   // The common case — every flag decided from the request's properties — without a walk over the flags.
   if (options.flagKeys === undefined) {
     const summary = needsSummary(compiled);

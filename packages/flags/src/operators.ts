@@ -47,9 +47,7 @@ export function matchProperty(filter: PropertyFilter, properties: Properties, en
       return negatable(operator === 'not_ends_with', actual, (text) => text.endsWith(asciiLowercase(toText(expected))));
     case 'icontains_multi':
     case 'not_icontains_multi': {
-      const needles = (Array.isArray(expected) ? (expected as readonly JsonValue[]) : [expected]).map((needle) =>
-        asciiLowercase(toText(needle)),
-      );
+      const needles = (Array.isArray(expected) ? (expected as readonly JsonValue[]) : [expected]).map((needle) => asciiLowercase(toText(needle)));
       return negatable(operator === 'not_icontains_multi', actual, (text) => needles.some((needle) => text.includes(needle)));
     }
     case 'regex':
@@ -156,12 +154,7 @@ function matchesBetween(negated: boolean, actual: JsonValue | undefined, expecte
   return (value >= low && value <= high) !== negated;
 }
 
-function compareDates(
-  operator: 'is_date_before' | 'is_date_after' | 'is_date_exact',
-  actual: JsonValue,
-  expected: JsonValue,
-  clock: Clock,
-): boolean {
+function compareDates(operator: 'is_date_before' | 'is_date_after' | 'is_date_exact', actual: JsonValue, expected: JsonValue, clock: Clock): boolean {
   const property = parsePropertyDate(actual, clock);
   // The filter side must be text (a date, a date-time or a relative date such as `-7d`).
   const filter = typeof expected === 'string' ? parseDateText(expected, clock) : null;
@@ -172,15 +165,7 @@ function compareDates(
 }
 
 type SemverOperator =
-  | 'semver_eq'
-  | 'semver_neq'
-  | 'semver_gt'
-  | 'semver_gte'
-  | 'semver_lt'
-  | 'semver_lte'
-  | 'semver_tilde'
-  | 'semver_caret'
-  | 'semver_wildcard';
+  'semver_eq' | 'semver_neq' | 'semver_gt' | 'semver_gte' | 'semver_lt' | 'semver_lte' | 'semver_tilde' | 'semver_caret' | 'semver_wildcard';
 
 function versionOf(value: JsonValue, env: MatchEnvironment): Version | null {
   const text = toText(value);

@@ -179,12 +179,7 @@ export interface EvaluationOptions {
 }
 
 export type MatchReasonCode =
-  | 'condition_match'
-  | 'no_condition_match'
-  | 'out_of_rollout_bound'
-  | 'no_group_type'
-  | 'super_condition_value'
-  | 'holdout_condition_value';
+  'condition_match' | 'no_condition_match' | 'out_of_rollout_bound' | 'no_group_type' | 'super_condition_value' | 'holdout_condition_value';
 
 export interface EvaluatedFlag {
   key: string;

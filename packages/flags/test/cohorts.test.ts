@@ -67,18 +67,11 @@ describe('dynamic cohorts', () => {
 
   it('nest other cohorts', () => {
     const flag = flagFor(inCohort(3));
-    expect([enabled(flag, { email: 'a@corp.io' }), enabled(flag, { plan: 'enterprise' }), enabled(flag, { plan: 'free' })]).toEqual([
-      true,
-      true,
-      false,
-    ]);
+    expect([enabled(flag, { email: 'a@corp.io' }), enabled(flag, { plan: 'enterprise' }), enabled(flag, { plan: 'free' })]).toEqual([true, true, false]);
   });
 
   it('honour negation on a nested cohort leaf', () => {
-    expect([enabled(flagFor(inCohort(8)), { email: 'a@gmail.com' }), enabled(flagFor(inCohort(8)), { email: 'a@corp.io' })]).toEqual([
-      true,
-      false,
-    ]);
+    expect([enabled(flagFor(inCohort(8)), { email: 'a@gmail.com' }), enabled(flagFor(inCohort(8)), { email: 'a@corp.io' })]).toEqual([true, false]);
   });
 
   it('read stored person properties under the request overrides', () => {

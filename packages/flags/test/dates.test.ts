@@ -8,11 +8,10 @@ function dateMatches(
   property: JsonValue | undefined,
   options: { now?: string; timezone?: string } = {},
 ): boolean {
-  return matches(
-    { key: 'when', type: 'person', operator, value: filter },
-    property === undefined ? {} : { when: property },
-    { now: new Date(options.now ?? '2024-06-15T12:00:00.000Z'), ...(options.timezone ? { timezone: options.timezone } : {}) },
-  );
+  return matches({ key: 'when', type: 'person', operator, value: filter }, property === undefined ? {} : { when: property }, {
+    now: new Date(options.now ?? '2024-06-15T12:00:00.000Z'),
+    ...(options.timezone ? { timezone: options.timezone } : {}),
+  });
 }
 
 describe('relative dates (now minus N; Rust relative_date.rs vectors)', () => {

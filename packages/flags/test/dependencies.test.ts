@@ -10,7 +10,12 @@ function dependsOn(key: string, value: JsonValue, extra: Partial<FeatureFlag> = 
 
 function valuesOf(flags: FeatureFlag[], plan = 'pro', flagKeys?: string[]): Record<string, string | boolean> {
   const result = evaluate({ flags, context: { personPropertyOverrides: { plan } }, options: flagKeys ? { flagKeys } : {} });
-  return Object.fromEntries([...result].map(([key, evaluation]) => [key, evaluation.failed ? `failed:${evaluation.reason.code}` : evaluation.enabled ? (evaluation.variant ?? true) : false]));
+  return Object.fromEntries(
+    [...result].map(([key, evaluation]) => [
+      key,
+      evaluation.failed ? `failed:${evaluation.reason.code}` : evaluation.enabled ? (evaluation.variant ?? true) : false,
+    ]),
+  );
 }
 
 const base = buildFlag({ id: 1, key: 'base', filters: { groups: [{ properties: [isPro] }] } });
@@ -19,7 +24,12 @@ const experiment = buildFlag({
   key: 'experiment',
   filters: {
     groups: [{ properties: [isPro], variant: 'test' }],
-    multivariate: { variants: [{ key: 'control', rollout_percentage: 50 }, { key: 'test', rollout_percentage: 50 }] },
+    multivariate: {
+      variants: [
+        { key: 'control', rollout_percentage: 50 },
+        { key: 'test', rollout_percentage: 50 },
+      ],
+    },
   },
 });
 

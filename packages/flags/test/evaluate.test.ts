@@ -16,7 +16,12 @@ function withConditions(conditions: FlagCondition[], extra: Partial<FeatureFlag>
   return buildFlag({ ...extra, filters: { ...extra.filters, groups: conditions } });
 }
 
-const abVariants = { variants: [{ key: 'control', rollout_percentage: 50 }, { key: 'test', rollout_percentage: 50 }] };
+const abVariants = {
+  variants: [
+    { key: 'control', rollout_percentage: 50 },
+    { key: 'test', rollout_percentage: 50 },
+  ],
+};
 
 describe('condition sets', () => {
   it('are OR-ed: a later set can match when an earlier one does not', () => {
@@ -35,7 +40,14 @@ describe('condition sets', () => {
 
   it('are evaluated in stored order, without moving variant overrides to the front (PostHog#37859)', () => {
     const flag = withConditions([{ properties: [corpEmail] }, { properties: [corpEmail], variant: 'test' }], {
-      filters: { multivariate: { variants: [{ key: 'control', rollout_percentage: 100 }, { key: 'test', rollout_percentage: 0 }] } },
+      filters: {
+        multivariate: {
+          variants: [
+            { key: 'control', rollout_percentage: 100 },
+            { key: 'test', rollout_percentage: 0 },
+          ],
+        },
+      },
     });
     const result = evaluateFirst({ flags: [flag], context: corpUser });
     expect([result.variant, result.reason.condition_index]).toEqual(['control', 0]);
@@ -122,9 +134,7 @@ describe('payloads', () => {
   const payloads = { true: '{"plan":"any"}', control: '{"color":"blue"}' };
 
   it('returns the "true" payload of a matched boolean flag', () => {
-    expect(evaluateFirst({ flags: [buildFlag({ filters: { groups: [{ properties: [] }], payloads } })] }).payload).toBe(
-      '{"plan":"any"}',
-    );
+    expect(evaluateFirst({ flags: [buildFlag({ filters: { groups: [{ properties: [] }], payloads } })] }).payload).toBe('{"plan":"any"}');
   });
 
   it("returns the variant's payload", () => {
@@ -146,8 +156,7 @@ describe('payloads', () => {
 describe('legacy filters (no "groups" key)', () => {
   it('become one set from filters.properties and the flag-level rollout', () => {
     const flag = buildFlag({ key: 'roll', filters: { properties: [corpEmail] }, rollout_percentage: 50 });
-    const run = (distinctId: string): boolean =>
-      evaluateFirst({ flags: [flag], context: { ...corpUser, distinctId } }).enabled;
+    const run = (distinctId: string): boolean => evaluateFirst({ flags: [flag], context: { ...corpUser, distinctId } }).enabled;
     expect([run('user-2'), run('user-1')]).toEqual([true, false]);
   });
 });
@@ -195,9 +204,7 @@ describe('group flags', () => {
   });
 
   it('are off with no_group_type for a group key that is neither text nor a number', () => {
-    expect(evaluateFirst({ flags: [groupFlag()], context: { ...mapping, groups: { company: true } } }).reason.code).toBe(
-      'no_group_type',
-    );
+    expect(evaluateFirst({ flags: [groupFlag()], context: { ...mapping, groups: { company: true } } }).reason.code).toBe('no_group_type');
   });
 
   it('match on the group properties, request values winning over stored ones', () => {
@@ -368,6 +375,8 @@ describe('repeated evaluation of the same definitions', () => {
     expect(second.get('pro')?.reason).toBe(first.get('pro')?.reason);
     expect(Object.isFrozen(first.get('pro')?.reason)).toBe(true);
     // Narrowed and unnarrowed selections agree.
-    expect(evaluateFlags(compiled, { distinctId: 'u1', personPropertyOverrides: { plan: 'pro' } }, { now: NOW, flagKeys: ['pro'] }).get('pro')).toEqual(first.get('pro'));
+    expect(evaluateFlags(compiled, { distinctId: 'u1', personPropertyOverrides: { plan: 'pro' } }, { now: NOW, flagKeys: ['pro'] }).get('pro')).toEqual(
+      first.get('pro'),
+    );
   });
 });

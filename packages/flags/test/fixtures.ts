@@ -34,11 +34,7 @@ export interface Scenario {
 }
 
 export function evaluate({ flags, cohorts, context, options }: Scenario): Map<string, FlagEvaluation> {
-  return evaluateFlags(
-    compileFlags({ flags, cohorts }),
-    { distinctId: 'user-1', ...context },
-    { now: NOW, ...options },
-  );
+  return evaluateFlags(compileFlags({ flags, cohorts }), { distinctId: 'user-1', ...context }, { now: NOW, ...options });
 }
 
 /** The evaluation of the first flag of the scenario. */
@@ -50,11 +46,7 @@ export function evaluateFirst(scenario: Scenario): FlagEvaluation {
 }
 
 /** Whether a single-filter person flag is enabled for these request person properties. */
-export function matches(
-  filter: PropertyFilter,
-  properties: Properties,
-  options: Partial<EvaluationOptions> = {},
-): boolean {
+export function matches(filter: PropertyFilter, properties: Properties, options: Partial<EvaluationOptions> = {}): boolean {
   const flag = buildFlag({ filters: { groups: [{ properties: [filter], rollout_percentage: null }] } });
   return evaluateFirst({ flags: [flag], context: { personPropertyOverrides: properties }, options }).enabled;
 }

@@ -12,7 +12,11 @@ describe('calculateHash', () => {
     const identifiers = ['', 'u', 'u42', 'ünïcödé', '😀', 'a'.repeat(200), 'distinct "id"', '\u0000'];
     for (let i = 0; i < 2000; i += 1) identifiers.push(`user-${i * 7919}`);
     for (const identifier of identifiers) {
-      for (const [prefix, salt] of [['flag.', ''], ['variant-3.', 'variant'], ['holdout-', '']] as const) {
+      for (const [prefix, salt] of [
+        ['flag.', ''],
+        ['variant-3.', 'variant'],
+        ['holdout-', ''],
+      ] as const) {
         expect(calculateHash(prefix, identifier, salt)).toBe(reference(`${prefix}${identifier}${salt}`));
       }
     }

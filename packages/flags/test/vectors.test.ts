@@ -30,9 +30,7 @@ interface Vectors {
   derived_hash_values: { cases: { input_string: string; hash: number }[] };
 }
 
-const vectors = JSON.parse(
-  readFileSync(path.join(__dirname, 'fixtures', 'flag-vectors.json'), 'utf8'),
-) as Vectors;
+const vectors = JSON.parse(readFileSync(path.join(__dirname, 'fixtures', 'flag-vectors.json'), 'utf8')) as Vectors;
 
 function valueFor(flag: FeatureFlag, distinctId: string): string | boolean {
   const result = evaluateFlags(compileFlags({ flags: [flag] }), { distinctId }, { now: NOW }).get(flag.key);

@@ -150,7 +150,13 @@ function isBase64(payload: Buffer, loose: boolean): boolean {
   for (let i = 0; i < end; i++) {
     const byte = payload[i]!;
     const ok =
-      (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || (byte >= 0x30 && byte <= 0x39) || byte === 0x2b || byte === 0x2f || byte === 0x3d || (loose && byte === 0x20);
+      (byte >= 0x41 && byte <= 0x5a) ||
+      (byte >= 0x61 && byte <= 0x7a) ||
+      (byte >= 0x30 && byte <= 0x39) ||
+      byte === 0x2b ||
+      byte === 0x2f ||
+      byte === 0x3d ||
+      (loose && byte === 0x20);
     if (!ok) return false;
   }
   return true;

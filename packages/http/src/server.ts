@@ -51,7 +51,9 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
         ? [408, 'Request Timeout', 'request_timeout', 'The request was not received in time.']
         : [400, 'Bad Request', 'parse_error', 'Malformed HTTP request.'];
   const body = JSON.stringify({ type: 'validation_error', code, detail, attr: null });
-  socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 /**

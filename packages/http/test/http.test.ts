@@ -76,11 +76,15 @@ describe('service app frame', () => {
 });
 
 describe('fast routes', () => {
-  const errors = { tooLarge: (detail: string) => new ApiError(413, 'validation_error', 'payload_too_large', detail), decoding: (detail: string) => ApiError.validation(detail) };
+  const errors = {
+    tooLarge: (detail: string) => new ApiError(413, 'validation_error', 'payload_too_large', detail),
+    decoding: (detail: string) => ApiError.validation(detail),
+  };
   const echo: FastRoute = (req, res) => {
     if (routePath(req.url) !== '/echo') return false;
     readBody(req, 16, errors).then(
-      (body) => (body.toString() === 'boom' ? sendError(req, res, new Error('secret internals'), silentLogger()) : sendJson(res, 201, { body: body.toString() })),
+      (body) =>
+        body.toString() === 'boom' ? sendError(req, res, new Error('secret internals'), silentLogger()) : sendJson(res, 201, { body: body.toString() }),
       (error: unknown) => sendError(req, res, error, silentLogger()),
     );
     return true;
@@ -128,7 +132,10 @@ describe('fast routes', () => {
 });
 
 describe('reading a body', () => {
-  const errors = { tooLarge: (detail: string) => new ApiError(413, 'validation_error', 'payload_too_large', detail), decoding: (detail: string) => ApiError.validation(detail) };
+  const errors = {
+    tooLarge: (detail: string) => new ApiError(413, 'validation_error', 'payload_too_large', detail),
+    decoding: (detail: string) => ApiError.validation(detail),
+  };
 
   /** A server whose every request's readBody outcome is recorded; `outcome` resolves with the next one. */
   async function recordingServer() {

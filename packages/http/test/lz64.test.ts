@@ -34,9 +34,7 @@ function lzString(input: string): Buffer | undefined {
 
 const utf16Units = fc.array(fc.integer({ min: 0, max: 0xffff }), { maxLength: 300 }).map((units) => String.fromCharCode(...units));
 /** Few distinct characters, so that long dictionary entries and the entry-being-defined code occur. */
-const repetitive = fc
-  .array(fc.constantFrom('a', 'b', 'é', '€', '😀', '\ud800', '\udc00', '\udbff\udfff'), { maxLength: 2000 })
-  .map((parts) => parts.join(''));
+const repetitive = fc.array(fc.constantFrom('a', 'b', 'é', '€', '😀', '\ud800', '\udc00', '\udbff\udfff'), { maxLength: 2000 }).map((parts) => parts.join(''));
 const texts = fc.oneof(fc.string({ unit: 'binary', maxLength: 300 }), fc.string({ unit: 'grapheme', maxLength: 300 }), utf16Units, repetitive);
 
 describe('the bounded lz64 decoder', () => {

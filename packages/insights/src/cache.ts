@@ -25,9 +25,13 @@ export async function dataVersion(ch: ClickHouse, teamId: number): Promise<strin
     ch.query('insights.eventsVersion', 'SELECT toString(max(inserted_at)) AS inserted, toString(count()) AS n FROM events WHERE team_id = {team:Int64}', {
       team: teamId,
     }),
-    ch.query('insights.overridesVersion', 'SELECT toString(max(version)) AS version, toString(count()) AS n FROM person_overrides WHERE team_id = {team:Int64}', {
-      team: teamId,
-    }),
+    ch.query(
+      'insights.overridesVersion',
+      'SELECT toString(max(version)) AS version, toString(count()) AS n FROM person_overrides WHERE team_id = {team:Int64}',
+      {
+        team: teamId,
+      },
+    ),
   ]);
   return stableJson([events[0] ?? null, overrides[0] ?? null]);
 }

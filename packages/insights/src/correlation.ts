@@ -89,7 +89,6 @@ export function parseCorrelationRequest(query: Record<string, unknown>, body: un
 
 /** The legacy fields of one request, however they arrived. */
 function parseCorrelationFields(fields: Fields): CorrelationInput {
-
   if (list(fields.actions, 'actions').length > 0) throw ApiError.validation('Plover has no actions: funnel steps must be events.', 'actions');
   const steps = parseEntities(fields.events, 'events');
   if (steps.length === 1) throw ApiError.validation('A funnel needs at least 2 steps.', 'events', 'min_length');
@@ -163,7 +162,11 @@ interface ConvertedQuery {
 }
 
 function correlationFields(fields: Fields): Fields {
-  return Object.fromEntries(Object.keys(CORRELATION_FIELDS).filter((key) => key in fields).map((key) => [key, fields[key]]));
+  return Object.fromEntries(
+    Object.keys(CORRELATION_FIELDS)
+      .filter((key) => key in fields)
+      .map((key) => [key, fields[key]]),
+  );
 }
 
 /** A legacy error attr renamed to the node's path. */
@@ -213,7 +216,9 @@ function funnelQueryFields(raw: unknown): ConvertedQuery {
   const filter = object(funnels.funnelsFilter, `${funnelsAttr}__funnelsFilter`) ?? {};
   Object.assign(fields, {
     events: list(funnels.series, `${funnelsAttr}__series`).map((item, index) => entityOf(item, `${funnelsAttr}__series__${index}`)),
-    exclusions: list(filter.exclusions, `${funnelsAttr}__funnelsFilter__exclusions`).map((item, index) => entityOf(item, `${funnelsAttr}__funnelsFilter__exclusions__${index}`)),
+    exclusions: list(filter.exclusions, `${funnelsAttr}__funnelsFilter__exclusions`).map((item, index) =>
+      entityOf(item, `${funnelsAttr}__funnelsFilter__exclusions__${index}`),
+    ),
     date_from: dateRange.date_from,
     date_to: dateRange.date_to,
     properties: funnels.properties,

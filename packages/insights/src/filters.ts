@@ -4,7 +4,22 @@
  * offending field, nested names joined by `__`; the first problem found is the one reported.
  */
 import { ApiError } from '@plover/core';
-import { bodyFields, choice, decode, describe, integer, invalidChoice, isAbsent, isObject, list, object, optionalString, required, tryJson, type Fields } from './fields';
+import {
+  bodyFields,
+  choice,
+  decode,
+  describe,
+  integer,
+  invalidChoice,
+  isAbsent,
+  isObject,
+  list,
+  object,
+  optionalString,
+  required,
+  tryJson,
+  type Fields,
+} from './fields';
 import { checkFormula } from './formula';
 import {
   DISPLAYS,
@@ -100,7 +115,11 @@ export function parseTrendsQuery(node: unknown, attr = 'query'): TrendsInput {
 export function parsePropertyFilters(raw: unknown, attr: string): PropertyGroup | null {
   const value = decode(raw, attr);
   if (isAbsent(value)) return null;
-  if (Array.isArray(value)) return nonEmptyGroup('AND', value.map((item, index) => propertyNode(item, `${attr}__${index}`)));
+  if (Array.isArray(value))
+    return nonEmptyGroup(
+      'AND',
+      value.map((item, index) => propertyNode(item, `${attr}__${index}`)),
+    );
   if (isObject(value) && isGroupShape(value)) return propertyGroup(value, attr);
   throw ApiError.validation('Must be a list of property filters or a property group.', attr);
 }
@@ -170,7 +189,10 @@ function date(raw: unknown, attr: string, isFrom: boolean): string | null {
   if (typeof raw === 'string' && (RELATIVE_DATE.test(raw) || RANGE_KEYWORDS.includes(raw) || (isFrom && raw === 'all') || isIsoDate(raw))) {
     return raw;
   }
-  throw ApiError.validation(`${describe(raw)} is not a valid date: use a relative date like -7d, dStart/wStart/mStart/yStart${isFrom ? ', all' : ''} or an ISO date.`, attr);
+  throw ApiError.validation(
+    `${describe(raw)} is not a valid date: use a relative date like -7d, dStart/wStart/mStart/yStart${isFrom ? ', all' : ''} or an ISO date.`,
+    attr,
+  );
 }
 
 /** An ISO date or date-time naming a real calendar day (`Date.parse` alone rolls 30 February over to March). */
@@ -296,7 +318,10 @@ function propertyGroup(fields: Fields, attr: string): PropertyGroup | null {
   const type = choice(fields.type, ['AND', 'OR'] as const, `${attr}__type`) ?? 'AND';
   if (isAbsent(fields.values)) throw required(`${attr}__values`);
   const values = list(fields.values, `${attr}__values`);
-  return nonEmptyGroup(type, values.map((item, index) => propertyNode(item, `${attr}__values__${index}`)));
+  return nonEmptyGroup(
+    type,
+    values.map((item, index) => propertyNode(item, `${attr}__values__${index}`)),
+  );
 }
 
 function nonEmptyGroup(type: PropertyGroup['type'], values: (PropertyGroup | PropertyFilter | null)[]): PropertyGroup | null {

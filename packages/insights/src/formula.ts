@@ -4,7 +4,11 @@
  */
 import { ApiError } from '@plover/core';
 
-type Node = { kind: 'number'; value: number } | { kind: 'series'; index: number } | { kind: 'binary'; op: string; left: Node; right: Node } | { kind: 'negate'; operand: Node };
+type Node =
+  | { kind: 'number'; value: number }
+  | { kind: 'series'; index: number }
+  | { kind: 'binary'; op: string; left: Node; right: Node }
+  | { kind: 'negate'; operand: Node };
 
 const TOKEN = /\s*(?:(\d+(?:\.\d+)?)|([A-Z])|([-+*/()]))/y;
 
@@ -85,7 +89,13 @@ const parsed = new Map<string, Node>();
 /** Validates a formula for `seriesCount` series: 400 on `attr` unless it parses and names only those series. */
 export function checkFormula(formula: string, seriesCount: number, attr = 'formula'): void {
   const uses = (node: Node): number[] =>
-    node.kind === 'series' ? [node.index] : node.kind === 'binary' ? [...uses(node.left), ...uses(node.right)] : node.kind === 'negate' ? uses(node.operand) : [];
+    node.kind === 'series'
+      ? [node.index]
+      : node.kind === 'binary'
+        ? [...uses(node.left), ...uses(node.right)]
+        : node.kind === 'negate'
+          ? uses(node.operand)
+          : [];
   let used: number[];
   try {
     used = uses(parse(formula));

@@ -66,7 +66,11 @@ async function statusCounts(ch: ClickHouse, input: TrendsInput, range: ResolvedR
   const last = range.buckets[range.buckets.length - 1]!;
   const before = formatWall(step(parseWall(range.from), range.interval, -1));
   const end = formatWall(step(parseWall(last), range.interval, 1) - 1000);
-  const events = q.sql(`${PERSON_ID_EXPRESSION} AS person, ${ordinalSql('e.timestamp', range.interval, q.timezone)} AS ordinal`, `${await q.where(before, end)} AND ${personful}`, '');
+  const events = q.sql(
+    `${PERSON_ID_EXPRESSION} AS person, ${ordinalSql('e.timestamp', range.interval, q.timezone)} AS ordinal`,
+    `${await q.where(before, end)} AND ${personful}`,
+    '',
+  );
   const created = q.sql(`${PERSON_ID_EXPRESSION} AS person, min(e.person_created_at) AS created_at`, `e.team_id = {teamId:Int64} AND ${personful}`, 'person');
   const sql = `SELECT pair.1 AS ordinal, pair.2 AS status, count() AS persons
     FROM (

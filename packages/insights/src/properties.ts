@@ -8,14 +8,7 @@ import { MATERIALIZED_PROPERTIES } from '@plover/clickhouse';
 import { ApiError } from '@plover/core';
 import { parseDateText } from '@plover/flags';
 import type { Params } from './params';
-import {
-  isPropertyGroup,
-  type InsightContext,
-  type JsonValue,
-  type PropertyFilter,
-  type PropertyGroup,
-  type PropertyType,
-} from './types';
+import { isPropertyGroup, type InsightContext, type JsonValue, type PropertyFilter, type PropertyGroup, type PropertyType } from './types';
 
 const GROUP_COLUMNS = ['group0_properties', 'group1_properties', 'group2_properties', 'group3_properties', 'group4_properties'] as const;
 
@@ -143,9 +136,7 @@ export async function propertiesCondition(group: PropertyGroup | null, params: P
   if (group === null || group.values.length === 0) return '1';
   const parts = await Promise.all(
     group.values.map((value, index) =>
-      isPropertyGroup(value)
-        ? propertiesCondition(value, params, scope, `${attr}__${index}`)
-        : filterCondition(value, params, scope, `${attr}__${index}`),
+      isPropertyGroup(value) ? propertiesCondition(value, params, scope, `${attr}__${index}`) : filterCondition(value, params, scope, `${attr}__${index}`),
     ),
   );
   return `(${parts.join(group.type === 'AND' ? ' AND ' : ' OR ')})`;

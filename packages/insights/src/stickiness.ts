@@ -13,7 +13,11 @@ async function activeIntervals(ch: ClickHouse, series: Series, input: TrendsInpu
   const groups = series.math === 'unique_group';
   const q = new SeriesQuery(series, input, ctx, !groups);
   const where = await q.where(range.from, range.to);
-  const perTarget = q.sql(`${q.counted()} AS target, uniqExact(${q.bucket(range.interval)}) AS intervals`, groups ? `${where} AND target != ''` : where, 'target');
+  const perTarget = q.sql(
+    `${q.counted()} AS target, uniqExact(${q.bucket(range.interval)}) AS intervals`,
+    groups ? `${where} AND target != ''` : where,
+    'target',
+  );
   const rows = await query(ch, 'insights.stickiness', `SELECT intervals, count() AS targets FROM (${perTarget}) GROUP BY intervals`, q.params);
   return new Map(rows.map((row) => [Number(row.intervals), Number(row.targets)]));
 }
@@ -41,7 +45,10 @@ export async function runStickiness(ch: ClickHouse, input: TrendsInput, ctx: Ins
   if (input.series.length === 0) return [];
   const range = await insightRange(ch, input, input.interval, ctx);
   const periods = input.compare
-    ? [{ range, label: 'current' as const }, { range: previousRange(range), label: 'previous' as const }]
+    ? [
+        { range, label: 'current' as const },
+        { range: previousRange(range), label: 'previous' as const },
+      ]
     : [{ range, label: undefined }];
   const results: StickinessSeriesResult[] = [];
   for (const series of input.series) {

@@ -244,7 +244,8 @@ async function computeSeries(ch: ClickHouse, series: Series, input: TrendsInput,
     if (input.breakdown !== null) {
       const ranked = await rankBreakdown(ch, q, input, range);
       values = ranked.other ? [...ranked.top, BREAKDOWN_OTHER] : ranked.top;
-      if (ranked.other) breakdown = `if(${breakdown} IN ${q.params.add(ranked.top, 'Array(String)')}, ${breakdown}, ${q.params.add(BREAKDOWN_OTHER, 'String')})`;
+      if (ranked.other)
+        breakdown = `if(${breakdown} IN ${q.params.add(ranked.top, 'Array(String)')}, ${breakdown}, ${q.params.add(BREAKDOWN_OTHER, 'String')})`;
     }
     if (totalValue) {
       // Active users over the whole range: the 7 or 30 days ending with its last day.
@@ -355,9 +356,18 @@ function withFormula(formula: string, input: TrendsInput, perSeries: Line[][]): 
     const line: Line = {
       series: formulaSeries,
       ...(value === undefined ? {} : { value }),
-      data: Array.from({ length: width }, (_, index) => evaluateFormula(formula, operands.map((operand) => operand?.data[index] ?? 0))),
+      data: Array.from({ length: width }, (_, index) =>
+        evaluateFormula(
+          formula,
+          operands.map((operand) => operand?.data[index] ?? 0),
+        ),
+      ),
     };
-    if (TOTAL_VALUE_DISPLAYS.includes(input.display)) line.aggregated = evaluateFormula(formula, operands.map((operand) => operand?.aggregated ?? 0));
+    if (TOTAL_VALUE_DISPLAYS.includes(input.display))
+      line.aggregated = evaluateFormula(
+        formula,
+        operands.map((operand) => operand?.aggregated ?? 0),
+      );
     return line;
   });
 }
@@ -402,7 +412,12 @@ export async function runTrends(ch: ClickHouse, input: TrendsInput, ctx: Insight
   }
   if (input.formula !== null) checkFormula(input.formula, input.series.length);
   const range = await insightRange(ch, input, input.interval, ctx);
-  const periods: Period[] = input.compare ? [{ range, compareLabel: 'current' }, { range: previousRange(range), compareLabel: 'previous' }] : [{ range }];
+  const periods: Period[] = input.compare
+    ? [
+        { range, compareLabel: 'current' },
+        { range: previousRange(range), compareLabel: 'previous' },
+      ]
+    : [{ range }];
   const results: TrendSeriesResult[] = [];
   for (const period of periods) {
     const perSeries: Line[][] = [];

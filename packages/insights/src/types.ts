@@ -10,23 +10,22 @@ export type Interval = 'minute' | 'hour' | 'day' | 'week' | 'month';
 export const INTERVALS: readonly Interval[] = ['minute', 'hour', 'day', 'week', 'month'];
 
 export type MathType =
-  | 'total'
-  | 'dau'
-  | 'weekly_active'
-  | 'monthly_active'
-  | 'unique_group'
-  | 'sum'
-  | 'avg'
-  | 'min'
-  | 'max'
-  | 'median'
-  | 'p75'
-  | 'p90'
-  | 'p95'
-  | 'p99';
+  'total' | 'dau' | 'weekly_active' | 'monthly_active' | 'unique_group' | 'sum' | 'avg' | 'min' | 'max' | 'median' | 'p75' | 'p90' | 'p95' | 'p99';
 export const MATH_TYPES: readonly MathType[] = [
-  'total', 'dau', 'weekly_active', 'monthly_active', 'unique_group',
-  'sum', 'avg', 'min', 'max', 'median', 'p75', 'p90', 'p95', 'p99',
+  'total',
+  'dau',
+  'weekly_active',
+  'monthly_active',
+  'unique_group',
+  'sum',
+  'avg',
+  'min',
+  'max',
+  'median',
+  'p75',
+  'p90',
+  'p95',
+  'p99',
 ];
 /** Math types that aggregate a numeric property and need `math_property`. */
 export const PROPERTY_MATH: readonly MathType[] = ['sum', 'avg', 'min', 'max', 'median', 'p75', 'p90', 'p95', 'p99'];
@@ -51,8 +50,23 @@ export type PropertyOperator =
   | 'in'
   | 'not_in';
 export const PROPERTY_OPERATORS: readonly PropertyOperator[] = [
-  'exact', 'is_not', 'icontains', 'not_icontains', 'regex', 'not_regex', 'gt', 'gte', 'lt', 'lte',
-  'is_set', 'is_not_set', 'is_date_before', 'is_date_after', 'is_date_exact', 'in', 'not_in',
+  'exact',
+  'is_not',
+  'icontains',
+  'not_icontains',
+  'regex',
+  'not_regex',
+  'gt',
+  'gte',
+  'lt',
+  'lte',
+  'is_set',
+  'is_not_set',
+  'is_date_before',
+  'is_date_after',
+  'is_date_exact',
+  'in',
+  'not_in',
 ];
 
 /**
@@ -121,8 +135,15 @@ export type Display =
   | 'WorldMap'
   | 'BoldNumber';
 export const DISPLAYS: readonly Display[] = [
-  'ActionsLineGraph', 'ActionsLineGraphCumulative', 'ActionsAreaGraph', 'ActionsBar', 'ActionsBarValue',
-  'ActionsPie', 'ActionsTable', 'WorldMap', 'BoldNumber',
+  'ActionsLineGraph',
+  'ActionsLineGraphCumulative',
+  'ActionsAreaGraph',
+  'ActionsBar',
+  'ActionsBarValue',
+  'ActionsPie',
+  'ActionsTable',
+  'WorldMap',
+  'BoldNumber',
 ];
 /** Displays that show one number per series over the whole range (`aggregated_value`, empty `data`). */
 export const TOTAL_VALUE_DISPLAYS: readonly Display[] = ['ActionsBarValue', 'ActionsPie', 'ActionsTable', 'WorldMap', 'BoldNumber'];

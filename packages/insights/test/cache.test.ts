@@ -137,7 +137,13 @@ describe('dataVersion on chDB', () => {
 
 describe('rangeKey', () => {
   it('keeps the timezone, start and last bucket, not the moving open end', () => {
-    const range = { timezone: 'Europe/Berlin', interval: 'day' as const, from: '2024-01-01 00:00:00', to: '2024-01-03 10:11:12', buckets: ['2024-01-01 00:00:00', '2024-01-02 00:00:00', '2024-01-03 00:00:00'] };
+    const range = {
+      timezone: 'Europe/Berlin',
+      interval: 'day' as const,
+      from: '2024-01-01 00:00:00',
+      to: '2024-01-03 10:11:12',
+      buckets: ['2024-01-01 00:00:00', '2024-01-02 00:00:00', '2024-01-03 00:00:00'],
+    };
     expect(rangeKey(range)).toEqual({ timezone: 'Europe/Berlin', from: '2024-01-01 00:00:00', lastBucket: '2024-01-03 00:00:00' });
     expect(rangeKey({ ...range, to: '2024-01-03 10:11:13' })).toEqual(rangeKey(range));
   });

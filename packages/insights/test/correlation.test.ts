@@ -26,7 +26,12 @@ function correlate(teamId: number, body: Record<string, unknown>, ctx = context(
 }
 
 const at = (hours: number) => T + hours * HOUR;
-const ev = (distinctId: string, event: string, hours: number, properties: Record<string, JsonValue> = {}): DatasetEvent => ({ distinctId, event, properties, timestamp: at(hours) });
+const ev = (distinctId: string, event: string, hours: number, properties: Record<string, JsonValue> = {}): DatasetEvent => ({
+  distinctId,
+  event,
+  properties,
+  timestamp: at(hours),
+});
 
 /** An entry as the response shows it. */
 function entry(name: string, success: number, failure: number, oddsRatio: number): CorrelationResult['events'][number] {
@@ -39,7 +44,14 @@ function entry(name: string, success: number, failure: number, oddsRatio: number
   };
 }
 
-const FUNNEL = { events: [{ id: 'signup', order: 0 }, { id: 'purchase', order: 1 }], date_from: '-7d', funnel_window_days: 1 };
+const FUNNEL = {
+  events: [
+    { id: 'signup', order: 0 },
+    { id: 'purchase', order: 1 },
+  ],
+  date_from: '-7d',
+  funnel_window_days: 1,
+};
 
 /**
  * Funnel signup → purchase within a day. u5 signed up anonymously (anon5) and was merged into u5 before
@@ -128,7 +140,10 @@ describe('funnel correlation on a hand-computed funnel', () => {
     expect(await correlate(teamId, { ...properties, funnel_correlation_names: ['plan', 'age'] })).toEqual({ events: expected, skewed: false });
     // Ingestion also stores $creator_event_uuid on every person.
     const creator = '$creator_event_uuid';
-    expect(await correlate(teamId, { ...properties, funnel_correlation_names: ['$all'], funnel_correlation_exclude_names: [creator] })).toEqual({ events: expected, skewed: false });
+    expect(await correlate(teamId, { ...properties, funnel_correlation_names: ['$all'], funnel_correlation_exclude_names: [creator] })).toEqual({
+      events: expected,
+      skewed: false,
+    });
     expect(await correlate(teamId, { ...properties, funnel_correlation_names: '["$all"]', funnel_correlation_exclude_names: [creator, 'age'] })).toEqual({
       events: [expected[1], expected[2]],
       skewed: false,
@@ -145,12 +160,22 @@ describe('funnel correlation on a hand-computed funnel', () => {
   it('keeps SQL in names, keys and values inert', async () => {
     const events = await countEvents(ingestion.clickhouse, teamId);
     const nasty = ["plan') OR 1=1 --", "x'; DROP TABLE events; --", '`plan`', '\\', '{p0:String}'];
-    expect(await correlate(teamId, { ...FUNNEL, funnel_correlation_type: 'properties', funnel_correlation_names: [...nasty, 'plan'], funnel_correlation_exclude_names: nasty })).toEqual({
+    expect(
+      await correlate(teamId, {
+        ...FUNNEL,
+        funnel_correlation_type: 'properties',
+        funnel_correlation_names: [...nasty, 'plan'],
+        funnel_correlation_exclude_names: nasty,
+      }),
+    ).toEqual({
       events: [entry('plan::pro', 2, 1, 9 / 4), entry('plan::free', 1, 1, 1)],
       skewed: false,
     });
     expect(await correlate(teamId, { ...FUNNEL, funnel_correlation_exclude_event_names: nasty })).toEqual(await correlate(teamId, FUNNEL));
-    expect(await correlate(teamId, { ...FUNNEL, funnel_correlation_type: 'event_with_properties', funnel_correlation_event_names: nasty })).toEqual({ events: [], skewed: false });
+    expect(await correlate(teamId, { ...FUNNEL, funnel_correlation_type: 'event_with_properties', funnel_correlation_event_names: nasty })).toEqual({
+      events: [],
+      skewed: false,
+    });
     for (const key of nasty) {
       const steps = [{ id: 'signup', properties: [{ key, value: key, type: 'event' }] }, { id: `purchase${key}` }];
       expect(await correlate(teamId, { ...FUNNEL, events: steps })).toEqual({ events: [], skewed: true });
@@ -165,7 +190,12 @@ describe('funnel correlation on a hand-computed funnel', () => {
 
 describe('funnel correlation totals and ranking', () => {
   it('flags skewed totals, and answers one-sided totals with nothing', async () => {
-    const successes = Array.from({ length: 11 }, (_, i) => [ev(`s${i}`, 'signup', 0), ev(`s${i}`, 'y', 0.5), ev(`s${i}`, 'purchase', 1), ev(`s${i}`, 'x', 2)]).flat();
+    const successes = Array.from({ length: 11 }, (_, i) => [
+      ev(`s${i}`, 'signup', 0),
+      ev(`s${i}`, 'y', 0.5),
+      ev(`s${i}`, 'purchase', 1),
+      ev(`s${i}`, 'x', 2),
+    ]).flat();
     const { teamId } = await ingestion.ingest({ beforeMerges: [...successes, ev('f', 'signup', 0), ev('f', 'y', 0.5)], merges: [], afterMerges: [] });
     // S = 11, F = 1; y: vs 11, vf 1 → (12·1)/(1·2). x comes after converting.
     expect(await correlate(teamId, FUNNEL)).toEqual({ events: [entry('y', 11, 1, 6)], skewed: true });
@@ -193,7 +223,9 @@ describe('funnel correlation totals and ranking', () => {
       });
     // pair: (2·30)/(30·2) = 1, a failure ranked after every f.
     expect(await correlate(teamId, FUNNEL)).toEqual({ events: [...top('s'), ...top('f')], skewed: false });
-    expect(await correlate(teamId, { ...FUNNEL, funnel_correlation_exclude_event_names: ['f03', 'f04', 'f05', 'f06', 'f07', 'f08', 'f09', 'f10', 'f11', 'f12'] })).toEqual({
+    expect(
+      await correlate(teamId, { ...FUNNEL, funnel_correlation_exclude_event_names: ['f03', 'f04', 'f05', 'f06', 'f07', 'f08', 'f09', 'f10', 'f11', 'f12'] }),
+    ).toEqual({
       events: [...top('s'), entry('f02', 0, 3, ratio(0, 3)), entry('f01', 0, 2, ratio(0, 2)), entry('pair', 1, 1, 1)],
       skewed: false,
     });
@@ -214,7 +246,13 @@ describe('parseCorrelationRequest', () => {
 
   it('reads the legacy fields, from the query string too', () => {
     const input = parseCorrelationRequest(
-      { events: JSON.stringify(FUNNEL.events), funnel_window_interval: '3', funnel_window_interval_unit: 'hour', funnel_correlation_type: 'properties', funnel_correlation_names: '["$all"]' },
+      {
+        events: JSON.stringify(FUNNEL.events),
+        funnel_window_interval: '3',
+        funnel_window_interval_unit: 'hour',
+        funnel_correlation_type: 'properties',
+        funnel_correlation_names: '["$all"]',
+      },
       { date_from: '-30d', exclusions: [{ id: 'help', order: 5, properties: [{ key: 'a', value: 1 }] }] },
     );
     expect(input).toMatchObject({
@@ -299,13 +337,27 @@ const datasetArb: fc.Arbitrary<Dataset> = fc
       if (raw.n !== null) properties.n = raw.n;
       if (raw.tier !== null) properties.$set = { tier: raw.tier };
       // Distinct milliseconds: no two events tie, so the entering event is never ambiguous.
-      return { distinctId: raw.anonymous && persons[person]!.merged ? `anon-${person}` : `user-${person}`, event: raw.event, properties, timestamp: minute(person, raw.minutes) + index };
+      return {
+        distinctId: raw.anonymous && persons[person]!.merged ? `anon-${person}` : `user-${person}`,
+        event: raw.event,
+        properties,
+        timestamp: minute(person, raw.minutes) + index,
+      };
     };
     const indexed = events.map((raw, index) => ({ raw, index }));
     return {
       beforeMerges: indexed.filter(({ raw }) => !raw.afterMerges).map(({ raw, index }) => toEvent(raw, index)),
       merges: persons.flatMap(({ merged }, person) =>
-        merged ? [{ distinctId: `user-${person}`, event: '$identify', properties: { $anon_distinct_id: `anon-${person}` }, timestamp: minute(person, mergeMinutes) + 500 }] : [],
+        merged
+          ? [
+              {
+                distinctId: `user-${person}`,
+                event: '$identify',
+                properties: { $anon_distinct_id: `anon-${person}` },
+                timestamp: minute(person, mergeMinutes) + 500,
+              },
+            ]
+          : [],
       ),
       afterMerges: indexed.filter(({ raw }) => raw.afterMerges).map(({ raw, index }) => toEvent(raw, index)),
     };
@@ -343,7 +395,11 @@ const requestArb: fc.Arbitrary<Record<string, unknown>> = fc
     const last = steps.length - 1;
     const from = exclusion === null ? 0 : exclusion.from % last;
     return {
-      events: steps.map(({ id, filtered }) => ({ id, type: 'events', properties: filtered === true ? [{ key: 'plan', value: 'pro', type: 'event', operator: 'exact' }] : [] })),
+      events: steps.map(({ id, filtered }) => ({
+        id,
+        type: 'events',
+        properties: filtered === true ? [{ key: 'plan', value: 'pro', type: 'event', operator: 'exact' }] : [],
+      })),
       ...window,
       ...(exclusion === null ? {} : { exclusions: [{ id: exclusion.id, funnel_from_step: from, funnel_to_step: from + 1 + (exclusion.to % (last - from)) }] }),
       ...(properties === null ? {} : { properties: [properties] }),
@@ -365,16 +421,21 @@ describe('funnel correlation against the TypeScript reference', () => {
   it('gives the reference counts, odds ratios, order and skew', async () => {
     let informative = 0;
     await fc.assert(
-      fc.asyncProperty(datasetArb, fc.array(requestArb, { minLength: REQUESTS, maxLength: REQUESTS }), fc.constantFrom('UTC', 'Europe/Berlin', 'America/New_York'), async (dataset, requests, timezone) => {
-        const { teamId, events } = await ingestion.ingest(dataset);
-        const ctx = context(teamId, timezone, new Date(START + 2 * DAY + 5 * HOUR));
-        for (const request of requests) {
-          const input = parseCorrelationRequest({}, request);
-          const actual = await runFunnelCorrelation(ingestion.clickhouse, input, ctx);
-          expect(actual).toEqual(referenceCorrelation(input, { timezone, now: ctx.now, cohorts: new Map() }, events));
-          if (actual.events.length > 0) informative += 1;
-        }
-      }),
+      fc.asyncProperty(
+        datasetArb,
+        fc.array(requestArb, { minLength: REQUESTS, maxLength: REQUESTS }),
+        fc.constantFrom('UTC', 'Europe/Berlin', 'America/New_York'),
+        async (dataset, requests, timezone) => {
+          const { teamId, events } = await ingestion.ingest(dataset);
+          const ctx = context(teamId, timezone, new Date(START + 2 * DAY + 5 * HOUR));
+          for (const request of requests) {
+            const input = parseCorrelationRequest({}, request);
+            const actual = await runFunnelCorrelation(ingestion.clickhouse, input, ctx);
+            expect(actual).toEqual(referenceCorrelation(input, { timezone, now: ctx.now, cohorts: new Map() }, events));
+            if (actual.events.length > 0) informative += 1;
+          }
+        },
+      ),
       // Every run ingests for real, so a counterexample is reported as found rather than shrunk for many minutes.
       { numRuns: RUNS, endOnFailure: true },
     );
@@ -399,7 +460,12 @@ function funnelsQuery(legacy: Fields): Fields {
     funnelsFilter: {
       funnelWindowInterval: days ?? legacy.funnel_window_interval,
       funnelWindowIntervalUnit: days === undefined ? legacy.funnel_window_interval_unit : 'day',
-      exclusions: ((legacy.exclusions ?? []) as Fields[]).map((x) => ({ kind: 'EventsNode', event: x.id, funnelFromStep: x.funnel_from_step, funnelToStep: x.funnel_to_step })),
+      exclusions: ((legacy.exclusions ?? []) as Fields[]).map((x) => ({
+        kind: 'EventsNode',
+        event: x.id,
+        funnelFromStep: x.funnel_from_step,
+        funnelToStep: x.funnel_to_step,
+      })),
     },
     breakdownFilter: { breakdown: 'plan', breakdown_type: 'event' },
   };
@@ -460,7 +526,12 @@ describe('funnel correlation from a query node', () => {
 
   it('names the field inside the node when refusing it', () => {
     const funnel = funnelsQuery(FUNNEL) as Fields & { series: Fields[] };
-    const wrapped = (source: Fields, rest: Fields = {}) => ({ kind: 'FunnelCorrelationQuery', source: { kind: 'FunnelsActorsQuery', source }, funnelCorrelationType: 'events', ...rest });
+    const wrapped = (source: Fields, rest: Fields = {}) => ({
+      kind: 'FunnelCorrelationQuery',
+      source: { kind: 'FunnelsActorsQuery', source },
+      funnelCorrelationType: 'events',
+      ...rest,
+    });
     const refusal = (body: Fields) => {
       try {
         parseCorrelationRequest({}, body);
@@ -470,10 +541,19 @@ describe('funnel correlation from a query node', () => {
       return 'accepted';
     };
     expect(refusal({ query: { ...funnel, series: funnel.series.slice(0, 1) } })).toEqual({ status: 400, attr: 'query__series' });
-    expect(refusal({ query: { ...funnel, series: [{ kind: 'EventsNode', event: 3 }, ...funnel.series] } })).toEqual({ status: 400, attr: 'query__series__0__event' });
+    expect(refusal({ query: { ...funnel, series: [{ kind: 'EventsNode', event: 3 }, ...funnel.series] } })).toEqual({
+      status: 400,
+      attr: 'query__series__0__event',
+    });
     expect(refusal({ query: { ...funnel, dateRange: { date_from: 7 } } })).toEqual({ status: 400, attr: 'query__dateRange__date_from' });
-    expect(refusal({ query: { ...funnel, funnelsFilter: { funnelWindowInterval: 0 } } })).toEqual({ status: 400, attr: 'query__funnelsFilter__funnelWindowInterval' });
-    expect(refusal({ query: { ...funnel, funnelsFilter: { funnelOrderType: 'strict' } } })).toEqual({ status: 400, attr: 'query__funnelsFilter__funnelOrderType' });
+    expect(refusal({ query: { ...funnel, funnelsFilter: { funnelWindowInterval: 0 } } })).toEqual({
+      status: 400,
+      attr: 'query__funnelsFilter__funnelWindowInterval',
+    });
+    expect(refusal({ query: { ...funnel, funnelsFilter: { funnelOrderType: 'strict' } } })).toEqual({
+      status: 400,
+      attr: 'query__funnelsFilter__funnelOrderType',
+    });
     expect(refusal({ query: wrapped({ ...funnel, funnelsFilter: { exclusions: [{ kind: 'EventsNode', event: 'signup' }] } }) })).toEqual({
       status: 400,
       attr: 'query__source__source__funnelsFilter__exclusions__0__event',

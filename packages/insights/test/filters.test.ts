@@ -74,8 +74,24 @@ const twins: [string, Fields][] = [
   ['one event, defaults', { events: [pageview] }],
   ['all events', { events: [{ id: null, type: 'events', order: 0 }] }],
   ['name and custom name', { events: [{ ...pageview, name: 'Page views', custom_name: 'Views' }] }],
-  ['entities sorted by order', { events: [{ ...signup, order: 1 }, { ...pageview, order: 0 }] }],
-  ['entities without order keep their position', { events: [{ id: 'b', type: 'events' }, { id: 'a', type: 'events' }] }],
+  [
+    'entities sorted by order',
+    {
+      events: [
+        { ...signup, order: 1 },
+        { ...pageview, order: 0 },
+      ],
+    },
+  ],
+  [
+    'entities without order keep their position',
+    {
+      events: [
+        { id: 'b', type: 'events' },
+        { id: 'a', type: 'events' },
+      ],
+    },
+  ],
   ...every(MATH_TYPES, (math) => [
     `math ${math}`,
     {
@@ -90,10 +106,28 @@ const twins: [string, Fields][] = [
     },
   ]),
   ['math_property ignored for total', { events: [{ ...pageview, math: 'total', math_property: 'stale', math_group_type_index: 1 }] }],
-  ...every(['-7d', '-24h', '-2w', '-3m', '-1q', '-1y', '-30M', '7d', 'dStart', 'wStart', 'mStart', 'yStart', 'all', '2025-01-01', '2025-01-01T10:00:00Z', '2025-01-01 10:00', '2025-01-01T10:00:00.5+02:00'], (from) => [
-    `date_from ${from}`,
-    { events: [pageview], date_from: from },
-  ]),
+  ...every(
+    [
+      '-7d',
+      '-24h',
+      '-2w',
+      '-3m',
+      '-1q',
+      '-1y',
+      '-30M',
+      '7d',
+      'dStart',
+      'wStart',
+      'mStart',
+      'yStart',
+      'all',
+      '2025-01-01',
+      '2025-01-01T10:00:00Z',
+      '2025-01-01 10:00',
+      '2025-01-01T10:00:00.5+02:00',
+    ],
+    (from) => [`date_from ${from}`, { events: [pageview], date_from: from }],
+  ),
   ...every(['-1d', 'dStart', '2025-02-28', '2025-02-28T23:59:59'], (to) => [`date_to ${to}`, { events: [pageview], date_from: '2025-01-01', date_to: to }]),
   ...every(INTERVALS, (interval) => [`interval ${interval}`, { events: [pageview], interval }]),
   ...every(DISPLAYS, (display) => [`display ${display}`, { events: [pageview], display }]),
@@ -106,47 +140,70 @@ const twins: [string, Fields][] = [
   ['formula with numbers and parentheses', { events: [pageview, signup, purchase], formula: '(A - B) * 100 / -C + 0.5' }],
   ['event, person, group and cohort filters', { events: [pageview], properties: [chrome, corp, enterprise, inCohort] }],
   ['not in cohort', { events: [pageview], properties: [{ ...inCohort, operator: 'not_in' }] }],
-  ['every value operator', {
-    events: [pageview],
-    properties: [
-      { key: 'a', value: 'x', operator: 'is_not' },
-      { key: 'b', value: 'x', operator: 'not_icontains' },
-      { key: 'c', value: '^x', operator: 'regex' },
-      { key: 'd', value: 'x$', operator: 'not_regex' },
-      { key: 'e', value: 1, operator: 'gt' },
-      { key: 'f', value: '2.5', operator: 'gte' },
-      { key: 'g', value: -3, operator: 'lt' },
-      { key: 'h', value: 4, operator: 'lte' },
-      { key: 'i', operator: 'is_set', value: 'is_set' },
-      { key: 'j', operator: 'is_not_set' },
-      { key: 'k', value: '2025-01-01', operator: 'is_date_before' },
-      { key: 'l', value: '-7d', operator: 'is_date_after' },
-      { key: 'm', value: '2025-01-01T00:00:00Z', operator: 'is_date_exact' },
-      { key: 'n', value: true },
-    ],
-  }],
-  ['nested AND/OR groups', {
-    events: [pageview],
-    properties: { type: 'OR', values: [{ type: 'AND', values: [chrome, corp] }, { type: 'AND', values: [inCohort, { type: 'OR', values: [enterprise] }] }] },
-  }],
-  ['series filters', { events: [{ ...pageview, properties: [chrome] }, { ...signup, properties: { type: 'AND', values: [{ type: 'OR', values: [corp, inCohort] }] } }] }],
-  ['everything at once', {
-    events: [
-      { ...signup, order: 1, math: 'dau', custom_name: 'Signups', properties: [corp] },
-      { ...pageview, order: 0, math: 'p95', math_property: '$session_duration' },
-    ],
-    insight: 'TRENDS',
-    date_from: '-30d',
-    date_to: '-1d',
-    interval: 'week',
-    display: 'ActionsBar',
-    breakdown: 'plan',
-    breakdown_type: 'person',
-    breakdown_limit: 10,
-    compare: true,
-    formula: 'B/A',
-    properties: { type: 'AND', values: [{ type: 'OR', values: [chrome, inCohort] }] },
-  }],
+  [
+    'every value operator',
+    {
+      events: [pageview],
+      properties: [
+        { key: 'a', value: 'x', operator: 'is_not' },
+        { key: 'b', value: 'x', operator: 'not_icontains' },
+        { key: 'c', value: '^x', operator: 'regex' },
+        { key: 'd', value: 'x$', operator: 'not_regex' },
+        { key: 'e', value: 1, operator: 'gt' },
+        { key: 'f', value: '2.5', operator: 'gte' },
+        { key: 'g', value: -3, operator: 'lt' },
+        { key: 'h', value: 4, operator: 'lte' },
+        { key: 'i', operator: 'is_set', value: 'is_set' },
+        { key: 'j', operator: 'is_not_set' },
+        { key: 'k', value: '2025-01-01', operator: 'is_date_before' },
+        { key: 'l', value: '-7d', operator: 'is_date_after' },
+        { key: 'm', value: '2025-01-01T00:00:00Z', operator: 'is_date_exact' },
+        { key: 'n', value: true },
+      ],
+    },
+  ],
+  [
+    'nested AND/OR groups',
+    {
+      events: [pageview],
+      properties: {
+        type: 'OR',
+        values: [
+          { type: 'AND', values: [chrome, corp] },
+          { type: 'AND', values: [inCohort, { type: 'OR', values: [enterprise] }] },
+        ],
+      },
+    },
+  ],
+  [
+    'series filters',
+    {
+      events: [
+        { ...pageview, properties: [chrome] },
+        { ...signup, properties: { type: 'AND', values: [{ type: 'OR', values: [corp, inCohort] }] } },
+      ],
+    },
+  ],
+  [
+    'everything at once',
+    {
+      events: [
+        { ...signup, order: 1, math: 'dau', custom_name: 'Signups', properties: [corp] },
+        { ...pageview, order: 0, math: 'p95', math_property: '$session_duration' },
+      ],
+      insight: 'TRENDS',
+      date_from: '-30d',
+      date_to: '-1d',
+      interval: 'week',
+      display: 'ActionsBar',
+      breakdown: 'plan',
+      breakdown_type: 'person',
+      breakdown_limit: 10,
+      compare: true,
+      formula: 'B/A',
+      properties: { type: 'AND', values: [{ type: 'OR', values: [chrome, inCohort] }] },
+    },
+  ],
 ];
 
 describe('legacy filter and TrendsQuery twins', () => {
@@ -211,7 +268,16 @@ describe('parseTrendsRequest', () => {
           mathGroupTypeIndex: null,
           properties: { type: 'AND', values: [{ type: 'event', key: 'x', operator: 'is_set' }] },
         },
-        { event: 'signed up', name: 'signed up', customName: 'Companies', order: 1, math: 'unique_group', mathProperty: null, mathGroupTypeIndex: 1, properties: null },
+        {
+          event: 'signed up',
+          name: 'signed up',
+          customName: 'Companies',
+          order: 1,
+          math: 'unique_group',
+          mathProperty: null,
+          mathGroupTypeIndex: 1,
+          properties: null,
+        },
       ],
       dateFrom: '-14d',
       dateTo: null,
@@ -265,7 +331,10 @@ describe('parseTrendsRequest', () => {
   });
 
   test('blank query-string values count as absent', () => {
-    const input = parseTrendsRequest({ events: JSON.stringify([pageview]), date_from: '', interval: '', breakdown: '', formula: '', compare: '', actions: '[]' }, undefined);
+    const input = parseTrendsRequest(
+      { events: JSON.stringify([pageview]), date_from: '', interval: '', breakdown: '', formula: '', compare: '', actions: '[]' },
+      undefined,
+    );
     expect(input).toMatchObject({ dateFrom: null, interval: 'day', breakdown: null, formula: null, compare: false });
   });
 
@@ -286,7 +355,10 @@ describe('parseTrendsRequest', () => {
   });
 
   test('TrendsQuery: formulas[0] stands in for formula', () => {
-    const series = [{ kind: 'EventsNode', event: 'a' }, { kind: 'EventsNode', event: 'b' }];
+    const series = [
+      { kind: 'EventsNode', event: 'a' },
+      { kind: 'EventsNode', event: 'b' },
+    ];
     expect(parseTrendsQuery({ kind: 'TrendsQuery', series, trendsFilter: { formulas: ['A-B'] } }).formula).toBe('A-B');
     expect(parseTrendsQuery({ kind: 'TrendsQuery', series, trendsFilter: { formula: 'A+B', formulas: ['A-B', 'B'] } }).formula).toBe('A+B');
   });
@@ -294,15 +366,7 @@ describe('parseTrendsRequest', () => {
 
 describe('parseEntities', () => {
   test('sorts stably by order; an entity without one sorts at its position', () => {
-    const series = parseEntities(
-      [
-        { id: 'two', order: 2 },
-        { id: 'at-one' },
-        { id: 'zero', order: 0 },
-        { id: 'also-zero', order: '0' },
-      ],
-      'events',
-    );
+    const series = parseEntities([{ id: 'two', order: 2 }, { id: 'at-one' }, { id: 'zero', order: 0 }, { id: 'also-zero', order: '0' }], 'events');
     expect(series.map((entry) => [entry.event, entry.order])).toEqual([
       ['zero', 0],
       ['also-zero', 1],
@@ -331,7 +395,16 @@ describe('parsePropertyFilters', () => {
   );
 
   test('defaults: event type, exact operator, cohort in', () => {
-    expect(parsePropertyFilters([{ key: '$browser', value: 'Chrome' }, { key: 'id', value: '12', type: 'cohort' }, { value: 3, type: 'cohort', operator: 'not_in' }], 'p')).toEqual({
+    expect(
+      parsePropertyFilters(
+        [
+          { key: '$browser', value: 'Chrome' },
+          { key: 'id', value: '12', type: 'cohort' },
+          { value: 3, type: 'cohort', operator: 'not_in' },
+        ],
+        'p',
+      ),
+    ).toEqual({
       type: 'AND',
       values: [
         { type: 'event', key: '$browser', operator: 'exact', value: 'Chrome' },
@@ -342,7 +415,15 @@ describe('parsePropertyFilters', () => {
   });
 
   test('is_set and is_not_set carry no value', () => {
-    expect(parsePropertyFilters([{ key: 'a', operator: 'is_set', value: 'is_set' }, { key: 'b', operator: 'is_not_set' }], 'p')).toEqual({
+    expect(
+      parsePropertyFilters(
+        [
+          { key: 'a', operator: 'is_set', value: 'is_set' },
+          { key: 'b', operator: 'is_not_set' },
+        ],
+        'p',
+      ),
+    ).toEqual({
       type: 'AND',
       values: [
         { type: 'event', key: 'a', operator: 'is_set' },
@@ -352,7 +433,13 @@ describe('parsePropertyFilters', () => {
   });
 
   test('nested groups keep their shape; empty branches are dropped', () => {
-    const raw = JSON.stringify({ type: 'OR', values: [{ type: 'AND', values: [] }, { type: 'AND', values: [chrome, { type: 'OR', values: [corp] }] }] });
+    const raw = JSON.stringify({
+      type: 'OR',
+      values: [
+        { type: 'AND', values: [] },
+        { type: 'AND', values: [chrome, { type: 'OR', values: [corp] }] },
+      ],
+    });
     expect(parsePropertyFilters(raw, 'p')).toEqual({
       type: 'OR',
       values: [
@@ -369,7 +456,10 @@ describe('parsePropertyFilters', () => {
 
   test('keys may hold any characters (values are bound downstream)', () => {
     const key = "x' OR 1=1; DROP TABLE events; -- \u00e9\n`";
-    expect(parsePropertyFilters([{ key, value: "'); --" }], 'p')).toEqual({ type: 'AND', values: [{ type: 'event', key, operator: 'exact', value: "'); --" }] });
+    expect(parsePropertyFilters([{ key, value: "'); --" }], 'p')).toEqual({
+      type: 'AND',
+      values: [{ type: 'event', key, operator: 'exact', value: "'); --" }],
+    });
   });
 });
 
@@ -403,14 +493,38 @@ const legacyErrors: [string, Fields, ErrorCase][] = [
   ['entity custom_name not a string', { events: [{ id: 'x', custom_name: {} }] }, { code: 'invalid_input', attr: 'events__0__custom_name' }],
   ['unknown math', { events: [{ id: 'x', math: 'unique_session' }] }, { code: 'invalid_choice', attr: 'events__0__math' }],
   ['hogql math', { events: [{ id: 'x', math: 'hogql', math_hogql: 'count()' }] }, { code: 'invalid_choice', attr: 'events__0__math', detail: /not supported/ }],
-  ['error in the second entity (request position)', { events: [pageview, { id: 'x', order: -1, math: 'bogus' }] }, { code: 'invalid_choice', attr: 'events__1__math' }],
-  ...PROPERTY_MATH.map((math): [string, Fields, ErrorCase] => [`${math} without math_property`, { events: [{ id: 'x', math }] }, { code: 'required', attr: 'events__0__math_property' }]),
+  [
+    'error in the second entity (request position)',
+    { events: [pageview, { id: 'x', order: -1, math: 'bogus' }] },
+    { code: 'invalid_choice', attr: 'events__1__math' },
+  ],
+  ...PROPERTY_MATH.map((math): [string, Fields, ErrorCase] => [
+    `${math} without math_property`,
+    { events: [{ id: 'x', math }] },
+    { code: 'required', attr: 'events__0__math_property' },
+  ]),
   ['math_property not a string', { events: [{ id: 'x', math: 'sum', math_property: 5 }] }, { code: 'invalid_input', attr: 'events__0__math_property' }],
   ['unique_group without index', { events: [{ id: 'x', math: 'unique_group' }] }, { code: 'required', attr: 'events__0__math_group_type_index' }],
-  ['unique_group index 5', { events: [{ id: 'x', math: 'unique_group', math_group_type_index: 5 }] }, { code: 'invalid_input', attr: 'events__0__math_group_type_index' }],
-  ['unique_group index -1', { events: [{ id: 'x', math: 'unique_group', math_group_type_index: -1 }] }, { code: 'invalid_input', attr: 'events__0__math_group_type_index' }],
-  ['unique_group index 1.5', { events: [{ id: 'x', math: 'unique_group', math_group_type_index: 1.5 }] }, { code: 'invalid_input', attr: 'events__0__math_group_type_index' }],
-  ['entity filter error', { events: [{ id: 'x', properties: [{ key: 'a', value: 1, operator: 'like' }] }] }, { code: 'invalid_choice', attr: 'events__0__properties__0__operator' }],
+  [
+    'unique_group index 5',
+    { events: [{ id: 'x', math: 'unique_group', math_group_type_index: 5 }] },
+    { code: 'invalid_input', attr: 'events__0__math_group_type_index' },
+  ],
+  [
+    'unique_group index -1',
+    { events: [{ id: 'x', math: 'unique_group', math_group_type_index: -1 }] },
+    { code: 'invalid_input', attr: 'events__0__math_group_type_index' },
+  ],
+  [
+    'unique_group index 1.5',
+    { events: [{ id: 'x', math: 'unique_group', math_group_type_index: 1.5 }] },
+    { code: 'invalid_input', attr: 'events__0__math_group_type_index' },
+  ],
+  [
+    'entity filter error',
+    { events: [{ id: 'x', properties: [{ key: 'a', value: 1, operator: 'like' }] }] },
+    { code: 'invalid_choice', attr: 'events__0__properties__0__operator' },
+  ],
   ['actions', { events: [pageview], actions: [{ id: 12, type: 'actions' }] }, { code: 'invalid_input', attr: 'actions', detail: /Action 12 does not exist/ }],
   ['actions as JSON text', { actions: '[{"id": 4}]' }, { code: 'invalid_input', attr: 'actions', detail: /does not exist/ }],
   ['actions malformed JSON', { events: [pageview], actions: '[{' }, { code: 'invalid_input', attr: 'actions' }],
@@ -425,7 +539,11 @@ const legacyErrors: [string, Fields, ErrorCase][] = [
   ['interval year', { events: [pageview], interval: 'year' }, { code: 'invalid_choice', attr: 'interval' }],
   ['interval Day (case)', { events: [pageview], interval: 'Day' }, { code: 'invalid_choice', attr: 'interval' }],
   ['display unknown', { events: [pageview], display: 'FunnelViz' }, { code: 'invalid_choice', attr: 'display' }],
-  ['cohort breakdown list', { events: [pageview], breakdown: [1, 2], breakdown_type: 'cohort' }, { code: 'invalid_input', attr: 'breakdown', detail: /not supported/ }],
+  [
+    'cohort breakdown list',
+    { events: [pageview], breakdown: [1, 2], breakdown_type: 'cohort' },
+    { code: 'invalid_input', attr: 'breakdown', detail: /not supported/ },
+  ],
   ['cohort breakdown list as text', { events: [pageview], breakdown: '[3]' }, { code: 'invalid_input', attr: 'breakdown' }],
   ['numeric breakdown', { events: [pageview], breakdown: 3 }, { code: 'invalid_input', attr: 'breakdown', bodyOnly: true }],
   ...['cohort', 'session', 'hogql', 'data_warehouse'].map((type): [string, Fields, ErrorCase] => [
@@ -434,7 +552,11 @@ const legacyErrors: [string, Fields, ErrorCase][] = [
     { code: 'invalid_choice', attr: 'breakdown_type' },
   ]),
   ['group breakdown without index', { events: [pageview], breakdown: 'x', breakdown_type: 'group' }, { code: 'required', attr: 'breakdown_group_type_index' }],
-  ['group breakdown index 7', { events: [pageview], breakdown: 'x', breakdown_type: 'group', breakdown_group_type_index: 7 }, { code: 'invalid_input', attr: 'breakdown_group_type_index' }],
+  [
+    'group breakdown index 7',
+    { events: [pageview], breakdown: 'x', breakdown_type: 'group', breakdown_group_type_index: 7 },
+    { code: 'invalid_input', attr: 'breakdown_group_type_index' },
+  ],
   ...[0, -1, 1001, 2.5, 'ten'].map((limit): [string, Fields, ErrorCase] => [
     `breakdown_limit ${limit}`,
     { events: [pageview], breakdown: 'x', breakdown_limit: limit },
@@ -461,40 +583,88 @@ const legacyErrors: [string, Fields, ErrorCase][] = [
   ['filter without key', { events: [pageview], properties: [chrome, { value: 'y' }] }, { code: 'required', attr: 'properties__1__key' }],
   ['filter with empty key', { events: [pageview], properties: [{ key: '', value: 'y' }] }, { code: 'required', attr: 'properties__0__key' }],
   ['filter key a number', { events: [pageview], properties: [{ key: 5, value: 'y' }] }, { code: 'invalid_input', attr: 'properties__0__key' }],
-  ['unknown operator', { events: [pageview], properties: [{ key: 'x', value: 'y', operator: 'contains' }] }, { code: 'invalid_choice', attr: 'properties__0__operator' }],
-  ['in on an event filter', { events: [pageview], properties: [{ key: 'x', value: 'y', operator: 'in' }] }, { code: 'invalid_choice', attr: 'properties__0__operator' }],
-  ['not_in on a person filter', { events: [pageview], properties: [{ key: 'x', value: 'y', operator: 'not_in', type: 'person' }] }, { code: 'invalid_choice', attr: 'properties__0__operator' }],
+  [
+    'unknown operator',
+    { events: [pageview], properties: [{ key: 'x', value: 'y', operator: 'contains' }] },
+    { code: 'invalid_choice', attr: 'properties__0__operator' },
+  ],
+  [
+    'in on an event filter',
+    { events: [pageview], properties: [{ key: 'x', value: 'y', operator: 'in' }] },
+    { code: 'invalid_choice', attr: 'properties__0__operator' },
+  ],
+  [
+    'not_in on a person filter',
+    { events: [pageview], properties: [{ key: 'x', value: 'y', operator: 'not_in', type: 'person' }] },
+    { code: 'invalid_choice', attr: 'properties__0__operator' },
+  ],
   ['filter without value', { events: [pageview], properties: [{ key: 'x' }] }, { code: 'required', attr: 'properties__0__value' }],
-  ['filter with null value', { events: [pageview], properties: [{ key: 'x', value: null, operator: 'icontains' }] }, { code: 'required', attr: 'properties__0__value' }],
+  [
+    'filter with null value',
+    { events: [pageview], properties: [{ key: 'x', value: null, operator: 'icontains' }] },
+    { code: 'required', attr: 'properties__0__value' },
+  ],
   ['filter with empty list value', { events: [pageview], properties: [{ key: 'x', value: [] }] }, { code: 'required', attr: 'properties__0__value' }],
   ['filter with object value', { events: [pageview], properties: [{ key: 'x', value: { a: 1 } }] }, { code: 'invalid_input', attr: 'properties__0__value' }],
-  ['filter with nested list value', { events: [pageview], properties: [{ key: 'x', value: ['a', ['b']] }] }, { code: 'invalid_input', attr: 'properties__0__value' }],
+  [
+    'filter with nested list value',
+    { events: [pageview], properties: [{ key: 'x', value: ['a', ['b']] }] },
+    { code: 'invalid_input', attr: 'properties__0__value' },
+  ],
   ['filter with null in list', { events: [pageview], properties: [{ key: 'x', value: ['a', null] }] }, { code: 'invalid_input', attr: 'properties__0__value' }],
   ...['gt', 'gte', 'lt', 'lte'].map((operator): [string, Fields, ErrorCase] => [
     `${operator} with text`,
     { events: [pageview], properties: [{ key: 'x', value: 'ten', operator }] },
     { code: 'invalid_input', attr: 'properties__0__value', detail: /numeric/ },
   ]),
-  ['gt with a list', { events: [pageview], properties: [{ key: 'x', value: [1, 2], operator: 'gt' }] }, { code: 'invalid_input', attr: 'properties__0__value' }],
+  [
+    'gt with a list',
+    { events: [pageview], properties: [{ key: 'x', value: [1, 2], operator: 'gt' }] },
+    { code: 'invalid_input', attr: 'properties__0__value' },
+  ],
   ...['is_date_before', 'is_date_after', 'is_date_exact'].map((operator): [string, Fields, ErrorCase] => [
     `${operator} with a non-date`,
     { events: [pageview], properties: [{ key: 'x', value: 'last tuesday', operator }] },
     { code: 'invalid_input', attr: 'properties__0__value' },
   ]),
-  ['is_date_after with a number', { events: [pageview], properties: [{ key: 'x', value: 20250101, operator: 'is_date_after' }] }, { code: 'invalid_input', attr: 'properties__0__value' }],
-  ['group filter without index', { events: [pageview], properties: [{ key: 'x', value: 'y', type: 'group' }] }, { code: 'required', attr: 'properties__0__group_type_index' }],
-  ['group filter index 5', { events: [pageview], properties: [{ key: 'x', value: 'y', type: 'group', group_type_index: 5 }] }, { code: 'invalid_input', attr: 'properties__0__group_type_index' }],
+  [
+    'is_date_after with a number',
+    { events: [pageview], properties: [{ key: 'x', value: 20250101, operator: 'is_date_after' }] },
+    { code: 'invalid_input', attr: 'properties__0__value' },
+  ],
+  [
+    'group filter without index',
+    { events: [pageview], properties: [{ key: 'x', value: 'y', type: 'group' }] },
+    { code: 'required', attr: 'properties__0__group_type_index' },
+  ],
+  [
+    'group filter index 5',
+    { events: [pageview], properties: [{ key: 'x', value: 'y', type: 'group', group_type_index: 5 }] },
+    { code: 'invalid_input', attr: 'properties__0__group_type_index' },
+  ],
   ['cohort filter without value', { events: [pageview], properties: [{ key: 'id', type: 'cohort' }] }, { code: 'required', attr: 'properties__0__value' }],
-  ['cohort filter with a name', { events: [pageview], properties: [{ key: 'id', type: 'cohort', value: 'paying' }] }, { code: 'invalid_input', attr: 'properties__0__value' }],
-  ['cohort filter with exact', { events: [pageview], properties: [{ ...inCohort, operator: 'exact' }] }, { code: 'invalid_choice', attr: 'properties__0__operator' }],
+  [
+    'cohort filter with a name',
+    { events: [pageview], properties: [{ key: 'id', type: 'cohort', value: 'paying' }] },
+    { code: 'invalid_input', attr: 'properties__0__value' },
+  ],
+  [
+    'cohort filter with exact',
+    { events: [pageview], properties: [{ ...inCohort, operator: 'exact' }] },
+    { code: 'invalid_choice', attr: 'properties__0__operator' },
+  ],
   ['cohort filter with another key', { events: [pageview], properties: [{ ...inCohort, key: 'name' }] }, { code: 'invalid_input', attr: 'properties__0__key' }],
   ['group of unknown type', { events: [pageview], properties: { type: 'XOR', values: [chrome] } }, { code: 'invalid_choice', attr: 'properties__type' }],
   ['group without values', { events: [pageview], properties: { type: 'OR' } }, { code: 'required', attr: 'properties__values' }],
   ['group values not a list', { events: [pageview], properties: { type: 'AND', values: chrome } }, { code: 'invalid_input', attr: 'properties__values' }],
-  ['nested group error', {
-    events: [pageview],
-    properties: { type: 'AND', values: [{ type: 'OR', values: [chrome, { key: 'a', value: 'b', operator: 'bogus' }] }] },
-  }, { code: 'invalid_choice', attr: 'properties__values__0__values__1__operator' }],
+  [
+    'nested group error',
+    {
+      events: [pageview],
+      properties: { type: 'AND', values: [{ type: 'OR', values: [chrome, { key: 'a', value: 'b', operator: 'bogus' }] }] },
+    },
+    { code: 'invalid_choice', attr: 'properties__values__0__values__1__operator' },
+  ],
 ];
 
 describe('legacy 400s', () => {
@@ -522,26 +692,74 @@ const queryErrors: [string, unknown, ErrorCase][] = [
   ['no kind', { series }, { code: 'invalid_choice', attr: 'query__kind' }],
   ['no series', { kind: 'TrendsQuery' }, { code: 'required', attr: 'query__series' }],
   ['series not a list', trendsQuery({ series: series[0] }), { code: 'invalid_input', attr: 'query__series' }],
-  ['ActionsNode', trendsQuery({ series: [{ kind: 'ActionsNode', id: 9 }] }), { code: 'invalid_input', attr: 'query__series__0__id', detail: /Action 9 does not exist/ }],
+  [
+    'ActionsNode',
+    trendsQuery({ series: [{ kind: 'ActionsNode', id: 9 }] }),
+    { code: 'invalid_input', attr: 'query__series__0__id', detail: /Action 9 does not exist/ },
+  ],
   ['DataWarehouseNode', trendsQuery({ series: [{ kind: 'DataWarehouseNode', table_name: 't' }] }), { code: 'invalid_choice', attr: 'query__series__0__kind' }],
   ['series without kind', trendsQuery({ series: [{ event: 'x' }] }), { code: 'invalid_choice', attr: 'query__series__0__kind' }],
   ['event not a string', trendsQuery({ series: [...series, { kind: 'EventsNode', event: 3 }] }), { code: 'invalid_input', attr: 'query__series__1__event' }],
-  ['unknown math', trendsQuery({ series: [{ kind: 'EventsNode', event: 'x', math: 'first_time_for_user' }] }), { code: 'invalid_choice', attr: 'query__series__0__math' }],
-  ['hogql math', trendsQuery({ series: [{ kind: 'EventsNode', event: 'x', math: 'hogql' }] }), { code: 'invalid_choice', attr: 'query__series__0__math', detail: /not supported/ }],
-  ['avg without math_property', trendsQuery({ series: [{ kind: 'EventsNode', event: 'x', math: 'avg' }] }), { code: 'required', attr: 'query__series__0__math_property' }],
-  ['unique_group index', trendsQuery({ series: [{ kind: 'EventsNode', event: 'x', math: 'unique_group', math_group_type_index: 9 }] }), { code: 'invalid_input', attr: 'query__series__0__math_group_type_index' }],
-  ['series filter', trendsQuery({ series: [{ kind: 'EventsNode', event: 'x', properties: [{ key: 'a', type: 'hogql' }] }] }), { code: 'invalid_choice', attr: 'query__series__0__properties__0__type' }],
+  [
+    'unknown math',
+    trendsQuery({ series: [{ kind: 'EventsNode', event: 'x', math: 'first_time_for_user' }] }),
+    { code: 'invalid_choice', attr: 'query__series__0__math' },
+  ],
+  [
+    'hogql math',
+    trendsQuery({ series: [{ kind: 'EventsNode', event: 'x', math: 'hogql' }] }),
+    { code: 'invalid_choice', attr: 'query__series__0__math', detail: /not supported/ },
+  ],
+  [
+    'avg without math_property',
+    trendsQuery({ series: [{ kind: 'EventsNode', event: 'x', math: 'avg' }] }),
+    { code: 'required', attr: 'query__series__0__math_property' },
+  ],
+  [
+    'unique_group index',
+    trendsQuery({ series: [{ kind: 'EventsNode', event: 'x', math: 'unique_group', math_group_type_index: 9 }] }),
+    { code: 'invalid_input', attr: 'query__series__0__math_group_type_index' },
+  ],
+  [
+    'series filter',
+    trendsQuery({ series: [{ kind: 'EventsNode', event: 'x', properties: [{ key: 'a', type: 'hogql' }] }] }),
+    { code: 'invalid_choice', attr: 'query__series__0__properties__0__type' },
+  ],
   ['dateRange not an object', trendsQuery({ dateRange: '-7d' }), { code: 'invalid_input', attr: 'query__dateRange' }],
   ['date_from', trendsQuery({ dateRange: { date_from: 'last week' } }), { code: 'invalid_input', attr: 'query__dateRange__date_from' }],
   ['date_to all', trendsQuery({ dateRange: { date_to: 'all' } }), { code: 'invalid_input', attr: 'query__dateRange__date_to' }],
   ['interval', trendsQuery({ interval: 'quarter' }), { code: 'invalid_choice', attr: 'query__interval' }],
   ['properties', trendsQuery({ properties: [{ key: 'x', value: 'y', type: 'session' }] }), { code: 'invalid_choice', attr: 'query__properties__0__type' }],
-  ['properties group', trendsQuery({ properties: { type: 'AND', values: [{ type: 'OR', values: [{ key: 'x' }] }] } }), { code: 'required', attr: 'query__properties__values__0__values__0__value' }],
-  ['breakdown_type', trendsQuery({ breakdownFilter: { breakdown: 'x', breakdown_type: 'hogql' } }), { code: 'invalid_choice', attr: 'query__breakdownFilter__breakdown_type' }],
-  ['cohort breakdown', trendsQuery({ breakdownFilter: { breakdown: [1], breakdown_type: 'cohort' } }), { code: 'invalid_input', attr: 'query__breakdownFilter__breakdown' }],
-  ['breakdown_limit', trendsQuery({ breakdownFilter: { breakdown: 'x', breakdown_limit: 5000 } }), { code: 'invalid_input', attr: 'query__breakdownFilter__breakdown_limit' }],
-  ['group breakdown index', trendsQuery({ breakdownFilter: { breakdown: 'x', breakdown_type: 'group' } }), { code: 'required', attr: 'query__breakdownFilter__breakdown_group_type_index' }],
-  ['multiple breakdowns', trendsQuery({ breakdownFilter: { breakdowns: [{ property: 'a' }, { property: 'b' }] } }), { code: 'invalid_input', attr: 'query__breakdownFilter__breakdowns' }],
+  [
+    'properties group',
+    trendsQuery({ properties: { type: 'AND', values: [{ type: 'OR', values: [{ key: 'x' }] }] } }),
+    { code: 'required', attr: 'query__properties__values__0__values__0__value' },
+  ],
+  [
+    'breakdown_type',
+    trendsQuery({ breakdownFilter: { breakdown: 'x', breakdown_type: 'hogql' } }),
+    { code: 'invalid_choice', attr: 'query__breakdownFilter__breakdown_type' },
+  ],
+  [
+    'cohort breakdown',
+    trendsQuery({ breakdownFilter: { breakdown: [1], breakdown_type: 'cohort' } }),
+    { code: 'invalid_input', attr: 'query__breakdownFilter__breakdown' },
+  ],
+  [
+    'breakdown_limit',
+    trendsQuery({ breakdownFilter: { breakdown: 'x', breakdown_limit: 5000 } }),
+    { code: 'invalid_input', attr: 'query__breakdownFilter__breakdown_limit' },
+  ],
+  [
+    'group breakdown index',
+    trendsQuery({ breakdownFilter: { breakdown: 'x', breakdown_type: 'group' } }),
+    { code: 'required', attr: 'query__breakdownFilter__breakdown_group_type_index' },
+  ],
+  [
+    'multiple breakdowns',
+    trendsQuery({ breakdownFilter: { breakdowns: [{ property: 'a' }, { property: 'b' }] } }),
+    { code: 'invalid_input', attr: 'query__breakdownFilter__breakdowns' },
+  ],
   ['display', trendsQuery({ trendsFilter: { display: 'Heatmap' } }), { code: 'invalid_choice', attr: 'query__trendsFilter__display' }],
   ['formula', trendsQuery({ trendsFilter: { formula: 'A+B' } }), { code: 'invalid_input', attr: 'query__trendsFilter__formula', detail: /refers to series B/ }],
   ['two formulas', trendsQuery({ trendsFilter: { formulas: ['A', 'A*2'] } }), { code: 'invalid_input', attr: 'query__trendsFilter__formulas' }],

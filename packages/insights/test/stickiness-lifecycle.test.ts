@@ -64,7 +64,11 @@ let nextTeam = 1;
 let nextUuid = 1;
 
 /** A team holding `fixtures`, with `merges` (old person → surviving person); its events in plain form for the reference. */
-async function project(ch: ClickHouse, fixtures: readonly Fixture[], merges: ReadonlyMap<number, number> = new Map()): Promise<{ teamId: number; events: PersonEvent[] }> {
+async function project(
+  ch: ClickHouse,
+  fixtures: readonly Fixture[],
+  merges: ReadonlyMap<number, number> = new Map(),
+): Promise<{ teamId: number; events: PersonEvent[] }> {
   const teamId = nextTeam++;
   const events: PersonEvent[] = fixtures.map((fixture) => ({
     uuid: `00000000-0000-7000-8000-${(nextUuid++).toString(16).padStart(12, '0')}`,
@@ -100,11 +104,32 @@ function context(teamId: number, timezone: string, now: number): InsightContext 
 
 function series(overrides: Partial<Series> = {}): Series {
   const event = overrides.event === undefined ? 'a' : overrides.event;
-  return { event, name: event ?? 'All events', customName: null, order: 0, math: 'total', mathProperty: null, mathGroupTypeIndex: null, properties: null, ...overrides };
+  return {
+    event,
+    name: event ?? 'All events',
+    customName: null,
+    order: 0,
+    math: 'total',
+    mathProperty: null,
+    mathGroupTypeIndex: null,
+    properties: null,
+    ...overrides,
+  };
 }
 
 function input(overrides: Partial<TrendsInput> = {}): TrendsInput {
-  return { series: [series()], dateFrom: null, dateTo: null, interval: 'day', properties: null, breakdown: null, compare: false, formula: null, display: 'ActionsLineGraph', ...overrides };
+  return {
+    series: [series()],
+    dateFrom: null,
+    dateTo: null,
+    interval: 'day',
+    properties: null,
+    breakdown: null,
+    compare: false,
+    formula: null,
+    display: 'ActionsLineGraph',
+    ...overrides,
+  };
 }
 
 const without = <T extends { action: unknown }>(results: T[]) => results.map(({ action: _action, ...rest }) => rest);
@@ -187,7 +212,10 @@ describe.each(stores)('on $name', (store) => {
         { status: 'resurrecting', label: 'a - resurrecting', data: [0, 0, 1, 1], count: 2 },
         { status: 'dormant', label: 'a - dormant', data: [0, -1, -1, -1], count: -3 },
       ]);
-      expect(results[0]).toMatchObject({ labels: ['3-Mar-2025', '4-Mar-2025', '5-Mar-2025', '6-Mar-2025'], days: ['2025-03-03', '2025-03-04', '2025-03-05', '2025-03-06'] });
+      expect(results[0]).toMatchObject({
+        labels: ['3-Mar-2025', '4-Mar-2025', '5-Mar-2025', '6-Mar-2025'],
+        days: ['2025-03-03', '2025-03-04', '2025-03-05', '2025-03-06'],
+      });
       expect(results[0]!.action).toEqual({ id: 'a', type: 'events', order: 0, name: 'a', custom_name: null, math: 'total' });
     });
 
@@ -227,10 +255,24 @@ describe.each(stores)('on $name', (store) => {
     ];
     const RANGES: Record<Interval, { dateFrom: string | null; dateTo: string | null }[]> = {
       minute: [],
-      hour: [{ dateFrom: '-36h', dateTo: null }, { dateFrom: '2025-03-29', dateTo: '2025-03-31' }],
-      day: [{ dateFrom: '-7d', dateTo: null }, { dateFrom: '-30d', dateTo: '-2d' }, { dateFrom: 'all', dateTo: null }, { dateFrom: '2025-03-05', dateTo: '2025-03-12T18:30:00' }],
-      week: [{ dateFrom: '-30d', dateTo: null }, { dateFrom: 'all', dateTo: null }],
-      month: [{ dateFrom: '-90d', dateTo: null }, { dateFrom: 'mStart', dateTo: null }],
+      hour: [
+        { dateFrom: '-36h', dateTo: null },
+        { dateFrom: '2025-03-29', dateTo: '2025-03-31' },
+      ],
+      day: [
+        { dateFrom: '-7d', dateTo: null },
+        { dateFrom: '-30d', dateTo: '-2d' },
+        { dateFrom: 'all', dateTo: null },
+        { dateFrom: '2025-03-05', dateTo: '2025-03-12T18:30:00' },
+      ],
+      week: [
+        { dateFrom: '-30d', dateTo: null },
+        { dateFrom: 'all', dateTo: null },
+      ],
+      month: [
+        { dateFrom: '-90d', dateTo: null },
+        { dateFrom: 'mStart', dateTo: null },
+      ],
     };
     const requestArb = fc.constantFrom<Interval>('day', 'day', 'week', 'month', 'hour').chain((interval) =>
       fc.record({

@@ -22,7 +22,17 @@ function plainEvent(person: string, at: string, properties: PlainEvent['properti
 
 function series(overrides: Partial<Series> = {}): Series {
   const event = overrides.event === undefined ? 'purchase' : overrides.event;
-  return { event, name: event ?? 'All events', customName: null, order: 0, math: 'total', mathProperty: null, mathGroupTypeIndex: null, properties: null, ...overrides };
+  return {
+    event,
+    name: event ?? 'All events',
+    customName: null,
+    order: 0,
+    math: 'total',
+    mathProperty: null,
+    mathGroupTypeIndex: null,
+    properties: null,
+    ...overrides,
+  };
 }
 
 function input(overrides: Partial<TrendsInput>): TrendsInput {
@@ -117,7 +127,8 @@ describe('the trends reference, on hand-computed cases', () => {
     ];
     const ctx = context('UTC', '2025-03-20T12:00:00Z');
     const oneDay = { dateFrom: '2025-03-05', dateTo: '2025-03-05' };
-    const math = (name: Series['math']) => referenceTrends(input({ ...oneDay, series: [series({ math: name, mathProperty: 'amount' })] }), ctx, events)[0]!.data;
+    const math = (name: Series['math']) =>
+      referenceTrends(input({ ...oneDay, series: [series({ math: name, mathProperty: 'amount' })] }), ctx, events)[0]!.data;
 
     it('reads numbers and numeric strings, skips the rest, and interpolates percentiles (R-7)', () => {
       expect([math('sum'), math('avg'), math('min'), math('max')]).toEqual([[10], [2.5], [1], [4]]);
@@ -159,7 +170,9 @@ function compared(actual: readonly TrendSeriesResult[], expected: readonly Compa
   };
   return actual.map((series, i) => {
     const { data, labels, days, count, aggregated_value, label, breakdown_value, compare, compare_label } = series;
-    const fields = Object.entries({ data, labels, days, count, aggregated_value, label, breakdown_value, compare, compare_label }).filter(([, value]) => value !== undefined);
+    const fields = Object.entries({ data, labels, days, count, aggregated_value, label, breakdown_value, compare, compare_label }).filter(
+      ([, value]) => value !== undefined,
+    );
     return Object.fromEntries(fields.map(([key, value]) => [key, align(value, expected[i]?.[key as keyof ComparedSeries])])) as ComparedSeries;
   });
 }
@@ -295,7 +308,12 @@ describe('trends on ingested events', () => {
     const at = Date.parse('2025-03-10T08:00:00Z');
     const dataset: Dataset = {
       beforeMerges: [
-        ...ODD_KEYS.map((key, i) => ({ distinctId: `user-${i}`, event: 'purchase', properties: { [key]: i === 2 ? 5 : `value ${i}`, $set: { [key]: `person ${i}` } }, timestamp: at })),
+        ...ODD_KEYS.map((key, i) => ({
+          distinctId: `user-${i}`,
+          event: 'purchase',
+          properties: { [key]: i === 2 ? 5 : `value ${i}`, $set: { [key]: `person ${i}` } },
+          timestamp: at,
+        })),
         { distinctId: 'user-9', event: 'purchase', properties: { plain: "' OR ''='" }, timestamp: at },
         { distinctId: 'user-9', event: ODD_NAME, properties: { plain: 'f' }, timestamp: at },
       ],
@@ -312,7 +330,8 @@ describe('trends on ingested events', () => {
     });
 
     const total = (overrides: Partial<TrendsInput>) => input({ series: [series({ event: null })], dateFrom: '-1d', display: 'BoldNumber', ...overrides });
-    const count = async (overrides: Partial<TrendsInput>) => (await runTrends(ingestion.clickhouse, total(overrides), project.ctx)).map((result) => result.aggregated_value);
+    const count = async (overrides: Partial<TrendsInput>) =>
+      (await runTrends(ingestion.clickhouse, total(overrides), project.ctx)).map((result) => result.aggregated_value);
     const filter = (filterFields: Omit<PropertyFilter, 'type'>, type: PropertyFilter['type'] = 'event'): Partial<TrendsInput> => ({
       properties: { type: 'AND', values: [{ type, ...filterFields }] },
     });

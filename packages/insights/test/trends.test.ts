@@ -48,7 +48,10 @@ function row(team: number, fixture: Fixture): EventRow {
 
 async function team(fixtures: Fixture[]): Promise<number> {
   const id = nextTeam++;
-  await insertEvents(ch, fixtures.map((fixture) => row(id, fixture)));
+  await insertEvents(
+    ch,
+    fixtures.map((fixture) => row(id, fixture)),
+  );
   return id;
 }
 
@@ -57,11 +60,32 @@ function context(teamId: number, timezone = 'UTC', now = '2025-01-07T12:00:00Z')
 }
 
 function series(overrides: Partial<Series> = {}): Series {
-  return { event: '$pageview', name: '$pageview', customName: null, order: 0, math: 'total', mathProperty: null, mathGroupTypeIndex: null, properties: null, ...overrides };
+  return {
+    event: '$pageview',
+    name: '$pageview',
+    customName: null,
+    order: 0,
+    math: 'total',
+    mathProperty: null,
+    mathGroupTypeIndex: null,
+    properties: null,
+    ...overrides,
+  };
 }
 
 function trend(overrides: Partial<TrendsInput> = {}): TrendsInput {
-  return { series: [series()], dateFrom: '-6d', dateTo: null, interval: 'day', properties: null, breakdown: null, compare: false, formula: null, display: 'ActionsLineGraph', ...overrides };
+  return {
+    series: [series()],
+    dateFrom: '-6d',
+    dateTo: null,
+    interval: 'day',
+    properties: null,
+    breakdown: null,
+    compare: false,
+    formula: null,
+    display: 'ActionsLineGraph',
+    ...overrides,
+  };
 }
 
 describe('runTrends', () => {
@@ -105,15 +129,25 @@ describe('runTrends', () => {
     expect(dau?.data).toEqual([2]);
     const [pro] = await runTrends(
       ch,
-      trend({ series: [series({ math: 'dau' })], dateFrom: '2025-01-06', dateTo: '2025-01-06', properties: { type: 'AND', values: [{ type: 'person', key: 'plan', operator: 'exact', value: 'pro' }] } }),
+      trend({
+        series: [series({ math: 'dau' })],
+        dateFrom: '2025-01-06',
+        dateTo: '2025-01-06',
+        properties: { type: 'AND', values: [{ type: 'person', key: 'plan', operator: 'exact', value: 'pro' }] },
+      }),
       context(teamId),
     );
     expect(pro?.data).toEqual([1]);
   });
 
   it('aggregates a numeric property: sum, avg, median with interpolation, p90', async () => {
-    const teamId = await team([1, 2, 3, 4].map((price) => ({ at: '2025-01-07 01:00:00', properties: { price: price === 4 ? '4' : price } })).concat([{ at: '2025-01-07 02:00:00', properties: { price: 'n/a' } }]));
-    const run = async (math: Series['math']) => (await runTrends(ch, trend({ series: [series({ math, mathProperty: 'price' })], dateFrom: 'dStart' }), context(teamId)))[0]?.data;
+    const teamId = await team(
+      [1, 2, 3, 4]
+        .map((price) => ({ at: '2025-01-07 01:00:00', properties: { price: price === 4 ? '4' : price } }))
+        .concat([{ at: '2025-01-07 02:00:00', properties: { price: 'n/a' } }]),
+    );
+    const run = async (math: Series['math']) =>
+      (await runTrends(ch, trend({ series: [series({ math, mathProperty: 'price' })], dateFrom: 'dStart' }), context(teamId)))[0]?.data;
     expect(await run('sum')).toEqual([10]);
     expect(await run('avg')).toEqual([2.5]);
     expect(await run('median')).toEqual([2.5]);
@@ -123,17 +157,34 @@ describe('runTrends', () => {
 
   it('breaks down by an event property with a limit and an "other" series', async () => {
     const teamId = await team([
-      ...['Chrome', 'Chrome', 'Chrome', 'Firefox', 'Firefox', 'Safari', 'Edge'].map((browser) => ({ at: '2025-01-07 01:00:00', properties: { $browser: browser } })),
+      ...['Chrome', 'Chrome', 'Chrome', 'Firefox', 'Firefox', 'Safari', 'Edge'].map((browser) => ({
+        at: '2025-01-07 01:00:00',
+        properties: { $browser: browser },
+      })),
       { at: '2025-01-07 01:00:00' },
     ]);
-    const results = await runTrends(ch, trend({ dateFrom: 'dStart', breakdown: { property: '$browser', type: 'event', groupTypeIndex: null, limit: 2 } }), context(teamId));
+    const results = await runTrends(
+      ch,
+      trend({ dateFrom: 'dStart', breakdown: { property: '$browser', type: 'event', groupTypeIndex: null, limit: 2 } }),
+      context(teamId),
+    );
     expect(results.map((r) => [r.breakdown_value, r.label, r.data])).toEqual([
       ['Chrome', 'Chrome', [3]],
       ['Firefox', 'Firefox', [2]],
       [BREAKDOWN_OTHER, BREAKDOWN_OTHER, [3]],
     ]);
-    const all = await runTrends(ch, trend({ dateFrom: 'dStart', breakdown: { property: '$browser', type: 'event', groupTypeIndex: null, limit: 25 } }), context(teamId));
-    expect(all.map((r) => [r.breakdown_value, r.data[0]])).toEqual([['Chrome', 3], ['Firefox', 2], ['none', 1], ['Edge', 1], ['Safari', 1]]);
+    const all = await runTrends(
+      ch,
+      trend({ dateFrom: 'dStart', breakdown: { property: '$browser', type: 'event', groupTypeIndex: null, limit: 25 } }),
+      context(teamId),
+    );
+    expect(all.map((r) => [r.breakdown_value, r.data[0]])).toEqual([
+      ['Chrome', 3],
+      ['Firefox', 2],
+      ['none', 1],
+      ['Edge', 1],
+      ['Safari', 1],
+    ]);
   });
 
   it('shows running totals, total values, and compares with the previous period', async () => {
@@ -185,15 +236,27 @@ describe('runTrends', () => {
   it('treats hostile property keys as ordinary keys', async () => {
     const key = "x') OR 1=1 -- {p0:String}`";
     const teamId = await team([{ at: '2025-01-07 01:00:00', properties: { [key]: 'yes' } }, { at: '2025-01-07 01:00:00' }]);
-    const [filtered] = await runTrends(ch, trend({ dateFrom: 'dStart', properties: { type: 'AND', values: [{ type: 'event', key, operator: 'exact', value: 'yes' }] } }), context(teamId));
+    const [filtered] = await runTrends(
+      ch,
+      trend({ dateFrom: 'dStart', properties: { type: 'AND', values: [{ type: 'event', key, operator: 'exact', value: 'yes' }] } }),
+      context(teamId),
+    );
     expect(filtered?.data).toEqual([1]);
-    const broken = await runTrends(ch, trend({ dateFrom: 'dStart', breakdown: { property: key, type: 'event', groupTypeIndex: null, limit: 5 } }), context(teamId));
+    const broken = await runTrends(
+      ch,
+      trend({ dateFrom: 'dStart', breakdown: { property: key, type: 'event', groupTypeIndex: null, limit: 5 } }),
+      context(teamId),
+    );
     expect(broken.map((r) => r.breakdown_value)).toEqual(['none', 'yes']);
   });
 
   it('answers 400 for an invalid regular expression', async () => {
     const teamId = await team([{ at: '2025-01-07 01:00:00', properties: { a: 'b' } }]);
-    const error = await runTrends(ch, trend({ properties: { type: 'AND', values: [{ type: 'event', key: 'a', operator: 'regex', value: '(' }] } }), context(teamId)).catch((e: unknown) => e);
+    const error = await runTrends(
+      ch,
+      trend({ properties: { type: 'AND', values: [{ type: 'event', key: 'a', operator: 'regex', value: '(' }] } }),
+      context(teamId),
+    ).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ApiError);
     expect(error).toMatchObject({ status: 400, attr: 'properties' });
   });
@@ -215,7 +278,17 @@ describe('runTrends', () => {
       for (const row of rows) expect(row.materialized).toBe(row.json);
     }
     const browser = async (operator: 'exact' | 'is_not' | 'icontains' | 'is_set' | 'is_not_set', value?: string) =>
-      (await runTrends(ch, trend({ series: [series({ event: '$browser' })], dateFrom: 'dStart', properties: { type: 'AND', values: [{ type: 'event', key: '$browser', operator, value }] } }), context(teamId)))[0]?.data;
+      (
+        await runTrends(
+          ch,
+          trend({
+            series: [series({ event: '$browser' })],
+            dateFrom: 'dStart',
+            properties: { type: 'AND', values: [{ type: 'event', key: '$browser', operator, value }] },
+          }),
+          context(teamId),
+        )
+      )[0]?.data;
     expect(await browser('exact', 'Chrome')).toEqual([1]);
     expect(await browser('exact', '')).toEqual([1]);
     expect(await browser('is_not', 'Chrome')).toEqual([values.length - 1]);

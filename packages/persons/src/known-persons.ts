@@ -34,7 +34,12 @@ export class KnownPersons {
    * Records a read of `distinctId`: the person it found (`properties` undefined when they were `held`'s), or
    * undefined when the id has no person. Returns the person's properties.
    */
-  update(projectId: number, distinctId: string, held: KnownPerson | undefined, found: { id: number; version: number; properties: Properties | undefined } | undefined): Properties | undefined {
+  update(
+    projectId: number,
+    distinctId: string,
+    held: KnownPerson | undefined,
+    found: { id: number; version: number; properties: Properties | undefined } | undefined,
+  ): Properties | undefined {
     const id = key(projectId, distinctId);
     this.persons.delete(id);
     if (!found) return undefined;

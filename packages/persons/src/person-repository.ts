@@ -71,11 +71,7 @@ export async function findPersonsByDistinctIds(
  * Locks the distinct-id rows of `distinctIds` and their persons, in distinct-id order so that two
  * transactions over the same ids queue instead of deadlocking. Ids without a person are absent from the map.
  */
-export async function lockPersonsByDistinctIds(
-  tx: SqlExecutor,
-  projectId: number,
-  distinctIds: readonly string[],
-): Promise<Map<string, StoredPerson>> {
+export async function lockPersonsByDistinctIds(tx: SqlExecutor, projectId: number, distinctIds: readonly string[]): Promise<Map<string, StoredPerson>> {
   const result = await tx.query<StoredPerson & { distinctId: string }>(
     'persons.lockByDistinctIds',
     `SELECT d.distinct_id AS "distinctId", ${PERSON_COLUMNS}
@@ -127,11 +123,13 @@ export async function insertPerson(
 }
 
 export async function updatePersonState(tx: SqlExecutor, personId: number, state: PersonState): Promise<void> {
-  await tx.query(
-    'persons.update',
-    'UPDATE persons SET properties = $2::jsonb, is_identified = $3, created_at = $4, version = $5 WHERE id = $1',
-    [personId, JSON.stringify(state.properties), state.isIdentified, state.createdAt, state.version],
-  );
+  await tx.query('persons.update', 'UPDATE persons SET properties = $2::jsonb, is_identified = $3, created_at = $4, version = $5 WHERE id = $1', [
+    personId,
+    JSON.stringify(state.properties),
+    state.isIdentified,
+    state.createdAt,
+    state.version,
+  ]);
 }
 
 /**
@@ -176,11 +174,11 @@ export async function attachDistinctId(tx: SqlExecutor, projectId: number, disti
 
 /** Moves every distinct id of the merged-away person; each moved row gets version + 1 (PostHog's mergePeople). */
 export async function moveDistinctIds(tx: SqlExecutor, projectId: number, fromPersonId: number, toPersonId: number): Promise<void> {
-  await tx.query(
-    'persons.moveDistinctIds',
-    'UPDATE person_distinct_ids SET person_id = $3, version = version + 1 WHERE project_id = $1 AND person_id = $2',
-    [projectId, fromPersonId, toPersonId],
-  );
+  await tx.query('persons.moveDistinctIds', 'UPDATE person_distinct_ids SET person_id = $3, version = version + 1 WHERE project_id = $1 AND person_id = $2', [
+    projectId,
+    fromPersonId,
+    toPersonId,
+  ]);
 }
 
 /**

@@ -126,7 +126,10 @@ export class PersonSnapshot {
       lost ||= this.staged.get(person.id)?.unstored ?? false;
       this.staged.delete(person.id);
     }
-    this.forget([], locked.map((person) => person.uuid));
+    this.forget(
+      [],
+      locked.map((person) => person.uuid),
+    );
     if (lost) throw new PersonWriteConflict('a person was changed in the batch while a locked write of it ran');
   }
 }

@@ -137,7 +137,10 @@ export class PersonStore {
     storable.forEach((distinctId) => {
       const row = found.get(distinctId);
       const properties = this.known.update(projectId, distinctId, held.get(distinctId), row);
-      snapshot.set(distinctId, row && properties && { id: row.id, uuid: row.uuid, properties, isIdentified: row.isIdentified, createdAt: row.createdAt, version: row.version });
+      snapshot.set(
+        distinctId,
+        row && properties && { id: row.id, uuid: row.uuid, properties, isIdentified: row.isIdentified, createdAt: row.createdAt, version: row.version },
+      );
     });
     return snapshot;
   }
@@ -167,7 +170,8 @@ export class PersonStore {
         const change = nextPersonState(person, context.update, { writeEveryChange: context.writeEveryChange, identify: false });
         if (!change.write) return { ...this.eventPerson(context, person, change, warnings, []), staged: snapshot?.dependencyOf(person) };
         // A property change of an existing person, staged for the batch's flush.
-        if (snapshot?.stagesWrites) return { ...this.eventPerson(context, person, change, warnings, []), staged: snapshot.stage(person, { ...person, ...change.state }) };
+        if (snapshot?.stagesWrites)
+          return { ...this.eventPerson(context, person, change, warnings, []), staged: snapshot.stage(person, { ...person, ...change.state }) };
       }
     }
     const touched = request ? [request.into, request.other] : [distinctId];
@@ -192,11 +196,17 @@ export class PersonStore {
   async flush(snapshot: PersonSnapshot): Promise<void> {
     const unstored = snapshot.allUnstored().map((staged) => ({ staged, person: staged.person }));
     if (unstored.length === 0) return;
-    const writes = unstored.map(({ staged, person }) => ({ id: person.id, expectedVersion: staged.storedVersion, properties: person.properties, version: person.version }));
+    const writes = unstored.map(({ staged, person }) => ({
+      id: person.id,
+      expectedVersion: staged.storedVersion,
+      properties: person.properties,
+      version: person.version,
+    }));
     // One statement, so a transaction only for its replays: two flushes updating the same persons can deadlock.
     const written = await transactionWithReplays(this.sql, (tx) => updatePersonsIfUnchanged(tx, writes));
     for (const { staged, person } of unstored) if (written.has(person.id)) staged.storedVersion = person.version;
-    if (written.size < unstored.length) throw new PersonWriteConflict(`${unstored.length - written.size} of ${unstored.length} persons changed since the batch read them`);
+    if (written.size < unstored.length)
+      throw new PersonWriteConflict(`${unstored.length - written.size} of ${unstored.length} persons changed since the batch read them`);
   }
 
   /**
@@ -208,7 +218,10 @@ export class PersonStore {
   async settleFlush(snapshot: PersonSnapshot): Promise<void> {
     const unstored = snapshot.allUnstored().map((staged) => ({ staged, person: staged.person }));
     if (unstored.length === 0) return;
-    const stored = await selectPersonStates(this.sql, unstored.map(({ person }) => person.id));
+    const stored = await selectPersonStates(
+      this.sql,
+      unstored.map(({ person }) => person.id),
+    );
     for (const { staged, person } of unstored) {
       const row = stored.get(person.id);
       if (row && row.version === person.version && jsonEqual(row.properties, person.properties)) staged.storedVersion = person.version;
@@ -287,7 +300,14 @@ export class PersonStore {
     const person = await this.findPerson(projectId, distinctId, snapshot);
     const result = { warnings: [], overrides: [] };
     if (!person) {
-      return { ...result, mode: 'propertyless', personUuid: personUuid(projectId, distinctId), personId: undefined, createdAt: PERSONLESS_CREATED_AT, properties: {} };
+      return {
+        ...result,
+        mode: 'propertyless',
+        personUuid: personUuid(projectId, distinctId),
+        personId: undefined,
+        createdAt: PERSONLESS_CREATED_AT,
+        properties: {},
+      };
     }
     const upgrade = timestamp.getTime() > person.createdAt.getTime() + FORCE_UPGRADE_AFTER_MS;
     return {
@@ -351,7 +371,11 @@ export class PersonStore {
         const change = newPersonState(update, event.uuid, event.timestamp, plan.identify);
         const person = await insertPerson(tx, projectId, personUuid(projectId, primary), change.state, plan.distinctIds);
         // Events stored personless under the other id carry its own uuid: map them to this person.
-        const overrides = await writeOverrides(tx, projectId, others.map((other) => [personUuid(projectId, other), person.uuid] as const));
+        const overrides = await writeOverrides(
+          tx,
+          projectId,
+          others.map((other) => [personUuid(projectId, other), person.uuid] as const),
+        );
         return this.eventPerson(context, person, change, warnings, overrides);
       }
       case 'update':

@@ -91,9 +91,7 @@ describe.each(backends)('groups on $name', (backend) => {
     const projectId = await stores.newProject();
     const index = (await stores.groups.groupTypeIndex(projectId, 'company'))!;
 
-    await Promise.all(
-      Array.from({ length: 8 }, (_, n) => new GroupStore(stores.sql).identifyGroup(projectId, index, 'acme', { [`k${n}`]: n }, T0)),
-    );
+    await Promise.all(Array.from({ length: 8 }, (_, n) => new GroupStore(stores.sql).identifyGroup(projectId, index, 'acme', { [`k${n}`]: n }, T0)));
 
     const [group] = await stores.groups.getGroups(projectId, [{ groupTypeIndex: index, groupKey: 'acme' }]);
     expect(group).toMatchObject({ version: 7, properties: Object.fromEntries(Array.from({ length: 8 }, (_, n) => [`k${n}`, n])) });

@@ -53,7 +53,12 @@ describe.each(backends)('identity on $name', (backend) => {
       await stores.persons.processEvent(projectId, event('user', '$pageview', {}));
       await stores.persons.processEvent(projectId, identify('user', 'anon'));
 
-      expect(await personOf(projectId, 'anon')).toMatchObject({ uuid: personUuid(projectId, 'user'), isIdentified: true, version: 1, distinctIds: ['user', 'anon'] });
+      expect(await personOf(projectId, 'anon')).toMatchObject({
+        uuid: personUuid(projectId, 'user'),
+        isIdentified: true,
+        version: 1,
+        distinctIds: ['user', 'anon'],
+      });
     });
 
     it('both ids already on one person: nothing but identification changes', async () => {
@@ -111,7 +116,12 @@ describe.each(backends)('identity on $name', (backend) => {
       expect(result.warnings).toEqual([
         { type: 'cannot_merge_already_identified', details: { sourcePersonDistinctId: 'a', targetPersonDistinctId: 'b', eventUuid: merge.uuid } },
       ]);
-      expect(await personOf(projectId, 'b')).toMatchObject({ uuid: personUuid(projectId, 'b'), isIdentified: true, distinctIds: ['b'], properties: { email: 'b@example.com' } });
+      expect(await personOf(projectId, 'b')).toMatchObject({
+        uuid: personUuid(projectId, 'b'),
+        isIdentified: true,
+        distinctIds: ['b'],
+        properties: { email: 'b@example.com' },
+      });
       expect(await personOf(projectId, 'a')).toMatchObject({ uuid: personUuid(projectId, 'a'), distinctIds: ['a', 'a-anon'] });
     });
 
@@ -151,7 +161,11 @@ describe.each(backends)('identity on $name', (backend) => {
       await stores.persons.processEvent(projectId, event('user', '$pageview', {}));
       await stores.persons.processEvent(projectId, alias('user', 'email@example.com'));
 
-      expect(await personOf(projectId, 'email@example.com')).toMatchObject({ uuid: personUuid(projectId, 'user'), isIdentified: true, distinctIds: ['user', 'email@example.com'] });
+      expect(await personOf(projectId, 'email@example.com')).toMatchObject({
+        uuid: personUuid(projectId, 'user'),
+        isIdentified: true,
+        distinctIds: ['user', 'email@example.com'],
+      });
     });
 
     it('aliases a known id to a new distinct_id (distinct_id unknown)', async () => {
@@ -193,7 +207,11 @@ describe.each(backends)('identity on $name', (backend) => {
       const result = await stores.persons.processEvent(projectId, alias('b', 'a', '$merge_dangerously'));
 
       expect(result.warnings).toEqual([]);
-      expect(await personOf(projectId, 'a-anon')).toMatchObject({ uuid: personUuid(projectId, 'b'), distinctIds: ['a', 'a-anon', 'b', 'b-anon'], properties: { who: 'b' } });
+      expect(await personOf(projectId, 'a-anon')).toMatchObject({
+        uuid: personUuid(projectId, 'b'),
+        distinctIds: ['a', 'a-anon', 'b', 'b-anon'],
+        properties: { who: 'b' },
+      });
       expect(await distinctIdVersions(stores.sql, projectId)).toEqual({ a: 1, 'a-anon': 1, b: 0, 'b-anon': 0 });
     });
   });

@@ -14,7 +14,11 @@ describe.each(backends)('person properties on $name', (backend) => {
   describe('creation', () => {
     it('creates the person on first sight: uuid from the distinct id, created_at = event time, version 0, $set beating $set_once', async () => {
       const projectId = await stores.newProject();
-      const first = event('user-1', '$pageview', { $set: { plan: 'pro', email: 'a@example.com' }, $set_once: { plan: 'free', signup: 'web' }, $unset: ['email'] });
+      const first = event('user-1', '$pageview', {
+        $set: { plan: 'pro', email: 'a@example.com' },
+        $set_once: { plan: 'free', signup: 'web' },
+        $unset: ['email'],
+      });
 
       const result = await stores.persons.processEvent(projectId, first);
 
@@ -227,7 +231,10 @@ describe.each(backends)('person properties on $name', (backend) => {
       const { id, uuid } = await personOf(projectId, 'u');
 
       const patched = await stores.persons.updateProperties(projectId, id, { set: { b: 2, $browser: 'Chrome' } });
-      expect(patched).toMatchObject({ outcome: 'updated', person: { id, uuid, version: 1, distinctIds: ['u'], properties: { a: 1, b: 2, $browser: 'Chrome' } } });
+      expect(patched).toMatchObject({
+        outcome: 'updated',
+        person: { id, uuid, version: 1, distinctIds: ['u'], properties: { a: 1, b: 2, $browser: 'Chrome' } },
+      });
 
       const again = await stores.persons.updateProperties(projectId, uuid.toUpperCase(), { set: { b: 2 } });
       expect(again).toMatchObject({ outcome: 'unchanged', person: { version: 1 } });

@@ -28,7 +28,11 @@ describe('storable text', () => {
 describe('applyPropertyUpdate', () => {
   it('keeps a `__proto__` key a key, and the prototype a plain object', () => {
     const current = JSON.parse('{"__proto__":1,"b":2}') as Record<string, unknown>;
-    const applied = applyPropertyUpdate(current, { set: JSON.parse('{"__proto__":2}') as Record<string, unknown>, setOnce: JSON.parse('{"__proto__":3,"c":1}') as Record<string, unknown>, unset: ['b'] }, false);
+    const applied = applyPropertyUpdate(
+      current,
+      { set: JSON.parse('{"__proto__":2}') as Record<string, unknown>, setOnce: JSON.parse('{"__proto__":3,"c":1}') as Record<string, unknown>, unset: ['b'] },
+      false,
+    );
 
     expect(JSON.stringify(applied.properties)).toBe('{"__proto__":2,"c":1}');
     expect(Object.getPrototypeOf(applied.properties)).toBe(Object.prototype);

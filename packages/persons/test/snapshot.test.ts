@@ -31,7 +31,9 @@ describe.each(backends)('person snapshots on $name', (backend) => {
     const persons = new PersonStore(counting.sql);
 
     const snapshot = await persons.readPersons(projectId, ['a', 'b', 'a', 'nobody']);
-    const results = await Promise.all(['a', 'b', 'a'].map((id) => persons.processEvent(projectId, event(id, '$pageview', { $set: { plan: 'free' } }), snapshot)));
+    const results = await Promise.all(
+      ['a', 'b', 'a'].map((id) => persons.processEvent(projectId, event(id, '$pageview', { $set: { plan: 'free' } }), snapshot)),
+    );
     const personless = await persons.processEvent(projectId, event('nobody', '$pageview', { $process_person_profile: false }), snapshot);
 
     expect(counting.reads()).toBe(1);
@@ -44,7 +46,11 @@ describe.each(backends)('person snapshots on $name', (backend) => {
     for (const id of ['anon', 'user']) await stores.persons.processEvent(projectId, event(id, '$pageview', { $set: { [id]: true } }));
     const snapshot = await stores.persons.readPersons(projectId, ['anon', 'user']);
 
-    await stores.persons.processEvent(projectId, event('user', '$identify', { $anon_distinct_id: 'anon', $set: { email: 'u@example.com' } }, { minutes: 1 }), snapshot);
+    await stores.persons.processEvent(
+      projectId,
+      event('user', '$identify', { $anon_distinct_id: 'anon', $set: { email: 'u@example.com' } }, { minutes: 1 }),
+      snapshot,
+    );
     // anon's person was merged away: its next event belongs to user's person, with the merged properties.
     const next = await stores.persons.processEvent(projectId, event('anon', '$pageview', {}, { minutes: 2 }), snapshot);
 
@@ -79,7 +85,8 @@ describe.each(backends)('person snapshots on $name', (backend) => {
         }),
       ),
     });
-    const strip = (value: unknown) => JSON.parse(JSON.stringify(value, (key, field: unknown) => (key === '$creator_event_uuid' ? undefined : field))) as unknown;
+    const strip = (value: unknown) =>
+      JSON.parse(JSON.stringify(value, (key, field: unknown) => (key === '$creator_event_uuid' ? undefined : field))) as unknown;
     expect(strip(await comparable(withSnapshot))).toEqual(strip(await comparable(without)));
   });
 
@@ -110,6 +117,8 @@ describe.each(backends)('person snapshots on $name', (backend) => {
   it('belong to one project', async () => {
     const projectId = await stores.newProject();
     const snapshot = await stores.persons.readPersons(projectId, ['a']);
-    await expect(stores.persons.processEvent(projectId + 1, event('a', '$pageview'), snapshot)).rejects.toThrow(`a snapshot of project ${projectId} used for project ${projectId + 1}`);
+    await expect(stores.persons.processEvent(projectId + 1, event('a', '$pageview'), snapshot)).rejects.toThrow(
+      `a snapshot of project ${projectId} used for project ${projectId + 1}`,
+    );
   });
 });

@@ -14,7 +14,10 @@ function recording(sql: Sql): { sql: Sql; names: string[] } {
     sql: {
       query: (name, text, params) => record(name, () => sql.query(name, text, params)),
       exec: (name, script) => sql.exec(name, script),
-      transaction: (fn) => sql.transaction((tx) => fn({ query: (name, text, params) => record(name, () => tx.query(name, text, params)), exec: (name, script) => tx.exec(name, script) })),
+      transaction: (fn) =>
+        sql.transaction((tx) =>
+          fn({ query: (name, text, params) => record(name, () => tx.query(name, text, params)), exec: (name, script) => tx.exec(name, script) }),
+        ),
       ping: () => sql.ping(),
       close: () => sql.close(),
     },

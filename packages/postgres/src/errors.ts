@@ -12,15 +12,7 @@ const SQLSTATE = /^[0-9A-Z]{5}$/;
  */
 export function isRetriableSqlState(state: string): boolean {
   const errorClass = state.slice(0, 2);
-  return (
-    errorClass === '08' ||
-    errorClass === '53' ||
-    state === '40001' ||
-    state === '40P01' ||
-    state === '57P01' ||
-    state === '57P02' ||
-    state === '57P03'
-  );
+  return errorClass === '08' || errorClass === '53' || state === '40001' || state === '40P01' || state === '57P01' || state === '57P02' || state === '57P03';
 }
 
 function codeOf(error: unknown): string | undefined {

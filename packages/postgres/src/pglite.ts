@@ -150,7 +150,8 @@ export class PGliteSql implements Sql {
       // Imported dynamically: the contrib modules declare only ESM typings.
       const { pg_trgm } = await import('@electric-sql/pglite/contrib/pg_trgm');
       const common = { parsers: RESULT_PARSERS, extensions: { pg_trgm }, loadDataDir: options.load };
-      if (options.dataDir === undefined) return new PGliteSql(await PGlite.create({ ...common, postgresqlconf: MEMORY_SETTINGS }), options.guardTransactions ?? true);
+      if (options.dataDir === undefined)
+        return new PGliteSql(await PGlite.create({ ...common, postgresqlconf: MEMORY_SETTINGS }), options.guardTransactions ?? true);
 
       // PGlite creates only the last path segment; a fresh install's data dir has no parents yet.
       await mkdir(options.dataDir, { recursive: true });

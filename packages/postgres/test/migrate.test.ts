@@ -61,8 +61,6 @@ describe('migrate', () => {
 
   it('refuses a file whose version was applied under another name', async () => {
     await migrate(sql, { dir: await migrations({ '001_first.sql': 'CREATE TABLE first (id integer);' }) });
-    await expect(migrate(sql, { dir: await migrations({ '001_renamed.sql': 'CREATE TABLE renamed (id integer);' }) })).rejects.toThrow(
-      /applied as "first"/,
-    );
+    await expect(migrate(sql, { dir: await migrations({ '001_renamed.sql': 'CREATE TABLE renamed (id integer);' }) })).rejects.toThrow(/applied as "first"/);
   });
 });

@@ -40,7 +40,10 @@ describe('PGliteSql', () => {
     const source = await PGliteSql.open({ dataDir: path.join(root, 'source') });
     let dump: Blob;
     try {
-      const settings = await source.query('test.settings', "SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'wal_sync_method') ORDER BY name");
+      const settings = await source.query(
+        'test.settings',
+        "SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'wal_sync_method') ORDER BY name",
+      );
       expect(settings.rows).toEqual([
         { name: 'fsync', setting: 'on' },
         { name: 'synchronous_commit', setting: 'on' },
@@ -61,7 +64,8 @@ describe('PGliteSql', () => {
   });
 
   describe('checkpoints while open (PGlite has no checkpointer process)', () => {
-    const redo = async (sql: PGliteSql) => (await sql.query<{ lsn: string }>('test.redo', 'SELECT redo_lsn::text AS lsn FROM pg_control_checkpoint()')).rows[0]!.lsn;
+    const redo = async (sql: PGliteSql) =>
+      (await sql.query<{ lsn: string }>('test.redo', 'SELECT redo_lsn::text AS lsn FROM pg_control_checkpoint()')).rows[0]!.lsn;
     const writeWal = (sql: PGliteSql) => sql.exec('test.write', "INSERT INTO wal (v) SELECT repeat('x', 1000) FROM generate_series(1, 5000)");
     const waitForCheckpoint = async (sql: PGliteSql, from: string) => {
       for (let i = 0; i < 100 && (await redo(sql)) === from; i++) await new Promise((resolve) => setTimeout(resolve, 20));
@@ -134,7 +138,7 @@ describe('PGliteSql extensions', () => {
   it('loads pg_trgm, so trigram indexes (persons search) work as on a real server', async () => {
     const sql = await PGliteSql.open({});
     try {
-      await sql.exec('test.trgm', "CREATE EXTENSION pg_trgm; CREATE TABLE t (s text); CREATE INDEX t_s ON t USING gin (s gin_trgm_ops)");
+      await sql.exec('test.trgm', 'CREATE EXTENSION pg_trgm; CREATE TABLE t (s text); CREATE INDEX t_s ON t USING gin (s gin_trgm_ops)');
       const similar = await sql.query<{ score: number }>('test.similarity', 'SELECT similarity($1, $2) AS score', ['plover', 'plovers']);
       expect(similar.rows[0]!.score).toBeGreaterThan(0.5);
     } finally {

@@ -282,7 +282,11 @@ describe.each([pglite(), postgres(realService('TEST_DATABASE_URL').url)])('$name
         );
         expect(project.rows).toEqual([{ id: expect.any(Number), uuid: expect.any(String), timezone: 'UTC' }]);
         await expect(
-          sql.query('test.duplicateToken', 'INSERT INTO projects (organization_id, name, api_token) VALUES ($1, $2, $3)', [organization?.id, 'Copy', 'phc_token']),
+          sql.query('test.duplicateToken', 'INSERT INTO projects (organization_id, name, api_token) VALUES ($1, $2, $3)', [
+            organization?.id,
+            'Copy',
+            'phc_token',
+          ]),
         ).rejects.toMatchObject({ code: '23505' });
 
         const user = (await sql.query<{ id: number }>('test.user', `INSERT INTO users (email) VALUES ('Owner@Example.com') RETURNING id`)).rows[0];
@@ -300,7 +304,10 @@ describe.each([pglite(), postgres(realService('TEST_DATABASE_URL').url)])('$name
         ]);
 
         await sql.query('test.deleteOrg', 'DELETE FROM organizations WHERE id = $1', [organization?.id]);
-        const left = await sql.query('test.left', 'SELECT (SELECT count(*) FROM projects) AS projects, (SELECT count(*) FROM organization_memberships) AS memberships');
+        const left = await sql.query(
+          'test.left',
+          'SELECT (SELECT count(*) FROM projects) AS projects, (SELECT count(*) FROM organization_memberships) AS memberships',
+        );
         expect(left.rows).toEqual([{ projects: 0, memberships: 0 }]);
         await sql.query('test.deleteUser', 'DELETE FROM users WHERE id = $1', [user?.id]);
         expect((await sql.query('test.keys', 'SELECT count(*) AS n FROM personal_api_keys')).rows).toEqual([{ n: 0 }]);

@@ -9,10 +9,32 @@ export interface CaptureMetrics {
 /** Labels are bounded: two topics, and the error codes of errors.ts. */
 export function captureMetrics(registry: Registry): CaptureMetrics {
   return {
-    events: metric(registry, 'plover_capture_events_total', () => new Counter({ name: 'plover_capture_events_total', help: 'Events accepted (durable on the bus)', labelNames: ['topic'], registers: [registry] })),
-    rejected: metric(registry, 'plover_capture_rejected_requests_total', () => new Counter({ name: 'plover_capture_rejected_requests_total', help: 'Requests answered with an error, by error code', labelNames: ['code'], registers: [registry] })),
-    produceSeconds: metric(registry, 'plover_capture_produce_seconds', () =>
-      new Histogram({ name: 'plover_capture_produce_seconds', help: 'Time from produce to durable acknowledgement, per request', buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [registry] }),
+    events: metric(
+      registry,
+      'plover_capture_events_total',
+      () => new Counter({ name: 'plover_capture_events_total', help: 'Events accepted (durable on the bus)', labelNames: ['topic'], registers: [registry] }),
+    ),
+    rejected: metric(
+      registry,
+      'plover_capture_rejected_requests_total',
+      () =>
+        new Counter({
+          name: 'plover_capture_rejected_requests_total',
+          help: 'Requests answered with an error, by error code',
+          labelNames: ['code'],
+          registers: [registry],
+        }),
+    ),
+    produceSeconds: metric(
+      registry,
+      'plover_capture_produce_seconds',
+      () =>
+        new Histogram({
+          name: 'plover_capture_produce_seconds',
+          help: 'Time from produce to durable acknowledgement, per request',
+          buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+          registers: [registry],
+        }),
     ),
   };
 }

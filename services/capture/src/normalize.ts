@@ -53,7 +53,8 @@ export function toBusMessage(raw: RawEvent, attrPrefix: string, context: Request
   const invalidSentAt = ignoreSentAt ? undefined : context.invalidSentAt;
   const time = eventTimestamp({ timestamp: raw.timestamp, offset: raw.offset, sentAt, now: context.now });
   const timestamp = isoString(time.ms);
-  const warnings = time.ignored || invalidSentAt !== undefined ? timestampWarnings(raw, time, { uuid, name, sentAt, invalidSentAt }, context.nowIso) : undefined;
+  const warnings =
+    time.ignored || invalidSentAt !== undefined ? timestampWarnings(raw, time, { uuid, name, sentAt, invalidSentAt }, context.nowIso) : undefined;
   const distinctIdJson = JSON.stringify(distinctId);
   // The message (CapturedEventMessage, with the CapturedEvent nested in `data`) is written by hand: only the
   // strings that need escaping and the properties go through JSON.stringify.
@@ -83,7 +84,10 @@ function timestampWarnings(
 ): CapturedEventWarning[] {
   const warnings: CapturedEventWarning[] = [];
   if (event.invalidSentAt !== undefined) {
-    warnings.push({ type: 'ignored_invalid_timestamp', details: { eventUuid: event.uuid, field: 'sent_at', value: event.invalidSentAt, reason: 'invalid format' } });
+    warnings.push({
+      type: 'ignored_invalid_timestamp',
+      details: { eventUuid: event.uuid, field: 'sent_at', value: event.invalidSentAt, reason: 'invalid format' },
+    });
   }
   const ignored = time.ignored;
   if (ignored?.reason === 'in_future') {

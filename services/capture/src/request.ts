@@ -37,7 +37,13 @@ export function parseCaptureRequest(text: string): CaptureRequest {
   let request: CaptureRequest;
   if (Array.isArray(body)) {
     const events = valid(validateEventArray(body));
-    request = { events: events.map((event, i) => ({ event, attrPrefix: `${i}__` })), batchToken: undefined, historical: false, sentAt: undefined, invalidSentAt: undefined };
+    request = {
+      events: events.map((event, i) => ({ event, attrPrefix: `${i}__` })),
+      batchToken: undefined,
+      historical: false,
+      sentAt: undefined,
+      invalidSentAt: undefined,
+    };
   } else if (isObject(body) && 'batch' in body) {
     const batch = valid(validateBatchBody(body));
     const sentAt = batch.sent_at ? parseIsoTimestamp(batch.sent_at) : undefined;
@@ -49,7 +55,13 @@ export function parseCaptureRequest(text: string): CaptureRequest {
       invalidSentAt: batch.sent_at && sentAt === undefined ? batch.sent_at : undefined,
     };
   } else if (isObject(body)) {
-    request = { events: [{ event: valid(validateRawEvent(body)), attrPrefix: '' }], batchToken: undefined, historical: false, sentAt: undefined, invalidSentAt: undefined };
+    request = {
+      events: [{ event: valid(validateRawEvent(body)), attrPrefix: '' }],
+      batchToken: undefined,
+      historical: false,
+      sentAt: undefined,
+      invalidSentAt: undefined,
+    };
   } else {
     throw captureError.parsing('expected an event, an array of events or a batch object');
   }

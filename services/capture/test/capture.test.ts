@@ -21,7 +21,10 @@ describe('capture on the embedded bus', () => {
 
   afterAll(() => h.close());
 
-  const post = (path: string, body: unknown) => request(h.app).post(path).send(body as object);
+  const post = (path: string, body: unknown) =>
+    request(h.app)
+      .post(path)
+      .send(body as object);
 
   describe('every ingest route', () => {
     it.each(['/i/v0/e/', '/i/v0/e', '/e/', '/e', '/batch/', '/batch', '/capture/', '/capture', '/track/', '/track', '/engage/', '/engage'])(
@@ -118,7 +121,11 @@ describe('capture on the embedded bus', () => {
     });
 
     it('routes historical_migration: true to the historical topic, keeping the flag', async () => {
-      const response = await post('/batch/', { api_key: h.token, historical_migration: true, batch: [{ event: 'old', distinct_id: 'imp', timestamp: '2020-01-01T00:00:00Z' }] });
+      const response = await post('/batch/', {
+        api_key: h.token,
+        historical_migration: true,
+        batch: [{ event: 'old', distinct_id: 'imp', timestamp: '2020-01-01T00:00:00Z' }],
+      });
       expect(response.status).toBe(200);
       const [captured] = await h.read(h.topics.historical, 1);
       expect(captured!.message.historical).toBe(true);
@@ -127,7 +134,9 @@ describe('capture on the embedded bus', () => {
 
     it('keeps historical_migration: false (posthog-python always sends it) on the live topic', async () => {
       const before = await h.read(h.topics.historical, 0, { quietMs: 300 });
-      expect(await post('/batch/', { api_key: h.token, historical_migration: false, batch: [{ event: 'live', distinct_id: 'p' }] })).toMatchObject({ status: 200 });
+      expect(await post('/batch/', { api_key: h.token, historical_migration: false, batch: [{ event: 'live', distinct_id: 'p' }] })).toMatchObject({
+        status: 200,
+      });
       expect(await h.read(h.topics.historical, before.length, { quietMs: 300 })).toHaveLength(before.length);
     });
 
@@ -165,7 +174,16 @@ describe('capture on the embedded bus', () => {
 
     it('one invalid event rejects the whole batch, naming its index and field', () =>
       expectRejected(
-        () => post('/batch/', { api_key: h.token, batch: [{ event: 'ok', distinct_id: 'a' }, { event: 'ok', distinct_id: 'b' }, { event: 'ok', distinct_id: 'c' }, { event: 'bad', distinct_id: 'd', uuid: 'not-a-uuid' }] }),
+        () =>
+          post('/batch/', {
+            api_key: h.token,
+            batch: [
+              { event: 'ok', distinct_id: 'a' },
+              { event: 'ok', distinct_id: 'b' },
+              { event: 'ok', distinct_id: 'c' },
+              { event: 'bad', distinct_id: 'd', uuid: 'not-a-uuid' },
+            ],
+          }),
         400,
         { type: 'validation_error', code: 'invalid_event', attr: 'batch__3__uuid' },
       ));
@@ -184,20 +202,36 @@ describe('capture on the embedded bus', () => {
 
     it('an event over 1 MB is refused with 413 naming it', () =>
       expectRejected(
-        () => post('/batch/', { api_key: h.token, batch: [{ event: 'ok', distinct_id: 'a' }, { event: 'big', distinct_id: 'a', properties: { blob: 'x'.repeat(1_000_001) } }] }),
+        () =>
+          post('/batch/', {
+            api_key: h.token,
+            batch: [
+              { event: 'ok', distinct_id: 'a' },
+              { event: 'big', distinct_id: 'a', properties: { blob: 'x'.repeat(1_000_001) } },
+            ],
+          }),
         413,
         { code: 'payload_too_large', attr: 'batch__1' },
       ));
 
     it.each([
-      ['properties', (deep: string) => `{"api_key":"TOKEN","batch":[{"event":"ok","distinct_id":"a"},{"event":"e","distinct_id":"a","properties":{"a":${deep}}}]}`, 'batch__1__properties'],
+      [
+        'properties',
+        (deep: string) => `{"api_key":"TOKEN","batch":[{"event":"ok","distinct_id":"a"},{"event":"e","distinct_id":"a","properties":{"a":${deep}}}]}`,
+        'batch__1__properties',
+      ],
       ['a distinct id', (deep: string) => `[{"event":"e","token":"TOKEN","distinct_id":${deep}}]`, '0__distinct_id'],
     ])('%s nested 200,000 levels deep → 400 request_parsing_error, not a stack overflow', (_name, body, attr) =>
       expectRejected(
-        () => request(h.app).post('/e/').set('Content-Type', 'application/json').send(body(`${'['.repeat(200_000)}${']'.repeat(200_000)}`).replace('TOKEN', h.token)),
+        () =>
+          request(h.app)
+            .post('/e/')
+            .set('Content-Type', 'application/json')
+            .send(body(`${'['.repeat(200_000)}${']'.repeat(200_000)}`).replace('TOKEN', h.token)),
         400,
         { type: 'validation_error', code: 'request_parsing_error', attr },
-      ));
+      ),
+    );
 
     it.each([
       ['an empty batch', { api_key: 'x', batch: [] }, 'empty_batch'],
@@ -205,7 +239,16 @@ describe('capture on the embedded bus', () => {
       ['only $performance_event', [{ event: '$performance_event', distinct_id: 'a', token: 'x' }], 'empty_payload_filtered'],
       ['a JSON string', '"hello"', 'request_parsing_error'],
     ])('%s → 400', (_name, body, code) =>
-      expectRejected(() => request(h.app).post('/e/').set('Content-Type', 'application/json').send(typeof body === 'string' ? body : JSON.stringify(body)), 400, { code }));
+      expectRejected(
+        () =>
+          request(h.app)
+            .post('/e/')
+            .set('Content-Type', 'application/json')
+            .send(typeof body === 'string' ? body : JSON.stringify(body)),
+        400,
+        { code },
+      ),
+    );
   });
 
   describe('tokens', () => {
@@ -244,7 +287,13 @@ describe('capture on the embedded bus', () => {
       ['an event api_key', { event: 'e', distinct_id: 'd', api_key: '<token>' }],
       ['properties.token', { event: 'e', distinct_id: 'd', properties: { token: '<token>' } }],
       ['a token with a stray newline', { event: 'e', distinct_id: 'd', api_key: '<token>\n' }],
-      ['one token agreed on by several events', [{ event: 'e', distinct_id: 'd', token: '<token>' }, { event: 'e', distinct_id: 'd' }]],
+      [
+        'one token agreed on by several events',
+        [
+          { event: 'e', distinct_id: 'd', token: '<token>' },
+          { event: 'e', distinct_id: 'd' },
+        ],
+      ],
     ])('takes %s', async (_name, body) => {
       const response = await post('/batch/', JSON.parse(JSON.stringify(body).replaceAll('<token>', h.token)));
       expect(response.status).toBe(200);
@@ -281,7 +330,10 @@ describe('capture on the embedded bus', () => {
       const proxied = await openHarness({ trustProxy: true });
       try {
         await request(proxied.app).post('/e/').set('X-Forwarded-For', '203.0.113.9, 10.0.0.1').send({ event: 'ip', distinct_id: 'a', token: proxied.token });
-        await request(proxied.app).post('/e/').set('X-Forwarded-For', '203.0.113.9').send({ event: 'ip', distinct_id: 'b', token: proxied.token, properties: { $ip: '198.51.100.1' } });
+        await request(proxied.app)
+          .post('/e/')
+          .set('X-Forwarded-For', '203.0.113.9')
+          .send({ event: 'ip', distinct_id: 'b', token: proxied.token, properties: { $ip: '198.51.100.1' } });
         const captured = await proxied.read(proxied.topics.events, 2);
         const byId = Object.fromEntries(captured.map((c) => [c.event.distinct_id, c]));
         expect(byId.a!.message.ip).toBe('203.0.113.9');
@@ -297,7 +349,11 @@ describe('capture on the embedded bus', () => {
     it('gzip by magic bytes, lz64 form, base64 form and plain JSON all land the same event', async () => {
       const before = await h.read(h.topics.events, 0, { quietMs: 200 });
       const event = (id: string) => JSON.stringify([{ event: 'enc', properties: { distinct_id: id, token: h.token } }]);
-      await request(h.app).post('/e/').set('Content-Type', 'text/plain').send(gzipSync(event('gzip'))).expect(200);
+      await request(h.app)
+        .post('/e/')
+        .set('Content-Type', 'text/plain')
+        .send(gzipSync(event('gzip')))
+        .expect(200);
       await request(h.app)
         .post('/e/?compression=lz64')
         .type('form')
@@ -325,7 +381,10 @@ describe('capture limits', () => {
   afterAll(() => h.close());
 
   it('refuses a body over the limit with 413 and reads no further', async () => {
-    const response = await request(h.app).post('/batch/').set('Content-Type', 'application/json').send(`{"api_key":"${h.token}","batch":[],"pad":"${'x'.repeat(70 * 1024)}"}`);
+    const response = await request(h.app)
+      .post('/batch/')
+      .set('Content-Type', 'application/json')
+      .send(`{"api_key":"${h.token}","batch":[],"pad":"${'x'.repeat(70 * 1024)}"}`);
     expect(response.status).toBe(413);
     expect(response.body).toMatchObject({ code: 'payload_too_large' });
   });
@@ -354,7 +413,8 @@ describe('capture with the real 20 MiB body limit', () => {
   });
 
   it.each(['/e/', '/i/v0/e/', '/batch/', '/capture/', '/track/', '/engage/'])('%s: a 21 MiB body → 413, a 4 MiB batch → 200', async (path) => {
-    const send = (body: string | Buffer) => fetch(`http://127.0.0.1:${server.port}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+    const send = (body: string | Buffer) =>
+      fetch(`http://127.0.0.1:${server.port}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
     const refused = await send(Buffer.alloc(21 * 1024 * 1024, 0x20));
     expect(refused.status).toBe(413);
     expect(await refused.json()).toMatchObject({ code: 'payload_too_large' });
@@ -378,7 +438,9 @@ describe('capture when the bus fails', () => {
   it('answers 503 when the bus rejects (never 200 for events that are not durable)', async () => {
     const h = await openHarness({ bus: faultyBus(() => Promise.reject(new StorageError('broker down', true, 'BROKER_NOT_AVAILABLE'))) });
     try {
-      const response = await request(h.app).post('/batch/').send({ api_key: h.token, batch: [{ event: 'e', distinct_id: 'd' }] });
+      const response = await request(h.app)
+        .post('/batch/')
+        .send({ api_key: h.token, batch: [{ event: 'e', distinct_id: 'd' }] });
       expect(response.status).toBe(503);
       expect(response.body).toEqual({ type: 'server_error', code: 'service_unavailable', detail: 'Transient error, please retry.', attr: null });
     } finally {

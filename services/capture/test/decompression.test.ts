@@ -27,7 +27,12 @@ describe('compressed bodies a client should not send', () => {
       .type('form')
       .send(`data=${encodeURIComponent(lz64Bomb(34_640))}&compression=lz64`);
     expect(response.status).toBe(413);
-    expect(response.body).toEqual({ type: 'validation_error', code: 'payload_too_large', detail: `Decompressed payload exceeds the limit of ${8 * MIB} bytes.`, attr: null });
+    expect(response.body).toEqual({
+      type: 'validation_error',
+      code: 'payload_too_large',
+      detail: `Decompressed payload exceeds the limit of ${8 * MIB} bytes.`,
+      attr: null,
+    });
     expect(performance.now() - started).toBeLessThan(5_000);
     // The decoder's UTF-16 buffer and, while it grew, the one before: never the bomb's size.
     expect(budget.stats().peakBytes).toBeLessThanOrEqual(4 * (8 * MIB + 1));
@@ -57,8 +62,17 @@ describe('compressed bodies a client should not send', () => {
 
   it.each(['/i/v0/e/', '/e/'])('answers truncated gzip with Content-Encoding: gzip on %s with 400', async (path) => {
     const whole = gzipSync(JSON.stringify({ api_key: h.token, batch: [{ event: 'e', distinct_id: 'd', properties: { pad: 'z'.repeat(5_000) } }] }));
-    const response = await request(h.app).post(path).set('Content-Type', 'text/plain').set('Content-Encoding', 'gzip').send(whole.subarray(0, whole.length / 2));
+    const response = await request(h.app)
+      .post(path)
+      .set('Content-Type', 'text/plain')
+      .set('Content-Encoding', 'gzip')
+      .send(whole.subarray(0, whole.length / 2));
     expect(response.status).toBe(400);
-    expect(response.body).toEqual({ type: 'validation_error', code: 'request_decoding_error', detail: 'Failed to decode request: invalid gzip data.', attr: null });
+    expect(response.body).toEqual({
+      type: 'validation_error',
+      code: 'request_decoding_error',
+      detail: 'Failed to decode request: invalid gzip data.',
+      attr: null,
+    });
   });
 });

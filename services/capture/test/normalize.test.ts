@@ -105,14 +105,29 @@ describe('normalization', () => {
   });
 
   it('folds top-level $set/$set_once into properties, the top level winning a clash', () => {
-    const { event } = normalize({ event: '$identify', distinct_id: 'd', properties: { $set: { a: 1, b: 1 }, $set_once: { c: 1 } }, $set: { b: 2 }, $set_once: { d: 1 } });
+    const { event } = normalize({
+      event: '$identify',
+      distinct_id: 'd',
+      properties: { $set: { a: 1, b: 1 }, $set_once: { c: 1 } },
+      $set: { b: 2 },
+      $set_once: { d: 1 },
+    });
     expect(event.properties.$set).toEqual({ a: 1, b: 2 });
     expect(event.properties.$set_once).toEqual({ c: 1, d: 1 });
   });
 
   it('keeps $feature/<key> and $feature_flag_called properties exactly', () => {
-    const properties = { $feature_flag: 'beta', $feature_flag_response: 'variant-b', '$feature/beta': 'variant-b', '$feature/off': false, $active_feature_flags: ['beta'] };
-    expect(normalize({ event: '$feature_flag_called', distinct_id: 'd', properties: { ...properties } }).event.properties).toEqual({ ...properties, $ip: '203.0.113.9' });
+    const properties = {
+      $feature_flag: 'beta',
+      $feature_flag_response: 'variant-b',
+      '$feature/beta': 'variant-b',
+      '$feature/off': false,
+      $active_feature_flags: ['beta'],
+    };
+    expect(normalize({ event: '$feature_flag_called', distinct_id: 'd', properties: { ...properties } }).event.properties).toEqual({
+      ...properties,
+      $ip: '203.0.113.9',
+    });
   });
 
   it('sets $ip from the request unless the client sent one', () => {
@@ -202,9 +217,17 @@ describe('nesting depth', () => {
 
   it.each<[string, RawEvent, string]>([
     ['properties one level too deep', { event: 'e', distinct_id: 'd', properties: nested(MAX_JSON_DEPTH + 1) }, 'batch__2__properties'],
-    ['a top-level $set that becomes too deep once folded into properties', { event: 'e', distinct_id: 'd', $set: nested(MAX_JSON_DEPTH) }, 'batch__2__properties'],
+    [
+      'a top-level $set that becomes too deep once folded into properties',
+      { event: 'e', distinct_id: 'd', $set: nested(MAX_JSON_DEPTH) },
+      'batch__2__properties',
+    ],
     ['a distinct id one level too deep', { event: 'e', distinct_id: [nested(MAX_JSON_DEPTH)] }, 'batch__2__distinct_id'],
-    ['properties deep enough to overflow the stack of a recursive walk', { event: 'e', distinct_id: 'd', properties: JSON.parse(`{"a":${'['.repeat(100_000)}${']'.repeat(100_000)}}`) as Record<string, unknown> }, 'batch__2__properties'],
+    [
+      'properties deep enough to overflow the stack of a recursive walk',
+      { event: 'e', distinct_id: 'd', properties: JSON.parse(`{"a":${'['.repeat(100_000)}${']'.repeat(100_000)}}`) as Record<string, unknown> },
+      'batch__2__properties',
+    ],
     ['a distinct id as deep', { event: 'e', distinct_id: JSON.parse(`${'['.repeat(100_000)}${']'.repeat(100_000)}`) }, 'batch__2__distinct_id'],
   ])('refuses %s with 400 request_parsing_error naming it', (_name, raw, attr) => {
     expect(refusal(raw)).toEqual({ status: 400, code: 'request_parsing_error', attr });
@@ -223,7 +246,9 @@ describe('timestamp warnings for ingestion', () => {
   it('warns of an unparseable timestamp replaced by the receive time, with the value sent and the event uuid', () => {
     const { message, event } = normalize({ event: 'e', distinct_id: 'd', uuid: UUID, timestamp: 'yesterday \ud800' });
     expect(event.timestamp).toBe(context.nowIso);
-    expect(message.warnings).toEqual([{ type: 'ignored_invalid_timestamp', details: { eventUuid: UUID, field: 'timestamp', value: 'yesterday \ufffd', reason: 'invalid format' } }]);
+    expect(message.warnings).toEqual([
+      { type: 'ignored_invalid_timestamp', details: { eventUuid: UUID, field: 'timestamp', value: 'yesterday \ufffd', reason: 'invalid format' } },
+    ]);
   });
 
   it('warns of a time more than 23 h ahead replaced by the receive time, as PostHog does', () => {
@@ -253,7 +278,9 @@ describe('timestamp warnings for ingestion', () => {
 
   it('warns of a time before year 0', () => {
     const { message } = normalize({ event: 'e', distinct_id: 'd', uuid: UUID, timestamp: '2025-06-01T00:00:00Z', offset: 1e14 });
-    expect(message.warnings).toEqual([{ type: 'ignored_invalid_timestamp', details: { eventUuid: UUID, field: 'timestamp', value: '2025-06-01T00:00:00Z', reason: 'out of bounds' } }]);
+    expect(message.warnings).toEqual([
+      { type: 'ignored_invalid_timestamp', details: { eventUuid: UUID, field: 'timestamp', value: '2025-06-01T00:00:00Z', reason: 'out of bounds' } },
+    ]);
   });
 
   it("warns of the batch's unusable sent_at on each of its events, unless the event ignores sent_at", () => {
@@ -268,14 +295,31 @@ describe('timestamp warnings for ingestion', () => {
 describe('isoString', () => {
   it('is Date#toISOString, from one day to the next and at the edges of the accepted years', () => {
     const times = [
-      NOW, NOW + 1, NOW + 999, NOW + 86_399_999, NOW + 86_400_000, NOW - 1, 0, -1, -86_400_001, Date.parse('0000-01-01T00:00:00.000Z'),
-      Date.parse('9999-12-31T23:59:59.999Z'), Date.parse('2024-02-29T23:59:59.999Z'), NOW + 0.5, -0.5, -1.5,
+      NOW,
+      NOW + 1,
+      NOW + 999,
+      NOW + 86_399_999,
+      NOW + 86_400_000,
+      NOW - 1,
+      0,
+      -1,
+      -86_400_001,
+      Date.parse('0000-01-01T00:00:00.000Z'),
+      Date.parse('9999-12-31T23:59:59.999Z'),
+      Date.parse('2024-02-29T23:59:59.999Z'),
+      NOW + 0.5,
+      -0.5,
+      -1.5,
     ];
     for (const ms of times) expect([ms, isoString(ms)]).toEqual([ms, new Date(ms).toISOString()]);
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: Date.parse('0000-01-01T00:00:00.000Z'), max: Date.parse('9999-12-31T23:59:59.999Z') }), { maxLength: 20 }), fc.integer({ min: 0, max: 3 * 86_400_000 }), (starts, step) => {
-        for (const start of starts) for (const ms of [start, start + step, start - step]) expect(isoString(ms)).toBe(new Date(ms).toISOString());
-      }),
+      fc.property(
+        fc.array(fc.integer({ min: Date.parse('0000-01-01T00:00:00.000Z'), max: Date.parse('9999-12-31T23:59:59.999Z') }), { maxLength: 20 }),
+        fc.integer({ min: 0, max: 3 * 86_400_000 }),
+        (starts, step) => {
+          for (const start of starts) for (const ms of [start, start + step, start - step]) expect(isoString(ms)).toBe(new Date(ms).toISOString());
+        },
+      ),
     );
   });
 });

@@ -30,14 +30,24 @@ function withConfigStandIn(capture: ServiceApp, seen: SeenRequest[]): Express {
   app.use((req, res, next) => {
     if (CAPTURE_ROUTES.test(req.url) && req.method !== 'OPTIONS') {
       res.on('finish', () =>
-        seen.push({ method: req.method, url: req.url, status: res.statusCode, contentEncoding: req.headers['content-encoding'], contentType: req.headers['content-type'] }),
+        seen.push({
+          method: req.method,
+          url: req.url,
+          status: res.statusCode,
+          contentEncoding: req.headers['content-encoding'],
+          contentType: req.headers['content-type'],
+        }),
       );
     }
     next();
   });
   const config = { supportedCompression: ['gzip-js'], featureFlags: {}, featureFlagPayloads: {}, flags: {}, errorsWhileComputingFlags: false };
   app.all(['/array/:token/config', '/decide', '/flags'], (req, res) => {
-    res.set({ 'Access-Control-Allow-Origin': req.headers.origin ?? '*', 'Access-Control-Allow-Credentials': 'true', 'Access-Control-Allow-Headers': req.headers['access-control-request-headers'] ?? '*' });
+    res.set({
+      'Access-Control-Allow-Origin': req.headers.origin ?? '*',
+      'Access-Control-Allow-Credentials': 'true',
+      'Access-Control-Allow-Headers': req.headers['access-control-request-headers'] ?? '*',
+    });
     res.json(config);
   });
   app.use(capture);
@@ -100,9 +110,12 @@ describe('real PostHog SDKs against capture', () => {
     expect(seen.every((r) => r.url.startsWith('/batch/') && r.contentEncoding === encoding)).toBe(true);
     const events = await onBus(h.topics.events, [id], 27);
     expect(events).toHaveLength(27);
-    expect(events.filter((c) => c.event.event === 'node-event').map((c) => c.event.properties.index).sort((a, b) => Number(a) - Number(b))).toEqual(
-      Array.from({ length: 25 }, (_, i) => i),
-    );
+    expect(
+      events
+        .filter((c) => c.event.event === 'node-event')
+        .map((c) => c.event.properties.index)
+        .sort((a, b) => Number(a) - Number(b)),
+    ).toEqual(Array.from({ length: 25 }, (_, i) => i));
     expect(events.find((c) => c.event.event === '$identify')!.event.properties.$set).toEqual({ email: 'node@example.com' });
     expect(events.find((c) => c.event.event === '$create_alias')!.event.properties.alias).toBe(`${id}-alias`);
     expect(events.every((c) => c.event.properties['$feature/beta'] === 'on' || c.event.event !== 'node-event')).toBe(true);

@@ -13,12 +13,22 @@ describe('the clock-skew rule (fixed clock at 2025-06-01T12:00:00Z)', () => {
     ['timestamp corrected by sent_at: client 1 h late', { timestamp: '2025-06-01T10:30:00Z', sentAt: NOW - H }, '2025-06-01T11:30:00.000Z', undefined],
     ['offset → now − offset', { offset: 5_000 }, '2025-06-01T11:59:55.000Z', undefined],
     ['offset overrides timestamp and sent_at', { offset: 1_000, timestamp: '2020-01-01T00:00:00Z', sentAt: NOW - H }, '2025-06-01T11:59:59.000Z', undefined],
-    ['offset overrides an unparseable timestamp, which is then not used at all', { offset: 1_000, timestamp: 'yesterday' }, '2025-06-01T11:59:59.000Z', undefined],
+    [
+      'offset overrides an unparseable timestamp, which is then not used at all',
+      { offset: 1_000, timestamp: 'yesterday' },
+      '2025-06-01T11:59:59.000Z',
+      undefined,
+    ],
     ['22 h in the future is kept', { timestamp: iso(NOW + 22 * H) }, iso(NOW + 22 * H), undefined],
     ['more than 23 h in the future → now', { timestamp: iso(NOW + 23 * H + 1) }, '2025-06-01T12:00:00.000Z', 'in_future'],
     ['a negative offset far ahead → now', { offset: -24 * H }, '2025-06-01T12:00:00.000Z', 'in_future'],
     ['an unparseable timestamp → now', { timestamp: 'yesterday' }, '2025-06-01T12:00:00.000Z', 'invalid_format'],
-    ['a year past 9999 → now (it is in the future first)', { timestamp: '2025-06-01T12:00:00Z', sentAt: NOW - 9000 * 365 * 24 * H }, '2025-06-01T12:00:00.000Z', 'in_future'],
+    [
+      'a year past 9999 → now (it is in the future first)',
+      { timestamp: '2025-06-01T12:00:00Z', sentAt: NOW - 9000 * 365 * 24 * H },
+      '2025-06-01T12:00:00.000Z',
+      'in_future',
+    ],
     ['a year before 0 → now', { offset: 3000 * 365 * 24 * H }, '2025-06-01T12:00:00.000Z', 'out_of_bounds'],
     ['the distant past is kept', { timestamp: '1999-12-31T23:59:59Z' }, '1999-12-31T23:59:59.000Z', undefined],
   ])('%s', (_name, input, expected, ignored) => {
@@ -65,11 +75,10 @@ describe('the toISOString shape (read without the regex) agrees with the general
     let valid = 0;
     for (let i = 0; i < 20_000; i++) {
       const year = pick(['0000', '0099', '1970', '2000', '2024', '2025', '2100', '9999']);
-      const value =
-        `${year}-${two(14)}-${two(33)}T${two(26)}:${two(62)}:${two(62)}.${two(100)}${Math.floor(random() * 10)}Z`.replace(
-          /\d/g, // about 1 in 100 digits, anywhere, becomes something else
-          (digit) => (random() < 0.01 ? pick(['x', ' ', '-']) : digit),
-        );
+      const value = `${year}-${two(14)}-${two(33)}T${two(26)}:${two(62)}:${two(62)}.${two(100)}${Math.floor(random() * 10)}Z`.replace(
+        /\d/g, // about 1 in 100 digits, anywhere, becomes something else
+        (digit) => (random() < 0.01 ? pick(['x', ' ', '-']) : digit),
+      );
       const parsed = parseTimestamp(value);
       expect([value, parsed]).toEqual([value, reference(value)]);
       if (parsed !== undefined) {

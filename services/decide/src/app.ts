@@ -174,7 +174,19 @@ export function decideRoutes(deps: DecideDeps): DecideRoutes {
       if (definitions) byKeyCache.set(definitions, byKey);
     }
     const { res, shaping, requestId, endpoint } = reply;
-    sendJson(res, 200, renderBody(shaping, { flags, errorsWhileComputingFlags: errors, quotaLimited, requestId, flagsById: byKey, surveys: definitions?.hasActiveSurveys ?? false, endpoint }));
+    sendJson(
+      res,
+      200,
+      renderBody(shaping, {
+        flags,
+        errorsWhileComputingFlags: errors,
+        quotaLimited,
+        requestId,
+        flagsById: byKey,
+        surveys: definitions?.hasActiveSurveys ?? false,
+        endpoint,
+      }),
+    );
   }
 
   async function localEvaluation(req: Request, res: Response): Promise<void> {

@@ -120,13 +120,8 @@ export function parseFlagsRequest(raw: Record<string, unknown>, query: URLSearch
 }
 
 export const decideErrors = {
-  noToken: () =>
-    ApiError.unauthenticated(
-      'No project API key provided. You can find your project API key in PostHog project settings.',
-      'no_api_key',
-    ),
-  invalidToken: () =>
-    ApiError.unauthenticated('Project API key invalid. You can find your project API key in PostHog project settings.', 'invalid_api_key'),
+  noToken: () => ApiError.unauthenticated('No project API key provided. You can find your project API key in PostHog project settings.', 'no_api_key'),
+  invalidToken: () => ApiError.unauthenticated('Project API key invalid. You can find your project API key in PostHog project settings.', 'invalid_api_key'),
   noDistinctId: () => ApiError.validation('Decide requires a distinct_id.', null, 'missing_distinct_id'),
   rateLimited: () => new ApiError(429, 'validation_error', 'rate_limit_exceeded', 'Rate limit exceeded ', null),
 };

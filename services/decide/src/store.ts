@@ -47,11 +47,9 @@ export async function loadDefinitions(sql: SqlExecutor, projectId: number): Prom
          FROM feature_flags WHERE project_id = $1 AND NOT deleted ORDER BY id`,
       [projectId],
     ),
-    sql.query<CohortRow>(
-      'decide.loadCohorts',
-      'SELECT id, name, filters, is_static FROM cohorts WHERE project_id = $1 AND NOT deleted ORDER BY id',
-      [projectId],
-    ),
+    sql.query<CohortRow>('decide.loadCohorts', 'SELECT id, name, filters, is_static FROM cohorts WHERE project_id = $1 AND NOT deleted ORDER BY id', [
+      projectId,
+    ]),
     sql.query<{ group_type: string; group_type_index: number }>(
       'decide.loadGroupTypes',
       'SELECT group_type, group_type_index FROM group_type_mappings WHERE project_id = $1 ORDER BY group_type_index',
@@ -111,11 +109,7 @@ export async function findPerson(sql: SqlExecutor, projectId: number, distinctId
   return result.rows[0];
 }
 
-export async function findGroups(
-  sql: SqlExecutor,
-  projectId: number,
-  groups: readonly { index: number; key: string }[],
-): Promise<Map<string, Properties>> {
+export async function findGroups(sql: SqlExecutor, projectId: number, groups: readonly { index: number; key: string }[]): Promise<Map<string, Properties>> {
   if (groups.length === 0) return new Map();
   const result = await sql.query<{ group_type_index: number; group_key: string; group_properties: Properties }>(
     'decide.findGroups',

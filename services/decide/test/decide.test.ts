@@ -14,7 +14,12 @@ const MULTI_FLAG = {
   key: 'multi',
   filters: {
     groups: [{ properties: [], rollout_percentage: 100, variant: 'b' }],
-    multivariate: { variants: [{ key: 'a', rollout_percentage: 50 }, { key: 'b', rollout_percentage: 50 }] },
+    multivariate: {
+      variants: [
+        { key: 'a', rollout_percentage: 50 },
+        { key: 'b', rollout_percentage: 50 },
+      ],
+    },
     payloads: { b: '[1,2]' },
   },
 };
@@ -58,7 +63,13 @@ describe.each(backends)('decide on $name', (backend) => {
   it('answers v=1 with the active keys and the config', async () => {
     const res = await decide('/decide/?v=1', { token, distinct_id: 'pro-user' }).expect(200);
     expect([...(res.body.featureFlags as string[])].sort()).toEqual(['beta', 'multi', 'pro-users']);
-    expect(res.body).toMatchObject({ config: { enable_collect_everything: true }, toolbarParams: {}, isAuthenticated: false, supportedCompression: ['gzip', 'gzip-js', 'lz64'], siteApps: [] });
+    expect(res.body).toMatchObject({
+      config: { enable_collect_everything: true },
+      toolbarParams: {},
+      isAuthenticated: false,
+      supportedCompression: ['gzip', 'gzip-js', 'lz64'],
+      siteApps: [],
+    });
     expect(typeof res.body.requestId).toBe('string');
   });
 
@@ -124,7 +135,12 @@ describe.each(backends)('decide on $name', (backend) => {
   it('evaluates group flags from stored group properties and request overrides', async () => {
     const stored = await decide('/decide/?v=3', { token, distinct_id: 'x', groups: { company: 'acme' } }).expect(200);
     expect(stored.body.featureFlags['company-flag']).toBe(true);
-    const overridden = await decide('/decide/?v=3', { token, distinct_id: 'x', groups: { company: 'acme' }, group_properties: { company: { size: 5 } } }).expect(200);
+    const overridden = await decide('/decide/?v=3', {
+      token,
+      distinct_id: 'x',
+      groups: { company: 'acme' },
+      group_properties: { company: { size: 5 } },
+    }).expect(200);
     expect(overridden.body.featureFlags['company-flag']).toBe(false);
     const noGroup = await decide('/decide/?v=4', { token, distinct_id: 'x' }).expect(200);
     expect(noGroup.body.flags['company-flag'].reason.code).toBe('no_group_type');
@@ -139,7 +155,12 @@ describe.each(backends)('decide on $name', (backend) => {
       expect(v3.body.featureFlags).toEqual({ beta: true, off: false, multi: 'b', 'company-flag': false });
       const v4 = await decide('/flags/?v=2', { token, distinct_id: 'pro-user' }).expect(200);
       expect(v4.body.errorsWhileComputingFlags).toBe(true);
-      expect(v4.body.flags['pro-users']).toMatchObject({ enabled: false, variant: null, failed: true, reason: { code: fault === 'fail' ? 'database_error' : 'timeout', condition_index: null } });
+      expect(v4.body.flags['pro-users']).toMatchObject({
+        enabled: false,
+        variant: null,
+        failed: true,
+        reason: { code: fault === 'fail' ? 'database_error' : 'timeout', condition_index: null },
+      });
       expect(v4.body.flags.beta.enabled).toBe(true);
       faulty.failing.clear();
       faulty.delayMs.clear();
@@ -154,13 +175,23 @@ describe.each(backends)('decide on $name', (backend) => {
   it('decodes form data=, base64, gzip without a hint and lz64 bodies', async () => {
     const json = JSON.stringify({ token, distinct_id: 'pro-user' });
     const base64 = Buffer.from(json).toString('base64');
-    const form = await request(app).post('/decide/?v=3&compression=base64').type('form').send(`data=${encodeURIComponent(base64)}`).expect(200);
+    const form = await request(app)
+      .post('/decide/?v=3&compression=base64')
+      .type('form')
+      .send(`data=${encodeURIComponent(base64)}`)
+      .expect(200);
     expect(form.body.featureFlags['pro-users']).toBe(true);
     const gz = await request(app).post('/flags/?v=2').set('Content-Type', 'text/plain').send(gzipSync(json)).expect(200);
     expect(gz.body.flags['pro-users'].enabled).toBe(true);
-    const lz = await request(app).post('/decide/?v=3&compression=lz64').type('form').send(`data=${encodeURIComponent(compressToBase64(json))}`).expect(200);
+    const lz = await request(app)
+      .post('/decide/?v=3&compression=lz64')
+      .type('form')
+      .send(`data=${encodeURIComponent(compressToBase64(json))}`)
+      .expect(200);
     expect(lz.body.featureFlags.beta).toBe(true);
-    const get = await request(app).get(`/decide/?v=3&data=${encodeURIComponent(base64)}`).expect(200);
+    const get = await request(app)
+      .get(`/decide/?v=3&data=${encodeURIComponent(base64)}`)
+      .expect(200);
     expect(get.body.featureFlags.beta).toBe(true);
   });
 
@@ -168,7 +199,11 @@ describe.each(backends)('decide on $name', (backend) => {
     const json = JSON.stringify({ token, distinct_id: 'pro-user' });
     const gz = await request(app).post('/flags/?v=2').set('Content-Type', 'text/plain').set('Content-Encoding', 'gzip').send(gzipSync(json)).expect(200);
     expect(gz.body.flags['pro-users'].enabled).toBe(true);
-    const huge = await request(app).post('/flags/?v=2').set('Content-Type', 'text/plain').send(Buffer.alloc(20 * 1024 * 1024 + 1, 0x20)).expect(413);
+    const huge = await request(app)
+      .post('/flags/?v=2')
+      .set('Content-Type', 'text/plain')
+      .send(Buffer.alloc(20 * 1024 * 1024 + 1, 0x20))
+      .expect(413);
     expect(huge.body).toMatchObject({ type: 'validation_error', code: 'payload_too_large', attr: null });
   });
 
@@ -203,13 +238,19 @@ describe.each(backends)('decide on $name', (backend) => {
 
   it('serves static and dynamic cohorts', async () => {
     await createPerson(db.sql, projectId, ['member'], {});
-    const staticCohort = await request(app).post(`/api/projects/${projectId}/cohorts/`).send({ name: 'S', is_static: true, distinct_ids: ['member'] }).expect(201);
+    const staticCohort = await request(app)
+      .post(`/api/projects/${projectId}/cohorts/`)
+      .send({ name: 'S', is_static: true, distinct_ids: ['member'] })
+      .expect(201);
     expect(staticCohort.body).toMatchObject({ is_static: true, count: 1 });
     const dynamic = await request(app)
       .post(`/api/projects/${projectId}/cohorts/`)
       .send({ name: 'D', filters: { properties: { type: 'AND', values: [{ key: 'email', type: 'person', value: 'example.com', operator: 'icontains' }] } } })
       .expect(201);
-    for (const [key, id] of [['static-cohort', staticCohort.body.id], ['dynamic-cohort', dynamic.body.id]]) {
+    for (const [key, id] of [
+      ['static-cohort', staticCohort.body.id],
+      ['dynamic-cohort', dynamic.body.id],
+    ]) {
       await request(app)
         .post(`/api/projects/${projectId}/feature_flags/`)
         .send({ key, filters: { groups: [{ properties: [{ key: 'id', type: 'cohort', value: id }], rollout_percentage: 100 }] } })
@@ -254,7 +295,18 @@ describe.each(backends)('decide on $name', (backend) => {
   it('validates flags with PostHog-shaped errors and refuses DELETE', async () => {
     const badSum = await request(app)
       .post(`/api/projects/${projectId}/feature_flags/`)
-      .send({ key: 'bad', filters: { groups: [], multivariate: { variants: [{ key: 'a', rollout_percentage: 60 }, { key: 'b', rollout_percentage: 30 }] } } })
+      .send({
+        key: 'bad',
+        filters: {
+          groups: [],
+          multivariate: {
+            variants: [
+              { key: 'a', rollout_percentage: 60 },
+              { key: 'b', rollout_percentage: 30 },
+            ],
+          },
+        },
+      })
       .expect(400);
     expect(badSum.body).toMatchObject({ type: 'validation_error', attr: 'filters' });
     const badPayload = await request(app)
@@ -295,7 +347,11 @@ describe.each(backends)('decide on $name', (backend) => {
     };
     const created = await request(app).post(`/api/projects/${projectId}/feature_flags/`).send(continuity).expect(201);
     const first = await decide('/decide/?v=3', { token, distinct_id: 'user-c', $anon_distinct_id: 'anon-c' }).expect(200);
-    const rows = await db.sql.query<{ hash_key: string }>('test.overrides', 'SELECT hash_key FROM feature_flag_hash_key_overrides WHERE feature_flag_key = $1', ['continuity']);
+    const rows = await db.sql.query<{ hash_key: string }>(
+      'test.overrides',
+      'SELECT hash_key FROM feature_flag_hash_key_overrides WHERE feature_flag_key = $1',
+      ['continuity'],
+    );
     expect(rows.rows.map((row) => row.hash_key)).toEqual(['anon-c']);
     const later = await decide('/decide/?v=3', { token, distinct_id: 'user-c' }).expect(200);
     const personless = await decide('/decide/?v=3', { token, distinct_id: 'ghost', $anon_distinct_id: 'anon-c' }).expect(200);
@@ -310,11 +366,17 @@ describe.each(backends)('decide on $name', (backend) => {
       .post(`/api/projects/${projectId}/feature_flags/`)
       .send({ key: 'team-flag', filters: { aggregation_group_type_index: 1, groups: [{ properties: [], rollout_percentage: 100 }] } })
       .expect(201);
-    const before = await request(polled).post('/decide/?v=3').send({ token, distinct_id: 'x', groups: { team: 't1' } }).expect(200);
+    const before = await request(polled)
+      .post('/decide/?v=3')
+      .send({ token, distinct_id: 'x', groups: { team: 't1' } })
+      .expect(200);
     expect(before.body.featureFlags['team-flag']).toBe(false);
     await db.sql.query('test.groupType', `INSERT INTO group_type_mappings (project_id, group_type, group_type_index) VALUES ($1, 'team', 1)`, [projectId]);
     await new Promise((resolve) => setTimeout(resolve, 600));
-    const after = await request(polled).post('/decide/?v=3').send({ token, distinct_id: 'x', groups: { team: 't1' } }).expect(200);
+    const after = await request(polled)
+      .post('/decide/?v=3')
+      .send({ token, distinct_id: 'x', groups: { team: 't1' } })
+      .expect(200);
     expect(after.body.featureFlags['team-flag']).toBe(true);
     await request(polled).patch(`/api/projects/${projectId}/feature_flags/${flag.body.id}/`).send({ deleted: true }).expect(200);
     await db.sql.query('test.groupTypeCleanup', `DELETE FROM group_type_mappings WHERE project_id = $1 AND group_type = 'team'`, [projectId]);
@@ -331,7 +393,11 @@ describe.each(backends)('decide on $name', (backend) => {
       `INSERT INTO feature_flags (project_id, key, filters) VALUES ($1, 'elsewhere', '{"groups":[{"properties":[],"rollout_percentage":100}]}')`,
       [projectId],
     );
-    await db.sql.query('test.bump', 'INSERT INTO flag_definition_versions (project_id) VALUES ($1) ON CONFLICT (project_id) DO UPDATE SET version = flag_definition_versions.version + 1', [projectId]);
+    await db.sql.query(
+      'test.bump',
+      'INSERT INTO flag_definition_versions (project_id) VALUES ($1) ON CONFLICT (project_id) DO UPDATE SET version = flag_definition_versions.version + 1',
+      [projectId],
+    );
     const started = Date.now();
     let seen = false;
     while (!seen && Date.now() - started < 1000) {

@@ -24,7 +24,11 @@ describe('compressed flag requests a client should not send', () => {
 
   it.each(['/flags/?v=2', '/decide/?v=3'])('answers truncated gzip with Content-Encoding: gzip on %s with 400', async (path) => {
     const whole = gzipSync(JSON.stringify({ token, distinct_id: 'd', person_properties: { pad: 'z'.repeat(5_000) } }));
-    const response = await request(app).post(path).set('Content-Type', 'text/plain').set('Content-Encoding', 'gzip').send(whole.subarray(0, whole.length / 2));
+    const response = await request(app)
+      .post(path)
+      .set('Content-Type', 'text/plain')
+      .set('Content-Encoding', 'gzip')
+      .send(whole.subarray(0, whole.length / 2));
     expect(response.status).toBe(400);
     expect(response.body).toMatchObject({ type: 'validation_error', code: 'malformed_data', detail: 'Malformed request data: invalid gzip data' });
   });
@@ -36,7 +40,12 @@ describe('compressed flag requests a client should not send', () => {
       .type('form')
       .send(`data=${encodeURIComponent(lz64Bomb(34_640))}`);
     expect(response.status).toBe(413);
-    expect(response.body).toEqual({ type: 'validation_error', code: 'payload_too_large', detail: `Decompressed payload exceeds the limit of ${20 * 1024 * 1024} bytes.`, attr: null });
+    expect(response.body).toEqual({
+      type: 'validation_error',
+      code: 'payload_too_large',
+      detail: `Decompressed payload exceeds the limit of ${20 * 1024 * 1024} bytes.`,
+      attr: null,
+    });
     expect(performance.now() - started).toBeLessThan(5_000);
     expect(decompressionBudget.stats().heldBytes).toBe(0);
   });

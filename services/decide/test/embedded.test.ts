@@ -26,7 +26,9 @@ describe('decide beside the management API (embedded mode)', () => {
         },
       });
       const ask = async () =>
-        (await request(app).post('/flags/?v=2').send({ token: project.api_token, distinct_id: 'u1' }).expect(200)).body as { flags: Record<string, { enabled: boolean }> };
+        (await request(app).post('/flags/?v=2').send({ token: project.api_token, distinct_id: 'u1' }).expect(200)).body as {
+          flags: Record<string, { enabled: boolean }>;
+        };
       expect((await ask()).flags).toEqual({});
 
       await request(app).post(`/api/projects/${project.id}/feature_flags/`).send({ key: 'new-flag' }).expect(401);
@@ -35,7 +37,14 @@ describe('decide beside the management API (embedded mode)', () => {
         .set('Authorization', `Bearer ${key.value}`)
         .send({ key: 'new-flag', name: 'A new flag', filters: { groups: [{ properties: [], rollout_percentage: 100 }] } })
         .expect(201);
-      expect(created.body).toMatchObject({ key: 'new-flag', name: 'A new flag', active: true, deleted: false, version: 1, created_by: { id: expect.any(Number) } });
+      expect(created.body).toMatchObject({
+        key: 'new-flag',
+        name: 'A new flag',
+        active: true,
+        deleted: false,
+        version: 1,
+        created_by: { id: expect.any(Number) },
+      });
       expect((await ask()).flags['new-flag']).toMatchObject({ enabled: true });
 
       await request(app)

@@ -40,7 +40,13 @@ describe('GeoIP', () => {
         .send({ key: 'uk', filters: { groups: [{ properties: [{ key: '$geoip_country_code', type: 'person', value: ['GB'] }], rollout_percentage: 100 }] } })
         .expect(201);
       const ask = async (body: Record<string, unknown>, ip: string) =>
-        (await request(app).post('/decide/?v=3').set('X-Forwarded-For', ip).send({ token: project.api_token, distinct_id: 'x', ...body }).expect(200)).body as {
+        (
+          await request(app)
+            .post('/decide/?v=3')
+            .set('X-Forwarded-For', ip)
+            .send({ token: project.api_token, distinct_id: 'x', ...body })
+            .expect(200)
+        ).body as {
           featureFlags: Record<string, unknown>;
           errorsWhileComputingFlags: boolean;
         };

@@ -35,11 +35,12 @@ describe.each(backends)('decide with hostile input on $name', (backend) => {
     await createGroup(db.sql, projectId, 'company', 0, 'acme', { size: 500 });
     // Stored directly: these tests are about decide's requests, whatever the management API accepts.
     for (const flag of [PERSON_FLAG, GROUP_FLAG, CONTINUITY_FLAG]) {
-      await db.sql.query(
-        'test.insertFlag',
-        'INSERT INTO feature_flags (project_id, key, filters, ensure_experience_continuity) VALUES ($1, $2, $3, $4)',
-        [projectId, flag.key, JSON.stringify(flag.filters), 'ensure_experience_continuity' in flag],
-      );
+      await db.sql.query('test.insertFlag', 'INSERT INTO feature_flags (project_id, key, filters, ensure_experience_continuity) VALUES ($1, $2, $3, $4)', [
+        projectId,
+        flag.key,
+        JSON.stringify(flag.filters),
+        'ensure_experience_continuity' in flag,
+      ]);
     }
   });
   afterAll(() => db.close());
@@ -50,7 +51,11 @@ describe.each(backends)('decide with hostile input on $name', (backend) => {
     const padding = ' '.repeat(20 * 1024 * 1024 - 200);
     const invalid = await request(app).post('/flags/?v=2').set('Content-Type', 'text/plain').send(`{"a":[${padding}NaN x]}`).expect(400);
     expect(invalid.body).toMatchObject({ type: 'validation_error', code: 'malformed_data' });
-    const valid = await request(app).post('/flags/?v=2').set('Content-Type', 'text/plain').send(`{"token":"${token}","distinct_id":"pro-user","a":[${padding}NaN]}`).expect(200);
+    const valid = await request(app)
+      .post('/flags/?v=2')
+      .set('Content-Type', 'text/plain')
+      .send(`{"token":"${token}","distinct_id":"pro-user","a":[${padding}NaN]}`)
+      .expect(200);
     expect(valid.body.flags['pro-users'].enabled).toBe(true);
   });
 
@@ -65,7 +70,9 @@ describe.each(backends)('decide with hostile input on $name', (backend) => {
       expect([surveys.status, surveys.body.type]).toEqual([401, 'authentication_error']);
       const features = await request(app).get(`/api/early_access_features/?token=${query}`);
       expect([features.status, features.body.type]).toEqual([401, 'authentication_error']);
-      const local = await request(app).get(`/api/feature_flag/local_evaluation?token=${query}`).set('Authorization', `Bearer ${credentials.personal_api_key.value}`);
+      const local = await request(app)
+        .get(`/api/feature_flag/local_evaluation?token=${query}`)
+        .set('Authorization', `Bearer ${credentials.personal_api_key.value}`);
       expect([local.status, local.body.type]).toEqual([401, 'authentication_error']);
       await request(app).get(`/array/${query}/config`).expect(404);
       await request(app).get(`/array/${query}/config.js`).expect(404);
@@ -82,7 +89,9 @@ describe.each(backends)('decide with hostile input on $name', (backend) => {
   });
 
   it('evaluates a distinct_id, an $anon_distinct_id or a group key with a NUL without a lookup error', async () => {
-    const res = await post('/flags/?v=2', { token, distinct_id: 'pro\u0000user', $anon_distinct_id: 'anon\u0000', groups: { company: 'ac\u0000me' } }).expect(200);
+    const res = await post('/flags/?v=2', { token, distinct_id: 'pro\u0000user', $anon_distinct_id: 'anon\u0000', groups: { company: 'ac\u0000me' } }).expect(
+      200,
+    );
     expect(res.body.errorsWhileComputingFlags).toBe(false);
     expect(res.body.flags['pro-users']).toMatchObject({ enabled: false, reason: { code: 'no_condition_match' } });
     expect(res.body.flags['company-flag']).toMatchObject({ enabled: false });
@@ -115,7 +124,10 @@ describe.each(backends)('decide with hostile input on $name', (backend) => {
   it('refuses person or group properties nested past 128 levels with 400, not a stack overflow', async () => {
     const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
     for (const fields of [`"person_properties": {"plan": ${deep}}`, `"groups": {"company": "acme"}, "group_properties": {"company": {"size": ${deep}}}`]) {
-      const res = await request(app).post('/flags/?v=2').set('Content-Type', 'application/json').send(`{"token": "${token}", "distinct_id": "pro-user", ${fields}}`);
+      const res = await request(app)
+        .post('/flags/?v=2')
+        .set('Content-Type', 'application/json')
+        .send(`{"token": "${token}", "distinct_id": "pro-user", ${fields}}`);
       expect([res.status, res.body.type]).toEqual([400, 'validation_error']);
     }
   });

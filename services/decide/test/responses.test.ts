@@ -109,7 +109,14 @@ function generateBody(next: () => number): FlagsBody {
   for (const key of keys) {
     const roll = next();
     if (roll < 0.15) {
-      flags.set(key, { key, failed: true, enabled: false, variant: null, reason: { code: pick(next, FAILURES), condition_index: null, description: null }, payload: null });
+      flags.set(key, {
+        key,
+        failed: true,
+        enabled: false,
+        variant: null,
+        reason: { code: pick(next, FAILURES), condition_index: null, description: null },
+        payload: null,
+      });
     } else {
       const enabled = roll < 0.7;
       const code = pick(next, CODES);
@@ -180,9 +187,24 @@ describe('renderBody', () => {
         const enabled = next() < 0.6;
         const variant = enabled && next() < 0.5 ? pick(next, VARIANTS) : null;
         const payload = enabled ? (payloadOf.get(key)!.get(variant ?? 'true') ?? null) : null;
-        flags.set(key, { key, failed: false, enabled, variant, reason: sharedReason(pick(next, CODES), next() < 0.3 ? null : Math.floor(next() * 3)), payload });
+        flags.set(key, {
+          key,
+          failed: false,
+          enabled,
+          variant,
+          reason: sharedReason(pick(next, CODES), next() < 0.3 ? null : Math.floor(next() * 3)),
+          payload,
+        });
       }
-      const body: FlagsBody = { flags, errorsWhileComputingFlags: false, quotaLimited: false, requestId: `r${i}`, flagsById, surveys: false, endpoint: 'flags' };
+      const body: FlagsBody = {
+        flags,
+        errorsWhileComputingFlags: false,
+        quotaLimited: false,
+        requestId: `r${i}`,
+        flagsById,
+        surveys: false,
+        endpoint: 'flags',
+      };
       for (const config of [false, true]) {
         expect(renderBody({ shape: 'v4', config }, body)).toBe(JSON.stringify(referenceBody({ shape: 'v4', config }, body)));
       }
@@ -202,8 +224,21 @@ describe('renderBody', () => {
   });
 
   it('renders an empty answer (quota limited, no definitions)', () => {
-    const body: FlagsBody = { flags: new Map(), errorsWhileComputingFlags: false, quotaLimited: true, requestId: 'r', flagsById: new Map(), surveys: false, endpoint: 'flags' };
-    expect(JSON.parse(renderBody({ shape: 'v4', config: false }, body))).toEqual({ flags: {}, errorsWhileComputingFlags: false, quotaLimited: ['feature_flags'], requestId: 'r' });
+    const body: FlagsBody = {
+      flags: new Map(),
+      errorsWhileComputingFlags: false,
+      quotaLimited: true,
+      requestId: 'r',
+      flagsById: new Map(),
+      surveys: false,
+      endpoint: 'flags',
+    };
+    expect(JSON.parse(renderBody({ shape: 'v4', config: false }, body))).toEqual({
+      flags: {},
+      errorsWhileComputingFlags: false,
+      quotaLimited: ['feature_flags'],
+      requestId: 'r',
+    });
     expect(JSON.parse(renderBody({ shape: 'v1', config: false }, body))).toEqual({ featureFlags: [], quotaLimited: ['feature_flags'], requestId: 'r' });
   });
 

@@ -28,7 +28,13 @@ const FLAGS = [
     key: 'multi',
     filters: {
       groups: [{ properties: [], rollout_percentage: 100 }],
-      multivariate: { variants: [{ key: 'control', rollout_percentage: 34 }, { key: 'test', rollout_percentage: 33 }, { key: 'other', rollout_percentage: 33 }] },
+      multivariate: {
+        variants: [
+          { key: 'control', rollout_percentage: 34 },
+          { key: 'test', rollout_percentage: 33 },
+          { key: 'other', rollout_percentage: 33 },
+        ],
+      },
       payloads: { control: '[1,2]', test: '{"t":true}', other: '"o"' },
     },
   },
@@ -39,7 +45,10 @@ const FLAGS = [
       groups: [{ properties: [{ key: 'size', type: 'group', group_type_index: 0, value: 100, operator: 'gt' }], rollout_percentage: 100 }],
     },
   },
-  { key: 'email-rollout', filters: { groups: [{ properties: [{ key: 'email', type: 'person', value: '@example.com', operator: 'icontains' }], rollout_percentage: 30 }] } },
+  {
+    key: 'email-rollout',
+    filters: { groups: [{ properties: [{ key: 'email', type: 'person', value: '@example.com', operator: 'icontains' }], rollout_percentage: 30 }] },
+  },
 ];
 
 describe('posthog-node against decide', () => {
@@ -104,7 +113,11 @@ describe('posthog-node against decide', () => {
         await local.reloadFeatureFlags();
         for (let i = 0; i < 500; i++) {
           const distinctId = `user-${i}`;
-          const options = { personProperties: { plan: i % 3 === 0 ? 'pro' : 'free', email: `u${i}@example.com` }, groups: { company: 'acme' }, groupProperties: { company: { size: i } } };
+          const options = {
+            personProperties: { plan: i % 3 === 0 ? 'pro' : 'free', email: `u${i}@example.com` },
+            groups: { company: 'acme' },
+            groupProperties: { company: { size: i } },
+          };
           const locally = await local.getAllFlags(distinctId, { ...options, onlyEvaluateLocally: true });
           const remotely = await remote.getAllFlags(distinctId, options);
           expect(locally).toEqual(remotely);

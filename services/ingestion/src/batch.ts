@@ -22,7 +22,14 @@
  *   writes reach the page cache is not the order in which they survive a power loss.
  */
 import type { Batch, BusMessage, EventBus } from '@plover/bus';
-import { insertIngestionWarnings, insertPersonOverrides, type ClickHouse, type EventRow, type IngestionWarningRow, type PersonOverrideRow } from '@plover/clickhouse';
+import {
+  insertIngestionWarnings,
+  insertPersonOverrides,
+  type ClickHouse,
+  type EventRow,
+  type IngestionWarningRow,
+  type PersonOverrideRow,
+} from '@plover/clickhouse';
 import { isRetriable, type Logger } from '@plover/core';
 import { PersonWriteConflict, type PersonSnapshot } from '@plover/persons';
 import { deadLetterMessage, type DeadLetter } from './dead-letter';
@@ -96,7 +103,10 @@ export class BatchHandler {
     } catch (error) {
       metrics.batchFailures.inc({ topic: batch.topic, retriable: String(isRetriable(error)) });
       // Retriable failures are outages that pass; anything else stalls the partition until someone acts.
-      this.options.logger[isRetriable(error) ? 'warn' : 'error']({ err: error, topic: batch.topic, partition: batch.partition, offset: first.offset, messages: batch.messages.length }, 'batch not stored; it will be redelivered');
+      this.options.logger[isRetriable(error) ? 'warn' : 'error'](
+        { err: error, topic: batch.topic, partition: batch.partition, offset: first.offset, messages: batch.messages.length },
+        'batch not stored; it will be redelivered',
+      );
       state.retryOffset = first.offset;
       throw error;
     }
@@ -141,7 +151,12 @@ export class BatchHandler {
 
     let toProcess = pending;
     if (state.recovering && pending.length > 0) {
-      const stored = await this.timeAsync('recover', () => storedEventUuids(this.options.clickhouse, pending.map((item) => item.input)));
+      const stored = await this.timeAsync('recover', () =>
+        storedEventUuids(
+          this.options.clickhouse,
+          pending.map((item) => item.input),
+        ),
+      );
       toProcess = pending.filter((item) => !stored.has(item.input.uuid));
       for (const item of pending) if (stored.has(item.input.uuid)) results[item.index] = { kind: 'already_stored' };
       // Stored events are a prefix of the partition (a crashed delivery stored whole batches, in order): past
@@ -164,7 +179,11 @@ export class BatchHandler {
    * change. Of one key's events, those that relied on an unstored change are always the last ones processed
    * (a locked write of the person stores its staged changes first), so order per key holds.
    */
-  private async processStaged(pending: ReadonlyArray<{ index: number; input: CapturedInput }>, results: Array<Processed | undefined>, state: PartitionState): Promise<void> {
+  private async processStaged(
+    pending: ReadonlyArray<{ index: number; input: CapturedInput }>,
+    results: Array<Processed | undefined>,
+    state: PartitionState,
+  ): Promise<void> {
     try {
       await this.processByKey(pending, results, state, true);
     } catch (error) {
@@ -193,7 +212,10 @@ export class BatchHandler {
   ): Promise<void> {
     if (pending.length === 0) return;
     const { processor } = this.options;
-    const snapshots = await processor.readPersons(pending.map((item) => item.input), stageWrites);
+    const snapshots = await processor.readPersons(
+      pending.map((item) => item.input),
+      stageWrites,
+    );
     const queues = new Map<string, Array<{ index: number; input: CapturedInput }>>();
     for (const item of pending) {
       const queue = queues.get(item.input.key);
@@ -309,7 +331,11 @@ export class BatchHandler {
     if (sync) await this.timeAsync('sync', sync);
   }
 
-  private async storeSideOutputs(deadLetters: readonly DeadLetter[], warnings: readonly IngestionWarningRow[], overrides: readonly PersonOverrideRow[]): Promise<void> {
+  private async storeSideOutputs(
+    deadLetters: readonly DeadLetter[],
+    warnings: readonly IngestionWarningRow[],
+    overrides: readonly PersonOverrideRow[],
+  ): Promise<void> {
     const { clickhouse, bus, deadLetterTopic, metrics } = this.options;
     await Promise.all([
       deadLetters.length > 0 ? bus.produce(deadLetterTopic, deadLetters.map(deadLetterMessage)) : undefined,

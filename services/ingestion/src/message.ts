@@ -49,7 +49,10 @@ export function readMessage(message: BusMessage): { ok: true; input: CapturedInp
   }
   const { message: envelope, event } = parsed.value;
   if (!isUuid(event.uuid)) {
-    return { ok: false, unreadable: { reason: 'invalid_uuid', detail: `uuid ${JSON.stringify(event.uuid)} is not a UUID`, teamId: envelope.team_id, eventUuid: null } };
+    return {
+      ok: false,
+      unreadable: { reason: 'invalid_uuid', detail: `uuid ${JSON.stringify(event.uuid)} is not a UUID`, teamId: envelope.team_id, eventUuid: null },
+    };
   }
   const timestamp = usableTime(event.timestamp);
   return {

@@ -65,7 +65,10 @@ export function eventRow(input: CapturedInput, normalized: NormalizedProperties,
  * A warning row. Its uuid is the event's, or for a message without one a uuid derived from the message's bus
  * position, and its time the bus's append time: both fixed per message, so a redelivery's copy collapses.
  */
-export function warningRow(input: { teamId: number; eventUuid: string | null; message: { topic: string; partition: number; offset: string; timestamp: number } }, warning: Warning): IngestionWarningRow {
+export function warningRow(
+  input: { teamId: number; eventUuid: string | null; message: { topic: string; partition: number; offset: string; timestamp: number } },
+  warning: Warning,
+): IngestionWarningRow {
   const { message } = input;
   return {
     team_id: input.teamId,

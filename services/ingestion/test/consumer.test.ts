@@ -81,17 +81,53 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
       };
       // Anonymous first, and stored before the rest: distinct ids land in different partitions, whose
       // relative order the bus does not keep.
-      await send('anonymous', captured(teamId, 'anon-1', '$pageview', { $current_url: 'https://example.com/', $browser: 'Chrome', $session_id: 's1', $window_id: 'w1', $process_person_profile: false }));
+      await send(
+        'anonymous',
+        captured(teamId, 'anon-1', '$pageview', {
+          $current_url: 'https://example.com/',
+          $browser: 'Chrome',
+          $session_id: 's1',
+          $window_id: 'w1',
+          $process_person_profile: false,
+        }),
+      );
       await waitForEvents(teamId, 1);
 
-      await send('identify', captured(teamId, 'user-1', '$identify', { $anon_distinct_id: 'anon-1', $set: { email: 'a@example.com' }, $set_once: { first_seen: '2024-05-01' } }, { minutes: 1, sentAt: '2024-05-01T12:01:02.000Z' }));
-      await send('click', captured(teamId, 'user-1', '$autocapture', {
-        $browser: 'Firefox',
-        $current_url: 'https://example.com/pricing',
-        $session_id: 's2',
-        $elements: [{ tag_name: 'a', $el_text: 'Pricing', attr__href: '/pricing', attr__class: 'primary btn', nth_child: 1, nth_of_type: 2 }],
-      }, { minutes: 2 }));
-      await send('groupidentify', captured(teamId, 'user-1', '$groupidentify', { $group_type: 'company', $group_key: 'acme', $group_set: { name: 'Acme' }, $set: { ignored: true } }, { minutes: 3 }));
+      await send(
+        'identify',
+        captured(
+          teamId,
+          'user-1',
+          '$identify',
+          { $anon_distinct_id: 'anon-1', $set: { email: 'a@example.com' }, $set_once: { first_seen: '2024-05-01' } },
+          { minutes: 1, sentAt: '2024-05-01T12:01:02.000Z' },
+        ),
+      );
+      await send(
+        'click',
+        captured(
+          teamId,
+          'user-1',
+          '$autocapture',
+          {
+            $browser: 'Firefox',
+            $current_url: 'https://example.com/pricing',
+            $session_id: 's2',
+            $elements: [{ tag_name: 'a', $el_text: 'Pricing', attr__href: '/pricing', attr__class: 'primary btn', nth_child: 1, nth_of_type: 2 }],
+          },
+          { minutes: 2 },
+        ),
+      );
+      await send(
+        'groupidentify',
+        captured(
+          teamId,
+          'user-1',
+          '$groupidentify',
+          { $group_type: 'company', $group_key: 'acme', $group_set: { name: 'Acme' }, $set: { ignored: true } },
+          { minutes: 3 },
+        ),
+      );
       await send('grouped', captured(teamId, 'user-1', 'report viewed', { $groups: { company: 'acme' } }, { minutes: 4 }));
       await send('illegal', captured(teamId, 'user-2', '$identify', { $anon_distinct_id: 'null' }, { minutes: 1.5 }));
       await send('untimed', captured(teamId, 'user-2', 'signed up', {}, { timestamp: 'not a time' }));
@@ -102,7 +138,13 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
       const user1 = personUuid(teamId, 'user-1');
       const user2 = personUuid(teamId, 'user-2');
       const user1Properties = { email: 'a@example.com', first_seen: '2024-05-01', $creator_event_uuid: uuids.identify };
-      const afterClick = { ...user1Properties, $browser: 'Firefox', $current_url: 'https://example.com/pricing', $initial_browser: 'Firefox', $initial_current_url: 'https://example.com/pricing' };
+      const afterClick = {
+        ...user1Properties,
+        $browser: 'Firefox',
+        $current_url: 'https://example.com/pricing',
+        $initial_browser: 'Firefox',
+        $initial_current_url: 'https://example.com/pricing',
+      };
       const common = { team_id: teamId, elements_chain: '', created_at: INGESTED, historical_migration: false, session_id: '', window_id: '', ...NO_GROUPS };
       const rows = (await listEvents(stack.stores.clickhouse, teamId)).map(readable);
 
@@ -128,7 +170,12 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
           event: '$identify',
           distinct_id: 'user-1',
           timestamp: at6(1),
-          properties: { $anon_distinct_id: 'anon-1', $set: { email: 'a@example.com' }, $set_once: { first_seen: '2024-05-01' }, $sent_at: '2024-05-01T12:01:02.000Z' },
+          properties: {
+            $anon_distinct_id: 'anon-1',
+            $set: { email: 'a@example.com' },
+            $set_once: { first_seen: '2024-05-01' },
+            $sent_at: '2024-05-01T12:01:02.000Z',
+          },
           person_id: user1,
           person_properties: user1Properties,
           person_created_at: at3(1),
@@ -214,13 +261,25 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
       expect(await persons.getPersonByDistinctId(teamId, 'anon-1')).toEqual({
         id: expect.any(Number),
         uuid: personUuid(teamId, 'user-1'),
-        properties: { email: 'a@example.com', first_seen: '2024-05-01', $creator_event_uuid: uuids.identify, $browser: 'Firefox', $current_url: 'https://example.com/pricing', $initial_browser: 'Firefox', $initial_current_url: 'https://example.com/pricing' },
+        properties: {
+          email: 'a@example.com',
+          first_seen: '2024-05-01',
+          $creator_event_uuid: uuids.identify,
+          $browser: 'Firefox',
+          $current_url: 'https://example.com/pricing',
+          $initial_browser: 'Firefox',
+          $initial_current_url: 'https://example.com/pricing',
+        },
         isIdentified: true,
         createdAt: new Date(T0.getTime() + 60_000),
         version: 1,
         distinctIds: ['user-1', 'anon-1'],
       });
-      expect(await persons.getPersonByDistinctId(teamId, 'user-2')).toMatchObject({ version: 0, isIdentified: false, properties: { $creator_event_uuid: uuids.illegal } });
+      expect(await persons.getPersonByDistinctId(teamId, 'user-2')).toMatchObject({
+        version: 0,
+        isIdentified: false,
+        properties: { $creator_event_uuid: uuids.illegal },
+      });
       const groups = new GroupStore(stack.stores.sql);
       expect(await groups.listGroupTypes(teamId)).toEqual([{ groupType: 'company', groupTypeIndex: 0, nameSingular: null, namePlural: null }]);
       expect(await groups.getGroups(teamId, [{ groupTypeIndex: 0, groupKey: 'acme' }])).toEqual([
@@ -294,13 +353,22 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
   describe('what clients send that the stores refuse or mistake', () => {
     it('stores NUL in distinct ids, person and group properties, group types and keys as U+FFFD, and goes on', async () => {
       const teamId = await createProject(stack.stores.sql);
-      const pageview = captured(teamId, 'anon\u0000', '$pageview', { $set: { 'k\u0000': 'v\u0000', list: ['a\u0000', { 'n\u0000': 'b\u0000' }] }, $set_once: { 'once\u0000': 'x\u0000' } });
+      const pageview = captured(teamId, 'anon\u0000', '$pageview', {
+        $set: { 'k\u0000': 'v\u0000', list: ['a\u0000', { 'n\u0000': 'b\u0000' }] },
+        $set_once: { 'once\u0000': 'x\u0000' },
+      });
       // Stored before the rest: distinct ids land in different partitions, whose relative order the bus does not keep.
       await produce([pageview]);
       await waitForEvents(teamId, 1);
       await produce([
         captured(teamId, 'user\u0000', '$identify', { $anon_distinct_id: 'anon\u0000', $set: { email: 'e\u0000' }, $unset: ['k\u0000'] }, { minutes: 1 }),
-        captured(teamId, 'user\u0000', '$groupidentify', { $group_type: 'org\u0000', $group_key: 'acme\u0000', $group_set: { 'name\u0000': 'Acme\u0000' } }, { minutes: 2 }),
+        captured(
+          teamId,
+          'user\u0000',
+          '$groupidentify',
+          { $group_type: 'org\u0000', $group_key: 'acme\u0000', $group_set: { 'name\u0000': 'Acme\u0000' } },
+          { minutes: 2 },
+        ),
         captured(teamId, 'user\u0000', 'report viewed', { $groups: { 'org\u0000': 'acme\u0000' } }, { minutes: 3 }),
       ]);
       await waitForEvents(teamId, 4);
@@ -312,7 +380,9 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
       });
       const groups = new GroupStore(stack.stores.sql);
       expect(await groups.listGroupTypes(teamId)).toMatchObject([{ groupType: 'org\ufffd', groupTypeIndex: 0 }]);
-      expect(await groups.getGroups(teamId, [{ groupTypeIndex: 0, groupKey: 'acme\ufffd' }])).toMatchObject([{ groupKey: 'acme\ufffd', properties: { 'name\ufffd': 'Acme\ufffd' } }]);
+      expect(await groups.getGroups(teamId, [{ groupTypeIndex: 0, groupKey: 'acme\ufffd' }])).toMatchObject([
+        { groupKey: 'acme\ufffd', properties: { 'name\ufffd': 'Acme\ufffd' } },
+      ]);
       const rows = await listEvents(stack.stores.clickhouse, teamId);
       expect(rows.map((row) => [row.event, row.distinct_id, row.$group_0])).toEqual([
         ['$pageview', 'anon\ufffd', ''],
@@ -325,7 +395,12 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
 
     it('processes $group_identify, the older name, as $groupidentify: the group is written, the sender is not', async () => {
       const teamId = await createProject(stack.stores.sql);
-      const identify = captured(teamId, 'u', '$group_identify', { $group_type: 'company', $group_key: 'initech', $group_set: { name: 'Initech' }, $set: { ignored: true } });
+      const identify = captured(teamId, 'u', '$group_identify', {
+        $group_type: 'company',
+        $group_key: 'initech',
+        $group_set: { name: 'Initech' },
+        $set: { ignored: true },
+      });
       await produce([identify, captured(teamId, 'u', 'report viewed', { $groups: { company: 'initech' } }, { minutes: 1 })]);
       await waitForEvents(teamId, 2);
 
@@ -345,7 +420,9 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
       const teamId = await createProject(stack.stores.sql);
       const uuid = '0190b0f2-0e5f-7a2c-9d4e-6f1a2b3c4d5e';
       const details = { eventUuid: uuid, field: 'timestamp', value: 'yesterday', reason: 'invalid format' };
-      await produce([captured(teamId, 'u', 'clicked', {}, { uuid, timestamp: CAPTURED_AT.toISOString(), warnings: [{ type: 'ignored_invalid_timestamp', details }] })]);
+      await produce([
+        captured(teamId, 'u', 'clicked', {}, { uuid, timestamp: CAPTURED_AT.toISOString(), warnings: [{ type: 'ignored_invalid_timestamp', details }] }),
+      ]);
       await waitForEvents(teamId, 1);
 
       const warnings = await listIngestionWarnings(stack.stores.clickhouse, teamId);
@@ -378,9 +455,18 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
           ['invalid_message', teamId, notCaptured.value.toString(), 'utf8'],
           ['invalid_uuid', teamId, badUuid.value.toString(), 'utf8'],
         ]);
-        expect(byKey(`${teamId}:x`)[1]).toMatchObject({ detail: 'uuid is required.', source: { topic: topics.events, key: `${teamId}:x`, offset: expect.any(String) } });
+        expect(byKey(`${teamId}:x`)[1]).toMatchObject({
+          detail: 'uuid is required.',
+          source: { topic: topics.events, key: `${teamId}:x`, offset: expect.any(String) },
+        });
         expect(byKey('2000000000:x')).toEqual([
-          expect.objectContaining({ reason: 'processing_failed', team_id: 2_000_000_000, event_uuid: uuidOf(noProject), payload: noProject.value.toString(), detail: expect.stringContaining('foreign key') }),
+          expect.objectContaining({
+            reason: 'processing_failed',
+            team_id: 2_000_000_000,
+            event_uuid: uuidOf(noProject),
+            payload: noProject.value.toString(),
+            detail: expect.stringContaining('foreign key'),
+          }),
         ]);
 
         const warnings = await listIngestionWarnings(stack.stores.clickhouse, teamId);

@@ -101,7 +101,9 @@ describe.each(stackFactories)('crash safety: $name', (factory) => {
     );
     // Not even a copy on disk waiting for a merge: the replayed events were not inserted again.
     expect(raw).toEqual({ rows: String(messages.length), uuids: String(messages.length) });
-    const stored = await clickhouse.query<{ uuid: string }>('test.uuids', 'SELECT toString(uuid) AS uuid FROM events FINAL WHERE team_id = {teamId:Int64}', { teamId });
+    const stored = await clickhouse.query<{ uuid: string }>('test.uuids', 'SELECT toString(uuid) AS uuid FROM events FINAL WHERE team_id = {teamId:Int64}', {
+      teamId,
+    });
     expect(new Set(stored.map((row) => row.uuid))).toEqual(new Set(messages.map(uuidOf)));
     expect(await personStates(stack.stores.sql, teamId, distinctIds)).toEqual(await referenceStates(messages, distinctIds));
   }, 180_000);

@@ -74,10 +74,31 @@ function parseTrace(text: string): Call[] {
 async function runTracedConsumer(description: StackDescription, traceFile: string, committed: () => Promise<boolean>): Promise<void> {
   const strace = spawn(
     'strace',
-    ['-f', '-y', '-qq', '-s', '32', '-e', 'trace=fsync,fdatasync,rename,renameat,renameat2,write,pwrite64,writev,pwritev,pwritev2', '-o', traceFile, '--', process.execPath, '--conditions=plover-source', '--import', 'tsx', CHILD_SCRIPT],
+    [
+      '-f',
+      '-y',
+      '-qq',
+      '-s',
+      '32',
+      '-e',
+      'trace=fsync,fdatasync,rename,renameat,renameat2,write,pwrite64,writev,pwritev,pwritev2',
+      '-o',
+      traceFile,
+      '--',
+      process.execPath,
+      '--conditions=plover-source',
+      '--import',
+      'tsx',
+      CHILD_SCRIPT,
+    ],
     {
       cwd: REPO_ROOT,
-      env: { ...process.env, TEST_INGESTION_STACK: JSON.stringify(description), TEST_BATCH_SIZE: String(BATCH_SIZE), TEST_COMMITTED_BATCHES: String(Number.MAX_SAFE_INTEGER) },
+      env: {
+        ...process.env,
+        TEST_INGESTION_STACK: JSON.stringify(description),
+        TEST_BATCH_SIZE: String(BATCH_SIZE),
+        TEST_COMMITTED_BATCHES: String(Number.MAX_SAFE_INTEGER),
+      },
       // stdout a pipe: the child's `handled` lines must be write(2)s in the trace (their content is not read here).
       stdio: ['ignore', 'pipe', 'pipe'],
     },
@@ -149,7 +170,8 @@ describeTraced('durability under strace: embedded stores synced before the offse
       if (marker) handledAt.set(marker[1] as string, call.line);
     }
     const commits = calls.filter((call) => RENAMES.has(call.name) && call.strings.at(-1) === offsetFile);
-    const lastWritten = (file: string, before: number) => calls.findLast((call) => WRITES.has(call.name) && call.file === file && call.line < before)?.strings[0];
+    const lastWritten = (file: string, before: number) =>
+      calls.findLast((call) => WRITES.has(call.name) && call.file === file && call.line < before)?.strings[0];
 
     const checked: Array<{ offset: string; partFiles: number; walSegments: number; partDirectories: number }> = [];
     for (const commit of commits) {
@@ -160,11 +182,20 @@ describeTraced('durability under strace: embedded stores synced before the offse
       const end = handled as number;
 
       const lastWrite = new Map<string, number>();
-      for (const call of calls) if (call.line < end && WRITES.has(call.name) && call.file && (isPartFile(call.file) || isWalSegment(call.file))) lastWrite.set(call.file, call.line);
-      const unsynced = [...lastWrite].filter(([file, line]) => !calls.some((call) => SYNCS.has(call.name) && call.file === file && call.line > line && call.line < end));
+      for (const call of calls)
+        if (call.line < end && WRITES.has(call.name) && call.file && (isPartFile(call.file) || isWalSegment(call.file))) lastWrite.set(call.file, call.line);
+      const unsynced = [...lastWrite].filter(
+        ([file, line]) => !calls.some((call) => SYNCS.has(call.name) && call.file === file && call.line > line && call.line < end),
+      );
       expect({ offset, unsynced: unsynced.map(([file]) => file) }).toEqual({ offset, unsynced: [] });
 
-      const partRenames = calls.filter((call) => call.line < end && RENAMES.has(call.name) && (call.strings[0] ?? '').includes('/tmp_insert_') && (call.strings.at(-1) ?? '').startsWith(`${clickhouseStore}/`));
+      const partRenames = calls.filter(
+        (call) =>
+          call.line < end &&
+          RENAMES.has(call.name) &&
+          (call.strings[0] ?? '').includes('/tmp_insert_') &&
+          (call.strings.at(-1) ?? '').startsWith(`${clickhouseStore}/`),
+      );
       const unsyncedDirectories = partRenames
         .map((rename) => ({ rename, table: path.dirname((rename.strings.at(-1) as string).replace(/\/$/, '')) }))
         .filter(({ rename, table }) => !calls.some((call) => SYNCS.has(call.name) && call.file === table && call.line > rename.line && call.line < end))

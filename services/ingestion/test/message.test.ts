@@ -18,7 +18,9 @@ describe('reading a captured-event message', () => {
     ['nested in data (as capture writes it)', false],
     ['as a JSON string in data (as the previous version wrote it)', true],
   ])('reads the event %s', (_form, stringData) => {
-    const message = onBus(captured(7, 'user-1', 'clicked', { $set: { plan: 'pro' } }, { uuid: UUID, minutes: 5, sentAt: '2024-05-01T12:06:00.000Z', historical: true, stringData }));
+    const message = onBus(
+      captured(7, 'user-1', 'clicked', { $set: { plan: 'pro' } }, { uuid: UUID, minutes: 5, sentAt: '2024-05-01T12:06:00.000Z', historical: true, stringData }),
+    );
     const nested = message.value.toString().includes('"data":{');
     expect(nested).toBe(!stringData);
     expect(readMessage(message)).toEqual({
@@ -78,17 +80,31 @@ describe('reading a captured-event message', () => {
     expect(at(MAX_JSON_DEPTH).ok).toBe(true);
     expect(at(MAX_JSON_DEPTH + 1)).toEqual({
       ok: false,
-      unreadable: { reason: 'invalid_message', detail: `data__properties nests deeper than ${MAX_JSON_DEPTH} levels.`, teamId: 7, eventUuid: UUID.toLowerCase() },
+      unreadable: {
+        reason: 'invalid_message',
+        detail: `data__properties nests deeper than ${MAX_JSON_DEPTH} levels.`,
+        teamId: 7,
+        eventUuid: UUID.toLowerCase(),
+      },
     });
     // Deep enough that a recursive walk (JSON.stringify, the person property rules) overflows the stack.
     const deep = `{"a":${'['.repeat(100_000)}${']'.repeat(100_000)}}`;
     const message = { ...capturedEvent(7, 'user-1', 'clicked', {}, { uuid: UUID }), data: '' };
-    const value = JSON.stringify(message).replace('"data":""', `"data":{"uuid":"${UUID}","event":"e","distinct_id":"d","properties":${deep},"timestamp":"2024-05-01T12:00:00Z"}`);
-    expect(readMessage(raw(value))).toMatchObject({ ok: false, unreadable: { reason: 'invalid_message', detail: `data__properties nests deeper than ${MAX_JSON_DEPTH} levels.` } });
+    const value = JSON.stringify(message).replace(
+      '"data":""',
+      `"data":{"uuid":"${UUID}","event":"e","distinct_id":"d","properties":${deep},"timestamp":"2024-05-01T12:00:00Z"}`,
+    );
+    expect(readMessage(raw(value))).toMatchObject({
+      ok: false,
+      unreadable: { reason: 'invalid_message', detail: `data__properties nests deeper than ${MAX_JSON_DEPTH} levels.` },
+    });
   });
 
   it('hands on the warnings capture raised, and reads messages without any', () => {
-    const warning = { type: 'ignored_invalid_timestamp', details: { eventUuid: UUID.toLowerCase(), field: 'timestamp', value: 'yesterday', reason: 'invalid format' } };
+    const warning = {
+      type: 'ignored_invalid_timestamp',
+      details: { eventUuid: UUID.toLowerCase(), field: 'timestamp', value: 'yesterday', reason: 'invalid format' },
+    };
     const read = readMessage(raw({ ...capturedEvent(7, 'user-1', 'clicked', {}, { uuid: UUID }), warnings: [warning] }));
     expect(read.ok && read.input.captureWarnings).toEqual([warning]);
     // A detail is a scalar: a tree there would be walked by the warning's JSON.stringify.

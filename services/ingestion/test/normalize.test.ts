@@ -15,7 +15,11 @@ describe('event normalization (docs/ingestion.md#event-normalization)', () => {
     });
 
     it("lets the event's own $set and $set_once win a clash", () => {
-      const { properties } = normalizeProperties('$pageview', { $browser: 'Chrome', $set: { $browser: 'Mine' }, $set_once: { $initial_browser: 'First' } }, null);
+      const { properties } = normalizeProperties(
+        '$pageview',
+        { $browser: 'Chrome', $set: { $browser: 'Mine' }, $set_once: { $initial_browser: 'First' } },
+        null,
+      );
       expect(properties.$set).toEqual({ $browser: 'Mine' });
       expect(properties.$set_once).toEqual({ $initial_browser: 'First' });
     });

@@ -129,45 +129,49 @@ describe.each(stackFactories)('outages: $name', (factory) => {
   it.each([
     ['Postgres', async (s: Stack) => postgresOutage(s)],
     ['ClickHouse', async (s: Stack) => clickHouseOutage(s)],
-  ] as const)('%s unreachable mid-stream: batches are retried until it is back, nothing is lost or applied twice', async (_name, makeOutage) => {
-    const teamId = await createProject(stack.stores.sql);
-    const { messages, distinctIds } = personUpdates(teamId, 400, 20);
-    const { outage, ...replaced } = await makeOutage(stack);
-    const metrics = new Registry();
-    const deadLetters = await collectTopic(stack.stores.bus, stack.description.settings.topics.deadLetter);
-    let consumer: IngestionConsumer | undefined;
-    try {
-      consumer = await startConsumer(stack, { ...replaced, metrics, settings: { ...stack.description.settings, batchSize: 25, retryBackoffMs: 100 } });
-      await stack.stores.bus.produce(stack.description.settings.topics.events, messages);
-      const count = () => countEvents(stack.stores.clickhouse, teamId);
-      await waitFor('the first batches', async () => (await count()) >= 50, stack.deliveryTimeoutMs);
+  ] as const)(
+    '%s unreachable mid-stream: batches are retried until it is back, nothing is lost or applied twice',
+    async (_name, makeOutage) => {
+      const teamId = await createProject(stack.stores.sql);
+      const { messages, distinctIds } = personUpdates(teamId, 400, 20);
+      const { outage, ...replaced } = await makeOutage(stack);
+      const metrics = new Registry();
+      const deadLetters = await collectTopic(stack.stores.bus, stack.description.settings.topics.deadLetter);
+      let consumer: IngestionConsumer | undefined;
+      try {
+        consumer = await startConsumer(stack, { ...replaced, metrics, settings: { ...stack.description.settings, batchSize: 25, retryBackoffMs: 100 } });
+        await stack.stores.bus.produce(stack.description.settings.topics.events, messages);
+        const count = () => countEvents(stack.stores.clickhouse, teamId);
+        await waitFor('the first batches', async () => (await count()) >= 50, stack.deliveryTimeoutMs);
 
-      await outage.down();
-      await waitFor('failed attempts', async () => (await batchFailures(metrics)) >= 3, stack.deliveryTimeoutMs);
-      // A batch already past its Postgres step when it went away (its ClickHouse insert in flight) still lands;
-      // after that, nothing is stored for as long as the outage lasts.
-      let stalled = await count();
-      await waitFor(
-        'no event stored for 300 ms',
-        async () => {
-          await new Promise((resolve) => setTimeout(resolve, 300));
-          const now = await count();
-          const still = now === stalled;
-          stalled = now;
-          return still;
-        },
-        stack.deliveryTimeoutMs,
-      );
-      expect(stalled).toBeLessThan(messages.length);
+        await outage.down();
+        await waitFor('failed attempts', async () => (await batchFailures(metrics)) >= 3, stack.deliveryTimeoutMs);
+        // A batch already past its Postgres step when it went away (its ClickHouse insert in flight) still lands;
+        // after that, nothing is stored for as long as the outage lasts.
+        let stalled = await count();
+        await waitFor(
+          'no event stored for 300 ms',
+          async () => {
+            await new Promise((resolve) => setTimeout(resolve, 300));
+            const now = await count();
+            const still = now === stalled;
+            stalled = now;
+            return still;
+          },
+          stack.deliveryTimeoutMs,
+        );
+        expect(stalled).toBeLessThan(messages.length);
 
-      await outage.up();
-      await waitFor('every event', async () => (await count()) === messages.length, stack.deliveryTimeoutMs);
-    } finally {
-      await consumer?.stop();
-      await outage.close();
-      await deadLetters.stop();
-    }
-    expect(await personStates(stack.stores.sql, teamId, distinctIds)).toEqual(await referenceStates(messages, distinctIds));
-    expect(deadLetters.received).toEqual([]);
-  }, 180_000);
+        await outage.up();
+        await waitFor('every event', async () => (await count()) === messages.length, stack.deliveryTimeoutMs);
+      } finally {
+        await consumer?.stop();
+        await outage.close();
+        await deadLetters.stop();
+      }
+      expect(await personStates(stack.stores.sql, teamId, distinctIds)).toEqual(await referenceStates(messages, distinctIds));
+      expect(deadLetters.received).toEqual([]);
+    },
+    180_000,
+  );
 });

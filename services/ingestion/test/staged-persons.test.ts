@@ -126,13 +126,19 @@ describe.each(stackFactories)('staged person changes: $name', (factory) => {
       // From here on every person write is a staged change, stored by a flush: the first one loses its answer.
       loseAck = true;
       await produce(updates.messages);
-      await waitFor('every event', async () => (await countEvents(stack.stores.clickhouse, teamId)) === people + updates.messages.length, stack.deliveryTimeoutMs);
+      await waitFor(
+        'every event',
+        async () => (await countEvents(stack.stores.clickhouse, teamId)) === people + updates.messages.length,
+        stack.deliveryTimeoutMs,
+      );
     } finally {
       await consumer.stop();
     }
 
     expect(loseAck).toBe(false);
     expect(await counterValue(metrics, 'plover_ingestion_batch_failures_total')).toBeGreaterThan(0);
-    expect(await personStates(stack.stores.sql, teamId, updates.distinctIds)).toEqual(await referenceStates([...created, ...updates.messages], updates.distinctIds));
+    expect(await personStates(stack.stores.sql, teamId, updates.distinctIds)).toEqual(
+      await referenceStates([...created, ...updates.messages], updates.distinctIds),
+    );
   });
 });

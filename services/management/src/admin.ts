@@ -12,11 +12,7 @@ export interface AppliedMigrations {
  * `clickhouseDatabase` is created first when given — the handle must then not be bound to it, since a
  * ClickHouse connection to a database that does not exist yet cannot run anything.
  */
-export async function migrateAll(
-  stores: { sql: Sql; clickhouse: ClickHouse },
-  logger: Logger,
-  clickhouseDatabase?: string,
-): Promise<AppliedMigrations> {
+export async function migrateAll(stores: { sql: Sql; clickhouse: ClickHouse }, logger: Logger, clickhouseDatabase?: string): Promise<AppliedMigrations> {
   const postgres = await migratePostgres(stores.sql, { logger });
   const clickhouse = await migrateClickHouse(stores.clickhouse, { logger, database: clickhouseDatabase });
   return { postgres: postgres.applied, clickhouse: clickhouse.applied };

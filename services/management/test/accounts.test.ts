@@ -20,7 +20,10 @@ describe('scopes', () => {
 describe('csv', () => {
   it('flattens nested objects and lists, sorts the header and quotes per RFC 4180', () => {
     expect(flatten({ a: { b: 1, c: [] }, d: ['x', 'y'], e: {} })).toEqual({ 'a.b': 1, 'd.0': 'x', 'd.1': 'y' });
-    const csv = toCsv([{ z: 'a,b', properties: { email: 'q"uote' } }, { z: 'line\nbreak', distinct_ids: ['1'] }]);
+    const csv = toCsv([
+      { z: 'a,b', properties: { email: 'q"uote' } },
+      { z: 'line\nbreak', distinct_ids: ['1'] },
+    ]);
     expect(csv).toBe('distinct_ids.0,properties.email,z\r\n,"q""uote","a,b"\r\n1,,"line\nbreak"\r\n');
   });
 });
@@ -56,7 +59,12 @@ describe.each(backends)('accounts API on $name', (backend) => {
     it('401 without credentials, with PostHog’s body', async () => {
       const res = await request(world.app).get('/api/users/@me/');
       expect(res.status).toBe(401);
-      expect(res.body).toEqual({ type: 'authentication_error', code: 'not_authenticated', detail: 'Authentication credentials were not provided.', attr: null });
+      expect(res.body).toEqual({
+        type: 'authentication_error',
+        code: 'not_authenticated',
+        detail: 'Authentication credentials were not provided.',
+        attr: null,
+      });
     });
 
     it('401 for an unknown key', async () => {
@@ -78,7 +86,9 @@ describe.each(backends)('accounts API on $name', (backend) => {
 
     it('only the hash is stored and a correct key authenticates', async () => {
       const t = await world.tenant();
-      const stored = await world.sql.query<{ n: number }>('t.hash', 'SELECT count(*)::int AS n FROM personal_api_keys WHERE secure_value = $1', [hashPersonalApiKey(t.key)]);
+      const stored = await world.sql.query<{ n: number }>('t.hash', 'SELECT count(*)::int AS n FROM personal_api_keys WHERE secure_value = $1', [
+        hashPersonalApiKey(t.key),
+      ]);
       expect(stored.rows[0]!.n).toBe(1);
       const res = await request(world.app).get('/api/users/@me').set(t.auth);
       expect(res.status).toBe(200);
@@ -99,7 +109,14 @@ describe.each(backends)('accounts API on $name', (backend) => {
     it('after 20 failures from one address, 429 for its invalid keys while valid keys still pass', async () => {
       const t = await world.tenant();
       const app = throttledApp(false);
-      for (let i = 0; i < 20; i++) expect((await request(app).get('/api/users/@me').set(bearer(`phx_bad${i}`))).status).toBe(401);
+      for (let i = 0; i < 20; i++)
+        expect(
+          (
+            await request(app)
+              .get('/api/users/@me')
+              .set(bearer(`phx_bad${i}`))
+          ).status,
+        ).toBe(401);
       const bad = await request(app).get('/api/users/@me').set(bearer('phx_bad'));
       expect(bad.status).toBe(429);
       expect(bad.body).toMatchObject({ type: 'throttled', code: 'throttled' });
@@ -135,13 +152,30 @@ describe.each(backends)('accounts API on $name', (backend) => {
       const res = await request(world.app).get('/api/users/@me/').set(t.auth);
       expect(res.status).toBe(200);
       expect(Object.keys(res.body)).toEqual(
-        expect.arrayContaining(['id', 'uuid', 'distinct_id', 'first_name', 'last_name', 'email', 'is_email_verified', 'hedgehog_config', 'role_at_organization', 'team', 'organization']),
+        expect.arrayContaining([
+          'id',
+          'uuid',
+          'distinct_id',
+          'first_name',
+          'last_name',
+          'email',
+          'is_email_verified',
+          'hedgehog_config',
+          'role_at_organization',
+          'team',
+          'organization',
+        ]),
       );
       expect(res.body.team.id).toBe(t.projectId);
       const narrow = await world.newKey(t.userId, ['person:read']);
       const denied = await request(world.app).get('/api/users/@me').set(bearer(narrow));
       expect(denied.status).toBe(403);
-      expect(denied.body).toEqual({ type: 'authentication_error', code: 'permission_denied', detail: "API key missing required scope 'user:read'", attr: null });
+      expect(denied.body).toEqual({
+        type: 'authentication_error',
+        code: 'permission_denied',
+        detail: "API key missing required scope 'user:read'",
+        attr: null,
+      });
     });
 
     it('renders CSV with format=csv and rejects unknown formats', async () => {
@@ -158,7 +192,10 @@ describe.each(backends)('accounts API on $name', (backend) => {
   describe('/api/personal_api_keys', () => {
     it('creates a key shown once, lists it masked, and revokes it at once', async () => {
       const t = await world.tenant();
-      const created = await request(world.app).post('/api/personal_api_keys/').set(t.auth).send({ label: 'ci', scopes: ['person:read'] });
+      const created = await request(world.app)
+        .post('/api/personal_api_keys/')
+        .set(t.auth)
+        .send({ label: 'ci', scopes: ['person:read'] });
       expect(created.status).toBe(201);
       const value = created.body.value as string;
       expect(value).toMatch(/^phx_/);
@@ -204,7 +241,10 @@ describe.each(backends)('accounts API on $name', (backend) => {
     it('refuses an 11th key', async () => {
       const t = await world.tenant();
       for (let i = 0; i < 9; i++) await world.newKey(t.userId, ['*']);
-      const res = await request(world.app).post('/api/personal_api_keys').set(t.auth).send({ label: 'x', scopes: ['*'] });
+      const res = await request(world.app)
+        .post('/api/personal_api_keys')
+        .set(t.auth)
+        .send({ label: 'x', scopes: ['*'] });
       expect(res.status).toBe(400);
       expect(res.body.detail).toMatch(/only have 10 personal API keys/);
     });
@@ -220,13 +260,13 @@ describe.each(backends)('accounts API on $name', (backend) => {
       expect(page.status).toBe(200);
       expect(page.body.count).toBe(3);
       expect(page.body.results).toHaveLength(2);
-      expect(page.body.results[0]).toEqual(
-        expect.objectContaining({ id: t.projectId, name: 'Project', timezone: 'UTC', organization: t.organizationId }),
-      );
+      expect(page.body.results[0]).toEqual(expect.objectContaining({ id: t.projectId, name: 'Project', timezone: 'UTC', organization: t.organizationId }));
       expect(page.body.results[0].api_token).toMatch(/^phc_/);
       expect(page.body.next).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api\/projects\/\?limit=2&offset=2$/);
       expect(page.body.previous).toBeNull();
-      const last = await request(world.app).get(new URL(page.body.next as string).pathname + new URL(page.body.next as string).search).set(t.auth);
+      const last = await request(world.app)
+        .get(new URL(page.body.next as string).pathname + new URL(page.body.next as string).search)
+        .set(t.auth);
       expect(last.body.results).toHaveLength(1);
       expect(last.body.next).toBeNull();
       expect(last.body.previous).toMatch(/limit=2$/);

@@ -3,7 +3,15 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
-import { countEvents, insertEvents, insertIngestionWarnings, migrate as migrateClickHouse, NO_GROUPS, type ClickHouse, type EventRow } from '@plover/clickhouse';
+import {
+  countEvents,
+  insertEvents,
+  insertIngestionWarnings,
+  migrate as migrateClickHouse,
+  NO_GROUPS,
+  type ClickHouse,
+  type EventRow,
+} from '@plover/clickhouse';
 import { ChdbClickHouse } from '@plover/chdb';
 import { createLogger, uuidv7 } from '@plover/core';
 import { GroupStore, PersonStore } from '@plover/persons';
@@ -16,9 +24,22 @@ const logger = createLogger({ service: 'test', level: 'silent' });
 function event(teamId: number, personId: string, overrides: Partial<EventRow> = {}): EventRow {
   const zero = '1970-01-01 00:00:00.000';
   return {
-    uuid: randomUUID(), event: '$pageview', properties: '{}', timestamp: '2024-03-01 12:00:00.000000', team_id: teamId, distinct_id: 'd',
-    elements_chain: '', created_at: '2024-03-01 12:00:01.000000', person_id: personId, person_properties: '{}', person_created_at: zero,
-    person_mode: 'full', ...NO_GROUPS, session_id: '', window_id: '', historical_migration: false,
+    uuid: randomUUID(),
+    event: '$pageview',
+    properties: '{}',
+    timestamp: '2024-03-01 12:00:00.000000',
+    team_id: teamId,
+    distinct_id: 'd',
+    elements_chain: '',
+    created_at: '2024-03-01 12:00:01.000000',
+    person_id: personId,
+    person_properties: '{}',
+    person_created_at: zero,
+    person_mode: 'full',
+    ...NO_GROUPS,
+    session_id: '',
+    window_id: '',
+    historical_migration: false,
     ...overrides,
   };
 }
@@ -44,7 +65,13 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('event 
     const t = await world.tenant();
     const store = new PersonStore(world.sql);
     for (const id of ['victim', 'bystander']) {
-      await store.processEvent(t.projectId, { uuid: uuidv7(), event: '$pageview', distinctId: id, timestamp: new Date('2024-03-01T12:00:00Z'), properties: { $set: { id } } });
+      await store.processEvent(t.projectId, {
+        uuid: uuidv7(),
+        event: '$pageview',
+        distinctId: id,
+        timestamp: new Date('2024-03-01T12:00:00Z'),
+        properties: { $set: { id } },
+      });
     }
     const victim = (await store.getPersonByDistinctId(t.projectId, 'victim'))!;
     const bystander = (await store.getPersonByDistinctId(t.projectId, 'bystander'))!;
@@ -67,7 +94,9 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('event 
       { t: t.projectId },
     );
     expect(left.map((row) => row.person_id)).toEqual([bystander.uuid, victim.uuid]);
-    const queue = await world.sql.query<{ done: boolean }>('t.q', 'SELECT delete_verified_at IS NOT NULL AS done FROM async_deletions WHERE project_id = $1', [t.projectId]);
+    const queue = await world.sql.query<{ done: boolean }>('t.q', 'SELECT delete_verified_at IS NOT NULL AS done FROM async_deletions WHERE project_id = $1', [
+      t.projectId,
+    ]);
     expect(queue.rows).toEqual([{ done: true }]);
     // Nothing left to do: a second run verifies nothing new.
     expect((await runEventDeletions({ sql: world.sql, clickhouse, logger })).verified).toBe(0);
@@ -79,10 +108,18 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('event 
     const broken: ClickHouse = { ...clickhouse, command: () => Promise.reject(new Error('boom')), query: clickhouse.query.bind(clickhouse) };
     const failed = await runEventDeletions({ sql: world.sql, clickhouse: broken, logger });
     expect(failed.ran).toBe(true);
-    const pending = await world.sql.query<{ n: number }>('t.p', 'SELECT count(*)::int AS n FROM async_deletions WHERE project_id = $1 AND delete_verified_at IS NULL', [t.projectId]);
+    const pending = await world.sql.query<{ n: number }>(
+      't.p',
+      'SELECT count(*)::int AS n FROM async_deletions WHERE project_id = $1 AND delete_verified_at IS NULL',
+      [t.projectId],
+    );
     expect(pending.rows[0]!.n).toBe(1);
     await runEventDeletions({ sql: world.sql, clickhouse, logger });
-    const after = await world.sql.query<{ n: number }>('t.p', 'SELECT count(*)::int AS n FROM async_deletions WHERE project_id = $1 AND delete_verified_at IS NULL', [t.projectId]);
+    const after = await world.sql.query<{ n: number }>(
+      't.p',
+      'SELECT count(*)::int AS n FROM async_deletions WHERE project_id = $1 AND delete_verified_at IS NULL',
+      [t.projectId],
+    );
     expect(after.rows[0]!.n).toBe(0);
   });
 
@@ -95,21 +132,48 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('event 
     const playlist = (await request(world.app).post(`/api/projects/${t.projectId}/session_recording_playlists`).set(t.auth).send({ name: 'x' })).body;
     await request(world.app).post(`/api/projects/${t.projectId}/session_recording_playlists/${playlist.short_id}/recordings/sess-1`).set(t.auth);
     const list = await request(world.app).get(`/api/projects/${t.projectId}/session_recording_playlists/${playlist.short_id}/recordings`).set(t.auth);
-    expect(list.body.results[0]).toMatchObject({ id: 'sess-1', distinct_id: 'viewer', event_count: 2, recording_duration: 120, start_time: '2024-03-01T12:00:00.000Z' });
+    expect(list.body.results[0]).toMatchObject({
+      id: 'sess-1',
+      distinct_id: 'viewer',
+      event_count: 2,
+      recording_duration: 120,
+      start_time: '2024-03-01T12:00:00.000Z',
+    });
   });
 
   it('lists events newest first with filters, paginated and as CSV', async () => {
     const t = await world.tenant();
     const store = new PersonStore(world.sql);
-    await store.processEvent(t.projectId, { uuid: uuidv7(), event: '$pageview', distinctId: 'u1', timestamp: new Date('2024-03-01T00:00:00Z'), properties: {} });
+    await store.processEvent(t.projectId, {
+      uuid: uuidv7(),
+      event: '$pageview',
+      distinctId: 'u1',
+      timestamp: new Date('2024-03-01T00:00:00Z'),
+      properties: {},
+    });
     const u1 = (await store.getPersonByDistinctId(t.projectId, 'u1'))!;
     await insertEvents(clickhouse, [
-      event(t.projectId, u1.uuid, { distinct_id: 'u1', event: 'signup', timestamp: '2024-03-01 10:00:00.000000', properties: JSON.stringify({ plan: 'pro', n: 5 }) }),
-      event(t.projectId, u1.uuid, { distinct_id: 'u1', event: '$pageview', timestamp: '2024-03-02 10:00:00.000000', properties: JSON.stringify({ plan: 'free', n: 1 }) }),
+      event(t.projectId, u1.uuid, {
+        distinct_id: 'u1',
+        event: 'signup',
+        timestamp: '2024-03-01 10:00:00.000000',
+        properties: JSON.stringify({ plan: 'pro', n: 5 }),
+      }),
+      event(t.projectId, u1.uuid, {
+        distinct_id: 'u1',
+        event: '$pageview',
+        timestamp: '2024-03-02 10:00:00.000000',
+        properties: JSON.stringify({ plan: 'free', n: 1 }),
+      }),
       event(t.projectId, randomUUID(), { distinct_id: 'u2', event: '$pageview', timestamp: '2024-03-03 10:00:00.000000', properties: '{}' }),
     ]);
     const base = `/api/projects/${t.projectId}/events`;
-    const get = async (query: string) => (await request(world.app).get(`${base}?${query}`).set(t.auth)).body as { count: number; next: string | null; results: Array<{ event: string; distinct_id: string; timestamp: string }> };
+    const get = async (query: string) =>
+      (await request(world.app).get(`${base}?${query}`).set(t.auth)).body as {
+        count: number;
+        next: string | null;
+        results: Array<{ event: string; distinct_id: string; timestamp: string }>;
+      };
     const all = await get('');
     expect(all.results.map((e) => e.timestamp)).toEqual(['2024-03-03T10:00:00.000Z', '2024-03-02T10:00:00.000Z', '2024-03-01T10:00:00.000Z']);
     expect(all.count).toBe(3);
@@ -118,9 +182,27 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('event 
     expect((await get(`person_id=${u1.id}`)).results).toHaveLength(2);
     expect((await get('after=2024-03-01T12:00:00Z&before=2024-03-03T00:00:00Z')).results.map((e) => e.event)).toEqual(['$pageview']);
     expect((await get(`properties=${encodeURIComponent(JSON.stringify([{ key: 'plan', value: 'pro' }]))}`)).results.map((e) => e.event)).toEqual(['signup']);
-    expect((await get(`properties=${encodeURIComponent(JSON.stringify([{ key: 'n', value: 2, operator: 'gt' }]))}`)).results.map((e) => e.event)).toEqual(['signup']);
-    expect((await get(`properties=${encodeURIComponent(JSON.stringify([{ key: 'plan', value: 'PR', operator: 'icontains' }]))}`)).results.map((e) => e.event)).toEqual(['signup']);
-    expect((await get(`properties=${encodeURIComponent(JSON.stringify({ type: 'OR', values: [{ key: 'plan', value: 'free' }, { key: 'n', operator: 'is_not_set' }] }))}`)).results.map((e) => e.event)).toEqual(['$pageview', '$pageview']);
+    expect((await get(`properties=${encodeURIComponent(JSON.stringify([{ key: 'n', value: 2, operator: 'gt' }]))}`)).results.map((e) => e.event)).toEqual([
+      'signup',
+    ]);
+    expect(
+      (await get(`properties=${encodeURIComponent(JSON.stringify([{ key: 'plan', value: 'PR', operator: 'icontains' }]))}`)).results.map((e) => e.event),
+    ).toEqual(['signup']);
+    expect(
+      (
+        await get(
+          `properties=${encodeURIComponent(
+            JSON.stringify({
+              type: 'OR',
+              values: [
+                { key: 'plan', value: 'free' },
+                { key: 'n', operator: 'is_not_set' },
+              ],
+            }),
+          )}`,
+        )
+      ).results.map((e) => e.event),
+    ).toEqual(['$pageview', '$pageview']);
     const page = await get('limit=2');
     expect(page.results).toHaveLength(2);
     expect(page.count).toBe(3);
@@ -133,7 +215,13 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('event 
   it('lists ingestion warnings newest first', async () => {
     const t = await world.tenant();
     await insertIngestionWarnings(clickhouse, [
-      { team_id: t.projectId, type: 'cannot_merge_already_identified', details: JSON.stringify({ distinctId: 'a' }), timestamp: '2024-03-01 10:00:00.000000', event_uuid: randomUUID() },
+      {
+        team_id: t.projectId,
+        type: 'cannot_merge_already_identified',
+        details: JSON.stringify({ distinctId: 'a' }),
+        timestamp: '2024-03-01 10:00:00.000000',
+        event_uuid: randomUUID(),
+      },
       { team_id: t.projectId, type: 'person_properties_size_violation', details: '{}', timestamp: '2024-03-02 10:00:00.000000', event_uuid: randomUUID() },
     ]);
     const res = await request(world.app).get(`/api/projects/${t.projectId}/ingestion_warnings`).set(t.auth);
@@ -149,7 +237,13 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('event 
     const noScope = bearer(await world.newKey(t.userId, ['person:read']));
     expect((await request(world.app).get(`${base}/events`).set(noScope)).body.detail).toBe("API key missing required scope 'query:read'");
     expect((await request(world.app).get(`${base}/ingestion_warnings`).set(noScope)).body.detail).toBe("API key missing required scope 'project:read'");
-    expect((await request(world.app).get(`${base}/events`).set(bearer(await world.newKey(t.userId, ['query:read'])))).status).toBe(200);
+    expect(
+      (
+        await request(world.app)
+          .get(`${base}/events`)
+          .set(bearer(await world.newKey(t.userId, ['query:read'])))
+      ).status,
+    ).toBe(200);
     const outsider = await world.tenant();
     expect((await request(world.app).get(`${base}/events`).set(outsider.auth)).status).toBe(403);
     expect((await request(world.app).get(`${base}/events?limit=0`).set(t.auth)).body.attr).toBe('limit');
@@ -166,10 +260,17 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('event 
     const list = await request(world.app).get(`/api/projects/${t.projectId}/groups?group_type_index=${index}`).set(t.auth);
     expect((list.body.results as Array<{ group_key: string }>).map((g) => g.group_key)).toEqual(['globex', 'acme']);
     const search = await request(world.app).get(`/api/projects/${t.projectId}/groups?group_type_index=${index}&search=acme`).set(t.auth);
-    expect(search.body.results).toEqual([{ group_type_index: index, group_key: 'acme', group_properties: { name: 'Acme Inc' }, created_at: '2024-03-01T00:00:00.000Z' }]);
-    expect((await request(world.app).get(`/api/projects/${t.projectId}/groups`).set(t.auth)).body).toMatchObject({ attr: 'group_type_index', code: 'required' });
+    expect(search.body.results).toEqual([
+      { group_type_index: index, group_key: 'acme', group_properties: { name: 'Acme Inc' }, created_at: '2024-03-01T00:00:00.000Z' },
+    ]);
+    expect((await request(world.app).get(`/api/projects/${t.projectId}/groups`).set(t.auth)).body).toMatchObject({
+      attr: 'group_type_index',
+      code: 'required',
+    });
     const noScope = bearer(await world.newKey(t.userId, ['person:read']));
-    expect((await request(world.app).get(`/api/projects/${t.projectId}/groups_types`).set(noScope)).body.detail).toBe("API key missing required scope 'group:read'");
+    expect((await request(world.app).get(`/api/projects/${t.projectId}/groups_types`).set(noScope)).body.detail).toBe(
+      "API key missing required scope 'group:read'",
+    );
   });
 });
 
@@ -197,7 +298,12 @@ describe('schedule', () => {
   it('runs the job at 05:00 UTC on Sunday and not before', async () => {
     jest.useFakeTimers({ now: new Date('2024-03-03T04:59:58.000Z'), doNotFake: ['nextTick', 'setImmediate'] }); // a Sunday
     const calls: Date[] = [];
-    const sql = { transaction: () => { calls.push(new Date()); return Promise.resolve({ ran: true, queued: 0, verified: 0 }); } };
+    const sql = {
+      transaction: () => {
+        calls.push(new Date());
+        return Promise.resolve({ ran: true, queued: 0, verified: 0 });
+      },
+    };
     const schedules = startSchedules({ sql: sql as never, clickhouse: {} as ClickHouse, logger });
     await jest.advanceTimersByTimeAsync(1000);
     expect(calls).toHaveLength(0);

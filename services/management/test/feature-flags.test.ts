@@ -15,15 +15,18 @@ describe.each(backends)('feature flags on the management API on $name', (backend
     return { ...t, base, create };
   }
 
-  it.each(['feature_flags', 'cohorts', 'early_access_features', 'surveys'])('%s: a limit or offset out of range is a 400 naming it, like every listing', async (resource) => {
-    const t = await world.tenant();
-    for (const query of ['limit=0', 'limit=1001', 'limit=banana', 'offset=-1']) {
-      const res = await request(world.app).get(`/api/projects/${t.projectId}/${resource}/?${query}`).set(t.auth);
-      expect({ query, status: res.status, attr: res.body.attr }).toEqual({ query, status: 400, attr: query.split('=')[0] });
-    }
-    const page = await request(world.app).get(`/api/projects/${t.projectId}/${resource}/?limit=1000`).set(t.auth);
-    expect(page.body).toMatchObject({ count: 0, next: null, previous: null, results: [] });
-  });
+  it.each(['feature_flags', 'cohorts', 'early_access_features', 'surveys'])(
+    '%s: a limit or offset out of range is a 400 naming it, like every listing',
+    async (resource) => {
+      const t = await world.tenant();
+      for (const query of ['limit=0', 'limit=1001', 'limit=banana', 'offset=-1']) {
+        const res = await request(world.app).get(`/api/projects/${t.projectId}/${resource}/?${query}`).set(t.auth);
+        expect({ query, status: res.status, attr: res.body.attr }).toEqual({ query, status: 400, attr: query.split('=')[0] });
+      }
+      const page = await request(world.app).get(`/api/projects/${t.projectId}/${resource}/?limit=1000`).set(t.auth);
+      expect(page.body).toMatchObject({ count: 0, next: null, previous: null, results: [] });
+    },
+  );
 
   it('access_controls: GET/PUT, user_access_level on list and retrieve, viewer cannot PATCH, none hides the flag', async () => {
     const s = await setup();
@@ -91,7 +94,10 @@ describe.each(backends)('feature flags on the management API on $name', (backend
   it('format=csv: the list as flattened rows with a sorted header, a flag as one row', async () => {
     const s = await setup();
     const alpha = await s.create({ key: 'alpha', name: 'Alpha, "quoted"', filters: { groups: [{ properties: [], rollout_percentage: 30 }] } });
-    await s.create({ key: 'beta', filters: { groups: [{ properties: [{ key: 'plan', value: ['pro'], operator: 'exact', type: 'person' }], rollout_percentage: null }] } });
+    await s.create({
+      key: 'beta',
+      filters: { groups: [{ properties: [{ key: 'plan', value: ['pro'], operator: 'exact', type: 'person' }], rollout_percentage: null }] },
+    });
     const res = await request(world.app).get(`${s.base}/?format=csv`).set(s.auth);
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toBe('text/csv; charset=utf-8');
@@ -99,7 +105,16 @@ describe.each(backends)('feature flags on the management API on $name', (backend
     const lines = res.text.split('\r\n');
     const header = lines[0]!.split(',');
     expect(header).toEqual([...header].sort());
-    expect(header).toEqual(expect.arrayContaining(['key', 'name', 'filters.groups.0.rollout_percentage', 'filters.groups.0.properties.0.value.0', 'created_by.email', 'user_access_level']));
+    expect(header).toEqual(
+      expect.arrayContaining([
+        'key',
+        'name',
+        'filters.groups.0.rollout_percentage',
+        'filters.groups.0.properties.0.value.0',
+        'created_by.email',
+        'user_access_level',
+      ]),
+    );
     expect(header).not.toContain('count');
     expect(lines).toHaveLength(4);
     expect(lines[3]).toBe('');
@@ -117,8 +132,16 @@ describe.each(backends)('feature flags on the management API on $name', (backend
   it('remote_config: the "true" payload of a remote-config flag by key or id, JSON-encoded once more', async () => {
     const s = await setup();
     const payload = JSON.stringify({ color: 'blue', sizes: [1, 2] });
-    const remote = await s.create({ key: 'site-config', is_remote_configuration: true, filters: { groups: [{ properties: [], rollout_percentage: 100 }], payloads: { true: payload } } });
-    for (const path of [`${s.base}/site-config/remote_config`, `${s.base}/${remote.id}/remote_config/`, `/api/projects/@current/feature_flags/site-config/remote_config?token=phc_x`]) {
+    const remote = await s.create({
+      key: 'site-config',
+      is_remote_configuration: true,
+      filters: { groups: [{ properties: [], rollout_percentage: 100 }], payloads: { true: payload } },
+    });
+    for (const path of [
+      `${s.base}/site-config/remote_config`,
+      `${s.base}/${remote.id}/remote_config/`,
+      `/api/projects/@current/feature_flags/site-config/remote_config?token=phc_x`,
+    ]) {
       const res = await request(world.app).get(path).set(s.auth);
       expect(res.status).toBe(200);
       expect(res.text).toBe(JSON.stringify(payload));
@@ -134,6 +157,8 @@ describe.each(backends)('feature flags on the management API on $name', (backend
     const other = await world.tenant();
     expect((await request(world.app).get(`/api/projects/${other.projectId}/feature_flags/${empty.id}/remote_config`).set(other.auth)).status).toBe(404);
     const noScope = bearer(await world.newKey(s.userId, ['cohort:read']));
-    expect((await request(world.app).get(`${s.base}/${empty.id}/remote_config`).set(noScope)).body.detail).toBe("API key missing required scope 'feature_flag:read'");
+    expect((await request(world.app).get(`${s.base}/${empty.id}/remote_config`).set(noScope)).body.detail).toBe(
+      "API key missing required scope 'feature_flag:read'",
+    );
   });
 });

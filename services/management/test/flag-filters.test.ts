@@ -2,7 +2,9 @@ import request from 'supertest';
 import { backends, useWorld } from './support/app';
 
 /** Filters with an id or a number no flag can hold: each must be a 400 naming it, never a 5xx. */
-const oneFilter = (extra: Record<string, unknown>) => ({ groups: [{ properties: [{ key: 'plan', type: 'person', value: 'pro', ...extra }], rollout_percentage: 100 }] });
+const oneFilter = (extra: Record<string, unknown>) => ({
+  groups: [{ properties: [{ key: 'plan', type: 'person', value: 'pro', ...extra }], rollout_percentage: 100 }],
+});
 const cohort = (value: unknown) => ({ groups: [{ properties: [{ key: 'id', type: 'cohort', value }] }] });
 const BAD_FILTERS: [string, Record<string, unknown>, string][] = [
   ['a cohort id past 2^53', cohort(1e20), 'filters__groups__0__properties__0__value'],
@@ -11,11 +13,30 @@ const BAD_FILTERS: [string, Record<string, unknown>, string][] = [
   ['a fractional cohort id', cohort(1.5), 'filters__groups__0__properties__0__value'],
   ['a cohort id of true', cohort(true), 'filters__groups__0__properties__0__value'],
   ['a cohort id of an array', cohort([7]), 'filters__groups__0__properties__0__value'],
-  ['a fractional group_type_index', { groups: [{ properties: [{ key: 'size', type: 'group', group_type_index: 1.5, value: 1 }] }] }, 'filters__groups__0__properties__0__group_type_index'],
+  [
+    'a fractional group_type_index',
+    { groups: [{ properties: [{ key: 'size', type: 'group', group_type_index: 1.5, value: 1 }] }] },
+    'filters__groups__0__properties__0__group_type_index',
+  ],
   ['an aggregation_group_type_index past 2^53', { aggregation_group_type_index: 1e20, groups: [] }, 'filters'],
-  ['a variant over 100 percent balanced by a negative one', { multivariate: { variants: [{ key: 'a', rollout_percentage: 150 }, { key: 'b', rollout_percentage: -50 }] } }, 'filters'],
+  [
+    'a variant over 100 percent balanced by a negative one',
+    {
+      multivariate: {
+        variants: [
+          { key: 'a', rollout_percentage: 150 },
+          { key: 'b', rollout_percentage: -50 },
+        ],
+      },
+    },
+    'filters',
+  ],
   ['a condition rollout of 1e20', { groups: [{ properties: [], rollout_percentage: 1e20 }] }, 'filters__groups__0__rollout_percentage'],
-  ['a group filter with a negative group_type_index', oneFilter({ type: 'group', group_type_index: -1 }), 'filters__groups__0__properties__0__group_type_index'],
+  [
+    'a group filter with a negative group_type_index',
+    oneFilter({ type: 'group', group_type_index: -1 }),
+    'filters__groups__0__properties__0__group_type_index',
+  ],
 ];
 
 describe.each(backends)('flag and cohort filters with out-of-range numbers on $name', (backend) => {
@@ -41,8 +62,15 @@ describe.each(backends)('flag and cohort filters with out-of-range numbers on $n
   it('still accepts a cohort id as a number or as digits', async () => {
     const t = await world.tenant();
     const made = await request(world.app).post(`/api/projects/${t.projectId}/cohorts/`).set(t.auth).send({ name: 'c', is_static: true }).expect(201);
-    for (const [key, value] of [['by-number', made.body.id], ['by-text', String(made.body.id)]]) {
-      await request(world.app).post(`/api/projects/${t.projectId}/feature_flags/`).set(t.auth).send({ key, filters: cohort(value) }).expect(201);
+    for (const [key, value] of [
+      ['by-number', made.body.id],
+      ['by-text', String(made.body.id)],
+    ]) {
+      await request(world.app)
+        .post(`/api/projects/${t.projectId}/feature_flags/`)
+        .set(t.auth)
+        .send({ key, filters: cohort(value) })
+        .expect(201);
     }
   });
 });

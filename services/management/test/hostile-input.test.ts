@@ -66,7 +66,11 @@ function expectNeutralCsv(res: request.Response, payloads: readonly string[] = F
 /** `body` with `suffix` appended to its first string (depth first), and where that string is. */
 function withNul(body: unknown, at: string | null = null, suffix = '\u0000'): { body: unknown; attr: string | null } | undefined {
   if (typeof body === 'string') return { body: `${body}${suffix}`, attr: at };
-  const entries: Array<[string, unknown]> = Array.isArray(body) ? body.map((v, i) => [String(i), v]) : typeof body === 'object' && body !== null ? Object.entries(body) : [];
+  const entries: Array<[string, unknown]> = Array.isArray(body)
+    ? body.map((v, i) => [String(i), v])
+    : typeof body === 'object' && body !== null
+      ? Object.entries(body)
+      : [];
   for (const [key, value] of entries) {
     const found = withNul(value, at === null ? key : `${at}__${key}`, suffix);
     if (found) {
@@ -79,7 +83,11 @@ function withNul(body: unknown, at: string | null = null, suffix = '\u0000'): { 
 }
 
 /** Sends `body` as the bytes it is, labelled JSON (supertest would serialize a Buffer as JSON itself). */
-const bytes = (req: request.Test, body: Buffer): request.Test => req.set('Content-Type', 'application/json').serialize(() => body as unknown as string).send(body);
+const bytes = (req: request.Test, body: Buffer): request.Test =>
+  req
+    .set('Content-Type', 'application/json')
+    .serialize(() => body as unknown as string)
+    .send(body);
 
 function nested(depth: number): unknown {
   let value: unknown = 'leaf';
@@ -187,14 +195,23 @@ describe.each(backends)('hostile input on $name', (backend) => {
   describe('persons', () => {
     async function person(w: World, projectId: number, distinctId: string, properties: Record<string, unknown>) {
       const store = new PersonStore(w.sql);
-      await store.processEvent(projectId, { uuid: uuidv7(), event: '$identify', distinctId, timestamp: new Date('2024-03-01T00:00:00Z'), properties: { $set: properties } });
+      await store.processEvent(projectId, {
+        uuid: uuidv7(),
+        event: '$identify',
+        distinctId,
+        timestamp: new Date('2024-03-01T00:00:00Z'),
+        properties: { $set: properties },
+      });
       return (await store.getPersonByDistinctId(projectId, distinctId))!;
     }
 
     it('PATCH properties: a NUL is stored as U+FFFD, as ingestion stores the same $set', async () => {
       const t = await world.tenant();
       const p = await person(world, t.projectId, 'nul', {});
-      const res = await request(world.app).patch(`/api/projects/${t.projectId}/persons/${p.id}/`).set(t.auth).send({ properties: { 'k\u0000': 'a\u0000b' } });
+      const res = await request(world.app)
+        .patch(`/api/projects/${t.projectId}/persons/${p.id}/`)
+        .set(t.auth)
+        .send({ properties: { 'k\u0000': 'a\u0000b' } });
       expect(res.status).toBe(200);
       expect(res.body.properties).toMatchObject({ 'k\ufffd': 'a\ufffdb' });
     });
@@ -214,14 +231,24 @@ describe.each(backends)('hostile input on $name', (backend) => {
       expect(bombed.body).toMatchObject({ code: 'payload_too_large' });
 
       for (const depth of [4000, 100_000]) {
-        const res = await request(world.app).patch(url).set(t.auth).set('Content-Type', 'application/json').send(`{"properties":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}}`);
+        const res = await request(world.app)
+          .patch(url)
+          .set(t.auth)
+          .set('Content-Type', 'application/json')
+          .send(`{"properties":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}}`);
         expect(res.status).toBe(400);
         expect(res.body).toEqual({ type: 'validation_error', code: 'max_depth', detail: `JSON nests deeper than ${MAX_JSON_DEPTH} levels.`, attr: null });
       }
       // The body is level 1, `properties` level 2.
-      const deepest = await request(world.app).patch(url).set(t.auth).send({ properties: { d: nested(MAX_JSON_DEPTH - 2) } });
+      const deepest = await request(world.app)
+        .patch(url)
+        .set(t.auth)
+        .send({ properties: { d: nested(MAX_JSON_DEPTH - 2) } });
       expect(deepest.status).toBe(200);
-      const tooDeep = await request(world.app).patch(url).set(t.auth).send({ properties: { d: nested(MAX_JSON_DEPTH - 1) } });
+      const tooDeep = await request(world.app)
+        .patch(url)
+        .set(t.auth)
+        .send({ properties: { d: nested(MAX_JSON_DEPTH - 1) } });
       expect(tooDeep.status).toBe(400);
     });
 
@@ -251,7 +278,12 @@ describe.each(backends)('hostile input on $name', (backend) => {
       const properties = encodeURIComponent(JSON.stringify([{ key: 'plan', value: 'a\ud800' }]));
       const res = await request(world.app).get(`/api/projects/${t.projectId}/persons/?properties=${properties}`).set(t.auth);
       expect(res.status).toBe(400);
-      expect(res.body).toEqual({ type: 'validation_error', code: 'invalid_unicode', detail: 'Unpaired UTF-16 surrogates are not allowed.', attr: 'properties' });
+      expect(res.body).toEqual({
+        type: 'validation_error',
+        code: 'invalid_unicode',
+        detail: 'Unpaired UTF-16 surrogates are not allowed.',
+        attr: 'properties',
+      });
     });
 
     it('a NUL in the path → 400, nothing changed', async () => {
@@ -279,9 +311,21 @@ describe.each(backends)('hostile input on $name', (backend) => {
         expect(res.body).toMatchObject({ code: 'null_characters_not_allowed', attr });
       };
       named(await request(world.app).post(`${base}/`).set(t.auth).send({ name: 'a\u0000' }), 'name');
-      named(await request(world.app).post(`${base}/`).set(t.auth).send({ filters: { events: [{ id: 'x\u0000' }] } }), 'filters__events__0__id');
+      named(
+        await request(world.app)
+          .post(`${base}/`)
+          .set(t.auth)
+          .send({ filters: { events: [{ id: 'x\u0000' }] } }),
+        'filters__events__0__id',
+      );
       named(await request(world.app).post(`${base}/timing/`).set(t.auth).send({ session_id: 'a\u0000' }), 'session_id');
-      named(await request(world.app).post(`${base}/trend/`).set(t.auth).send({ events: [{ id: '\u0000' }] }), 'events__0__id');
+      named(
+        await request(world.app)
+          .post(`${base}/trend/`)
+          .set(t.auth)
+          .send({ events: [{ id: '\u0000' }] }),
+        'events__0__id',
+      );
       expect(await snapshot(world.sql)).toBe(before);
     });
 
@@ -317,7 +361,9 @@ describe.each(backends)('hostile input on $name', (backend) => {
       ] as const) {
         const res = await request(world.app).get(`${base}/${path}`).set(t.auth);
         expect({ path, status: res.status, attr: res.body.attr as unknown }).toEqual({ path, status: 400, attr });
-        const ok = await request(world.app).get(`${base}/${path.replace(/=.*/, '=TRUE')}`).set(t.auth);
+        const ok = await request(world.app)
+          .get(`${base}/${path.replace(/=.*/, '=TRUE')}`)
+          .set(t.auth);
         expect({ path, status: ok.status }).toEqual({ path, status: 200 });
       }
       expect((await request(world.app).delete(`${base}/persons/${p.id}/?delete_events=1`).set(t.auth)).status).toBe(204);
@@ -360,7 +406,9 @@ describe.each(backends)('hostile input on $name', (backend) => {
         ['early_access_features/', [name(0), name(1), name(2)]],
         ['surveys/', [name(3), name(4)]],
       ] as const) {
-        const res = await request(world.app).get(`${base}/${path}${path.includes('?') ? '&' : '?'}format=csv`).set(f.auth);
+        const res = await request(world.app)
+          .get(`${base}/${path}${path.includes('?') ? '&' : '?'}format=csv`)
+          .set(f.auth);
         expectNeutralCsv(res, payloads);
       }
     });
@@ -467,9 +515,23 @@ describe('with chDB', () => {
 
   const zero = '1970-01-01 00:00:00.000';
   const event = (teamId: number, overrides: Partial<EventRow>): EventRow => ({
-    uuid: randomUUID(), event: '$pageview', properties: '{}', timestamp: '2024-03-01 12:00:00.000000', team_id: teamId, distinct_id: 'd',
-    elements_chain: '', created_at: '2024-03-01 12:00:01.000000', person_id: randomUUID(), person_properties: '{}', person_created_at: zero,
-    person_mode: 'full', ...NO_GROUPS, session_id: '', window_id: '', historical_migration: false, ...overrides,
+    uuid: randomUUID(),
+    event: '$pageview',
+    properties: '{}',
+    timestamp: '2024-03-01 12:00:00.000000',
+    team_id: teamId,
+    distinct_id: 'd',
+    elements_chain: '',
+    created_at: '2024-03-01 12:00:01.000000',
+    person_id: randomUUID(),
+    person_properties: '{}',
+    person_created_at: zero,
+    person_mode: 'full',
+    ...NO_GROUPS,
+    session_id: '',
+    window_id: '',
+    historical_migration: false,
+    ...overrides,
   });
 
   describe.each(backends.map((backend, index) => ({ ...backend, index })))('on $name', (backend) => {
@@ -495,14 +557,18 @@ describe('with chDB', () => {
       const [header, ...lines] = csvCells(res.text);
       expect(lines).toHaveLength(2100);
       expect(new Set(lines.map((line) => line[header!.indexOf('uuid')])).size).toBe(2100);
-      expect((await request(world.app).get(`${base}?format=csv&event=view&limit=10`).set(t.auth)).headers[CSV_EXPORT_TRUNCATED_HEADER.toLowerCase()]).toBe('true');
+      expect((await request(world.app).get(`${base}?format=csv&event=view&limit=10`).set(t.auth)).headers[CSV_EXPORT_TRUNCATED_HEADER.toLowerCase()]).toBe(
+        'true',
+      );
     });
 
     it('trend CSV neutralizes series names and labels', async () => {
       const t = await world.tenant();
       await insertEvents(clickhouse, [event(t.projectId, { timestamp: '2024-03-02 12:00:00.000000' })]);
       const query = new URLSearchParams({
-        date_from: '2024-03-01', date_to: '2024-03-03', interval: 'day',
+        date_from: '2024-03-01',
+        date_to: '2024-03-03',
+        interval: 'day',
         events: JSON.stringify(FORMULAS.map((payload) => ({ id: '$pageview', custom_name: payload }))),
         format: 'csv',
       });

@@ -29,17 +29,42 @@ describe.each(backends)('saved insights on $name', (backend) => {
   it('creates (201) with an 8-char short_id and every field; retrieves by id and by short_id', async () => {
     const s = await setup();
     await world.sql.query('t.tz', `UPDATE projects SET timezone = 'Europe/Berlin' WHERE id = $1`, [s.projectId]);
-    const res = await request(world.app).post(`${s.base}/`).set(s.auth).send({
-      name: 'Pageviews', derived_name: 'Pageview count', description: 'd', filters: { events: [{ id: '$pageview' }] },
-      query: JSON.stringify(TRENDS_QUERY), order: 3, dashboards: [], tags: ['a', 'b,c'], favorited: true, saved: true,
-    });
+    const res = await request(world.app)
+      .post(`${s.base}/`)
+      .set(s.auth)
+      .send({
+        name: 'Pageviews',
+        derived_name: 'Pageview count',
+        description: 'd',
+        filters: { events: [{ id: '$pageview' }] },
+        query: JSON.stringify(TRENDS_QUERY),
+        order: 3,
+        dashboards: [],
+        tags: ['a', 'b,c'],
+        favorited: true,
+        saved: true,
+      });
     expect(res.status).toBe(201);
     const body = res.body as Record<string, unknown> & { short_id: string; id: number };
     expect(body.short_id).toMatch(/^[A-Za-z0-9]{8}$/);
     expect(body).toMatchObject({
-      name: 'Pageviews', derived_name: 'Pageview count', description: 'd', filters: { events: [{ id: '$pageview' }] }, query: TRENDS_QUERY,
-      order: 3, deleted: false, dashboards: [], dashboard_tiles: [], last_refresh: null, result: null, tags: ['a', 'b,c'],
-      favorited: true, saved: true, is_sample: false, timezone: 'Europe/Berlin', user_access_level: 'editor',
+      name: 'Pageviews',
+      derived_name: 'Pageview count',
+      description: 'd',
+      filters: { events: [{ id: '$pageview' }] },
+      query: TRENDS_QUERY,
+      order: 3,
+      deleted: false,
+      dashboards: [],
+      dashboard_tiles: [],
+      last_refresh: null,
+      result: null,
+      tags: ['a', 'b,c'],
+      favorited: true,
+      saved: true,
+      is_sample: false,
+      timezone: 'Europe/Berlin',
+      user_access_level: 'editor',
     });
     expect(Object.keys(body.created_by as object).sort()).toEqual([...USER_FIELDS].sort());
     expect((body.created_by as { id: number }).id).toBe(s.userId);
@@ -52,7 +77,18 @@ describe.each(backends)('saved insights on $name', (backend) => {
       expect(got.body.id).toBe(body.id);
     }
     const bare = await create(s, {});
-    expect(bare).toMatchObject({ name: null, derived_name: null, description: null, filters: {}, query: null, order: null, dashboards: [], tags: [], favorited: false, saved: false });
+    expect(bare).toMatchObject({
+      name: null,
+      derived_name: null,
+      description: null,
+      filters: {},
+      query: null,
+      order: null,
+      dashboards: [],
+      tags: [],
+      favorited: false,
+      saved: false,
+    });
     expect((await request(world.app).get(`${s.base}/nope1234`).set(s.auth)).status).toBe(404);
     expect((await request(world.app).get(`${s.base}/99999999999`).set(s.auth)).status).toBe(404);
   });
@@ -115,7 +151,8 @@ describe.each(backends)('saved insights on $name', (backend) => {
     expect(all.status).toBe(200);
     expect(all.body.count).toBe(3);
     expect((all.body.results as Array<{ id: number }>).map((i) => i.id)).toEqual([c.id, b.id, a.id]);
-    const ids = async (query: string) => ((await request(world.app).get(`${s.base}?${query}`).set(s.auth)).body.results as Array<{ id: number }>).map((i) => i.id);
+    const ids = async (query: string) =>
+      ((await request(world.app).get(`${s.base}?${query}`).set(s.auth)).body.results as Array<{ id: number }>).map((i) => i.id);
     expect(await ids('saved=true')).toEqual([a.id]);
     expect(await ids('favorited=1')).toEqual([b.id]);
     expect(await ids('search=FUNNEL')).toEqual([a.id]);
@@ -147,13 +184,19 @@ describe.each(backends)('saved insights on $name', (backend) => {
     const editor = await world.newUser(s.organizationId, 'member', s.projectId);
     const editorAuth = bearer(await world.newKey(editor.id, ['insight:write']));
 
-    const favorited = await request(world.app).patch(url).set(editorAuth).send({ favorited: true, tags: ['x'], order: 2, saved: true });
+    const favorited = await request(world.app)
+      .patch(url)
+      .set(editorAuth)
+      .send({ favorited: true, tags: ['x'], order: 2, saved: true });
     expect(favorited.status).toBe(200);
     expect(favorited.body).toMatchObject({ favorited: true, tags: ['x'], order: 2, saved: true });
     expect(favorited.body.last_modified_at).toBe(created.last_modified_at);
     expect(favorited.body.updated_at > (created.updated_at as string)).toBe(true);
     // The same filters in another key order are no change.
-    const same = await request(world.app).patch(url).set(editorAuth).send({ name: 'A', filters: { b: [1, 2], a: 1 } });
+    const same = await request(world.app)
+      .patch(url)
+      .set(editorAuth)
+      .send({ name: 'A', filters: { b: [1, 2], a: 1 } });
     expect(same.body.last_modified_at).toBe(created.last_modified_at);
     const renamed = await request(world.app).patch(`${s.base}/${created.id}`).set(editorAuth).send({ name: 'B' });
     expect(renamed.body.name).toBe('B');
@@ -193,8 +236,28 @@ describe.each(backends)('saved insights on $name', (backend) => {
     expect(await names()).toEqual(['I6', 'I5', 'I4', 'I3', 'I2']);
     const first = (await request(world.app).get(`${s.base}/my_last_viewed`).set(s.auth)).body[0] as Record<string, unknown>;
     expect(Object.keys(first).sort()).toEqual(
-      ['id', 'short_id', 'name', 'derived_name', 'filters', 'query', 'dashboards', 'dashboard_tiles', 'description', 'last_refresh', 'refreshing', 'saved', 'tags',
-        'updated_at', 'created_by', 'created_at', 'last_modified_at', 'favorited', 'user_access_level', 'last_viewed_at'].sort(),
+      [
+        'id',
+        'short_id',
+        'name',
+        'derived_name',
+        'filters',
+        'query',
+        'dashboards',
+        'dashboard_tiles',
+        'description',
+        'last_refresh',
+        'refreshing',
+        'saved',
+        'tags',
+        'updated_at',
+        'created_by',
+        'created_at',
+        'last_modified_at',
+        'favorited',
+        'user_access_level',
+        'last_viewed_at',
+      ].sort(),
     );
     const viewed = await request(world.app).get(`${s.base}/${insights[0]!.id}`).set(s.auth);
     expect(viewed.body.last_viewed_at > (insights[0]!.last_viewed_at as string)).toBe(true);
@@ -207,7 +270,10 @@ describe.each(backends)('saved insights on $name', (backend) => {
 
     const other = await setup();
     const foreign = await create(other, { name: 'foreign' });
-    const res = await request(world.app).post(`${s.base}/viewed`).set(s.auth).send({ insight_ids: [insights[1]!.id, insights[2]!.id, foreign.id] });
+    const res = await request(world.app)
+      .post(`${s.base}/viewed`)
+      .set(s.auth)
+      .send({ insight_ids: [insights[1]!.id, insights[2]!.id, foreign.id] });
     expect(res.status).toBe(201);
     expect(res.text).toBe('');
     expect((await names()).slice(0, 2).sort()).toEqual(['I1', 'I2']);
@@ -241,7 +307,11 @@ describe.each(backends)('saved insights on $name', (backend) => {
     const res = await request(world.app).post(`${s.base}/timing/`).set(s.auth).send(report);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ success: true });
-    const rows = await world.sql.query<{ payload: unknown; user_id: number }>('t.timing', 'SELECT payload, user_id FROM insight_timings WHERE project_id = $1', [s.projectId]);
+    const rows = await world.sql.query<{ payload: unknown; user_id: number }>(
+      't.timing',
+      'SELECT payload, user_id FROM insight_timings WHERE project_id = $1',
+      [s.projectId],
+    );
     expect(rows.rows).toEqual([{ payload: report, user_id: s.userId }]);
     const metrics = await request(world.app).get('/metrics');
     expect(metrics.text).toMatch(/plover_insight_timing_reports_total\{service="test"\} [1-9]/);
@@ -276,7 +346,10 @@ describe.each(backends)('saved insights on $name', (backend) => {
     ];
     for (const [method, path, scope] of routes) {
       const key = scope === 'insight:write' ? read : none;
-      const res = await request(world.app)[method](path).set(key).send({ insight_ids: [insight.id], access_level: 'viewer' });
+      const agent = request(world.app);
+      const res = await agent[method](path)
+        .set(key)
+        .send({ insight_ids: [insight.id], access_level: 'viewer' });
       expect([method, path, res.status, res.body.detail]).toEqual([method, path, 403, `API key missing required scope '${scope}'`]);
     }
     expect((await request(world.app).get(url).set(read)).status).toBe(200);
@@ -294,7 +367,12 @@ describe.each(backends)('saved insights on $name', (backend) => {
     const url = `${s.base}/${insight.short_id}`;
     const initial = await request(world.app).get(`${url}/access_controls/`).set(s.auth);
     expect(initial.status).toBe(200);
-    expect(initial.body).toMatchObject({ access_controls: [], available_access_levels: ['none', 'viewer', 'editor'], default_access_level: 'editor', user_access_level: 'editor' });
+    expect(initial.body).toMatchObject({
+      access_controls: [],
+      available_access_levels: ['none', 'viewer', 'editor'],
+      default_access_level: 'editor',
+      user_access_level: 'editor',
+    });
     const viewer = await request(world.app).put(`${url}/access_controls`).set(s.auth).send({ access_level: 'viewer' });
     expect(viewer.status).toBe(200);
     expect(viewer.body).toMatchObject({ access_level: 'viewer', resource: 'insight', resource_id: String(insight.id), organization_member: null });
@@ -309,15 +387,24 @@ describe.each(backends)('saved insights on $name', (backend) => {
     expect((await request(world.app).patch(url).set(s.auth).send({ name: 'still mine' })).status).toBe(200);
 
     const membership = await world.sql.query<{ id: string }>('t.m', 'SELECT id FROM organization_memberships WHERE user_id = $1', [member.id]);
-    const hidden = await request(world.app).put(`${url}/access_controls`).set(s.auth).send({ access_level: 'none', organization_member: membership.rows[0]!.id });
+    const hidden = await request(world.app)
+      .put(`${url}/access_controls`)
+      .set(s.auth)
+      .send({ access_level: 'none', organization_member: membership.rows[0]!.id });
     expect(hidden.status).toBe(200);
     expect((await request(world.app).get(url).set(memberAuth)).status).toBe(404);
     expect((await request(world.app).get(s.base).set(memberAuth)).body.count).toBe(0);
     expect((await request(world.app).get(`${s.base}/my_last_viewed`).set(memberAuth)).body).toEqual([]);
-    await request(world.app).post(`${s.base}/viewed`).set(memberAuth).send({ insight_ids: [insight.id] });
+    await request(world.app)
+      .post(`${s.base}/viewed`)
+      .set(memberAuth)
+      .send({ insight_ids: [insight.id] });
     expect((await request(world.app).get(`${s.base}/my_last_viewed`).set(memberAuth)).body).toEqual([]);
     expect((await request(world.app).get(s.base).set(s.auth)).body.count).toBe(1);
-    const removed = await request(world.app).put(`${url}/access_controls`).set(s.auth).send({ access_level: null, organization_member: membership.rows[0]!.id });
+    const removed = await request(world.app)
+      .put(`${url}/access_controls`)
+      .set(s.auth)
+      .send({ access_level: null, organization_member: membership.rows[0]!.id });
     expect(removed.status).toBe(204);
     expect((await request(world.app).get(url).set(memberAuth)).status).toBe(200);
     expect((await request(world.app).put(`${url}/access_controls`).set(s.auth).send({ access_level: 'owner' })).body.attr).toBe('access_level');
@@ -337,7 +424,13 @@ describe.each(backends)('insight cohort members on $name', (backend) => {
       cid: { plan: 'pro', country: 'FR' },
       dan: {},
     })) {
-      await store.processEvent(t.projectId, { uuid: uuidv7(), event: '$identify', distinctId: id, timestamp: new Date('2024-01-01T00:00:00Z'), properties: { $set: props } });
+      await store.processEvent(t.projectId, {
+        uuid: uuidv7(),
+        event: '$identify',
+        distinctId: id,
+        timestamp: new Date('2024-01-01T00:00:00Z'),
+        properties: { $set: props },
+      });
       people[id] = (await store.getPersonByDistinctId(t.projectId, id))!;
     }
     const cohort = async (filters: unknown, options: { isStatic?: boolean; deleted?: boolean; projectId?: number } = {}) =>
@@ -351,7 +444,9 @@ describe.each(backends)('insight cohort members on $name', (backend) => {
     const members = cohortResolver(world.sql, t.projectId);
     const names = async (id: number) => {
       const uuids = new Set(await members(id));
-      return Object.keys(people).filter((name) => uuids.has(people[name]!.uuid)).sort();
+      return Object.keys(people)
+        .filter((name) => uuids.has(people[name]!.uuid))
+        .sort();
     };
 
     const fixed = await cohort({}, { isStatic: true });
@@ -363,23 +458,50 @@ describe.each(backends)('insight cohort members on $name', (backend) => {
     const notGerman = await cohort({ properties: { type: 'OR', values: [{ key: 'country', value: 'DE', type: 'person', negation: true }] } });
     expect(await names(notGerman)).toEqual(['cid', 'dan']);
     const nested = await cohort({
-      properties: { type: 'OR', values: [{ type: 'AND', values: [{ key: 'id', value: pro, type: 'cohort' }, { key: 'country', value: ['DE'], operator: 'exact', type: 'person' }] }, { key: 'id', value: String(fixed), type: 'cohort' }] },
+      properties: {
+        type: 'OR',
+        values: [
+          {
+            type: 'AND',
+            values: [
+              { key: 'id', value: pro, type: 'cohort' },
+              { key: 'country', value: ['DE'], operator: 'exact', type: 'person' },
+            ],
+          },
+          { key: 'id', value: String(fixed), type: 'cohort' },
+        ],
+      },
     });
     expect(await names(nested)).toEqual(['ann', 'bob', 'dan']);
-    const outside = await cohort({ properties: { type: 'AND', values: [{ key: 'id', value: fixed, type: 'cohort', operator: 'not_in' }, { key: 'plan', operator: 'is_set', type: 'person' }] } });
+    const outside = await cohort({
+      properties: {
+        type: 'AND',
+        values: [
+          { key: 'id', value: fixed, type: 'cohort', operator: 'not_in' },
+          { key: 'plan', operator: 'is_set', type: 'person' },
+        ],
+      },
+    });
     expect(await names(outside)).toEqual(['ann', 'cid']);
     expect(await names(await cohort({}))).toEqual([]);
     expect(await names(await cohort({ properties: { type: 'AND', values: [] } }))).toEqual(['ann', 'bob', 'cid', 'dan']);
 
     const expect400 = async (id: number, detail: RegExp) => {
-      await expect(cohortResolver(world.sql, t.projectId)(id)).rejects.toMatchObject({ status: 400, attr: 'properties', detail: expect.stringMatching(detail) as unknown });
+      await expect(cohortResolver(world.sql, t.projectId)(id)).rejects.toMatchObject({
+        status: 400,
+        attr: 'properties',
+        detail: expect.stringMatching(detail) as unknown,
+      });
     };
     await expect400(999_999, /does not exist/);
     await expect400(await cohort({}, { deleted: true }), /does not exist/);
     const other = await world.tenant();
     await expect400(await cohort({}, { projectId: other.projectId }), /does not exist/);
     const loop = await cohort({});
-    await world.sql.query('t.loop', 'UPDATE cohorts SET filters = $1 WHERE id = $2', [{ properties: { type: 'AND', values: [{ key: 'id', value: loop, type: 'cohort' }] } }, loop]);
+    await world.sql.query('t.loop', 'UPDATE cohorts SET filters = $1 WHERE id = $2', [
+      { properties: { type: 'AND', values: [{ key: 'id', value: loop, type: 'cohort' }] } },
+      loop,
+    ]);
     await expect400(loop, /refers to itself/);
     await expect400(await cohort({ properties: { type: 'AND', values: [{ key: 'id', value: 999_999, type: 'cohort' }] } }), /does not exist/);
     await expect400(await cohort({ properties: { type: 'AND', values: [{ key: 'x', value: 1, type: 'behavioral' }] } }), /not supported/);
@@ -410,7 +532,13 @@ describe('insight computations with chDB', () => {
       const store = new PersonStore(world.sql);
       const persons: Record<string, { id: number; uuid: string }> = {};
       for (const id of ['ann', 'bob']) {
-        await store.processEvent(t.projectId, { uuid: uuidv7(), event: '$identify', distinctId: id, timestamp: new Date('2024-03-01T00:00:00Z'), properties: { $set: { name: id } } });
+        await store.processEvent(t.projectId, {
+          uuid: uuidv7(),
+          event: '$identify',
+          distinctId: id,
+          timestamp: new Date('2024-03-01T00:00:00Z'),
+          properties: { $set: { name: id } },
+        });
         persons[id] = (await store.getPersonByDistinctId(t.projectId, id))!;
       }
       const add = async (distinctId: string, event: string, day: number) =>
@@ -427,7 +555,12 @@ describe('insight computations with chDB', () => {
     const RANGE = { date_from: '2024-03-01', date_to: '2024-03-03', interval: 'day' };
 
     it('trend: GET legacy params and POST TrendsQuery agree; cached until the data changes or refresh; CSV', async () => {
-      const s = await setup([['ann', '$pageview', 1], ['bob', '$pageview', 1], ['ann', '$pageview', 3], ['ann', 'other', 2]]);
+      const s = await setup([
+        ['ann', '$pageview', 1],
+        ['bob', '$pageview', 1],
+        ['ann', '$pageview', 3],
+        ['ann', 'other', 2],
+      ]);
       const legacy = new URLSearchParams({ ...RANGE, events: JSON.stringify([{ id: '$pageview', custom_name: 'Views, all' }]) });
       const first = await request(world.app).get(`${s.base}/trend/?${legacy.toString()}`).set(s.auth);
       expect(first.status).toBe(200);
@@ -440,7 +573,9 @@ describe('insight computations with chDB', () => {
       expect(again.body).toMatchObject({ is_cached: true, last_refresh: first.body.last_refresh, result: first.body.result });
 
       const query = {
-        kind: 'TrendsQuery', series: [{ kind: 'EventsNode', event: '$pageview', custom_name: 'Views, all' }], interval: 'day',
+        kind: 'TrendsQuery',
+        series: [{ kind: 'EventsNode', event: '$pageview', custom_name: 'Views, all' }],
+        interval: 'day',
         dateRange: { date_from: RANGE.date_from, date_to: RANGE.date_to },
       };
       const posted = await request(world.app).post(`${s.base}/trend/`).set(s.auth).send({ query });
@@ -454,7 +589,14 @@ describe('insight computations with chDB', () => {
       const refreshed = await request(world.app).get(`${s.base}/trend?${legacy.toString()}&refresh=true`).set(s.auth);
       expect(refreshed.body.is_cached).toBe(false);
       expect(refreshed.body.last_refresh >= fresh.body.last_refresh).toBe(true);
-      expect((await request(world.app).post(`${s.base}/trend`).set(s.auth).send({ ...RANGE, events: [{ id: '$pageview', custom_name: 'Views, all' }], refresh: 'blocking' })).body.is_cached).toBe(false);
+      expect(
+        (
+          await request(world.app)
+            .post(`${s.base}/trend`)
+            .set(s.auth)
+            .send({ ...RANGE, events: [{ id: '$pageview', custom_name: 'Views, all' }], refresh: 'blocking' })
+        ).body.is_cached,
+      ).toBe(false);
 
       const csv = await request(world.app).get(`${s.base}/trend?${legacy.toString()}&format=csv`).set(s.auth);
       expect(csv.status).toBe(200);
@@ -462,7 +604,9 @@ describe('insight computations with chDB', () => {
       expect(csv.headers['content-disposition']).toBe('attachment; filename="trends (2024-03-01 2024-03-03).csv"');
       expect(csv.text).toBe('series,1-Mar-2024,2-Mar-2024,3-Mar-2024\r\n"Views, all",2,1,1\r\n');
 
-      const bad = await request(world.app).get(`${s.base}/trend?events=${encodeURIComponent('[{"id": 3}]')}`).set(s.auth);
+      const bad = await request(world.app)
+        .get(`${s.base}/trend?events=${encodeURIComponent('[{"id": 3}]')}`)
+        .set(s.auth);
       expect(bad.status).toBe(400);
       expect(bad.body).toEqual({ type: 'validation_error', code: 'invalid_input', detail: 'Must be a string.', attr: 'events__0__id' });
       expect((await request(world.app).post(`${s.base}/trend`).set(s.auth).type('form').send('events=x')).status).toBe(415);
@@ -480,9 +624,17 @@ describe('insight computations with chDB', () => {
     });
 
     it('trend: stickiness and lifecycle through insight / shown_as; lifecycle refuses a breakdown', async () => {
-      const s = await setup([['ann', '$pageview', 1], ['ann', '$pageview', 2], ['bob', '$pageview', 2], ['ann', 'other', 3]]);
+      const s = await setup([
+        ['ann', '$pageview', 1],
+        ['ann', '$pageview', 2],
+        ['bob', '$pageview', 2],
+        ['ann', 'other', 3],
+      ]);
       const events = JSON.stringify([{ id: '$pageview' }]);
-      const get = (params: Record<string, string>) => request(world.app).get(`${s.base}/trend/?${new URLSearchParams({ ...RANGE, events, ...params }).toString()}`).set(s.auth);
+      const get = (params: Record<string, string>) =>
+        request(world.app)
+          .get(`${s.base}/trend/?${new URLSearchParams({ ...RANGE, events, ...params }).toString()}`)
+          .set(s.auth);
       for (const params of [{ insight: 'STICKINESS' }, { shown_as: 'Stickiness' }] as Record<string, string>[]) {
         const res = await get(params);
         expect(res.status).toBe(200);
@@ -509,30 +661,56 @@ describe('insight computations with chDB', () => {
     });
 
     it('trend: cohort filters use Postgres membership (a change of members is a new result); unknown cohort → 400', async () => {
-      const s = await setup([['ann', '$pageview', 1], ['bob', '$pageview', 1], ['bob', '$pageview', 2]]);
+      const s = await setup([
+        ['ann', '$pageview', 1],
+        ['bob', '$pageview', 1],
+        ['bob', '$pageview', 2],
+      ]);
       const cohort = (
-        await world.sql.query<{ id: number }>('t.cohort', `INSERT INTO cohorts (project_id, name, is_static) VALUES ($1, 'c', true) RETURNING id`, [s.projectId])
+        await world.sql.query<{ id: number }>('t.cohort', `INSERT INTO cohorts (project_id, name, is_static) VALUES ($1, 'c', true) RETURNING id`, [
+          s.projectId,
+        ])
       ).rows[0]!.id;
       await world.sql.query('t.cp', 'INSERT INTO cohort_people (cohort_id, person_id) VALUES ($1, $2)', [cohort, s.persons.bob!.id]);
-      const params = (id: number) => new URLSearchParams({ ...RANGE, events: JSON.stringify([{ id: '$pageview' }]), properties: JSON.stringify([{ key: 'id', value: id, type: 'cohort' }]) });
-      const members = await request(world.app).get(`${s.base}/trend?${params(cohort).toString()}`).set(s.auth);
+      const params = (id: number) =>
+        new URLSearchParams({
+          ...RANGE,
+          events: JSON.stringify([{ id: '$pageview' }]),
+          properties: JSON.stringify([{ key: 'id', value: id, type: 'cohort' }]),
+        });
+      const members = await request(world.app)
+        .get(`${s.base}/trend?${params(cohort).toString()}`)
+        .set(s.auth);
       expect(members.status).toBe(200);
       expect(members.body.result[0].data).toEqual([1, 1, 0]);
       await world.sql.query('t.cp', 'INSERT INTO cohort_people (cohort_id, person_id) VALUES ($1, $2)', [cohort, s.persons.ann!.id]);
-      const more = await request(world.app).get(`${s.base}/trend?${params(cohort).toString()}`).set(s.auth);
+      const more = await request(world.app)
+        .get(`${s.base}/trend?${params(cohort).toString()}`)
+        .set(s.auth);
       expect(more.body).toMatchObject({ is_cached: false });
       expect(more.body.result[0].data).toEqual([2, 1, 0]);
-      const unknown = await request(world.app).get(`${s.base}/trend?${params(999_999).toString()}`).set(s.auth);
+      const unknown = await request(world.app)
+        .get(`${s.base}/trend?${params(999_999).toString()}`)
+        .set(s.auth);
       expect(unknown.status).toBe(400);
       expect(unknown.body).toMatchObject({ type: 'validation_error', attr: 'properties' });
     });
 
     it('funnel correlation: {result: {events, skewed}, last_refresh, is_cached}, GET and POST, cached', async () => {
       const s = await setup([
-        ['ann', 'signup', 1], ['ann', 'watched video', 2], ['ann', 'purchase', 3],
-        ['bob', 'signup', 1], ['bob', 'left', 2],
+        ['ann', 'signup', 1],
+        ['ann', 'watched video', 2],
+        ['ann', 'purchase', 3],
+        ['bob', 'signup', 1],
+        ['bob', 'left', 2],
       ]);
-      const body = { ...RANGE, events: [{ id: 'signup', order: 0 }, { id: 'purchase', order: 1 }] };
+      const body = {
+        ...RANGE,
+        events: [
+          { id: 'signup', order: 0 },
+          { id: 'purchase', order: 1 },
+        ],
+      };
       const posted = await request(world.app).post(`${s.base}/funnel/correlation/`).set(s.auth).send(body);
       expect(posted.status).toBe(200);
       expect(posted.body).toMatchObject({ is_cached: false, result: { skewed: false } });
@@ -543,13 +721,19 @@ describe('insight computations with chDB', () => {
       const params = new URLSearchParams({ ...RANGE, events: JSON.stringify(body.events) });
       const got = await request(world.app).get(`${s.base}/funnel/correlation?${params.toString()}`).set(s.auth);
       expect(got.body).toMatchObject({ is_cached: true, last_refresh: posted.body.last_refresh, result: posted.body.result });
-      const bad = await request(world.app).post(`${s.base}/funnel/correlation`).set(s.auth).send({ events: [{ id: 'signup' }] });
+      const bad = await request(world.app)
+        .post(`${s.base}/funnel/correlation`)
+        .set(s.auth)
+        .send({ events: [{ id: 'signup' }] });
       expect(bad.status).toBe(400);
       expect(bad.body.attr).toBe('events');
 
       const funnel = {
         kind: 'FunnelsQuery',
-        series: [{ kind: 'EventsNode', event: 'signup' }, { kind: 'EventsNode', event: 'purchase' }],
+        series: [
+          { kind: 'EventsNode', event: 'signup' },
+          { kind: 'EventsNode', event: 'purchase' },
+        ],
         dateRange: { date_from: RANGE.date_from, date_to: RANGE.date_to },
       };
       const correlationQuery = { kind: 'FunnelCorrelationQuery', source: { kind: 'FunnelsActorsQuery', source: funnel }, funnelCorrelationType: 'events' };
@@ -557,7 +741,9 @@ describe('insight computations with chDB', () => {
         const viaQuery = await request(world.app).post(`${s.base}/funnel/correlation/`).set(s.auth).send({ query, refresh: true });
         expect(viaQuery.status).toBe(200);
         expect(viaQuery.body.result).toEqual(posted.body.result);
-        const inQueryString = await request(world.app).get(`${s.base}/funnel/correlation/?query=${encodeURIComponent(JSON.stringify(query))}`).set(s.auth);
+        const inQueryString = await request(world.app)
+          .get(`${s.base}/funnel/correlation/?query=${encodeURIComponent(JSON.stringify(query))}`)
+          .set(s.auth);
         expect(inQueryString.body.result).toEqual(posted.body.result);
       }
       const malformed: Array<[unknown, string]> = [

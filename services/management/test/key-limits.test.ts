@@ -72,7 +72,10 @@ interface Ids {
 /** A user who owns both organizations, with project A current. */
 async function newUser(world: World, ids: Ids): Promise<number> {
   const user = await world.newUser(ids.organizations.O1, 'owner', ids.projects[CURRENT].id);
-  await world.sql.query('t.member', `INSERT INTO organization_memberships (organization_id, user_id, level) VALUES ($1, $2, 'owner')`, [ids.organizations.O2, user.id]);
+  await world.sql.query('t.member', `INSERT INTO organization_memberships (organization_id, user_id, level) VALUES ($1, $2, 'owner')`, [
+    ids.organizations.O2,
+    user.id,
+  ]);
   return user.id;
 }
 
@@ -169,18 +172,32 @@ describe.each(backends)('personal API key limits on $name', (backend) => {
 
       const list = await request(world.app).get('/api/personal_api_keys/').set(auth);
       const listed = list.status === 200 ? (list.body as Array<{ id: string }>).map((k) => k.id).sort() : list.status;
-      const visible = grants(caller, 'personal_api_key:read') ? [...SHAPES.filter((target) => within(target, caller)).map((t) => keys.get(t)!), own.id].sort() : 403;
+      const visible = grants(caller, 'personal_api_key:read')
+        ? [...SHAPES.filter((target) => within(target, caller)).map((t) => keys.get(t)!), own.id].sort()
+        : 403;
       if (JSON.stringify(listed) !== JSON.stringify(visible)) mismatches.push({ caller: show(caller), route: 'list', listed, visible });
       for (const target of SHAPES) {
-        const view = await request(world.app).get(`/api/personal_api_keys/${keys.get(target)}/`).set(auth);
+        const view = await request(world.app)
+          .get(`/api/personal_api_keys/${keys.get(target)}/`)
+          .set(auth);
         const viewExpected = grants(caller, 'personal_api_key:read') && within(target, caller) ? 200 : 403;
-        if (view.status !== viewExpected) mismatches.push({ caller: show(caller), route: 'view', target: show(target), status: view.status, expected: viewExpected });
-        const revoke = await request(world.app).delete(`/api/personal_api_keys/${keys.get(target)}/`).set(auth);
+        if (view.status !== viewExpected)
+          mismatches.push({ caller: show(caller), route: 'view', target: show(target), status: view.status, expected: viewExpected });
+        const revoke = await request(world.app)
+          .delete(`/api/personal_api_keys/${keys.get(target)}/`)
+          .set(auth);
         const revokeExpected = grants(caller, 'personal_api_key:write') && within(target, caller) ? 204 : 403;
         outcomes.add(viewExpected).add(revokeExpected);
         const exists = await world.sql.query('t.exists', 'SELECT 1 FROM personal_api_keys WHERE id = $1', [keys.get(target)]);
         if (revoke.status !== revokeExpected || exists.rowCount !== (revokeExpected === 204 ? 0 : 1)) {
-          mismatches.push({ caller: show(caller), route: 'revoke', target: show(target), status: revoke.status, expected: revokeExpected, exists: exists.rowCount });
+          mismatches.push({
+            caller: show(caller),
+            route: 'revoke',
+            target: show(target),
+            status: revoke.status,
+            expected: revokeExpected,
+            exists: exists.rowCount,
+          });
         }
         if (exists.rowCount === 0) await insert(target);
       }
@@ -203,15 +220,28 @@ describe.each(backends)('personal API key limits on $name', (backend) => {
         if (me.status !== 403) mismatches.push({ key: show(shape), route: '@me', status: me.status, expected: 403 });
       } else {
         const body = me.body as { team: { id: number } | null; organization: { id: string } | null; organizations: Array<{ id: string }> };
-        const got = { status: me.status, team: body.team?.id ?? null, organizations: body.organizations.map((o) => o.id), organization: body.organization?.id ?? null, leaks: leaks(body) };
+        const got = {
+          status: me.status,
+          team: body.team?.id ?? null,
+          organizations: body.organizations.map((o) => o.id),
+          organization: body.organization?.id ?? null,
+          leaks: leaks(body),
+        };
         const organizations = reachedOrganizations(shape).map((o) => ids.organizations[o]);
         const team = reaches(shape, CURRENT) ? ids.projects[CURRENT].id : null;
-        const expected = { status: 200, team, organizations, organization: team === null ? (organizations[0] ?? null) : ids.organizations[PROJECT_ORGANIZATION[CURRENT]], leaks: [] };
+        const expected = {
+          status: 200,
+          team,
+          organizations,
+          organization: team === null ? (organizations[0] ?? null) : ids.organizations[PROJECT_ORGANIZATION[CURRENT]],
+          leaks: [],
+        };
         if (JSON.stringify(got) !== JSON.stringify(expected)) mismatches.push({ key: show(shape), route: '@me', got, expected });
       }
 
       const list = await request(world.app).get('/api/projects/').set(auth);
-      const listed = list.status === 200 ? { ids: (list.body as { results: Array<{ id: number }> }).results.map((p) => p.id), leaks: leaks(list.body) } : list.status;
+      const listed =
+        list.status === 200 ? { ids: (list.body as { results: Array<{ id: number }> }).results.map((p) => p.id), leaks: leaks(list.body) } : list.status;
       const listExpected = grants(shape, 'project:read') ? { ids: PROJECTS.filter((p) => reaches(shape, p)).map((p) => ids.projects[p].id), leaks: [] } : 403;
       if (JSON.stringify(listed) !== JSON.stringify(listExpected)) mismatches.push({ key: show(shape), route: 'projects', listed, expected: listExpected });
 

@@ -14,14 +14,20 @@ jest.setTimeout(180_000);
 type Body = Record<string, unknown>;
 
 const form = (body: Body): string =>
-  new URLSearchParams(Object.entries(body).map(([key, value]): [string, string] => [key, typeof value === 'string' ? value : JSON.stringify(value)])).toString();
+  new URLSearchParams(
+    Object.entries(body).map(([key, value]): [string, string] => [key, typeof value === 'string' ? value : JSON.stringify(value)]),
+  ).toString();
 
 /** Content type sent, the media type the error names, and the payload in that encoding. */
 const ENCODINGS: Array<[string, string, (body: Body) => string]> = [
   // What fetch and sendBeacon send for a string body.
   ['text/plain;charset=UTF-8', 'text/plain', (body) => JSON.stringify(body)],
   ['application/x-www-form-urlencoded', 'application/x-www-form-urlencoded', form],
-  ['multipart/form-data; boundary=x', 'multipart/form-data', (body) => `--x\r\nContent-Disposition: form-data; name="data"\r\n\r\n${JSON.stringify(body)}\r\n--x--\r\n`],
+  [
+    'multipart/form-data; boundary=x',
+    'multipart/form-data',
+    (body) => `--x\r\nContent-Disposition: form-data; name="data"\r\n\r\n${JSON.stringify(body)}\r\n--x--\r\n`,
+  ],
 ];
 
 const BODY_ROUTES = ROUTES.filter((route): route is Route & { body: Body } => route.body !== undefined);

@@ -5,17 +5,29 @@ import { backends, useWorld } from './support/app';
 
 describe('OpenAPI', () => {
   it('publishes the same body schemas the handlers validate with', () => {
-    const doc = openApiDocument() as { openapi: string; components: { schemas: Record<string, unknown> }; paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: { $ref: string } }> } }>> };
+    const doc = openApiDocument() as {
+      openapi: string;
+      components: { schemas: Record<string, unknown> };
+      paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: { $ref: string } }> } }>>;
+    };
     expect(doc.openapi).toBe('3.1.0');
     for (const [name, schema] of Object.entries(bodySchemas)) expect(doc.components.schemas[name]).toBe(schema);
-    const refs = Object.values(doc.paths).flatMap((methods) => Object.values(methods)).flatMap((op) => (op.requestBody ? [op.requestBody.content['application/json']!.schema.$ref] : []));
+    const refs = Object.values(doc.paths)
+      .flatMap((methods) => Object.values(methods))
+      .flatMap((op) => (op.requestBody ? [op.requestBody.content['application/json']!.schema.$ref] : []));
     for (const r of refs) expect(Object.keys(doc.components.schemas)).toContain(r.split('/').pop());
-    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/api/environments/{project_id}/persons/', '/api/projects/{project_id}/session_recording_playlists/{short_id}/']));
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining(['/api/environments/{project_id}/persons/', '/api/projects/{project_id}/session_recording_playlists/{short_id}/']),
+    );
   });
 
   it('validation errors: first error, nested attr joined by __', () => {
-    expect(() => validateBody('PersonalApiKeyCreate', { label: 'x', scopes: ['*'], scoped_teams: [1, 'a'] })).toThrow(expect.objectContaining({ attr: 'scoped_teams__1', code: 'invalid' }) as Error);
-    expect(() => validateBody('PersonPatch', {})).toThrow(expect.objectContaining({ attr: 'properties', code: 'required', detail: 'This field is required.' }) as Error);
+    expect(() => validateBody('PersonalApiKeyCreate', { label: 'x', scopes: ['*'], scoped_teams: [1, 'a'] })).toThrow(
+      expect.objectContaining({ attr: 'scoped_teams__1', code: 'invalid' }) as Error,
+    );
+    expect(() => validateBody('PersonPatch', {})).toThrow(
+      expect.objectContaining({ attr: 'properties', code: 'required', detail: 'This field is required.' }) as Error,
+    );
   });
 });
 

@@ -59,10 +59,16 @@ describe.each(backends)('persons API on $name', (backend) => {
     ['email=ALICE%40example.com', []],
     ['search=EXAMPLE', ['alice']],
     ['search=bob', ['bob']],
-    [`properties=${encodeURIComponent(JSON.stringify([{ key: 'plan', value: 'free', operator: 'exact', type: 'person' }]))}`, ['0190a6c1-aaaa-bbbb-cccc-dddddddddddd', 'bob']],
+    [
+      `properties=${encodeURIComponent(JSON.stringify([{ key: 'plan', value: 'free', operator: 'exact', type: 'person' }]))}`,
+      ['0190a6c1-aaaa-bbbb-cccc-dddddddddddd', 'bob'],
+    ],
     [`properties=${encodeURIComponent(JSON.stringify([{ key: 'plan', value: 'free', operator: 'is_not' }]))}`, ['alice']],
     [`properties=${encodeURIComponent(JSON.stringify([{ key: 'email', value: 'OTHER', operator: 'icontains' }]))}`, ['bob']],
-    [`properties=${encodeURIComponent(JSON.stringify([{ key: 'email', value: 'other', operator: 'not_icontains' }]))}`, ['0190a6c1-aaaa-bbbb-cccc-dddddddddddd', 'alice']],
+    [
+      `properties=${encodeURIComponent(JSON.stringify([{ key: 'email', value: 'other', operator: 'not_icontains' }]))}`,
+      ['0190a6c1-aaaa-bbbb-cccc-dddddddddddd', 'alice'],
+    ],
     [`properties=${encodeURIComponent(JSON.stringify([{ key: 'email', value: '^a.*com$', operator: 'regex' }]))}`, ['alice']],
     [`properties=${encodeURIComponent(JSON.stringify([{ key: 'age', value: 25, operator: 'gt' }]))}`, ['alice']],
     [`properties=${encodeURIComponent(JSON.stringify([{ key: 'age', value: 20, operator: 'lte' }]))}`, ['bob']],
@@ -71,10 +77,29 @@ describe.each(backends)('persons API on $name', (backend) => {
     [`properties=${encodeURIComponent(JSON.stringify([{ key: 'signup', value: '2024-02-01', operator: 'is_date_before' }]))}`, ['alice']],
     [`properties=${encodeURIComponent(JSON.stringify([{ key: 'signup', value: '2024-02-01', operator: 'is_date_after' }]))}`, ['bob']],
     [
-      `properties=${encodeURIComponent(JSON.stringify({ type: 'OR', values: [{ key: 'plan', value: 'pro' }, { type: 'AND', values: [{ key: 'age', value: 20, operator: 'lt' }] }] }))}`,
+      `properties=${encodeURIComponent(
+        JSON.stringify({
+          type: 'OR',
+          values: [
+            { key: 'plan', value: 'pro' },
+            { type: 'AND', values: [{ key: 'age', value: 20, operator: 'lt' }] },
+          ],
+        }),
+      )}`,
       ['alice'],
     ],
-    [`properties=${encodeURIComponent(JSON.stringify({ type: 'OR', values: [{ key: 'plan', value: ['pro', 'nothing'] }, { key: 'age', value: '20' }] }))}`, ['bob', 'alice']],
+    [
+      `properties=${encodeURIComponent(
+        JSON.stringify({
+          type: 'OR',
+          values: [
+            { key: 'plan', value: ['pro', 'nothing'] },
+            { key: 'age', value: '20' },
+          ],
+        }),
+      )}`,
+      ['bob', 'alice'],
+    ],
   ])('filters %s', async (query, expected) => {
     const s = await seeded();
     const res = await request(world.app).get(`${s.base}?${query}`).set(s.auth);
@@ -93,7 +118,10 @@ describe.each(backends)('persons API on $name', (backend) => {
     [`properties=${encodeURIComponent(JSON.stringify([{ key: 'a', value: 1, operator: 'nope' }]))}`, 'properties__0__operator'],
     [`properties=${encodeURIComponent(JSON.stringify([{ value: 1 }]))}`, 'properties__0__key'],
     [`properties=${encodeURIComponent(JSON.stringify([{ key: 'a', operator: 'exact' }]))}`, 'properties__0__value'],
-    [`properties=${encodeURIComponent(JSON.stringify({ type: 'AND', values: [{ type: 'OR', values: [{ key: 'a', value: 'x', operator: 'gt' }] }] }))}`, 'properties__values__0__values__0__value'],
+    [
+      `properties=${encodeURIComponent(JSON.stringify({ type: 'AND', values: [{ type: 'OR', values: [{ key: 'a', value: 'x', operator: 'gt' }] }] }))}`,
+      'properties__values__0__values__0__value',
+    ],
     [`properties=${encodeURIComponent(JSON.stringify([{ key: 'a', value: '(', operator: 'regex' }]))}`, 'properties__0__value'],
     [`properties=${encodeURIComponent(JSON.stringify([{ key: 'a', value: 'x', type: 'event' }]))}`, 'properties__0__type'],
     ['limit=0', 'limit'],
@@ -112,7 +140,9 @@ describe.each(backends)('persons API on $name', (backend) => {
     expect(first.body.count).toBe(3);
     expect(first.body.next).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:\\d+${s.base}\\?limit=2&offset=2$`));
     const next = new URL(first.body.next as string);
-    const second = await request(world.app).get(next.pathname + next.search).set(s.auth);
+    const second = await request(world.app)
+      .get(next.pathname + next.search)
+      .set(s.auth);
     expect(ids(second.body)).toEqual(['alice']);
     expect(second.body.next).toBeNull();
     expect(second.body.count).toBe(3);
@@ -150,7 +180,10 @@ describe.each(backends)('persons API on $name', (backend) => {
 
   it('PATCH merges properties ($set), bumps the version and answers the person', async () => {
     const s = await seeded();
-    const res = await request(world.app).patch(`${s.base}/${s.alice.id}/`).set(s.auth).send({ properties: { plan: 'enterprise', new: 1 } });
+    const res = await request(world.app)
+      .patch(`${s.base}/${s.alice.id}/`)
+      .set(s.auth)
+      .send({ properties: { plan: 'enterprise', new: 1 } });
     expect(res.status).toBe(200);
     expect(res.body.properties).toMatchObject({ email: 'alice@example.com', plan: 'enterprise', new: 1 });
     const stored = await store.getPerson(s.projectId, s.alice.id);
@@ -172,9 +205,20 @@ describe.each(backends)('persons API on $name', (backend) => {
   it('PATCH racing ingestion on the same person loses no update', async () => {
     const s = await seeded();
     await Promise.all([
-      ...Array.from({ length: 5 }, (_, i) => request(world.app).patch(`${s.base}/${s.alice.id}`).set(s.auth).send({ properties: { [`api${i}`]: i } })),
       ...Array.from({ length: 5 }, (_, i) =>
-        store.processEvent(s.projectId, { uuid: uuidv7(), event: '$pageview', distinctId: 'alice', timestamp: new Date(T0 + 3_600_000), properties: { $set: { [`ingest${i}`]: i } } }),
+        request(world.app)
+          .patch(`${s.base}/${s.alice.id}`)
+          .set(s.auth)
+          .send({ properties: { [`api${i}`]: i } }),
+      ),
+      ...Array.from({ length: 5 }, (_, i) =>
+        store.processEvent(s.projectId, {
+          uuid: uuidv7(),
+          event: '$pageview',
+          distinctId: 'alice',
+          timestamp: new Date(T0 + 3_600_000),
+          properties: { $set: { [`ingest${i}`]: i } },
+        }),
       ),
     ]);
     const stored = (await store.getPerson(s.projectId, s.alice.id))!;
@@ -187,7 +231,10 @@ describe.each(backends)('persons API on $name', (backend) => {
 
   it('POST persons → 405 with a hint', async () => {
     const s = await seeded();
-    const res = await request(world.app).post(`${s.base}/`).set(s.auth).send({ distinct_ids: ['x'] });
+    const res = await request(world.app)
+      .post(`${s.base}/`)
+      .set(s.auth)
+      .send({ distinct_ids: ['x'] });
     expect(res.status).toBe(405);
     expect(res.body).toMatchObject({ code: 'method_not_allowed', detail: expect.stringContaining('$identify') as string });
   });
@@ -202,16 +249,30 @@ describe.each(backends)('persons API on $name', (backend) => {
     expect(reborn.id).not.toBe(s.alice.id);
 
     expect((await request(world.app).delete(`${s.base}/${s.bob.uuid}?delete_events=true`).set(s.auth)).status).toBe(204);
-    const queued = await world.sql.query<{ key: string; deletion_type: number }>('t.q', 'SELECT key, deletion_type FROM async_deletions WHERE project_id = $1', [s.projectId]);
+    const queued = await world.sql.query<{ key: string; deletion_type: number }>(
+      't.q',
+      'SELECT key, deletion_type FROM async_deletions WHERE project_id = $1',
+      [s.projectId],
+    );
     expect(queued.rows).toEqual([{ key: s.bob.uuid, deletion_type: 1 }]);
   });
 
   it('bulk_delete by distinct_ids or ids, with limits and validation', async () => {
     const s = await seeded();
-    const res = await request(world.app).post(`${s.base}/bulk_delete/`).set(s.auth).send({ distinct_ids: ['alice', 'nobody'], delete_events: true });
+    const res = await request(world.app)
+      .post(`${s.base}/bulk_delete/`)
+      .set(s.auth)
+      .send({ distinct_ids: ['alice', 'nobody'], delete_events: true });
     expect(res.status).toBe(202);
     expect(await store.getPerson(s.projectId, s.alice.id)).toBeUndefined();
-    expect((await request(world.app).post(`${s.base}/bulk_delete`).set(s.auth).send({ ids: [s.bob.uuid] })).status).toBe(202);
+    expect(
+      (
+        await request(world.app)
+          .post(`${s.base}/bulk_delete`)
+          .set(s.auth)
+          .send({ ids: [s.bob.uuid] })
+      ).status,
+    ).toBe(202);
     expect(await store.getPerson(s.projectId, s.bob.id)).toBeUndefined();
     const queued = await world.sql.query<{ key: string }>('t.q', 'SELECT key FROM async_deletions WHERE project_id = $1', [s.projectId]);
     expect(queued.rows.map((r) => r.key)).toEqual([s.alice.uuid]);
@@ -219,9 +280,15 @@ describe.each(backends)('persons API on $name', (backend) => {
     const none = await request(world.app).post(`${s.base}/bulk_delete`).set(s.auth).send({});
     expect(none.status).toBe(400);
     expect(none.body.detail).toBe('You need to specify either distinct_ids or ids');
-    const tooMany = await request(world.app).post(`${s.base}/bulk_delete`).set(s.auth).send({ distinct_ids: Array.from({ length: 1001 }, (_, i) => `d${i}`) });
+    const tooMany = await request(world.app)
+      .post(`${s.base}/bulk_delete`)
+      .set(s.auth)
+      .send({ distinct_ids: Array.from({ length: 1001 }, (_, i) => `d${i}`) });
     expect(tooMany.body).toMatchObject({ detail: 'You can only pass 1000 distinct_ids in one call', attr: 'distinct_ids' });
-    const badId = await request(world.app).post(`${s.base}/bulk_delete`).set(s.auth).send({ ids: [s.anon.uuid, 'nope'] });
+    const badId = await request(world.app)
+      .post(`${s.base}/bulk_delete`)
+      .set(s.auth)
+      .send({ ids: [s.anon.uuid, 'nope'] });
     expect(badId.status).toBe(400);
     expect(badId.body).toMatchObject({ type: 'validation_error', attr: 'ids__1' });
     // Validation happens before any deletion.

@@ -31,7 +31,16 @@ describe.each(backends)('session recording playlists on $name', (backend) => {
     const res = await request(world.app).post(`${s.base}/`).set(s.auth).send({ name: 'Checkout', description: 'd', pinned: true });
     expect(res.status).toBe(201);
     expect(res.body.short_id).toMatch(/^[A-Za-z0-9]{8}$/);
-    expect(res.body).toMatchObject({ name: 'Checkout', derived_name: null, description: 'd', pinned: true, deleted: false, filters: {}, type: 'collection', user_access_level: 'editor' });
+    expect(res.body).toMatchObject({
+      name: 'Checkout',
+      derived_name: null,
+      description: 'd',
+      pinned: true,
+      deleted: false,
+      filters: {},
+      type: 'collection',
+      user_access_level: 'editor',
+    });
     expect(Object.keys(res.body.created_by as object).sort()).toEqual([...USER_FIELDS].sort());
     expect(res.body.created_by.id).toBe(s.userId);
     expect(res.body.last_modified_by.id).toBe(s.userId);
@@ -42,7 +51,10 @@ describe.each(backends)('session recording playlists on $name', (backend) => {
     const got = await request(world.app).get(`${s.base}/${res.body.short_id}/`).set(s.auth);
     expect(got.status).toBe(200);
     expect(got.body.id).toBe(res.body.id);
-    const filters = await request(world.app).post(s.base).set(s.auth).send({ name: 'F', filters: { events: [] } });
+    const filters = await request(world.app)
+      .post(s.base)
+      .set(s.auth)
+      .send({ name: 'F', filters: { events: [] } });
     expect(filters.body.type).toBe('filters');
   });
 
@@ -73,7 +85,8 @@ describe.each(backends)('session recording playlists on $name', (backend) => {
     const all = await request(world.app).get(s.base).set(s.auth);
     expect(all.body.count).toBe(3);
     expect((all.body.results as Array<{ name: string | null }>).map((p) => p.name)).toEqual(['Gamma', null, 'Alpha']);
-    const q = async (query: string) => ((await request(world.app).get(`${s.base}?${query}`).set(s.auth)).body.results as Array<{ short_id: string }>).map((p) => p.short_id);
+    const q = async (query: string) =>
+      ((await request(world.app).get(`${s.base}?${query}`).set(s.auth)).body.results as Array<{ short_id: string }>).map((p) => p.short_id);
     expect(await q(`created_by=${other.id}`)).toEqual([b.short_id]);
     expect(await q(`short_id=${a.short_id}`)).toEqual([a.short_id]);
     expect(await q('search=beta')).toEqual([b.short_id]);
@@ -96,7 +109,10 @@ describe.each(backends)('session recording playlists on $name', (backend) => {
     const renamed = await request(world.app).patch(url).set(s.auth).send({ name: 'B' });
     expect(renamed.body.name).toBe('B');
     expect(renamed.body.last_modified_at > created.last_modified_at).toBe(true);
-    const collection = await request(world.app).patch(url).set(s.auth).send({ filters: { a: 1 } });
+    const collection = await request(world.app)
+      .patch(url)
+      .set(s.auth)
+      .send({ filters: { a: 1 } });
     expect(collection.body.detail).toBe('You cannot update a collection to add filters');
 
     const del = await request(world.app).delete(url).set(s.auth);
@@ -113,7 +129,13 @@ describe.each(backends)('session recording playlists on $name', (backend) => {
   it('recordings: add (idempotent, stubs accepted), list with metadata, remove (204 / 404), watched_count', async () => {
     const s = await setup();
     const store = new PersonStore(world.sql);
-    await store.processEvent(s.projectId, { uuid: uuidv7(), event: '$pageview', distinctId: 'alice', timestamp: new Date(), properties: { $set: { email: 'a@x.io' } } });
+    await store.processEvent(s.projectId, {
+      uuid: uuidv7(),
+      event: '$pageview',
+      distinctId: 'alice',
+      timestamp: new Date(),
+      properties: { $set: { email: 'a@x.io' } },
+    });
     const created = (await request(world.app).post(s.base).set(s.auth).send({ name: 'R' })).body;
     const url = `${s.base}/${created.short_id}/recordings`;
     expect((await request(world.app).post(`${url}/s1/`).set(s.auth)).body).toEqual({ success: true });
@@ -136,7 +158,12 @@ describe.each(backends)('session recording playlists on $name', (backend) => {
 
     expect((await request(world.app).delete(`${url}/unknown`).set(s.auth)).status).toBe(204);
     expect((await request(world.app).delete(`${url}/unknown`).set(s.auth)).status).toBe(404);
-    const filters = (await request(world.app).post(s.base).set(s.auth).send({ filters: { a: 1 } })).body;
+    const filters = (
+      await request(world.app)
+        .post(s.base)
+        .set(s.auth)
+        .send({ filters: { a: 1 } })
+    ).body;
     const refused = await request(world.app).post(`${s.base}/${filters.short_id}/recordings/s1`).set(s.auth);
     expect(refused.status).toBe(400);
     expect(refused.body.detail).toBe("Cannot add recordings to a playlist that is type 'filters'.");
@@ -173,7 +200,12 @@ describe.each(backends)('session recording playlists on $name', (backend) => {
     const url = `${s.base}/${created.short_id}`;
     const initial = await request(world.app).get(`${url}/access_controls`).set(s.auth);
     expect(initial.status).toBe(200);
-    expect(initial.body).toMatchObject({ access_controls: [], available_access_levels: ['none', 'viewer', 'editor'], default_access_level: 'editor', user_access_level: 'editor' });
+    expect(initial.body).toMatchObject({
+      access_controls: [],
+      available_access_levels: ['none', 'viewer', 'editor'],
+      default_access_level: 'editor',
+      user_access_level: 'editor',
+    });
 
     const bad = await request(world.app).put(`${url}/access_controls`).set(s.auth).send({ access_level: 'owner' });
     expect(bad.status).toBe(400);
@@ -193,7 +225,10 @@ describe.each(backends)('session recording playlists on $name', (backend) => {
     expect((await request(world.app).get(url).set(memberAuth)).status).toBe(404);
     expect((await request(world.app).get(s.base).set(memberAuth)).body.count).toBe(0);
     expect((await request(world.app).get(s.base).set(s.auth)).body.count).toBe(1);
-    const removed = await request(world.app).put(`${url}/access_controls`).set(s.auth).send({ access_level: null, organization_member: membership.rows[0]!.id });
+    const removed = await request(world.app)
+      .put(`${url}/access_controls`)
+      .set(s.auth)
+      .send({ access_level: null, organization_member: membership.rows[0]!.id });
     expect(removed.status).toBe(204);
     expect((await request(world.app).get(url).set(memberAuth)).status).toBe(200);
     const scopeless = bearer(await world.newKey(s.userId, ['session_recording_playlist:write']));

@@ -54,10 +54,16 @@ describe('OpenAPI document', () => {
     const paths = openApiDocument().paths as Record<string, Record<string, { 'x-required-scope'?: string; responses: Record<string, unknown> }>>;
     const listed = ROUTES.flatMap((route) => {
       const operation = paths[openApiPath(route)]?.[route.method];
-      return operation ? [{ route: label(route), scope: operation['x-required-scope'], status: Object.keys(operation.responses).find((s) => s !== 'default') }] : [];
+      return operation
+        ? [{ route: label(route), scope: operation['x-required-scope'], status: Object.keys(operation.responses).find((s) => s !== 'default') }]
+        : [];
     });
     expect(listed).toEqual(
-      ROUTES.filter((route) => paths[openApiPath(route)]?.[route.method]).map((route) => ({ route: label(route), scope: route.scope, status: String(route.status) })),
+      ROUTES.filter((route) => paths[openApiPath(route)]?.[route.method]).map((route) => ({
+        route: label(route),
+        scope: route.scope,
+        status: String(route.status),
+      })),
     );
     // Guard against a path mapping that matches nothing: the document lists most management routes.
     expect(listed.length).toBeGreaterThanOrEqual(25);
@@ -111,7 +117,12 @@ describe.each(backends)('management routes on $name', (backend) => {
           expect({ url, status: res.status, body: res.body as unknown }).toEqual({
             url,
             status: 403,
-            body: { type: 'authentication_error', code: 'permission_denied', detail: `API key does not have access to the requested project: ID ${f.projectId}.`, attr: null },
+            body: {
+              type: 'authentication_error',
+              code: 'permission_denied',
+              detail: `API key does not have access to the requested project: ID ${f.projectId}.`,
+              attr: null,
+            },
           });
         }
         expect(await snapshot(world.sql)).toBe(before);

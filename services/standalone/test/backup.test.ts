@@ -62,7 +62,10 @@ async function terminate(plover: EmbeddedPlover): Promise<void> {
 async function storedEvents(dataDir: string): Promise<unknown[]> {
   const clickhouse = await ChdbClickHouse.open({ dataDir: path.join(dataDir, 'clickhouse') });
   try {
-    return await clickhouse.query('test.events', 'SELECT toString(uuid) AS uuid, event, distinct_id, properties, toString(person_id) AS person_id FROM events FINAL ORDER BY uuid');
+    return await clickhouse.query(
+      'test.events',
+      'SELECT toString(uuid) AS uuid, event, distinct_id, properties, toString(person_id) AS person_id FROM events FINAL ORDER BY uuid',
+    );
   } finally {
     await clickhouse.close();
   }

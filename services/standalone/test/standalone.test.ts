@@ -105,7 +105,9 @@ describe('npm start (embedded)', () => {
       expect(response.status).toBe(200);
       // chDB belongs to the running process; its consumer's counter says when the events are stored.
       const deadline = Date.now() + 30_000;
-      while (!/plover_ingestion_messages_total\{[^}]*outcome="ingested"[^}]*\} 50\b/.test(await (await fetch(`http://127.0.0.1:${plover.port}/metrics`)).text())) {
+      while (
+        !/plover_ingestion_messages_total\{[^}]*outcome="ingested"[^}]*\} 50\b/.test(await (await fetch(`http://127.0.0.1:${plover.port}/metrics`)).text())
+      ) {
         if (Date.now() > deadline) throw new Error('the events were not ingested in time');
         await new Promise((resolve) => setTimeout(resolve, 100));
       }

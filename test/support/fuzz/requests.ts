@@ -84,14 +84,24 @@ function encode(random: Random, path: string, text: string): FuzzRequest {
     }
     case 5: {
       const form = new URLSearchParams({ data: raw.toString('base64') });
-      request = { method: 'POST', path: `${path}?ip=1&_=${Date.now()}&ver=1.0.0`, headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: Buffer.from(form.toString()) };
+      request = {
+        method: 'POST',
+        path: `${path}?ip=1&_=${Date.now()}&ver=1.0.0`,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: Buffer.from(form.toString()),
+      };
       break;
     }
     case 6:
       request = { method: 'GET', path: `${path}?data=${encodeURIComponent(raw.subarray(0, 4000).toString('base64'))}`, headers: {} };
       break;
     default:
-      request = { method: 'POST', path, headers: { 'content-type': pick(random, ['application/json', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data']) }, body: raw };
+      request = {
+        method: 'POST',
+        path,
+        headers: { 'content-type': pick(random, ['application/json', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data']) },
+        body: raw,
+      };
   }
   if (request.body && chance(random, 0.2)) request.body = damageBytes(random, request.body);
   return request;
@@ -138,11 +148,21 @@ function decideDocument(random: Random, token: string): unknown {
 const decideRoutes: FuzzRoute[] = [
   {
     name: 'decide /decide/',
-    generate: (random, { token }) => encode(random, `/decide/?v=${pick(random, ['1', '2', '3', '4', '5', 'x', ''])}`.replace(/\?v=$/, ''), documentText(random, decideDocument(random, token))),
+    generate: (random, { token }) =>
+      encode(
+        random,
+        `/decide/?v=${pick(random, ['1', '2', '3', '4', '5', 'x', ''])}`.replace(/\?v=$/, ''),
+        documentText(random, decideDocument(random, token)),
+      ),
   },
   {
     name: 'decide /flags/',
-    generate: (random, { token }) => encode(random, `/flags/?v=${pick(random, ['1', '2', '3'])}&config=${pick(random, ['true', 'false', 'x'])}`, documentText(random, decideDocument(random, token))),
+    generate: (random, { token }) =>
+      encode(
+        random,
+        `/flags/?v=${pick(random, ['1', '2', '3'])}&config=${pick(random, ['true', 'false', 'x'])}`,
+        documentText(random, decideDocument(random, token)),
+      ),
   },
   {
     name: 'decide /array/:token/config',
@@ -156,7 +176,11 @@ const decideRoutes: FuzzRoute[] = [
     generate: (random, { token, personalKey }) => {
       const query = new URLSearchParams({ token: chance(random, 0.8) ? token : nastyString(random), send_cohorts: pick(random, ['', 'true', 'x']) });
       const key = chance(random, 0.7) ? personalKey : nastyString(random);
-      return { method: 'GET', path: `${pick(random, ['/api/feature_flag/local_evaluation/', '/flags/definitions'])}?${query.toString()}`, headers: { authorization: `Bearer ${key}` } };
+      return {
+        method: 'GET',
+        path: `${pick(random, ['/api/feature_flag/local_evaluation/', '/flags/definitions'])}?${query.toString()}`,
+        headers: { authorization: `Bearer ${key}` },
+      };
     },
   },
   {
@@ -212,7 +236,14 @@ function queryValue(random: Random): string {
     case 2:
       return String(nastyNumber(random));
     case 3:
-      return JSON.stringify([{ key: nastyString(random), value: jsonValue(random, 1), operator: pick(random, ['exact', 'icontains', 'regex', 'is_set', 'gt', 'nope']), type: pick(random, ['person', 'event', 'cohort', 'x']) }]);
+      return JSON.stringify([
+        {
+          key: nastyString(random),
+          value: jsonValue(random, 1),
+          operator: pick(random, ['exact', 'icontains', 'regex', 'is_set', 'gt', 'nope']),
+          type: pick(random, ['person', 'event', 'cohort', 'x']),
+        },
+      ]);
     default:
       return nastyString(random);
   }
@@ -241,7 +272,17 @@ const MANAGEMENT_TEMPLATES: ManagementTemplate[] = [
   { methods: ['POST', 'DELETE'], path: `${P}/session_recording_playlists/{id}/recordings/{id}/` },
   { methods: ['GET'], path: `${P}/session_recordings/{id}/` },
   { methods: ['GET', 'POST'], path: `${P}/insights/trend/`, body: { events: [{ id: '$pageview', math: 'dau' }], interval: 'day', date_from: '-7d' } },
-  { methods: ['GET', 'POST'], path: `${P}/insights/funnel/correlation/`, body: { events: [{ id: '$pageview', order: 0 }, { id: 'signed up', order: 1 }], funnel_correlation_type: 'events' } },
+  {
+    methods: ['GET', 'POST'],
+    path: `${P}/insights/funnel/correlation/`,
+    body: {
+      events: [
+        { id: '$pageview', order: 0 },
+        { id: 'signed up', order: 1 },
+      ],
+      funnel_correlation_type: 'events',
+    },
+  },
   { methods: ['POST'], path: `${P}/insights/timing/`, body: { duration: 1.5, insight_id: 1 } },
   { methods: ['GET'], path: `${P}/insights/my_last_viewed/` },
   { methods: ['GET', 'POST'], path: `${P}/insights/`, body: { name: 'Fuzzed', filters: { events: [{ id: '$pageview' }] }, dashboards: [] } },

@@ -63,7 +63,27 @@ const NASTY_STRINGS: readonly string[] = [
   'distinct_id',
 ];
 
-const NASTY_NUMBERS: readonly number[] = [0, -1, 1, 0.5, -0.5, 1e20, -1e20, 2 ** 53, 2 ** 53 + 2, Number.MAX_VALUE, Number.MIN_VALUE, 2 ** 31, 2 ** 63, 101, 100, 5, 4, 1000, 1001];
+const NASTY_NUMBERS: readonly number[] = [
+  0,
+  -1,
+  1,
+  0.5,
+  -0.5,
+  1e20,
+  -1e20,
+  2 ** 53,
+  2 ** 53 + 2,
+  Number.MAX_VALUE,
+  Number.MIN_VALUE,
+  2 ** 31,
+  2 ** 63,
+  101,
+  100,
+  5,
+  4,
+  1000,
+  1001,
+];
 
 export function nastyString(random: Random): string {
   switch (int(random, 6)) {

@@ -135,7 +135,10 @@ class PartitionWorker {
         });
         return;
       } catch (error) {
-        options.logger.warn({ err: error, topic: batch.topic, partition: batch.partition, offset: batch.messages[0]?.offset }, 'batch handler failed, will redeliver');
+        options.logger.warn(
+          { err: error, topic: batch.topic, partition: batch.partition, offset: batch.messages[0]?.offset },
+          'batch handler failed, will redeliver',
+        );
         await this.backoff();
       }
     }

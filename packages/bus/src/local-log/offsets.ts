@@ -40,12 +40,7 @@ export class OffsetStore {
     private readonly onCommitted: (topic: string, partition: number) => void,
   ) {}
 
-  static async open(
-    fs: LogFileSystem,
-    dir: string,
-    logger: Logger,
-    onCommitted: (topic: string, partition: number) => void,
-  ): Promise<OffsetStore> {
+  static async open(fs: LogFileSystem, dir: string, logger: Logger, onCommitted: (topic: string, partition: number) => void): Promise<OffsetStore> {
     await makeDirectory(fs, dir);
     // A commit a killed process renamed into place but did not fsync yet is durable once these fsyncs are done,
     // before retention acts on it.

@@ -450,7 +450,10 @@ async function synced(sync: Promise<void>): Promise<void> {
 
 /** The segment files in `dir`, oldest first, each open for reading and writing. */
 export async function openSegments(fs: LogFileSystem, dir: string): Promise<Segment[]> {
-  const names = (await fs.readdir(dir)).map((entry) => entry.name).filter((name) => SEGMENT_NAME.test(name)).sort();
+  const names = (await fs.readdir(dir))
+    .map((entry) => entry.name)
+    .filter((name) => SEGMENT_NAME.test(name))
+    .sort();
   const segments: Segment[] = [];
   try {
     for (const name of names) {

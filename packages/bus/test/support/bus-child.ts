@@ -24,7 +24,10 @@ async function produceForever(bus: EventBus, topic: string): Promise<never> {
       const first = nextId;
       nextId += BATCH;
       const ids = Array.from({ length: BATCH }, (_, i) => first + i);
-      await bus.produce(topic, ids.map((id) => ({ key: `key-${id % 37}`, value: messageValue(id) })));
+      await bus.produce(
+        topic,
+        ids.map((id) => ({ key: `key-${id % 37}`, value: messageValue(id) })),
+      );
       // Writes to a pipe are synchronous on Linux: once this returns, the parent will read the line.
       process.stdout.write(`acked ${first} ${BATCH}\n`);
     }

@@ -39,7 +39,9 @@ interface Actor {
 /** The person's counted attempt, or undefined when they did not enter. */
 function countedAttempt(input: CorrelationInput, events: readonly PlainEvent[], ctx: ReferenceContext): Actor | undefined {
   const stepTimes = input.steps.map((step) => events.filter((event) => matchesEntity(event, step, input.properties, ctx)).map((event) => event.timestamp));
-  const exclusionTimes = input.exclusions.map((exclusion) => events.filter((event) => matchesEntity(event, exclusion.series, input.properties, ctx)).map((event) => event.timestamp));
+  const exclusionTimes = input.exclusions.map((exclusion) =>
+    events.filter((event) => matchesEntity(event, exclusion.series, input.properties, ctx)).map((event) => event.timestamp),
+  );
   const starts = events.filter((event) => matchesEntity(event, input.steps[0]!, input.properties, ctx)).sort(byTimeThenUuid);
   let best: (Actor & { level: number }) | undefined;
   for (const entry of starts) {
@@ -54,8 +56,7 @@ function countedAttempt(input: CorrelationInput, events: readonly PlainEvent[], 
     }
     const disqualified = input.exclusions.some(
       (exclusion, j) =>
-        reached.length > exclusion.toStep &&
-        exclusionTimes[j]!.some((time) => time > reached[exclusion.fromStep]! && time < reached[exclusion.toStep]!),
+        reached.length > exclusion.toStep && exclusionTimes[j]!.some((time) => time > reached[exclusion.fromStep]! && time < reached[exclusion.toStep]!),
     );
     const level = reached.length;
     // Starts are in (time, uuid) order, so the first attempt with the most steps wins.
@@ -87,14 +88,26 @@ function namesOf(input: CorrelationInput, actor: Actor, events: readonly PlainEv
   return new Set(
     during
       .filter((event) => input.eventNames.includes(event.event))
-      .flatMap((event) => propertyEntries(event.properties, Object.keys(event.properties), input.excludeEventPropertyNames).map((entry) => `${event.event}::${entry}`)),
+      .flatMap((event) =>
+        propertyEntries(event.properties, Object.keys(event.properties), input.excludeEventPropertyNames).map((entry) => `${event.event}::${entry}`),
+      ),
   );
 }
 
 export function referenceCorrelation(input: CorrelationInput, ctx: ReferenceContext, allEvents: readonly PlainEvent[]): CorrelationResult {
   if (input.steps.length === 0) return { events: [], skewed: false };
   const { current } = resolvePeriods(
-    { series: [], dateFrom: input.dateFrom, dateTo: input.dateTo, interval: 'day', properties: null, breakdown: null, compare: false, formula: null, display: 'ActionsLineGraph' },
+    {
+      series: [],
+      dateFrom: input.dateFrom,
+      dateTo: input.dateTo,
+      interval: 'day',
+      properties: null,
+      breakdown: null,
+      compare: false,
+      formula: null,
+      display: 'ActionsLineGraph',
+    },
     ctx,
     allEvents,
   );
@@ -123,7 +136,13 @@ export function referenceCorrelation(input: CorrelationInput, ctx: ReferenceCont
     .filter(([, { vs, vf }]) => vs + vf >= Math.min(25, 0.02 * (S + F)) && (input.correlationType !== 'event_with_properties' || vs + vf > 2))
     .map(([name, { vs, vf }]): CorrelationEntry => {
       const oddsRatio = ((vs + 1) * (F - vf + 1)) / ((S - vs + 1) * (vf + 1));
-      return { event: { event: name, properties: {}, elements: [] }, success_count: vs, failure_count: vf, odds_ratio: oddsRatio, correlation_type: oddsRatio > 1 ? 'success' : 'failure' };
+      return {
+        event: { event: name, properties: {}, elements: [] },
+        success_count: vs,
+        failure_count: vf,
+        odds_ratio: oddsRatio,
+        correlation_type: oddsRatio > 1 ? 'success' : 'failure',
+      };
     });
   const byName = (a: CorrelationEntry, b: CorrelationEntry) => (a.event.event < b.event.event ? -1 : a.event.event > b.event.event ? 1 : 0);
   const success = entries.filter((entry) => entry.correlation_type === 'success').sort((a, b) => b.odds_ratio - a.odds_ratio || byName(a, b));

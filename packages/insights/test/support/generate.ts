@@ -4,17 +4,7 @@
  * timestamps over ~40 days around the 2025 DST transitions) in a random timezone, and random TrendsInputs.
  */
 import fc from 'fast-check';
-import type {
-  Breakdown,
-  BreakdownType,
-  Interval,
-  JsonValue,
-  PropertyFilter,
-  PropertyGroup,
-  PropertyOperator,
-  Series,
-  TrendsInput,
-} from '../../src/types';
+import type { Breakdown, BreakdownType, Interval, JsonValue, PropertyFilter, PropertyGroup, PropertyOperator, Series, TrendsInput } from '../../src/types';
 import { DISPLAYS, MATH_TYPES, PROPERTY_MATH } from '../../src/types';
 import type { Dataset, DatasetEvent } from './ingest';
 
@@ -40,7 +30,10 @@ const GROUP_TYPE = 'company';
 export const COHORT_ID = 1;
 
 const STRINGS = ['free', 'pro', 'Pro', 'enterprise', '10', '2.5', '-3', 'x y'] as const;
-const numberArb = fc.oneof(fc.integer({ min: -5, max: 40 }), fc.integer({ min: -20, max: 200 }).map((n) => n / 4));
+const numberArb = fc.oneof(
+  fc.integer({ min: -5, max: 40 }),
+  fc.integer({ min: -20, max: 200 }).map((n) => n / 4),
+);
 /** Every kind of value a property can hold (missing is left to the record). */
 const valueArb: fc.Arbitrary<JsonValue> = fc.oneof(fc.constantFrom<JsonValue>(...STRINGS), numberArb, fc.boolean(), fc.constant(null));
 
@@ -85,7 +78,9 @@ export const worldArb: fc.Arbitrary<World> = fc
       }),
       { minLength: 15, maxLength: 60 },
     ),
-    companies: fc.array(fc.record({ company: fc.constantFrom(...COMPANIES), properties: propertiesArb(GROUP_KEYS), at: fc.nat(SEASON_DAYS * DAY - 1) }), { maxLength: 3 }),
+    companies: fc.array(fc.record({ company: fc.constantFrom(...COMPANIES), properties: propertiesArb(GROUP_KEYS), at: fc.nat(SEASON_DAYS * DAY - 1) }), {
+      maxLength: 3,
+    }),
     mergeTimes: fc.array(fc.nat(SEASON_DAYS * DAY - 1), { minLength: 8, maxLength: 8 }),
     cohortPicks: fc.array(fc.nat(), { maxLength: 3 }),
   })
@@ -95,7 +90,16 @@ export const worldArb: fc.Arbitrary<World> = fc
       typeof at === 'number' ? season.start + at : Array.isArray(at) ? season.transitions[at[0]]! + at[1] : now + at.beforeNow;
     const merges: DatasetEvent[] = persons.flatMap((anonymous, person) =>
       anonymous.flatMap((merged, i) =>
-        merged ? [{ distinctId: distinctId(person, 0), event: '$identify', properties: { $anon_distinct_id: distinctId(person, i + 1) }, timestamp: season.start + mergeTimes[person * 2 + i]! }] : [],
+        merged
+          ? [
+              {
+                distinctId: distinctId(person, 0),
+                event: '$identify',
+                properties: { $anon_distinct_id: distinctId(person, i + 1) },
+                timestamp: season.start + mergeTimes[person * 2 + i]!,
+              },
+            ]
+          : [],
       ),
     );
     const toEvent = (raw: (typeof events)[number]): DatasetEvent => {
@@ -159,7 +163,13 @@ function dateRangeArb(interval: Interval, start: number): fc.Arbitrary<{ dateFro
     );
   }
   const relative = fc.integer({ min: 0, max: 45 }).chain((n) =>
-    fc.record({ dateFrom: fc.constant(`-${n}d`), dateTo: fc.oneof(fc.constant(null), fc.integer({ min: 0, max: n }).map((m) => `-${m}d`)) }),
+    fc.record({
+      dateFrom: fc.constant(`-${n}d`),
+      dateTo: fc.oneof(
+        fc.constant(null),
+        fc.integer({ min: 0, max: n }).map((m) => `-${m}d`),
+      ),
+    }),
   );
   const named = fc.record({
     dateFrom: fc.constantFrom(null, '-2w', '-1m', '-1q', 'mStart', 'wStart', 'dStart', 'yStart', 'all', '-36h'),
@@ -172,8 +182,20 @@ const STRING_OPERATORS: readonly PropertyOperator[] = ['icontains', 'not_icontai
 const REGEX_OPERATORS: readonly PropertyOperator[] = ['regex', 'not_regex'];
 const NUMERIC_OPERATORS: readonly PropertyOperator[] = ['gt', 'gte', 'lt', 'lte'];
 const FILTER_VALUE: Partial<Record<PropertyOperator, fc.Arbitrary<JsonValue>>> = {
-  exact: fc.oneof(valueArb.filter((value) => value !== null), fc.array(valueArb.filter((value) => value !== null), { minLength: 1, maxLength: 3 })),
-  is_not: fc.oneof(valueArb.filter((value) => value !== null), fc.array(valueArb.filter((value) => value !== null), { minLength: 1, maxLength: 3 })),
+  exact: fc.oneof(
+    valueArb.filter((value) => value !== null),
+    fc.array(
+      valueArb.filter((value) => value !== null),
+      { minLength: 1, maxLength: 3 },
+    ),
+  ),
+  is_not: fc.oneof(
+    valueArb.filter((value) => value !== null),
+    fc.array(
+      valueArb.filter((value) => value !== null),
+      { minLength: 1, maxLength: 3 },
+    ),
+  ),
   ...Object.fromEntries(STRING_OPERATORS.map((operator) => [operator, fc.constantFrom('pro', 'R', '1', 'x', ' ', 'tru')])),
   ...Object.fromEntries(REGEX_OPERATORS.map((operator) => [operator, fc.constantFrom('^p', 'o$', '[0-9]', '^-?[0-9]+$', 'e|y', '^(free|pro)$')])),
   ...Object.fromEntries(NUMERIC_OPERATORS.map((operator) => [operator, fc.oneof(numberArb, numberArb.map(String))])),
@@ -192,13 +214,19 @@ const filterArb: fc.Arbitrary<PropertyFilter> = fc.oneof(
   { arbitrary: keyedFilterArb('event', EVENT_KEYS), weight: 4 },
   { arbitrary: keyedFilterArb('person', PERSON_KEYS), weight: 3 },
   { arbitrary: keyedFilterArb('group', GROUP_KEYS), weight: 1 },
-  { arbitrary: fc.constantFrom<PropertyOperator>('in', 'not_in').map((operator): PropertyFilter => ({ type: 'cohort', key: 'id', value: COHORT_ID, operator })), weight: 1 },
+  {
+    arbitrary: fc.constantFrom<PropertyOperator>('in', 'not_in').map((operator): PropertyFilter => ({ type: 'cohort', key: 'id', value: COHORT_ID, operator })),
+    weight: 1,
+  },
 );
 
 const propertyGroupArb: fc.Arbitrary<PropertyGroup> = fc.record({
   type: fc.constantFrom('AND', 'OR'),
   values: fc.array(
-    fc.oneof({ arbitrary: filterArb, weight: 3 }, fc.record({ type: fc.constantFrom('AND', 'OR'), values: fc.array(filterArb, { minLength: 1, maxLength: 2 }) })),
+    fc.oneof(
+      { arbitrary: filterArb, weight: 3 },
+      fc.record({ type: fc.constantFrom('AND', 'OR'), values: fc.array(filterArb, { minLength: 1, maxLength: 2 }) }),
+    ),
     { minLength: 1, maxLength: 3 },
   ),
 });
@@ -229,16 +257,14 @@ const seriesArb = (order: number): fc.Arbitrary<Series> =>
 
 const BREAKDOWN_KEYS: Record<BreakdownType, readonly string[]> = { event: EVENT_KEYS, person: PERSON_KEYS, group: GROUP_KEYS };
 
-const breakdownArb: fc.Arbitrary<Breakdown> = fc
-  .constantFrom<BreakdownType>('event', 'event', 'person', 'group')
-  .chain((type) =>
-    fc.record({
-      type: fc.constant(type),
-      property: fc.constantFrom(...BREAKDOWN_KEYS[type]),
-      groupTypeIndex: fc.constant(type === 'group' ? 0 : null),
-      limit: fc.integer({ min: 1, max: 5 }),
-    }),
-  );
+const breakdownArb: fc.Arbitrary<Breakdown> = fc.constantFrom<BreakdownType>('event', 'event', 'person', 'group').chain((type) =>
+  fc.record({
+    type: fc.constant(type),
+    property: fc.constantFrom(...BREAKDOWN_KEYS[type]),
+    groupTypeIndex: fc.constant(type === 'group' ? 0 : null),
+    limit: fc.integer({ min: 1, max: 5 }),
+  }),
+);
 
 const FORMULAS = ['A+B', 'A-B', 'A*B', 'A/B', '(A+B)/2', 'B*100/A'];
 
@@ -255,14 +281,12 @@ export function trendsInputArb(world: World): fc.Arbitrary<TrendsInput> {
       display: fc.constantFrom(...DISPLAYS),
     })
     .chain((input) =>
-      dateRangeArb(input.interval, world.start).map(
-        (range): TrendsInput => ({
-          ...input,
-          ...range,
-          // A formula needs two series; with a cumulative display the contract leaves its meaning open.
-          formula: input.series.length >= 2 && input.display !== 'ActionsLineGraphCumulative' ? input.formula : null,
-        }),
-      ),
+      dateRangeArb(input.interval, world.start).map((range): TrendsInput => ({
+        ...input,
+        ...range,
+        // A formula needs two series; with a cumulative display the contract leaves its meaning open.
+        formula: input.series.length >= 2 && input.display !== 'ActionsLineGraphCumulative' ? input.formula : null,
+      })),
     );
 }
 
@@ -291,7 +315,12 @@ function seriesFields(series: Series): Fields {
 function breakdownFields(breakdown: Breakdown | null): Fields {
   if (!breakdown) return {};
   const { property, type, groupTypeIndex, limit } = breakdown;
-  return { breakdown: property, breakdown_type: type, breakdown_limit: limit, ...(groupTypeIndex === null ? {} : { breakdown_group_type_index: groupTypeIndex }) };
+  return {
+    breakdown: property,
+    breakdown_type: type,
+    breakdown_limit: limit,
+    ...(groupTypeIndex === null ? {} : { breakdown_group_type_index: groupTypeIndex }),
+  };
 }
 
 /** The legacy fields of `input`, each either in the query string (as text, JSON for lists and objects) or in the JSON body. */

@@ -88,7 +88,11 @@ export async function openIngestion(): Promise<Ingestion> {
     },
   };
   // One event through the pipeline first, so that no test's deadline includes the consumer's start.
-  await ingestion.ingest({ beforeMerges: [{ distinctId: 'warm-up', event: 'warm-up', properties: {}, timestamp: Date.UTC(2025, 0, 1) }], merges: [], afterMerges: [] });
+  await ingestion.ingest({
+    beforeMerges: [{ distinctId: 'warm-up', event: 'warm-up', properties: {}, timestamp: Date.UTC(2025, 0, 1) }],
+    merges: [],
+    afterMerges: [],
+  });
   return ingestion;
 }
 

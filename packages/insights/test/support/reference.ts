@@ -14,16 +14,7 @@
  * plain UTC arithmetic on them.
  */
 import { ApiError, toWallClock } from '@plover/core';
-import type {
-  Interval,
-  JsonValue,
-  MathType,
-  PropertyFilter,
-  PropertyGroup,
-  Series,
-  TrendSeriesResult,
-  TrendsInput,
-} from '../../src/types';
+import type { Interval, JsonValue, MathType, PropertyFilter, PropertyGroup, Series, TrendSeriesResult, TrendsInput } from '../../src/types';
 import { isPropertyGroup, TOTAL_VALUE_DISPLAYS } from '../../src/types';
 
 /** One stored event in plain form: its person already resolved through person_overrides. */
@@ -49,7 +40,10 @@ export interface ReferenceContext {
 }
 
 /** The fields of a result series the contract defines. */
-export type ComparedSeries = Pick<TrendSeriesResult, 'data' | 'labels' | 'days' | 'count' | 'aggregated_value' | 'label' | 'breakdown_value' | 'compare' | 'compare_label'>;
+export type ComparedSeries = Pick<
+  TrendSeriesResult,
+  'data' | 'labels' | 'days' | 'count' | 'aggregated_value' | 'label' | 'breakdown_value' | 'compare' | 'compare_label'
+>;
 
 const BREAKDOWN_OTHER = '$$_posthog_breakdown_other_$$';
 
@@ -518,11 +512,7 @@ export function referenceTrends(input: TrendsInput, ctx: ReferenceContext, event
     return series.map((entry) => {
       const name = input.series[entry.seriesIndex]!.name;
       const breakdownLabel = () => (input.series.length > 1 ? `${name} - ${entry.breakdownValue}` : entry.breakdownValue!);
-      const label = input.formula
-        ? (entry.breakdownValue ?? `Formula (${input.formula})`)
-        : entry.breakdownValue === undefined
-          ? name
-          : breakdownLabel();
+      const label = input.formula ? (entry.breakdownValue ?? `Formula (${input.formula})`) : entry.breakdownValue === undefined ? name : breakdownLabel();
       const result: ComparedSeries = totalValue
         ? { data: [], labels: [], days: [], count: 0, aggregated_value: entry.aggregated, label }
         : {

@@ -6,7 +6,19 @@
  */
 import { toWallClock } from '@plover/core';
 import type { Interval, LifecycleSeriesResult, LifecycleStatus, Series, StickinessSeriesResult, TrendsInput } from '../../src/types';
-import { addIntervals, bucketStart, dayLabel, instantOf, matchesGroup, propertyText, resolvePeriods, wallDate, wallDateTime, type PlainEvent, type ReferenceContext } from './reference';
+import {
+  addIntervals,
+  bucketStart,
+  dayLabel,
+  instantOf,
+  matchesGroup,
+  propertyText,
+  resolvePeriods,
+  wallDate,
+  wallDateTime,
+  type PlainEvent,
+  type ReferenceContext,
+} from './reference';
 
 /** An event with its person's created_at as stored with it (epoch milliseconds). */
 export interface PersonEvent extends PlainEvent {
@@ -24,7 +36,12 @@ const bucketOf = (event: PlainEvent, interval: Interval, timezone: string) => bu
 export function referenceStickiness(input: TrendsInput, ctx: ReferenceContext, events: readonly PlainEvent[]): ComparedStickiness[] {
   if (input.series.length === 0) return [];
   const { current, previous } = resolvePeriods(input, ctx, events);
-  const periods = input.compare ? [{ period: current, label: 'current' as const }, { period: previous, label: 'previous' as const }] : [{ period: current, label: undefined }];
+  const periods = input.compare
+    ? [
+        { period: current, label: 'current' as const },
+        { period: previous, label: 'previous' as const },
+      ]
+    : [{ period: current, label: undefined }];
   return input.series.flatMap((series) =>
     periods.map(({ period, label }) => {
       const active = new Map<string, Set<number>>();
@@ -75,10 +92,12 @@ export function referenceLifecycle(input: TrendsInput, ctx: ReferenceContext, ev
   const count = (index: number, status: LifecycleStatus) => counts.set(`${index} ${status}`, (counts.get(`${index} ${status}`) ?? 0) + 1);
   for (const [person, indexes] of active) {
     const created = bucketStart(toWallClock(createdAt.get(person)!, ctx.timezone), interval);
-    [...indexes].sort((a, b) => a - b).forEach((index, position) => {
-      count(index, position === 0 && walls[index] === created ? 'new' : indexes.has(index - 1) ? 'returning' : 'resurrecting');
-      if (!indexes.has(index + 1)) count(index + 1, 'dormant');
-    });
+    [...indexes]
+      .sort((a, b) => a - b)
+      .forEach((index, position) => {
+        count(index, position === 0 && walls[index] === created ? 'new' : indexes.has(index - 1) ? 'returning' : 'resurrecting');
+        if (!indexes.has(index + 1)) count(index + 1, 'dormant');
+      });
   }
   const name = series.event ?? 'All events';
   const hasTime = interval === 'hour' || interval === 'minute';

@@ -113,9 +113,7 @@ export function planIdentity<P extends IdentityPerson>(
 
   const other = personOf(request.other);
   if (!into) {
-    return other
-      ? { kind: 'attach', person: other, distinctId: request.into }
-      : { kind: 'create', distinctIds: [request.into, request.other], identify: true };
+    return other ? { kind: 'attach', person: other, distinctId: request.into } : { kind: 'create', distinctIds: [request.into, request.other], identify: true };
   }
   if (!other) return { kind: 'attach', person: into, distinctId: request.other };
   if (into.id === other.id) return { kind: 'update', person: into, identify: true };

@@ -1,13 +1,5 @@
 import type { Properties } from '../json';
-import {
-  EMPTY_UPDATE,
-  MAX_PROPERTIES_BYTES,
-  applyPropertyUpdate,
-  initialProperties,
-  mergeProperties,
-  propertiesSize,
-  type PropertyUpdate,
-} from './properties';
+import { EMPTY_UPDATE, MAX_PROPERTIES_BYTES, applyPropertyUpdate, initialProperties, mergeProperties, propertiesSize, type PropertyUpdate } from './properties';
 
 /** The stored state of a person that processing can change. */
 export interface PersonState {

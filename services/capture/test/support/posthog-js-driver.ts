@@ -35,7 +35,12 @@ async function main(): Promise<void> {
       const body = await toBuffer(init.body);
       const response = await fetch(url, { method: init.method, headers: init.headers, body });
       if (CAPTURE_PATHS.test(new URL(url).pathname)) {
-        requests.push({ url: new URL(url).pathname + new URL(url).search, status: response.status, gzip: body?.[0] === 0x1f && body[1] === 0x8b, contentType: init.headers?.['Content-Type'] });
+        requests.push({
+          url: new URL(url).pathname + new URL(url).search,
+          status: response.status,
+          gzip: body?.[0] === 0x1f && body[1] === 0x8b,
+          contentType: init.headers?.['Content-Type'],
+        });
       }
       return response;
     },

@@ -140,15 +140,23 @@ export async function createPerson(sql: SqlExecutor, projectId: number, distinct
   return id;
 }
 
-export async function createGroup(sql: SqlExecutor, projectId: number, type: string, index: number, key: string, properties: Record<string, unknown>): Promise<void> {
-  await sql.query(
-    'test.groupType',
-    'INSERT INTO group_type_mappings (project_id, group_type, group_type_index) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
-    [projectId, type, index],
-  );
-  await sql.query(
-    'test.group',
-    'INSERT INTO groups (project_id, group_type_index, group_key, group_properties, created_at) VALUES ($1, $2, $3, $4, now())',
-    [projectId, index, key, JSON.stringify(properties)],
-  );
+export async function createGroup(
+  sql: SqlExecutor,
+  projectId: number,
+  type: string,
+  index: number,
+  key: string,
+  properties: Record<string, unknown>,
+): Promise<void> {
+  await sql.query('test.groupType', 'INSERT INTO group_type_mappings (project_id, group_type, group_type_index) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [
+    projectId,
+    type,
+    index,
+  ]);
+  await sql.query('test.group', 'INSERT INTO groups (project_id, group_type_index, group_key, group_properties, created_at) VALUES ($1, $2, $3, $4, now())', [
+    projectId,
+    index,
+    key,
+    JSON.stringify(properties),
+  ]);
 }

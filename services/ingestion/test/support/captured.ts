@@ -25,7 +25,13 @@ export interface CapturedOptions {
   warnings?: CapturedEventWarning[];
 }
 
-export function capturedEvent(teamId: number, distinctId: string, event: string, properties: Record<string, unknown> = {}, options: CapturedOptions = {}): CapturedEventMessage {
+export function capturedEvent(
+  teamId: number,
+  distinctId: string,
+  event: string,
+  properties: Record<string, unknown> = {},
+  options: CapturedOptions = {},
+): CapturedEventMessage {
   const uuid = options.uuid ?? uuidv7();
   const data: CapturedEvent = {
     uuid,
@@ -52,7 +58,13 @@ export function busMessage(message: CapturedEventMessage): OutgoingMessage {
 }
 
 /** `capturedEvent` straight to a bus message. */
-export function captured(teamId: number, distinctId: string, event: string, properties: Record<string, unknown> = {}, options: CapturedOptions = {}): OutgoingMessage {
+export function captured(
+  teamId: number,
+  distinctId: string,
+  event: string,
+  properties: Record<string, unknown> = {},
+  options: CapturedOptions = {},
+): OutgoingMessage {
   return busMessage(capturedEvent(teamId, distinctId, event, properties, options));
 }
 

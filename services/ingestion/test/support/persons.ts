@@ -20,7 +20,13 @@ export async function personStates(sql: Sql, teamId: number, distinctIds: readon
   const states: Record<string, PersonState | undefined> = {};
   for (const distinctId of distinctIds) {
     const person = await persons.getPersonByDistinctId(teamId, distinctId);
-    states[distinctId] = person && { properties: person.properties, version: person.version, isIdentified: person.isIdentified, createdAt: person.createdAt, distinctIds: person.distinctIds };
+    states[distinctId] = person && {
+      properties: person.properties,
+      version: person.version,
+      isIdentified: person.isIdentified,
+      createdAt: person.createdAt,
+      distinctIds: person.distinctIds,
+    };
   }
   return states;
 }
@@ -37,7 +43,13 @@ export async function referenceStates(messages: readonly OutgoingMessage[], dist
       if (!parsed.ok) throw new Error(`not a captured event: ${parsed.violation.detail}`);
       const { message: envelope, event } = parsed.value;
       const { properties } = normalizeProperties(event.event, event.properties, envelope.sent_at);
-      await persons.processEvent(teamId, { uuid: event.uuid, event: event.event, distinctId: event.distinct_id, timestamp: new Date(event.timestamp), properties });
+      await persons.processEvent(teamId, {
+        uuid: event.uuid,
+        event: event.event,
+        distinctId: event.distinct_id,
+        timestamp: new Date(event.timestamp),
+        properties,
+      });
     }
     return await personStates(sql, teamId, distinctIds);
   } finally {

@@ -110,7 +110,10 @@ export async function reportingDelay<T>(what: string, promise: Promise<T>, patie
 export async function openStores(description: StackDescription): Promise<Stores> {
   const { dataDir } = description;
   const clickhouse = await ChdbClickHouse.open({ dataDir: path.join(dataDir, 'clickhouse') });
-  const sql = description.kind === 'embedded' ? await PGliteSql.open({ dataDir: path.join(dataDir, 'postgres') }) : new PgSql({ connectionString: required(description.databaseUrl) });
+  const sql =
+    description.kind === 'embedded'
+      ? await PGliteSql.open({ dataDir: path.join(dataDir, 'postgres') })
+      : new PgSql({ connectionString: required(description.databaseUrl) });
   const bus: EventBus =
     description.kind === 'embedded'
       ? await LocalLogBus.open({ dataDir: path.join(dataDir, 'bus') })
@@ -224,7 +227,11 @@ export async function startConsumer(stack: Stack, overrides: Partial<ConsumerDep
 export async function waitFor(what: string, condition: () => Promise<boolean> | boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const check = withTimeout(condition(), Math.max(0, deadline - Date.now()), () => new Error(`timed out waiting for ${what}: the last check did not return; store calls running: ${unsettledCalls()}`));
+    const check = withTimeout(
+      condition(),
+      Math.max(0, deadline - Date.now()),
+      () => new Error(`timed out waiting for ${what}: the last check did not return; store calls running: ${unsettledCalls()}`),
+    );
     if (await check) return;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 50));

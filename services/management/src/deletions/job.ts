@@ -60,12 +60,7 @@ export async function runEventDeletions(deps: { sql: Sql; clickhouse: ClickHouse
   });
 }
 
-async function deleteProjectEvents(
-  tx: SqlExecutor,
-  deps: { clickhouse: ClickHouse; logger: Logger },
-  projectId: number,
-  rows: Pending[],
-): Promise<number> {
+async function deleteProjectEvents(tx: SqlExecutor, deps: { clickhouse: ClickHouse; logger: Logger }, projectId: number, rows: Pending[]): Promise<number> {
   // Each person uuid, and those merged into it, with the cutoff of its request (µs since the epoch).
   const cutoffs = new Map<string, number>();
   const merged = await tx.query<{ old_person_uuid: string; override_person_uuid: string }>(

@@ -70,13 +70,24 @@ function serializeFlag(row: FlagRow): Record<string, unknown> {
     filters,
     deleted: row.deleted,
     active: row.active,
-    created_by: row.created_by_id === null
-      ? null
-      : { id: row.created_by_id, uuid: row.created_by_uuid, distinct_id: row.created_by_distinct_id, first_name: row.created_by_first_name ?? '', email: row.created_by_email },
+    created_by:
+      row.created_by_id === null
+        ? null
+        : {
+            id: row.created_by_id,
+            uuid: row.created_by_uuid,
+            distinct_id: row.created_by_distinct_id,
+            first_name: row.created_by_first_name ?? '',
+            email: row.created_by_email,
+          },
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
     version: row.version,
-    is_simple_flag: !filters.multivariate && groups.length === 1 && (!Array.isArray(groups[0]?.properties) || groups[0].properties.length === 0) && filters.aggregation_group_type_index == null,
+    is_simple_flag:
+      !filters.multivariate &&
+      groups.length === 1 &&
+      (!Array.isArray(groups[0]?.properties) || groups[0].properties.length === 0) &&
+      filters.aggregation_group_type_index == null,
     rollout_percentage: groups.length === 1 ? (groups[0]?.rollout_percentage ?? null) : row.rollout_percentage,
     ensure_experience_continuity: row.ensure_experience_continuity,
     is_remote_configuration: row.is_remote_configuration,
@@ -97,11 +108,10 @@ async function checkCohortRefs(tx: SqlExecutor, projectId: number, refs: Propert
   if (refs.cohortIds.size === 0) return;
   const ids = [...refs.cohortIds];
   if (exclude !== undefined && refs.cohortIds.has(exclude)) throw ApiError.validation('A cohort cannot contain itself.', 'filters');
-  const found = await tx.query<{ id: number }>(
-    'flags.cohortRefs',
-    'SELECT id FROM cohorts WHERE project_id = $1 AND id = ANY($2::int[]) AND NOT deleted',
-    [projectId, ids],
-  );
+  const found = await tx.query<{ id: number }>('flags.cohortRefs', 'SELECT id FROM cohorts WHERE project_id = $1 AND id = ANY($2::int[]) AND NOT deleted', [
+    projectId,
+    ids,
+  ]);
   const existing = new Set(found.rows.map((row) => row.id));
   const missing = ids.find((id) => !existing.has(id));
   if (missing !== undefined) throw ApiError.validation(`Cohort with id ${missing} does not exist.`, 'filters');
@@ -167,7 +177,11 @@ export function projectFlagRoutes(sql: Sql): Router {
     const active = queryBoolean(queryValue(req, 'active'), 'active');
     if (active !== undefined) where += ` AND f.active = ${active}`;
     const [rows, count] = await Promise.all([
-      sql.query<FlagRow>('flags.list', `${selectFlags(where)} ORDER BY f.id DESC LIMIT $${params.length + 1} OFFSET $${params.length + 2}`, [...params, page.limit, page.offset]),
+      sql.query<FlagRow>('flags.list', `${selectFlags(where)} ORDER BY f.id DESC LIMIT $${params.length + 1} OFFSET $${params.length + 2}`, [
+        ...params,
+        page.limit,
+        page.offset,
+      ]),
       sql.query<{ count: number }>('flags.count', `SELECT count(*) AS count FROM feature_flags f WHERE f.project_id = $1 AND ${where}`, params),
     ]);
     sendPage(req, res, page, rows.rows.map(serializeFlag), Number(count.rows[0]?.count ?? 0), 'feature_flags');
@@ -185,8 +199,17 @@ export function projectFlagRoutes(sql: Sql): Router {
         `INSERT INTO feature_flags (project_id, key, name, filters, rollout_percentage, active, ensure_experience_continuity,
                                     is_remote_configuration, created_by_id, last_modified_by_id)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING id`,
-        [projectId, body.key, body.name ?? '', JSON.stringify(filters), body.rollout_percentage ?? null, body.active ?? true,
-          body.ensure_experience_continuity ?? false, body.is_remote_configuration ?? false, userId],
+        [
+          projectId,
+          body.key,
+          body.name ?? '',
+          JSON.stringify(filters),
+          body.rollout_percentage ?? null,
+          body.active ?? true,
+          body.ensure_experience_continuity ?? false,
+          body.is_remote_configuration ?? false,
+          userId,
+        ],
       );
       return readFlag(tx, req, inserted.rows[0]!.id);
     });
@@ -216,9 +239,20 @@ export function projectFlagRoutes(sql: Sql): Router {
            is_remote_configuration = COALESCE($11, is_remote_configuration),
            version = version + 1, last_modified_by_id = $12, updated_at = now()
          WHERE project_id = $1 AND id = $2`,
-        [projectId, id, body.key ?? null, body.name ?? null, body.filters === undefined ? null : JSON.stringify(body.filters),
-          body.active ?? null, body.deleted ?? null, body.ensure_experience_continuity ?? null, 'rollout_percentage' in body,
-          body.rollout_percentage ?? null, body.is_remote_configuration ?? null, userId],
+        [
+          projectId,
+          id,
+          body.key ?? null,
+          body.name ?? null,
+          body.filters === undefined ? null : JSON.stringify(body.filters),
+          body.active ?? null,
+          body.deleted ?? null,
+          body.ensure_experience_continuity ?? null,
+          'rollout_percentage' in body,
+          body.rollout_percentage ?? null,
+          body.is_remote_configuration ?? null,
+          userId,
+        ],
       );
       return readFlag(tx, req, id);
     });
@@ -301,7 +335,11 @@ export function projectFlagRoutes(sql: Sql): Router {
     const { projectId } = authorize(req, 'cohort:read');
     const page = pageOf(req);
     const [rows, count] = await Promise.all([
-      sql.query<CohortRow>('cohorts.list', `SELECT ${COHORT_COLUMNS} FROM cohorts c WHERE c.project_id = $1 AND NOT c.deleted ORDER BY c.id DESC LIMIT $2 OFFSET $3`, [projectId, page.limit, page.offset]),
+      sql.query<CohortRow>(
+        'cohorts.list',
+        `SELECT ${COHORT_COLUMNS} FROM cohorts c WHERE c.project_id = $1 AND NOT c.deleted ORDER BY c.id DESC LIMIT $2 OFFSET $3`,
+        [projectId, page.limit, page.offset],
+      ),
       sql.query<{ count: number }>('cohorts.count', 'SELECT count(*) AS count FROM cohorts WHERE project_id = $1 AND NOT deleted', [projectId]),
     ]);
     sendPage(req, res, page, rows.rows.map(serializeCohort), Number(count.rows[0]?.count ?? 0), 'cohorts');
@@ -351,8 +389,14 @@ export function projectFlagRoutes(sql: Sql): Router {
         'cohorts.update',
         `UPDATE cohorts SET name = COALESCE($3, name), description = COALESCE($4, description), filters = COALESCE($5::jsonb, filters),
            deleted = COALESCE($6, deleted), version = version + 1, updated_at = now() WHERE project_id = $1 AND id = $2`,
-        [projectId, id, typeof body.name === 'string' ? body.name : null, typeof body.description === 'string' ? body.description : null,
-          filters, typeof body.deleted === 'boolean' ? body.deleted : null],
+        [
+          projectId,
+          id,
+          typeof body.name === 'string' ? body.name : null,
+          typeof body.description === 'string' ? body.description : null,
+          filters,
+          typeof body.deleted === 'boolean' ? body.deleted : null,
+        ],
       );
       if (existing.is_static) await addMembers(tx, projectId, id, body.distinct_ids);
       return readCohort(tx, projectId, id);

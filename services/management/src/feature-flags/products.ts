@@ -30,7 +30,13 @@ async function insertFlag(tx: SqlExecutor, projectId: number, key: string, name:
 }
 
 function slug(name: string): string {
-  return name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 380) || 'feature';
+  return (
+    name
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 380) || 'feature'
+  );
 }
 
 export function productRoutes(sql: Sql): Router {
@@ -70,7 +76,11 @@ export function productRoutes(sql: Sql): Router {
     const { projectId } = authorize(req, 'early_access_feature:read');
     const page = pageOf(req);
     const [rows, count] = await Promise.all([
-      sql.query<FeatureRow>('eaf.list', `${FEATURE_SELECT} WHERE e.project_id = $1 AND NOT e.deleted ORDER BY e.created_at DESC LIMIT $2 OFFSET $3`, [projectId, page.limit, page.offset]),
+      sql.query<FeatureRow>('eaf.list', `${FEATURE_SELECT} WHERE e.project_id = $1 AND NOT e.deleted ORDER BY e.created_at DESC LIMIT $2 OFFSET $3`, [
+        projectId,
+        page.limit,
+        page.offset,
+      ]),
       sql.query<{ count: number }>('eaf.count', 'SELECT count(*) AS count FROM early_access_features WHERE project_id = $1 AND NOT deleted', [projectId]),
     ]);
     sendPage(req, res, page, rows.rows.map(serializeFeature), Number(count.rows[0]?.count ?? 0), 'early_access_features');
@@ -83,12 +93,16 @@ export function productRoutes(sql: Sql): Router {
     validateBody('EarlyAccessFeatureWrite', body);
     if (typeof body.name !== 'string' || body.name.trim() === '') throw ApiError.validation('This field is required.', 'name', 'required');
     const stage = body.stage ?? 'draft';
-    if (typeof stage !== 'string' || !STAGES.has(stage)) throw ApiError.validation(`${JSON.stringify(stage)} is not a valid choice.`, 'stage', 'invalid_choice');
+    if (typeof stage !== 'string' || !STAGES.has(stage))
+      throw ApiError.validation(`${JSON.stringify(stage)} is not a valid choice.`, 'stage', 'invalid_choice');
     const name = body.name;
     const row = await writeDefinitions(sql, projectId, async (tx) => {
       let flagId: number;
       if (typeof body.feature_flag_id === 'number') {
-        const flag = await tx.query<{ id: number }>('eaf.flag', 'SELECT id FROM feature_flags WHERE project_id = $1 AND id = $2 AND NOT deleted', [projectId, body.feature_flag_id]);
+        const flag = await tx.query<{ id: number }>('eaf.flag', 'SELECT id FROM feature_flags WHERE project_id = $1 AND id = $2 AND NOT deleted', [
+          projectId,
+          body.feature_flag_id,
+        ]);
         if (!flag.rows[0]) throw ApiError.validation('Feature flag does not exist.', 'feature_flag_id');
         flagId = flag.rows[0].id;
       } else {
@@ -103,7 +117,14 @@ export function productRoutes(sql: Sql): Router {
       const inserted = await tx.query<{ id: string }>(
         'eaf.create',
         `INSERT INTO early_access_features (project_id, feature_flag_id, name, description, stage, documentation_url) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
-        [projectId, flagId, name, typeof body.description === 'string' ? body.description : '', stage, typeof body.documentation_url === 'string' ? body.documentation_url : ''],
+        [
+          projectId,
+          flagId,
+          name,
+          typeof body.description === 'string' ? body.description : '',
+          stage,
+          typeof body.documentation_url === 'string' ? body.documentation_url : '',
+        ],
       );
       return readFeature(tx, projectId, inserted.rows[0]!.id);
     });
@@ -120,7 +141,8 @@ export function productRoutes(sql: Sql): Router {
     const body: unknown = req.body;
     if (!isObject(body)) throw ApiError.validation('Expected a JSON object.', null, 'parse_error');
     validateBody('EarlyAccessFeatureWrite', body);
-    if (body.stage !== undefined && (typeof body.stage !== 'string' || !STAGES.has(body.stage))) throw ApiError.validation('Not a valid choice.', 'stage', 'invalid_choice');
+    if (body.stage !== undefined && (typeof body.stage !== 'string' || !STAGES.has(body.stage)))
+      throw ApiError.validation('Not a valid choice.', 'stage', 'invalid_choice');
     const id = String(req.params.id);
     const row = await writeDefinitions(sql, projectId, async (tx) => {
       await readFeature(tx, projectId, id);
@@ -128,9 +150,15 @@ export function productRoutes(sql: Sql): Router {
         'eaf.update',
         `UPDATE early_access_features SET name = COALESCE($3, name), description = COALESCE($4, description), stage = COALESCE($5, stage),
            documentation_url = COALESCE($6, documentation_url), deleted = COALESCE($7, deleted) WHERE project_id = $1 AND id = $2`,
-        [projectId, id, typeof body.name === 'string' ? body.name : null, typeof body.description === 'string' ? body.description : null,
-          typeof body.stage === 'string' ? body.stage : null, typeof body.documentation_url === 'string' ? body.documentation_url : null,
-          typeof body.deleted === 'boolean' ? body.deleted : null],
+        [
+          projectId,
+          id,
+          typeof body.name === 'string' ? body.name : null,
+          typeof body.description === 'string' ? body.description : null,
+          typeof body.stage === 'string' ? body.stage : null,
+          typeof body.documentation_url === 'string' ? body.documentation_url : null,
+          typeof body.deleted === 'boolean' ? body.deleted : null,
+        ],
       );
       return body.deleted === true ? undefined : readFeature(tx, projectId, id);
     });
@@ -165,7 +193,11 @@ export function productRoutes(sql: Sql): Router {
     const { projectId } = authorize(req, 'survey:read');
     const page = pageOf(req);
     const [rows, count] = await Promise.all([
-      sql.query<SurveyRow>('surveys.list', `${selectSurveys('NOT s.deleted')} ORDER BY s.created_at DESC LIMIT $2 OFFSET $3`, [projectId, page.limit, page.offset]),
+      sql.query<SurveyRow>('surveys.list', `${selectSurveys('NOT s.deleted')} ORDER BY s.created_at DESC LIMIT $2 OFFSET $3`, [
+        projectId,
+        page.limit,
+        page.offset,
+      ]),
       sql.query<{ count: number }>('surveys.count', 'SELECT count(*) AS count FROM surveys WHERE project_id = $1 AND NOT deleted', [projectId]),
     ]);
     sendPage(req, res, page, rows.rows.map(serializeSurvey), Number(count.rows[0]?.count ?? 0), 'surveys');
@@ -190,7 +222,10 @@ export function productRoutes(sql: Sql): Router {
         : null;
       let linkedFlagId: number | null = null;
       if (typeof body.linked_flag_id === 'number') {
-        const flag = await tx.query<{ id: number }>('surveys.linked', 'SELECT id FROM feature_flags WHERE project_id = $1 AND id = $2 AND NOT deleted', [projectId, body.linked_flag_id]);
+        const flag = await tx.query<{ id: number }>('surveys.linked', 'SELECT id FROM feature_flags WHERE project_id = $1 AND id = $2 AND NOT deleted', [
+          projectId,
+          body.linked_flag_id,
+        ]);
         if (!flag.rows[0]) throw ApiError.validation('Feature flag does not exist.', 'linked_flag_id');
         linkedFlagId = flag.rows[0].id;
       }
@@ -198,9 +233,20 @@ export function productRoutes(sql: Sql): Router {
         'surveys.create',
         `INSERT INTO surveys (project_id, name, description, type, questions, appearance, conditions, linked_flag_id, targeting_flag_id, start_date, end_date, created_by_id)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
-        [projectId, name, typeof body.description === 'string' ? body.description : '', type, JSON.stringify(body.questions ?? []),
-          isObject(body.appearance) ? JSON.stringify(body.appearance) : null, isObject(body.conditions) ? JSON.stringify(body.conditions) : null,
-          linkedFlagId, targetingFlagId, startDate, endDate, userId],
+        [
+          projectId,
+          name,
+          typeof body.description === 'string' ? body.description : '',
+          type,
+          JSON.stringify(body.questions ?? []),
+          isObject(body.appearance) ? JSON.stringify(body.appearance) : null,
+          isObject(body.conditions) ? JSON.stringify(body.conditions) : null,
+          linkedFlagId,
+          targetingFlagId,
+          startDate,
+          endDate,
+          userId,
+        ],
       );
       return readSurvey(tx, projectId, inserted.rows[0]!.id);
     });
@@ -228,11 +274,21 @@ export function productRoutes(sql: Sql): Router {
            archived = COALESCE($9, archived), deleted = COALESCE($10, deleted),
            questions = COALESCE($11::jsonb, questions), conditions = COALESCE($12::jsonb, conditions), appearance = COALESCE($13::jsonb, appearance)
          WHERE project_id = $1 AND id = $2`,
-        [projectId, id, typeof body.name === 'string' ? body.name : null, typeof body.description === 'string' ? body.description : null,
-          'start_date' in body, dateOrNull(body.start_date, 'start_date'), 'end_date' in body, dateOrNull(body.end_date, 'end_date'),
-          typeof body.archived === 'boolean' ? body.archived : null, typeof body.deleted === 'boolean' ? body.deleted : null,
-          Array.isArray(body.questions) ? JSON.stringify(body.questions) : null, isObject(body.conditions) ? JSON.stringify(body.conditions) : null,
-          isObject(body.appearance) ? JSON.stringify(body.appearance) : null],
+        [
+          projectId,
+          id,
+          typeof body.name === 'string' ? body.name : null,
+          typeof body.description === 'string' ? body.description : null,
+          'start_date' in body,
+          dateOrNull(body.start_date, 'start_date'),
+          'end_date' in body,
+          dateOrNull(body.end_date, 'end_date'),
+          typeof body.archived === 'boolean' ? body.archived : null,
+          typeof body.deleted === 'boolean' ? body.deleted : null,
+          Array.isArray(body.questions) ? JSON.stringify(body.questions) : null,
+          isObject(body.conditions) ? JSON.stringify(body.conditions) : null,
+          isObject(body.appearance) ? JSON.stringify(body.appearance) : null,
+        ],
       );
       return body.deleted === true ? undefined : readSurvey(tx, projectId, id);
     });

@@ -89,13 +89,19 @@ export async function getAccessControls(sql: Sql, req: Request, res: Response, t
     [projectOf(req).id, target.resource, target.resourceId, projectOf(req).organizationId],
   );
   const fallback = rows.rows.find((row) => row.organization_member === null);
-  send(req, res, 200, {
-    access_controls: rows.rows.map((row) => ruleBody(target, row)),
-    available_access_levels: ACCESS_LEVELS,
-    default_access_level: fallback?.access_level ?? 'editor',
-    user_access_level: level,
-    user_can_edit_access_levels: level === 'editor',
-  }, 'access_controls');
+  send(
+    req,
+    res,
+    200,
+    {
+      access_controls: rows.rows.map((row) => ruleBody(target, row)),
+      available_access_levels: ACCESS_LEVELS,
+      default_access_level: fallback?.access_level ?? 'editor',
+      user_access_level: level,
+      user_can_edit_access_levels: level === 'editor',
+    },
+    'access_controls',
+  );
 }
 
 /**
@@ -132,7 +138,11 @@ export async function putAccessControl(sql: Sql, req: Request, res: Response, ta
   const params: unknown[] = [project.id, target.resource, target.resourceId];
   if (userId !== null) params.push(userId);
   if (level === null) {
-    await sql.query('management.deleteAccessControl', `DELETE FROM access_controls WHERE project_id = $1 AND resource = $2 AND resource_id = $3 AND ${who}`, params);
+    await sql.query(
+      'management.deleteAccessControl',
+      `DELETE FROM access_controls WHERE project_id = $1 AND resource = $2 AND resource_id = $3 AND ${who}`,
+      params,
+    );
     res.status(204).end();
     return;
   }

@@ -38,7 +38,8 @@ export function nestsDeeperThan(text: string, max: number): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // a backslash escapes the next character
+      if (c === 0x5c)
+        i++; // a backslash escapes the next character
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) {
       inString = true;
@@ -126,7 +127,8 @@ export const jsonBody: RequestHandler = async (req, _res, next) => {
   const type = req.headers['content-type'] ?? '';
   if (!/^application\/(.+\+)?json\b/i.test(type)) throw errors.unsupportedMediaType(type.split(';')[0] ?? type);
   const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(type)?.[1];
-  if (charset !== undefined && !/^utf-?8$/i.test(charset)) throw new ApiError(415, 'validation_error', 'unsupported_media_type', `Unsupported charset "${charset}".`);
+  if (charset !== undefined && !/^utf-?8$/i.test(charset))
+    throw new ApiError(415, 'validation_error', 'unsupported_media_type', `Unsupported charset "${charset}".`);
   const text = (await bodyBytes(req)).toString('utf8');
   if (text.length === 0) {
     req.body = {};

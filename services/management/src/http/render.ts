@@ -130,11 +130,7 @@ export function send(req: Request, res: Response, status: number, body: unknown,
   if (Array.isArray(body)) rows = body;
   else if (typeof body === 'object' && body !== null && 'results' in body && Array.isArray(body.results)) rows = body.results;
   else rows = body === undefined || body === null ? [] : [body];
-  res
-    .status(status)
-    .type('text/csv; charset=utf-8')
-    .setHeader('Content-Disposition', `attachment; filename="${filename}.csv"`)
-    .send(toCsv(rows));
+  res.status(status).type('text/csv; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="${filename}.csv"`).send(toCsv(rows));
 }
 
 /** Rows a streamed CSV export writes at most. */
@@ -151,7 +147,7 @@ export type ExportBatch<C> = (after: C | undefined, size: number) => Promise<Arr
 
 async function* exportRows<C>(batch: ExportBatch<C>, max: number): AsyncGenerator<Array<Record<string, unknown>>> {
   let after: C | undefined;
-  for (let written = 0; written < max; ) {
+  for (let written = 0; written < max;) {
     const size = Math.min(EXPORT_BATCH, max - written);
     const rows = await batch(after, size);
     if (rows.length > 0) yield rows.map(({ row }) => flatten(row));

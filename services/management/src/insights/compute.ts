@@ -78,7 +78,9 @@ function cohortIdsOf(value: unknown, ids = new Set<number>()): Set<number> {
 async function cacheRequest(kind: string, ctx: InsightContext, input: unknown, range: ResolvedRange): Promise<CacheRequest> {
   const cohorts: Record<string, string> = {};
   for (const id of cohortIdsOf(input)) {
-    cohorts[id] = createHash('sha256').update((await ctx.cohortMembers(id)).join(',')).digest('base64url');
+    cohorts[id] = createHash('sha256')
+      .update((await ctx.cohortMembers(id)).join(','))
+      .digest('base64url');
   }
   return { kind, teamId: ctx.teamId, input: { input, cohorts }, range: rangeKey(range) };
 }
@@ -122,7 +124,11 @@ export function computeRoutes(sql: Sql, clickhouse: ClickHouse, cache = new Insi
     if (formatOf(req) === 'csv') {
       const days = range.buckets.map((bucket) => bucket.slice(0, 10));
       const span = days.length > 0 ? ` (${days[0]} ${days[days.length - 1]})` : '';
-      res.status(200).type('text/csv; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="trends${span}.csv"`).send(trendCsv(computed.result));
+      res
+        .status(200)
+        .type('text/csv; charset=utf-8')
+        .setHeader('Content-Disposition', `attachment; filename="trends${span}.csv"`)
+        .send(trendCsv(computed.result));
       return;
     }
     res.status(200).json({

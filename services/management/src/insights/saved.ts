@@ -93,8 +93,25 @@ function insightBody(row: InsightRow): Record<string, unknown> {
 
 /** InsightBasicSerializer's fields (my_last_viewed), in its order; `refreshing` is the only one the full body lacks. */
 const BASIC_FIELDS = [
-  'id', 'short_id', 'name', 'derived_name', 'filters', 'query', 'dashboards', 'dashboard_tiles', 'description', 'last_refresh',
-  'refreshing', 'saved', 'tags', 'updated_at', 'created_by', 'created_at', 'last_modified_at', 'favorited', 'user_access_level',
+  'id',
+  'short_id',
+  'name',
+  'derived_name',
+  'filters',
+  'query',
+  'dashboards',
+  'dashboard_tiles',
+  'description',
+  'last_refresh',
+  'refreshing',
+  'saved',
+  'tags',
+  'updated_at',
+  'created_by',
+  'created_at',
+  'last_modified_at',
+  'favorited',
+  'user_access_level',
   'last_viewed_at',
 ] as const;
 

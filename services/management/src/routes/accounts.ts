@@ -10,12 +10,47 @@ import { validateBody } from '../schemas';
 
 /** Scope objects a key may carry (PostHog's posthog/scopes.py). */
 export const SCOPE_OBJECTS = [
-  'action', 'access_control', 'activity_log', 'annotation', 'batch_export', 'batch_import', 'cohort', 'dashboard',
-  'dashboard_template', 'early_access_feature', 'error_tracking', 'event_definition', 'experiment', 'export',
-  'feature_flag', 'file_system', 'file_system_shortcut', 'group', 'hog_function', 'insight', 'link', 'notebook',
-  'organization', 'organization_member', 'person', 'persisted_folder', 'personal_api_key', 'plugin', 'project',
-  'property_definition', 'query', 'session_recording', 'session_recording_playlist', 'sharing_configuration',
-  'subscription', 'survey', 'user', 'webhook', 'warehouse_view', 'warehouse_table', 'logs',
+  'action',
+  'access_control',
+  'activity_log',
+  'annotation',
+  'batch_export',
+  'batch_import',
+  'cohort',
+  'dashboard',
+  'dashboard_template',
+  'early_access_feature',
+  'error_tracking',
+  'event_definition',
+  'experiment',
+  'export',
+  'feature_flag',
+  'file_system',
+  'file_system_shortcut',
+  'group',
+  'hog_function',
+  'insight',
+  'link',
+  'notebook',
+  'organization',
+  'organization_member',
+  'person',
+  'persisted_folder',
+  'personal_api_key',
+  'plugin',
+  'project',
+  'property_definition',
+  'query',
+  'session_recording',
+  'session_recording_playlist',
+  'sharing_configuration',
+  'subscription',
+  'survey',
+  'user',
+  'webhook',
+  'warehouse_view',
+  'warehouse_table',
+  'logs',
 ] as const;
 
 const MAX_KEYS_PER_USER = 10;
@@ -131,9 +166,18 @@ export function accountRoutes(sql: Sql): Router {
     const { user } = principalOf(req);
     const row = (
       await sql.query<{
-        id: number; uuid: string; distinct_id: string; first_name: string; last_name: string; email: string;
-        is_email_verified: boolean; hedgehog_config: unknown; role_at_organization: string; is_staff: boolean;
-        current_project_id: number | null; date_joined: Date;
+        id: number;
+        uuid: string;
+        distinct_id: string;
+        first_name: string;
+        last_name: string;
+        email: string;
+        is_email_verified: boolean;
+        hedgehog_config: unknown;
+        role_at_organization: string;
+        is_staff: boolean;
+        current_project_id: number | null;
+        date_joined: Date;
       }>(
         'management.me',
         `SELECT id, uuid, distinct_id, first_name, last_name, email, is_email_verified, hedgehog_config, role_at_organization,
@@ -152,23 +196,30 @@ export function accountRoutes(sql: Sql): Router {
         [user.id, ...limits],
       )
     ).rows;
-    const team = row.current_project_id === null
-      ? null
-      : (
-          await sql.query<ProjectRow>(
-            'management.myProject',
-            `SELECT ${PROJECT_COLUMNS} FROM projects p WHERE p.id = $1 AND ${projectWithinSql('p.id', 'p.organization_id', '$2', '$3')}`,
-            [row.current_project_id, ...limits],
-          )
-        ).rows[0];
+    const team =
+      row.current_project_id === null
+        ? null
+        : (
+            await sql.query<ProjectRow>(
+              'management.myProject',
+              `SELECT ${PROJECT_COLUMNS} FROM projects p WHERE p.id = $1 AND ${projectWithinSql('p.id', 'p.organization_id', '$2', '$3')}`,
+              [row.current_project_id, ...limits],
+            )
+          ).rows[0];
     const { current_project_id: _current, date_joined, ...basic } = row;
-    send(req, res, 200, {
-      ...basic,
-      date_joined: date_joined.toISOString(),
-      team: team ? projectBody(team) : null,
-      organization: team ? (organizations.find((o) => o.id === team.organization) ?? null) : (organizations[0] ?? null),
-      organizations: organizations.map((o) => ({ id: o.id, name: o.name, membership_level: o.level })),
-    }, 'user');
+    send(
+      req,
+      res,
+      200,
+      {
+        ...basic,
+        date_joined: date_joined.toISOString(),
+        team: team ? projectBody(team) : null,
+        organization: team ? (organizations.find((o) => o.id === team.organization) ?? null) : (organizations[0] ?? null),
+        organizations: organizations.map((o) => ({ id: o.id, name: o.name, membership_level: o.level })),
+      },
+      'user',
+    );
   });
 
   router.get('/personal_api_keys', async (req, res) => {
@@ -179,7 +230,13 @@ export function accountRoutes(sql: Sql): Router {
       [principalOf(req).user.id],
     );
     const visible = rows.rows.filter((row) => exceededLimit(limitsOf(row), principalOf(req).key) === null);
-    send(req, res, 200, visible.map((row) => keyBody(row)), 'personal_api_keys');
+    send(
+      req,
+      res,
+      200,
+      visible.map((row) => keyBody(row)),
+      'personal_api_keys',
+    );
   });
 
   router.get('/personal_api_keys/:id', async (req, res) => {
@@ -218,7 +275,8 @@ export function accountRoutes(sql: Sql): Router {
             WHERE m.user_id = $1 AND p.id = ANY($2::int[])`,
           [user.id, scopedProjects],
         );
-        if (visible.rowCount !== new Set(scopedProjects).size) throw errors.validation('You must be a member of all projects you are scoping the key to.', 'scoped_teams');
+        if (visible.rowCount !== new Set(scopedProjects).size)
+          throw errors.validation('You must be a member of all projects you are scoping the key to.', 'scoped_teams');
       }
       if (scopedOrganizations && scopedOrganizations.length > 0) {
         const visible = await tx.query<{ id: string }>(
@@ -282,7 +340,8 @@ export function accountRoutes(sql: Sql): Router {
     const timezone = optionalString(body, 'timezone') ?? 'UTC';
     if (!isValidTimezone(timezone)) throw errors.validation(`"${timezone}" is not a valid choice.`, 'timezone', 'invalid_choice');
     const organization = optionalString(body, 'organization');
-    if (organization !== undefined && organization !== null && !UUID.test(organization)) throw errors.validation('Must be a valid UUID.', 'organization', 'invalid');
+    if (organization !== undefined && organization !== null && !UUID.test(organization))
+      throw errors.validation('Must be a valid UUID.', 'organization', 'invalid');
     const memberships = await sql.query<{ organization_id: string; level: string }>(
       'management.adminMemberships',
       `SELECT m.organization_id, m.level FROM organization_memberships m

@@ -52,7 +52,13 @@ export function dataRoutes(sql: Sql, clickhouse: ClickHouse): Router {
   router.get('/groups_types', async (req, res) => {
     requireScope(req, 'group:read');
     const types = await groups.listGroupTypes(projectOf(req).id);
-    send(req, res, 200, types.map((t) => ({ group_type: t.groupType, group_type_index: t.groupTypeIndex, name_singular: t.nameSingular, name_plural: t.namePlural })), 'groups_types');
+    send(
+      req,
+      res,
+      200,
+      types.map((t) => ({ group_type: t.groupType, group_type_index: t.groupTypeIndex, name_singular: t.nameSingular, name_plural: t.namePlural })),
+      'groups_types',
+    );
   });
 
   router.get('/groups', async (req, res) => {
@@ -167,7 +173,11 @@ export function dataRoutes(sql: Sql, clickhouse: ClickHouse): Router {
         WHERE team_id = {team:Int64} ORDER BY timestamp DESC, type, event_uuid LIMIT ${page.limit + 1} OFFSET ${page.offset}`,
       params,
     );
-    const counted = await clickhouse.query<{ n: string }>('management.countIngestionWarnings', 'SELECT count() AS n FROM ingestion_warnings FINAL WHERE team_id = {team:Int64}', params);
+    const counted = await clickhouse.query<{ n: string }>(
+      'management.countIngestionWarnings',
+      'SELECT count() AS n FROM ingestion_warnings FINAL WHERE team_id = {team:Int64}',
+      params,
+    );
     const results = rows.slice(0, page.limit).map((row) => ({
       type: row.type,
       details: JSON.parse(row.details) as unknown,

@@ -7,8 +7,21 @@ import { containsPattern } from '../http/like';
  * filters or groups. A filter: `{key, value, operator = "exact", type = "person"}`.
  */
 export const OPERATORS = [
-  'exact', 'is_not', 'icontains', 'not_icontains', 'regex', 'not_regex', 'gt', 'gte', 'lt', 'lte',
-  'is_set', 'is_not_set', 'is_date_exact', 'is_date_before', 'is_date_after',
+  'exact',
+  'is_not',
+  'icontains',
+  'not_icontains',
+  'regex',
+  'not_regex',
+  'gt',
+  'gte',
+  'lt',
+  'lte',
+  'is_set',
+  'is_not_set',
+  'is_date_exact',
+  'is_date_before',
+  'is_date_after',
 ] as const;
 type Operator = (typeof OPERATORS)[number];
 
@@ -47,7 +60,8 @@ function filterCondition(filter: unknown, attr: string, sql: SqlBuilder): string
   const item = filter as Record<string, unknown>;
   if ('values' in item) return groupCondition(item, attr, sql, 1);
   const type = item.type ?? 'person';
-  if (type !== 'person') throw errors.validation(`Property filter type ${JSON.stringify(type)} is not supported here; use "person".`, `${attr}__type`, 'invalid_choice');
+  if (type !== 'person')
+    throw errors.validation(`Property filter type ${JSON.stringify(type)} is not supported here; use "person".`, `${attr}__type`, 'invalid_choice');
   if (typeof item.key !== 'string' || item.key === '') throw errors.required(`${attr}__key`);
   const operator = (item.operator ?? 'exact') as Operator;
   if (!(OPERATORS as readonly string[]).includes(operator)) {
@@ -104,7 +118,8 @@ function filterCondition(filter: unknown, attr: string, sql: SqlBuilder): string
 function groupCondition(group: Record<string, unknown>, attr: string, sql: SqlBuilder, depth: number): string | undefined {
   if (depth > MAX_DEPTH) throw errors.validation('Property groups are nested too deeply.', attr, 'invalid');
   const type = group.type ?? 'AND';
-  if (type !== 'AND' && type !== 'OR') throw errors.validation(`${JSON.stringify(type)} is not a valid choice.`, `${attr ? `${attr}__` : ''}type`, 'invalid_choice');
+  if (type !== 'AND' && type !== 'OR')
+    throw errors.validation(`${JSON.stringify(type)} is not a valid choice.`, `${attr ? `${attr}__` : ''}type`, 'invalid_choice');
   if (!Array.isArray(group.values)) throw errors.validation('Expected a list of items.', `${attr ? `${attr}__` : ''}values`, 'not_a_list');
   const parts = group.values
     .map((value, index) => {
@@ -128,9 +143,7 @@ export function propertiesCondition(raw: string, sql: SqlBuilder): string | unde
     throw errors.validation('Properties are unparsable!', 'properties', 'invalid_input');
   }
   if (Array.isArray(parsed)) {
-    const parts = parsed
-      .map((filter, index) => filterCondition(filter, `properties__${index}`, sql))
-      .filter((part): part is string => part !== undefined);
+    const parts = parsed.map((filter, index) => filterCondition(filter, `properties__${index}`, sql)).filter((part): part is string => part !== undefined);
     return parts.length === 0 ? undefined : `(${parts.join(' AND ')})`;
   }
   if (typeof parsed === 'object' && parsed !== null) return groupCondition(parsed as Record<string, unknown>, 'properties', sql, 1);

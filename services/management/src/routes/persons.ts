@@ -20,8 +20,7 @@ export const DELETION_TYPE_PERSON = 1;
 
 const CREATE_HINT =
   'Creating persons via this API is not allowed. Please create persons by sending an $identify event. See https://posthog.com/docs/product-analytics/identify for details.';
-const ID_HINT =
-  'The ID provided does not look like a personID. If you are using a distinctId, please use /persons?distinct_id=<value> instead.';
+const ID_HINT = 'The ID provided does not look like a personID. If you are using a distinctId, please use /persons?distinct_id=<value> instead.';
 
 export interface PersonBody {
   id: number;
@@ -47,7 +46,14 @@ export function personName(id: number, properties: Record<string, unknown>, dist
   return distinctIds[0] ?? String(id);
 }
 
-export function personBody(row: { id: number; uuid: string; properties: Record<string, unknown>; createdAt: Date; isIdentified: boolean; distinctIds: readonly string[] }): PersonBody {
+export function personBody(row: {
+  id: number;
+  uuid: string;
+  properties: Record<string, unknown>;
+  createdAt: Date;
+  isIdentified: boolean;
+  distinctIds: readonly string[];
+}): PersonBody {
   const distinctIds = sortDistinctIds(row.distinctIds);
   return {
     id: row.id,
@@ -74,7 +80,14 @@ interface ListRow {
 }
 
 const listBody = (row: ListRow): PersonBody =>
-  personBody({ id: row.id, uuid: row.uuid, properties: row.properties, createdAt: row.created_at, isIdentified: row.is_identified, distinctIds: row.distinct_ids });
+  personBody({
+    id: row.id,
+    uuid: row.uuid,
+    properties: row.properties,
+    createdAt: row.created_at,
+    isIdentified: row.is_identified,
+    distinctIds: row.distinct_ids,
+  });
 
 /**
  * The listing's rows, newest first: `size` of them after `offset`, or after the row `after` (the keyset a CSV
@@ -196,9 +209,8 @@ export function personRoutes(sql: Sql): Router {
       const results = rows.slice(0, page.limit).map(listBody);
       const hasMore = rows.length > page.limit;
       // A page that is not full tells the count without another query.
-      const count = !hasMore && (results.length > 0 || page.offset === 0)
-        ? page.offset + results.length
-        : await countPersons(sql, where, builder.params, includeTotal);
+      const count =
+        !hasMore && (results.length > 0 || page.offset === 0) ? page.offset + results.length : await countPersons(sql, where, builder.params, includeTotal);
       send(req, res, 200, envelope(req, page, results, count, hasMore), 'persons');
     } catch (error) {
       if (invalidRegex(error)) throw errors.validation('Invalid regular expression.', 'properties', 'invalid');
@@ -221,7 +233,8 @@ export function personRoutes(sql: Sql): Router {
     const { distinct_ids: distinctIds, ids } = body;
     let refs: Array<{ distinctId: string } | { ref: number | string }>;
     if (distinctIds !== undefined && distinctIds !== null) {
-      if (!Array.isArray(distinctIds) || distinctIds.some((d) => typeof d !== 'string')) throw errors.validation('Expected a list of strings.', 'distinct_ids', 'invalid');
+      if (!Array.isArray(distinctIds) || distinctIds.some((d) => typeof d !== 'string'))
+        throw errors.validation('Expected a list of strings.', 'distinct_ids', 'invalid');
       if (distinctIds.length > BULK_MAX) throw errors.validation(`You can only pass ${BULK_MAX} distinct_ids in one call`, 'distinct_ids');
       refs = (distinctIds as string[]).map((distinctId) => ({ distinctId }));
     } else if (ids !== undefined && ids !== null) {
@@ -270,7 +283,8 @@ export function personRoutes(sql: Sql): Router {
     }
     const result = await store.updateProperties(project.id, ref, { set: properties });
     if (!result) throw errors.notFound();
-    if (result.outcome === 'too_large') throw errors.validation('Person properties would exceed the size limit; nothing was written.', 'properties', 'too_large');
+    if (result.outcome === 'too_large')
+      throw errors.validation('Person properties would exceed the size limit; nothing was written.', 'properties', 'too_large');
     send(req, res, 200, fromPerson(result.person), 'person');
   };
   router.patch('/persons/:id', update);

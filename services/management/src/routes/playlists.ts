@@ -129,7 +129,8 @@ function fieldsOf(body: Body): PlaylistFields {
   if (deleted !== undefined) fields.deleted = deleted;
   if (body.filters !== undefined) {
     const filters = body.filters;
-    if (filters !== null && (typeof filters !== 'object' || Array.isArray(filters))) throw errors.validation('Expected a dictionary of items.', 'filters', 'invalid');
+    if (filters !== null && (typeof filters !== 'object' || Array.isArray(filters)))
+      throw errors.validation('Expected a dictionary of items.', 'filters', 'invalid');
     fields.filters = (filters ?? {}) as Record<string, unknown>;
   }
   return fields;
@@ -156,11 +157,10 @@ export function playlistRoutes(sql: Sql, clickhouse: ClickHouse): Router {
 
   async function load(db: SqlExecutor, req: Request, shortId: string, includeDeleted: boolean): Promise<PlaylistRow> {
     const row = (
-      await db.query<PlaylistRow>(
-        'management.getPlaylist',
-        selectPlaylists(`pl.short_id = $4${includeDeleted ? '' : ' AND NOT pl.deleted'}`),
-        [...callerParams(req), shortId],
-      )
+      await db.query<PlaylistRow>('management.getPlaylist', selectPlaylists(`pl.short_id = $4${includeDeleted ? '' : ' AND NOT pl.deleted'}`), [
+        ...callerParams(req),
+        shortId,
+      ])
     ).rows[0];
     if (!row || row.user_access_level === 'none') throw errors.notFound();
     return row;
@@ -221,7 +221,8 @@ export function playlistRoutes(sql: Sql, clickhouse: ClickHouse): Router {
     const filters = fields.filters ?? {};
     let type = body.type;
     if (type === undefined || type === null) type = isEmptyFilters(filters) ? 'collection' : 'filters';
-    if (type !== 'collection' && type !== 'filters') throw errors.validation('Must provide a valid playlist type: either filters or collection', 'type', 'invalid_choice');
+    if (type !== 'collection' && type !== 'filters')
+      throw errors.validation('Must provide a valid playlist type: either filters or collection', 'type', 'invalid_choice');
     if (type === 'collection' && !isEmptyFilters(filters)) throw errors.validation('You cannot create a collection with filters', 'filters');
     if (type === 'filters' && isEmptyFilters(filters)) throw errors.validation('You must provide a valid filters when creating a saved filter', 'filters');
     const project = projectOf(req);
@@ -234,7 +235,18 @@ export function playlistRoutes(sql: Sql, clickhouse: ClickHouse): Router {
           'management.createPlaylist',
           `INSERT INTO session_recording_playlists (project_id, short_id, name, derived_name, description, pinned, deleted, filters, type, created_by, last_modified_by)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)`,
-          [project.id, shortId, fields.name ?? null, fields.derived_name ?? null, fields.description ?? '', fields.pinned ?? false, fields.deleted ?? false, filters, type, userId],
+          [
+            project.id,
+            shortId,
+            fields.name ?? null,
+            fields.derived_name ?? null,
+            fields.description ?? '',
+            fields.pinned ?? false,
+            fields.deleted ?? false,
+            filters,
+            type,
+            userId,
+          ],
         );
         break;
       } catch (error) {
@@ -383,7 +395,15 @@ export function playlistRoutes(sql: Sql, clickhouse: ClickHouse): Router {
     const distinctIds = [...new Set(meta.map((row) => row.distinct_id))];
     const persons = new Map<string, PersonBody>();
     if (distinctIds.length > 0) {
-      const rows = await sql.query<{ lookup: string; id: number; uuid: string; properties: Record<string, unknown>; created_at: Date; is_identified: boolean; distinct_ids: string[] }>(
+      const rows = await sql.query<{
+        lookup: string;
+        id: number;
+        uuid: string;
+        properties: Record<string, unknown>;
+        created_at: Date;
+        is_identified: boolean;
+        distinct_ids: string[];
+      }>(
         'management.recordingPersons',
         `SELECT d.distinct_id AS lookup, p.id, p.uuid, p.properties, p.created_at, p.is_identified,
                 ARRAY(SELECT x.distinct_id FROM person_distinct_ids x WHERE x.person_id = p.id ORDER BY x.id LIMIT 1000) AS distinct_ids
@@ -392,7 +412,17 @@ export function playlistRoutes(sql: Sql, clickhouse: ClickHouse): Router {
         [project.id, distinctIds],
       );
       for (const row of rows.rows) {
-        persons.set(row.lookup, personBody({ id: row.id, uuid: row.uuid, properties: row.properties, createdAt: row.created_at, isIdentified: row.is_identified, distinctIds: row.distinct_ids }));
+        persons.set(
+          row.lookup,
+          personBody({
+            id: row.id,
+            uuid: row.uuid,
+            properties: row.properties,
+            createdAt: row.created_at,
+            isIdentified: row.is_identified,
+            distinctIds: row.distinct_ids,
+          }),
+        );
       }
     }
     const viewed = await sql.query<{ session_id: string }>(

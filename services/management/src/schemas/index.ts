@@ -61,7 +61,10 @@ const funnelsQuery: JsonSchema = {
         funnelOrderType: nullable('string'),
         exclusions: {
           type: ['array', 'null'],
-          items: { ...eventsNode, properties: { ...(eventsNode.properties as JsonSchema), funnelFromStep: nullable('integer'), funnelToStep: nullable('integer') } },
+          items: {
+            ...eventsNode,
+            properties: { ...(eventsNode.properties as JsonSchema), funnelFromStep: nullable('integer'), funnelToStep: nullable('integer') },
+          },
         },
       },
     },
@@ -202,7 +205,7 @@ export const bodySchemas = {
       stage: { type: 'string' },
       documentation_url: { type: 'string', maxLength: 800 },
       feature_flag_id: { type: 'integer', description: 'create only: an existing flag instead of a new one' },
-      feature_flag_key: { type: 'string', maxLength: 400, description: 'create only: the new flag\'s key' },
+      feature_flag_key: { type: 'string', maxLength: 400, description: "create only: the new flag's key" },
       deleted: { type: 'boolean' },
     },
   },
@@ -225,7 +228,8 @@ export const bodySchemas = {
   },
   FunnelCorrelationRequest: {
     type: 'object',
-    description: 'legacy funnel filter fields (also in the query string), or `query`: a FunnelsQuery (with `funnel_correlation_*` beside it) or a FunnelCorrelationQuery, as an object or its JSON text',
+    description:
+      'legacy funnel filter fields (also in the query string), or `query`: a FunnelsQuery (with `funnel_correlation_*` beside it) or a FunnelCorrelationQuery, as an object or its JSON text',
     properties: {
       query: {
         type: 'object',
@@ -350,7 +354,11 @@ export const responseSchemas = {
       id: { type: 'integer' },
       name: { type: 'string' },
       key: { type: 'string' },
-      filters: { type: 'object', additionalProperties: true, description: '`groups`, `multivariate`, `payloads`, `super_groups`, `aggregation_group_type_index`' },
+      filters: {
+        type: 'object',
+        additionalProperties: true,
+        description: '`groups`, `multivariate`, `payloads`, `super_groups`, `aggregation_group_type_index`',
+      },
       deleted: { type: 'boolean' },
       active: { type: 'boolean' },
       created_by: { oneOf: [{ $ref: '#/components/schemas/UserBasic' }, { type: 'null' }] },
@@ -423,7 +431,10 @@ ajv.addFormat('date-time', true);
 const validators = new Map<BodySchemaName, ValidateFunction>();
 
 function attrOf(error: ErrorObject): string | null {
-  const path = error.instancePath.split('/').slice(1).map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const path = error.instancePath
+    .split('/')
+    .slice(1)
+    .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'));
   if (error.keyword === 'required') path.push((error.params as { missingProperty: string }).missingProperty);
   return path.length > 0 ? path.join('__') : null;
 }

@@ -60,8 +60,7 @@ export function useWorld(backend: Backend, options: { clickhouse?: () => ClickHo
       trustProxy: false,
       authThrottle: world.throttle,
     });
-    world.newOrganization = async () =>
-      (await sql.query<{ id: string }>('t.org', `INSERT INTO organizations (name) VALUES ('Org') RETURNING id`)).rows[0]!.id;
+    world.newOrganization = async () => (await sql.query<{ id: string }>('t.org', `INSERT INTO organizations (name) VALUES ('Org') RETURNING id`)).rows[0]!.id;
     world.newProject = async (organizationId, name = 'Project') =>
       (
         await sql.query<{ id: number; uuid: string; api_token: string }>(
@@ -79,7 +78,11 @@ export function useWorld(backend: Backend, options: { clickhouse?: () => ClickHo
         )
       ).rows[0]!;
       if (organizationId) {
-        await sql.query('t.member', 'INSERT INTO organization_memberships (organization_id, user_id, level) VALUES ($1, $2, $3)', [organizationId, user.id, level]);
+        await sql.query('t.member', 'INSERT INTO organization_memberships (organization_id, user_id, level) VALUES ($1, $2, $3)', [
+          organizationId,
+          user.id,
+          level,
+        ]);
       }
       return user;
     };

@@ -47,7 +47,13 @@ const playlist = `${P}/session_recording_playlists/{playlist}/`;
 export const ROUTES: Route[] = [
   { method: 'get', path: '/api/users/@me/', scope: 'user:read', status: 200 },
   { method: 'get', path: '/api/personal_api_keys/', scope: 'personal_api_key:read', status: 200 },
-  { method: 'post', path: '/api/personal_api_keys/', scope: 'personal_api_key:write', status: 201, body: { label: 'minted', scopes: ['personal_api_key:read'] } },
+  {
+    method: 'post',
+    path: '/api/personal_api_keys/',
+    scope: 'personal_api_key:write',
+    status: 201,
+    body: { label: 'minted', scopes: ['personal_api_key:read'] },
+  },
   { method: 'get', path: '/api/personal_api_keys/{key}/', scope: 'personal_api_key:read', status: 200 },
   { method: 'delete', path: '/api/personal_api_keys/{key}/', scope: 'personal_api_key:write', status: 204 },
   { method: 'get', path: '/api/projects/', scope: 'project:read', status: 200 },
@@ -153,7 +159,13 @@ export async function seedFixture(world: World): Promise<Fixture> {
   const t = await world.tenant();
   const otherProject = await world.newProject(t.organizationId, 'Other');
   const store = new PersonStore(world.sql);
-  await store.processEvent(t.projectId, { uuid: uuidv7(), event: '$identify', distinctId: 'alice', timestamp: new Date(), properties: { $set: { email: 'alice@example.com' } } });
+  await store.processEvent(t.projectId, {
+    uuid: uuidv7(),
+    event: '$identify',
+    distinctId: 'alice',
+    timestamp: new Date(),
+    properties: { $set: { email: 'alice@example.com' } },
+  });
   const person = (await store.getPersonByDistinctId(t.projectId, 'alice'))!;
 
   const create = async (path: string, body: Record<string, unknown>): Promise<Record<string, unknown>> => {
@@ -174,7 +186,10 @@ export async function seedFixture(world: World): Promise<Fixture> {
   const cohortId = (await create('cohorts/', { name: 'Fixture' })).id as number;
   const featureId = (await create('early_access_features/', { name: 'Fixture feature' })).id as string;
   const surveyId = (await create('surveys/', { name: 'Fixture survey' })).id as string;
-  const key = await request(world.app).post('/api/personal_api_keys/').set(t.auth).send({ label: 'fixture', scopes: ['personal_api_key:read'] });
+  const key = await request(world.app)
+    .post('/api/personal_api_keys/')
+    .set(t.auth)
+    .send({ label: 'fixture', scopes: ['personal_api_key:read'] });
   if (key.status !== 201) throw new Error(`fixture key: ${key.status}`);
 
   return {
@@ -203,9 +218,7 @@ export async function snapshot(sql: Sql): Promise<string> {
     `SELECT quote_ident(table_name) AS name FROM information_schema.tables
       WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name`,
   );
-  const rows = tables.rows
-    .map(({ name }) => `SELECT '${name}' AS t, (to_jsonb(x) - 'last_used_at')::text AS r FROM ${name} x`)
-    .join(' UNION ALL ');
+  const rows = tables.rows.map(({ name }) => `SELECT '${name}' AS t, (to_jsonb(x) - 'last_used_at')::text AS r FROM ${name} x`).join(' UNION ALL ');
   const dump = await sql.query<{ dump: string | null }>('t.dump', `SELECT string_agg(t || ' ' || r, E'\\n' ORDER BY t, r) AS dump FROM (${rows}) s`);
   return dump.rows[0]?.dump ?? '';
 }
