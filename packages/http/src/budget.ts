@@ -31,7 +31,7 @@ export class DecompressionBudget {
   }
 
   /** Granted at once only when nobody queues ahead and it fits. */
-  tryTake(bytes: number): boolean {
+  private tryTake(bytes: number): boolean {
     if (this.queue.length > 0 || this.held + bytes > this.limitBytes) return false;
     this.grant(bytes);
     return true;

@@ -48,20 +48,12 @@ function errorAnswer(error: unknown, logger: Logger, req: IncomingMessage): { st
   return { status: 500, body: SERVER_ERROR };
 }
 
-/** Express's error handler. A response already under way (a streamed export) can only be cut off. */
+/** Express's error handler: the same answer as a fast route's (sendError). */
 export function errorRenderer(logger: Logger): ErrorRequestHandler {
-  return (error: unknown, req, res, _next) => {
-    const { status, body, retryAfter } = errorAnswer(error, logger, req);
-    if (res.headersSent) {
-      res.destroy();
-      return;
-    }
-    if (retryAfter !== undefined) res.set('Retry-After', String(retryAfter));
-    res.status(status).json(body);
-  };
+  return (error: unknown, req, res, _next) => sendError(req, res, error, logger);
 }
 
-/** The same answer from a fast route (no Express). A response already under way can only be cut off. */
+/** An error's answer, from a fast route or Express. A response already under way (a streamed export) can only be cut off. */
 export function sendError(req: IncomingMessage, res: ServerResponse, error: unknown, logger: Logger): void {
   const { status, body, retryAfter } = errorAnswer(error, logger, req);
   if (res.headersSent) {

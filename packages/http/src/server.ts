@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { Logger } from '@plover/core';
+import { ApiError, type Logger } from '@plover/core';
 import type { ServiceApp } from './app';
 
 export interface RunningServer {
@@ -50,7 +50,7 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
       : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, 'Request Timeout', 'request_timeout', 'The request was not received in time.']
         : [400, 'Bad Request', 'parse_error', 'Malformed HTTP request.'];
-  const body = JSON.stringify({ type: 'validation_error', code, detail, attr: null });
+  const body = JSON.stringify(new ApiError(status, 'validation_error', code, detail).toBody());
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );

@@ -19,7 +19,7 @@ import {
   type ServiceApp,
 } from '@plover/http';
 import type { Sql } from '@plover/postgres';
-import { decodeFlagsBody, malformed } from './decode';
+import { decodeFlagsBody, malformed, tooLarge } from './decode';
 import { DefinitionsCache, type CachedDefinitions } from './definitions';
 import { evaluateRequest } from './evaluate';
 import { clientIp, loadGeoIp, type GeoIpLookup } from './geoip';
@@ -74,10 +74,7 @@ function flagDefinitionsByKey(definitions: CachedDefinitions | undefined): Map<s
   return new Map((definitions?.flags ?? []).map((flag) => [flag.key, flag]));
 }
 
-const BODY_ERRORS = {
-  tooLarge: (detail: string) => new ApiError(413, 'validation_error', 'payload_too_large', detail),
-  decoding: malformed,
-};
+const BODY_ERRORS = { tooLarge, decoding: malformed };
 
 export interface DecideRoutes {
   /** `/decide` and `/flags`, what the SDKs call on every page load, served ahead of Express. */

@@ -19,10 +19,14 @@ export function malformed(detail: string): ApiError {
   return ApiError.validation(`Malformed request data: ${detail}`, null, 'malformed_data');
 }
 
+export function tooLarge(detail: string): ApiError {
+  return new ApiError(413, 'validation_error', 'payload_too_large', detail);
+}
+
 const FLAG_PAYLOAD_ERRORS: PayloadErrors = {
   emptyPayload: () => malformed('no payload'),
   decoding: (detail) => malformed(detail),
-  tooLarge: (detail) => new ApiError(413, 'validation_error', 'payload_too_large', detail),
+  tooLarge,
 };
 
 /** The request's JSON object, or `undefined` when it carries no payload at all (a bare GET). */
