@@ -2,3 +2,4 @@ export * from './validate';
 export * from './capture';
 export * from './captured-event';
 export * from './json-depth';
+export * from './identifiers';

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { MAX_JSON_DEPTH, parseCapturedEventMessage, type CapturedEvent, type CapturedEventMessage, type RawEvent } from '@plover/contracts';
 import { ApiError } from '@plover/core';
-import { distinctIdOf, isoString, toBusMessage, type RequestContext } from '../src/normalize';
+import { distinctIdOf } from '@plover/contracts';
+import { isoString, toBusMessage, type RequestContext } from '../src/normalize';
 
 const NOW = Date.parse('2025-06-01T12:00:00.000Z');
 const context: RequestContext = {

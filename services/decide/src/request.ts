@@ -1,4 +1,4 @@
-import { exceedsJsonDepth, schemaValidator } from '@plover/contracts';
+import { distinctIdOf, exceedsJsonDepth, schemaValidator } from '@plover/contracts';
 import { ApiError } from '@plover/core';
 import type { Properties } from '@plover/flags';
 
@@ -71,18 +71,6 @@ const validateFlagsBody = schemaValidator<FlagsBody>({
   },
 });
 
-const MAX_DISTINCT_ID = 200;
-
-/**
- * A distinct id or group key as text. NUL becomes U+FFFD, as capture stores it: Postgres text cannot hold a
- * NUL, and the person a client identified with one was stored under the replacement character.
- */
-function identifierText(value: Identifier | undefined): string | undefined {
-  if (typeof value === 'string') return value.slice(0, MAX_DISTINCT_ID).replaceAll('\0', '\uFFFD');
-  if (typeof value === 'number') return String(value);
-  return undefined;
-}
-
 function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value === '' ? undefined : value;
 }
@@ -102,14 +90,15 @@ export function parseFlagsRequest(raw: Record<string, unknown>, query: URLSearch
   const groupsValue = body.groups ?? body.$groups ?? {};
   const requestGroups: Record<string, string> = {};
   for (const [type, key] of Object.entries(groupsValue)) {
-    const keyText = nonEmpty(identifierText(key));
+    const keyText = distinctIdOf(key);
     if (keyText !== undefined) requestGroups[type] = keyText;
   }
 
   return {
     token: nonEmpty(tokenValue?.trim()),
-    distinctId: identifierText(body.distinct_id ?? body.$distinct_id),
-    anonDistinctId: nonEmpty(identifierText(body.$anon_distinct_id)) ?? null,
+    // As capture stores them (NUL and unpaired surrogates as U+FFFD, 200 characters), so the person is found.
+    distinctId: distinctIdOf(body.distinct_id ?? body.$distinct_id),
+    anonDistinctId: distinctIdOf(body.$anon_distinct_id) ?? null,
     groups: requestGroups,
     personProperties,
     groupProperties,

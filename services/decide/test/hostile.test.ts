@@ -1,5 +1,6 @@
 import request from 'supertest';
 import type { Credentials } from '@plover/accounts';
+import { distinctIdOf } from '@plover/contracts';
 import { backends, buildApp, createGroup, createPerson, setup, type Database } from './support/harness';
 
 const PERSON_FLAG = {
@@ -96,6 +97,16 @@ describe.each(backends)('decide with hostile input on $name', (backend) => {
     expect(res.body.flags['pro-users']).toMatchObject({ enabled: false, reason: { code: 'no_condition_match' } });
     expect(res.body.flags['company-flag']).toMatchObject({ enabled: false });
     expect(res.body.flags.continuity.failed).toBeUndefined();
+  });
+
+  it('looks a person up under the id capture stored: 200 characters counted as code points, unpaired surrogates as U+FFFD', async () => {
+    const astral = '\u{1F600}'.repeat(150); // 300 UTF-16 units, 150 characters: capture keeps it whole
+    const surrogate = 'sur\ud800rogate';
+    for (const sent of [astral, surrogate]) {
+      await createPerson(db.sql, credentials.project.id, [distinctIdOf(sent)!], { plan: 'pro' });
+      const res = await post('/flags/?v=2', { token, distinct_id: sent }).expect(200);
+      expect([sent, res.body.flags['pro-users'].enabled]).toEqual([sent, true]);
+    }
   });
 
   it('refuses known fields of the wrong type with 400 naming the field, and ignores unknown ones', async () => {
