@@ -7,9 +7,9 @@ import { ApiError, toWallClock } from '@plover/core';
 import type { InsightContext, Interval, ResolvedRange } from './types';
 
 const SECOND = 1000;
-const MINUTE = 60 * SECOND;
-const HOUR = 60 * MINUTE;
-const DAY = 24 * HOUR;
+export const MINUTE = 60 * SECOND;
+export const HOUR = 60 * MINUTE;
+export const DAY = 24 * HOUR;
 const MAX_BUCKETS = 5000;
 
 const RELATIVE = /^-?(\d{1,4})([hdwmqyM])$/;

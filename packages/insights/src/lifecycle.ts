@@ -4,16 +4,13 @@
  * the sorted list of intervals they were active in, their creation interval, and from those the status pairs.
  */
 import { PERSON_ID_EXPRESSION, type ClickHouse } from '@plover/clickhouse';
-import { bucketDay, bucketLabel, formatWall, parseWall, step } from './dates';
+import { bucketDay, bucketLabel, DAY, formatWall, HOUR, MINUTE, parseWall, step } from './dates';
 import { propertyText } from './properties';
 import { insightRange } from './range';
 import { query, SeriesQuery } from './trends';
 import type { InsightContext, Interval, LifecycleSeriesResult, LifecycleStatus, ResolvedRange, TrendsInput } from './types';
 
 const STATUSES: readonly LifecycleStatus[] = ['new', 'returning', 'resurrecting', 'dormant'];
-const MINUTE = 60_000;
-const HOUR = 60 * MINUTE;
-const DAY = 24 * HOUR;
 
 /**
  * The local interval an instant falls in, as a whole number; consecutive intervals of the local wall clock have

@@ -125,7 +125,6 @@ function flagInput(body: unknown, creating: boolean): Record<string, unknown> {
   if (creating || body.key !== undefined) {
     if (typeof body.key !== 'string' || body.key === '') throw ApiError.validation('This field is required.', 'key', 'required');
     if (!KEY_PATTERN.test(body.key)) throw ApiError.validation('Only letters, numbers, hyphens ("-") & underscores ("_") are allowed.', 'key');
-    if (body.key.length > 400) throw ApiError.validation('Ensure this field has no more than 400 characters.', 'key', 'max_length');
   }
   if (body.rollout_percentage !== undefined && body.rollout_percentage !== null) {
     const value = body.rollout_percentage;
