@@ -17,6 +17,7 @@ import path from 'node:path';
 import { BACKUPS_DIR, ChdbClickHouse } from '@plover/chdb';
 import { fsyncPath, syncTreeAndParent } from '@plover/core';
 import { PGliteSql } from '@plover/postgres/pglite';
+import { DATA_DIR_LOCK } from './data-dir';
 
 const MANIFEST = 'manifest.json';
 const FORMAT = 1;
@@ -71,7 +72,7 @@ export async function backupDataDir(dataDir: string, target: string): Promise<Ma
 export async function restoreDataDir(source: string, dataDir: string): Promise<Manifest> {
   const manifest = await readManifest(source);
   // The lock file is the only entry the caller may have made already.
-  await requireEmpty(dataDir, ['plover.lock']);
+  await requireEmpty(dataDir, [DATA_DIR_LOCK]);
 
   const sql = await PGliteSql.open({
     dataDir: path.join(dataDir, 'postgres'),

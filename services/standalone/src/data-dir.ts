@@ -2,6 +2,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { lockDirectory, StorageError } from '@plover/core';
 
+/** The lock file's name in the data dir. */
+export const DATA_DIR_LOCK = 'plover.lock';
+
 /**
  * Embedded mode keeps single-process stores (PGlite, chDB, the local log) under one directory, and two
  * processes on the same files would corrupt them: the lock (see lockDirectory) refuses the second process; a
@@ -10,7 +13,7 @@ import { lockDirectory, StorageError } from '@plover/core';
 export function lockDataDir(dataDir: string): () => void {
   makeDirectoryDurably(path.resolve(dataDir));
   try {
-    return lockDirectory(dataDir, 'plover.lock');
+    return lockDirectory(dataDir, DATA_DIR_LOCK);
   } catch (error) {
     if (!(error instanceof StorageError) || error.code !== 'DATA_DIR_LOCKED') throw error;
     throw new Error(`${error.message}; stop it or set PLOVER_DATA_DIR to another directory`, { cause: error });

@@ -3,7 +3,7 @@
  * tests run it on a simulated disk that keeps only what was synced.
  */
 import { mkdir, open, readdir, readFile, rename, rm, unlink } from 'node:fs/promises';
-import { lockDirectory } from '@plover/core';
+import { fsyncPath, lockDirectory } from '@plover/core';
 
 /** The subset of node's FileHandle the log uses (a FileHandle is one). */
 export interface LogFile {
@@ -49,14 +49,7 @@ export const nodeFileSystem: LogFileSystem = {
   rename,
   unlink,
   removeTree: (target) => rm(target, { recursive: true, force: true }),
-  async fsyncDir(dir) {
-    const handle = await open(dir, 'r');
-    try {
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-  },
+  fsyncDir: fsyncPath,
   lock(dir) {
     // Two processes appending to one partition would hand out the same offsets.
     const unlock = lockDirectory(dir, 'LOCK');

@@ -521,9 +521,9 @@ async function recoverTail(segment: Segment, logger: Logger): Promise<number> {
 }
 
 /** The command that shows, and with `--cut` repairs, damage that stops the log from opening (services/standalone). */
-export const REPAIR_COMMAND = 'npm run repair-log';
+const REPAIR_COMMAND = 'npm run repair-log';
 
-export function damagedLogError(file: string, scan: SegmentScan): StorageError {
+function damagedLogError(file: string, scan: SegmentScan): StorageError {
   return new StorageError(
     `LocalLogBus: ${file} has a damaged record at byte ${scan.intactBytes} (offset ${scan.endOffset}) with intact records behind it ` +
       `(from byte ${scan.intactAfter}); not opening, since cutting the log there drops them. With the process using the log stopped, ` +
