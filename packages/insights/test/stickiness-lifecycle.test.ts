@@ -14,6 +14,7 @@ import { runLifecycle, runStickiness, type InsightContext, type Interval, type J
 import { startChdbHttpServer } from '../../clickhouse/test/support/chdb-http-server';
 import { eventRow } from './support/event-row';
 import { referenceLifecycle, referenceStickiness, type PersonEvent } from './support/stickiness-lifecycle-reference';
+import { insightInput, seriesOf } from './support/inputs';
 
 interface Store {
   name: string;
@@ -102,35 +103,8 @@ function context(teamId: number, timezone: string, now: number): InsightContext 
   return { teamId, timezone, now: new Date(now), cohortMembers: () => Promise.reject(new Error('no cohorts here')) };
 }
 
-function series(overrides: Partial<Series> = {}): Series {
-  const event = overrides.event === undefined ? 'a' : overrides.event;
-  return {
-    event,
-    name: event ?? 'All events',
-    customName: null,
-    order: 0,
-    math: 'total',
-    mathProperty: null,
-    mathGroupTypeIndex: null,
-    properties: null,
-    ...overrides,
-  };
-}
-
-function input(overrides: Partial<TrendsInput> = {}): TrendsInput {
-  return {
-    series: [series()],
-    dateFrom: null,
-    dateTo: null,
-    interval: 'day',
-    properties: null,
-    breakdown: null,
-    compare: false,
-    formula: null,
-    display: 'ActionsLineGraph',
-    ...overrides,
-  };
-}
+const series = (overrides: Partial<Series> = {}): Series => seriesOf('a', overrides);
+const input = (overrides: Partial<TrendsInput> = {}): TrendsInput => insightInput(series(), overrides);
 
 const without = <T extends { action: unknown }>(results: T[]) => results.map(({ action: _action, ...rest }) => rest);
 

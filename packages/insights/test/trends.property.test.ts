@@ -12,6 +12,7 @@ import type { InsightContext, PropertyFilter, Series, TrendSeriesResult, TrendsI
 import { COHORT_ID, legacyRequestArb, trendsInputArb, trendsQuery, worldArb, type World } from './support/generate';
 import { openIngestion, type Dataset, type Ingestion } from './support/ingest';
 import { referenceTrends, type ComparedSeries, type PlainEvent, type ReferenceContext } from './support/reference';
+import { insightInput, seriesOf } from './support/inputs';
 
 const NO_GROUPS = { groups: ['', '', '', '', ''], groupProperties: [{}, {}, {}, {}, {}] };
 let sequence = 0;
@@ -20,35 +21,8 @@ function plainEvent(person: string, at: string, properties: PlainEvent['properti
   return { uuid: `e${++sequence}`, event, distinctId: person, timestamp: Date.parse(at), person, properties, personProperties: {}, ...NO_GROUPS };
 }
 
-function series(overrides: Partial<Series> = {}): Series {
-  const event = overrides.event === undefined ? 'purchase' : overrides.event;
-  return {
-    event,
-    name: event ?? 'All events',
-    customName: null,
-    order: 0,
-    math: 'total',
-    mathProperty: null,
-    mathGroupTypeIndex: null,
-    properties: null,
-    ...overrides,
-  };
-}
-
-function input(overrides: Partial<TrendsInput>): TrendsInput {
-  return {
-    series: [series()],
-    dateFrom: null,
-    dateTo: null,
-    interval: 'day',
-    properties: null,
-    breakdown: null,
-    compare: false,
-    formula: null,
-    display: 'ActionsLineGraph',
-    ...overrides,
-  };
-}
+const series = (overrides: Partial<Series> = {}): Series => seriesOf('purchase', overrides);
+const input = (overrides: Partial<TrendsInput> = {}): TrendsInput => insightInput(series(), overrides);
 
 const context = (timezone: string, now: string): ReferenceContext => ({ timezone, now: new Date(now), cohorts: new Map() });
 
