@@ -3,3 +3,4 @@ export * from './capture';
 export * from './captured-event';
 export * from './json-depth';
 export * from './identifiers';
+export * from './replay';
