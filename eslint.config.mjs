@@ -1,8 +1,18 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import globals from 'globals';
+import { readdirSync } from 'node:fs';
 
 const driverImports = ['express', 'kafkajs', 'pg', '@clickhouse/client', 'chdb', '@electric-sql/pglite'];
+
+// The layering of the workspaces, shown in editors; test/import-graph.test.ts checks the whole graph
+// (relative paths, dynamic imports, cycles and package.json dependencies too).
+const compositionRoot = 'standalone';
+const services = readdirSync(new URL('./services', import.meta.url), { withFileTypes: true })
+  .filter((entry) => entry.isDirectory())
+  .map((entry) => entry.name);
+const importOf = (names, message) => ({ regex: `^@plover/(${names.join('|')})(/|$)`, message });
+const noServices = importOf(services, 'Packages never import services.');
 
 export default tseslint.config(
   { ignores: ['**/dist/**', '**/node_modules/**', '.plover/**', 'coverage/**', '.cache/**'] },
@@ -32,10 +42,32 @@ export default tseslint.config(
     rules: { 'no-restricted-syntax': 'off' },
   },
   {
+    files: ['packages/*/src/**'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [noServices] }] },
+  },
+  {
     // Domain packages never see a driver: adapters are chosen in composition roots.
     files: ['packages/core/src/**', 'packages/accounts/src/**', 'packages/config/src/**', 'packages/flag-store/src/**'],
-    rules: { 'no-restricted-imports': ['error', { paths: driverImports }] },
+    rules: { 'no-restricted-imports': ['error', { paths: driverImports, patterns: [noServices] }] },
   },
+  ...services
+    .filter((service) => service !== compositionRoot)
+    .map((service) => ({
+      files: [`services/${service}/src/**`],
+      rules: {
+        'no-restricted-imports': [
+          'error',
+          {
+            patterns: [
+              importOf(
+                services.filter((other) => other !== service),
+                `Services never import each other; services/${compositionRoot} wires them.`,
+              ),
+            ],
+          },
+        ],
+      },
+    })),
   {
     files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
     ...tseslint.configs.disableTypeChecked,
