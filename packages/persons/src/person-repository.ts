@@ -1,3 +1,4 @@
+import { isUuid } from '@plover/core';
 import type { SqlExecutor } from '@plover/postgres';
 import type { Properties } from './json';
 import type { PersonState } from './rules/person-state';
@@ -21,6 +22,12 @@ export interface PersonOverride {
 }
 
 export type PersonRef = { id: number } | { uuid: string };
+
+/** An integer id, or a uuid when given a string; undefined for anything else (it matches no person). */
+export function toRef(personIdOrUuid: number | string): PersonRef | undefined {
+  if (typeof personIdOrUuid === 'number') return Number.isSafeInteger(personIdOrUuid) ? { id: personIdOrUuid } : undefined;
+  return isUuid(personIdOrUuid) ? { uuid: personIdOrUuid.toLowerCase() } : undefined;
+}
 
 const PERSON_COLUMNS = `p.id, p.uuid, p.properties, p.is_identified AS "isIdentified", p.created_at AS "createdAt", p.version`;
 const OVERRIDE_COLUMNS = `old_person_uuid AS "oldPersonUuid", override_person_uuid AS "overridePersonUuid", version`;

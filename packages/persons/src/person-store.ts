@@ -1,4 +1,3 @@
-import { isUuid } from '@plover/core';
 import type { Sql, SqlExecutor } from '@plover/postgres';
 import { jsonEqual, storableText, type Properties } from './json';
 import {
@@ -13,11 +12,11 @@ import {
   repointOverrides,
   selectPerson,
   selectPersonStates,
+  toRef,
   updatePersonState,
   updatePersonsIfUnchanged,
   writeOverrides,
   type PersonOverride,
-  type PersonRef,
   type StoredPerson,
 } from './person-repository';
 import {
@@ -33,6 +32,7 @@ import {
 import { newPersonState, nextPersonState, type ChangeOptions, type PersonChange } from './rules/person-state';
 import { MAX_PROPERTIES_BYTES, eventPersonProperties, normalizeUpdate, propertyUpdateOf, writesEveryChange, type PropertyUpdate } from './rules/properties';
 import { KnownPersons } from './known-persons';
+import { PersonReads } from './person-reads';
 import { PersonSnapshot, type LockedWrite, type StagedChange } from './person-snapshot';
 import { LostRaceError, PersonWriteConflict, transactionWithReplays } from './transactions';
 import type { PersonWarning } from './warnings';
@@ -121,8 +121,11 @@ interface EventContext {
 export class PersonStore {
   /** The properties readPersons read last: a batch then fetches only those of the persons written since. */
   private readonly known = new KnownPersons(KNOWN_PERSONS);
+  private readonly reads: PersonReads;
 
-  constructor(private readonly sql: Sql) {}
+  constructor(private readonly sql: Sql) {
+    this.reads = new PersonReads(sql);
+  }
 
   /**
    * The persons of `distinctIds` (ids as events carry them), for processEvent over a batch of their events: one
@@ -279,15 +282,14 @@ export class PersonStore {
     });
   }
 
-  /** By integer id, or by uuid when given a string. */
-  async getPerson(projectId: number, personIdOrUuid: number | string): Promise<Person | undefined> {
-    const ref = toRef(personIdOrUuid);
-    return ref ? selectPerson(this.sql, projectId, ref) : undefined;
+  /** PersonReads.get: by integer id, or by uuid when given a string. */
+  getPerson(projectId: number, personIdOrUuid: number | string): Promise<Person | undefined> {
+    return this.reads.get(projectId, personIdOrUuid);
   }
 
-  async getPersonByDistinctId(projectId: number, distinctId: string): Promise<Person | undefined> {
-    const person = await findPersonByDistinctId(this.sql, projectId, storableText(distinctId));
-    return person ? selectPerson(this.sql, projectId, { id: person.id }) : undefined;
+  /** PersonReads.getByDistinctId. */
+  getPersonByDistinctId(projectId: number, distinctId: string): Promise<Person | undefined> {
+    return this.reads.getByDistinctId(projectId, distinctId);
   }
 
   /**
@@ -438,9 +440,4 @@ export class PersonStore {
       overrides,
     };
   }
-}
-
-function toRef(personIdOrUuid: number | string): PersonRef | undefined {
-  if (typeof personIdOrUuid === 'number') return Number.isSafeInteger(personIdOrUuid) ? { id: personIdOrUuid } : undefined;
-  return isUuid(personIdOrUuid) ? { uuid: personIdOrUuid.toLowerCase() } : undefined;
 }
