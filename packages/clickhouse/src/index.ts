@@ -1,6 +1,6 @@
 /**
  * @plover/clickhouse: the ClickHouse port, its HTTP adapter, migrations, and the tables ingestion writes (events,
- * ingestion warnings, person overrides).
+ * ingestion warnings, person overrides, session replay).
  * The chDB adapter is the package `@plover/chdb`, so that only embedded mode installs and loads the native engine.
  */
 export * from './port';
@@ -9,6 +9,7 @@ export { migrate, type MigrateOptions } from './migrate';
 export * from './events';
 export * from './warnings';
 export * from './person-overrides';
+export * from './replay';
 // What an adapter outside this package (chDB) shares with the HTTP one: error classification and the wire rules.
 export { clickHouseFailure, closedFailure, unclassifiedFailure } from './errors';
 export { assertTableName, normalizeParams, SESSION_SETTINGS } from './wire';

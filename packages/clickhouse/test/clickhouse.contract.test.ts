@@ -1,98 +1,14 @@
-/**
- * One contract, every adapter: chDB in-process; HttpClickHouse through real HTTP against chDB (a test-only
- * server speaking ClickHouse's HTTP interface); and HttpClickHouse against a real server when
- * TEST_CLICKHOUSE_URL is set. There is no ClickHouse server on the CI machines, so that last variant is
- * skipped when the variable is unset, even under CI (hence no realService() here).
- */
+/** One contract, every adapter (test/support/variants.ts). */
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { rename, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { StorageError } from '@plover/core';
 import { countEvents, HttpClickHouse, insertEvents, listEvents, migrate, NO_GROUPS, type ClickHouse, type EventRow } from '@plover/clickhouse';
 import { ChdbClickHouse } from '@plover/chdb';
 import { splitStatements } from '../src/migrate';
-import { startChdbHttpServer } from './support/chdb-http-server';
-
-interface Target {
-  ch: ClickHouse;
-  /** For HTTP variants: a handle with other options against the same server. */
-  connect?: (options?: { requestTimeoutMs?: number }) => ClickHouse;
-  close(): Promise<void>;
-}
-
-interface Variant {
-  name: string;
-  kind: 'chdb' | 'http';
-  open(): Promise<Target>;
-}
-
-async function tempDir(): Promise<{ dir: string; remove: () => Promise<void> }> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'plover-ch-'));
-  return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
-}
-
-const variants: Variant[] = [
-  {
-    name: 'ChdbClickHouse (in-process)',
-    kind: 'chdb',
-    async open() {
-      const { dir, remove } = await tempDir();
-      const ch = await ChdbClickHouse.open({ dataDir: dir });
-      return {
-        ch,
-        async close() {
-          await ch.close();
-          await remove();
-        },
-      };
-    },
-  },
-  {
-    name: 'HttpClickHouse (HTTP to a chDB-backed test server)',
-    kind: 'http',
-    async open() {
-      const { dir, remove } = await tempDir();
-      const server = await startChdbHttpServer(dir);
-      const ch = new HttpClickHouse({ url: server.url });
-      return {
-        ch,
-        connect: (options) => new HttpClickHouse({ url: server.url, ...options }),
-        async close() {
-          await ch.close();
-          await server.close();
-          await remove();
-        },
-      };
-    },
-  },
-];
-
-const realUrl = process.env.TEST_CLICKHOUSE_URL;
-if (realUrl) {
-  variants.push({
-    name: `HttpClickHouse (real server at TEST_CLICKHOUSE_URL)`,
-    kind: 'http',
-    async open() {
-      // A database of its own per run, so runs neither see each other's rows nor the migrations of the last one.
-      const database = `plover_test_${randomUUID().replace(/-/g, '')}`;
-      const admin = new HttpClickHouse({ url: realUrl });
-      await admin.command('test.createDatabase', `CREATE DATABASE ${database}`);
-      const ch = new HttpClickHouse({ url: realUrl, database });
-      return {
-        ch,
-        connect: (options) => new HttpClickHouse({ url: realUrl, database, ...options }),
-        async close() {
-          await ch.close();
-          await admin.command('test.dropDatabase', `DROP DATABASE IF EXISTS ${database}`);
-          await admin.close();
-        },
-      };
-    },
-  });
-}
+import { tempDir, variants, type Target } from './support/variants';
 
 let nextTeam = 1;
 function event(teamId: number, overrides: Partial<EventRow> = {}): EventRow {
@@ -141,7 +57,9 @@ describe.each(variants)('ClickHouse contract: $name', (variant) => {
 
   describe('migrations', () => {
     it('apply in order, are recorded, and a second run applies nothing', async () => {
-      expect(await migrate(ch)).toEqual({ applied: ['001_events', '002_ingestion_warnings', '003_person_overrides', '004_materialized_properties'] });
+      expect(await migrate(ch)).toEqual({
+        applied: ['001_events', '002_ingestion_warnings', '003_person_overrides', '004_materialized_properties', '005_session_replay'],
+      });
       expect(await migrate(ch)).toEqual({ applied: [] });
       const recorded = await ch.query('test.ledger', 'SELECT version, name FROM plover_migrations FINAL ORDER BY version');
       expect(recorded).toEqual([
@@ -149,6 +67,7 @@ describe.each(variants)('ClickHouse contract: $name', (variant) => {
         { version: 2, name: 'ingestion_warnings' },
         { version: 3, name: 'person_overrides' },
         { version: 4, name: 'materialized_properties' },
+        { version: 5, name: 'session_replay' },
       ]);
     });
 
@@ -159,9 +78,16 @@ describe.each(variants)('ClickHouse contract: $name', (variant) => {
         expect(racing.flatMap((run) => run.applied)).toContain('001_events');
         expect(await migrate(ch, { database })).toEqual({ applied: [] });
         const recorded = await ch.query('test.ledger', `SELECT version FROM ${database}.plover_migrations FINAL ORDER BY version`);
-        expect(recorded).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }]);
+        expect(recorded).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }, { version: 5 }]);
         const tables = await ch.query('test.tables', 'SELECT name FROM system.tables WHERE database = {database:String} ORDER BY name', { database });
-        expect(tables).toEqual([{ name: 'events' }, { name: 'ingestion_warnings' }, { name: 'person_overrides' }, { name: 'plover_migrations' }]);
+        expect(tables).toEqual([
+          { name: 'events' },
+          { name: 'ingestion_warnings' },
+          { name: 'person_overrides' },
+          { name: 'plover_migrations' },
+          { name: 'session_replay_snapshots' },
+          { name: 'session_replay_summaries' },
+        ]);
       } finally {
         await ch.command('test.dropDatabase', `DROP DATABASE IF EXISTS ${database}`);
       }
