@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ProjectTokenCache } from '@plover/accounts';
 import type { EventBus, OutgoingMessage } from '@plover/bus';
 import type { CaptureConfig } from '@plover/config';
-import { CAPTURE_TOPICS } from '@plover/contracts';
+import { CAPTURE_TOPICS, REPLAY_TOPIC } from '@plover/contracts';
 import { ApiError, TokenBuckets, type Logger } from '@plover/core';
 import {
   createServiceApp,
@@ -24,6 +24,7 @@ import { decodePayload } from './decode';
 import { captureError } from './errors';
 import { captureMetrics } from './metrics';
 import { toBusMessage, type RequestContext } from './normalize';
+import { replayCapture } from './replay';
 import { parseCaptureRequest, requestToken } from './request';
 import { sentAtFromQuery } from './timestamp';
 
@@ -37,6 +38,8 @@ export interface CaptureSettings extends CaptureConfig {
     /** One bus message (Kafka's default `message.max.bytes`, which PostHog's capture inherits). */
     eventBytes: number;
   };
+  /** Session replay (`/s/`): its topic, and its body limit as received (PostHog: 25 MiB). */
+  replay: { topic: string; bodyBytes: number };
   /** What decompressed payloads may hold at once; the process's own budget unless a test gives another. */
   decompression: DecompressionBudget;
   /** Epoch ms; tests fix it to check timestamps. */
@@ -59,6 +62,7 @@ export const DEFAULT_CAPTURE_SETTINGS: CaptureSettings = {
   rateLimit: undefined,
   topics: CAPTURE_TOPICS,
   limits: { bodyBytes: 20 * MIB, decompressedBytes: 100 * MIB, eventBytes: 1_000_000 },
+  replay: { topic: REPLAY_TOPIC, bodyBytes: 25 * MIB },
   decompression: decompressionBudget,
   now: Date.now,
 };
@@ -67,6 +71,8 @@ interface Route {
   /** The payload may carry PostHog's legacy second base64 layer (Rust `path_is_legacy_endpoint`). */
   legacy: boolean;
   engage?: boolean;
+  /** Session replay `$snapshot` events (`replay.ts`). */
+  replay?: boolean;
 }
 
 /**
@@ -80,6 +86,7 @@ const ROUTES = new Map<string, Route>([
   ['/capture', { legacy: true }],
   ['/track', { legacy: true }],
   ['/engage', { legacy: true, engage: true }],
+  ['/s', { legacy: false, replay: true }],
 ]);
 
 /** Exactly this, with status 200: posthog-js retries anything but 200, posthog-python accepts only 200. */
@@ -101,7 +108,12 @@ export function captureRoutes(deps: CaptureDeps): FastRoute {
   async function capture(req: IncomingMessage, res: ServerResponse, route: Route): Promise<void> {
     const lease = settings.decompression.lease();
     try {
-      await captureWithin(req, res, route, lease);
+      if (route.replay) {
+        metrics.events.inc({ topic: 'replay' }, await replay(req, lease));
+        sendOk(res);
+      } else {
+        await captureWithin(req, res, route, lease);
+      }
     } finally {
       lease.release();
     }
@@ -138,8 +150,7 @@ export function captureRoutes(deps: CaptureDeps): FastRoute {
     const messages = request.events.map(({ event, attrPrefix }) => toBusMessage(event, attrPrefix, context));
     await produce(request.historical ? settings.topics.historical : settings.topics.events, messages);
     metrics.events.inc({ topic: request.historical ? 'historical' : 'events' }, messages.length);
-    res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': OK_BODY.length });
-    res.end(OK_BODY);
+    sendOk(res);
   }
 
   async function lookUpProject(token: string) {
@@ -179,6 +190,14 @@ export function captureRoutes(deps: CaptureDeps): FastRoute {
     }
   }
 
+  const replay = replayCapture({
+    topic: settings.replay.topic,
+    limits: { bodyBytes: settings.replay.bodyBytes, decompressedBytes: settings.limits.decompressedBytes, messageBytes: settings.limits.eventBytes },
+    now: settings.now,
+    lookUpProject,
+    produce,
+  });
+
   return (req, res) => {
     const route = ROUTES.get(routePath(req.url));
     if (!route) return false;
@@ -194,14 +213,18 @@ export function captureRoutes(deps: CaptureDeps): FastRoute {
         return true;
       case 'OPTIONS':
         // PostHog answers a preflight with the success body.
-        res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': OK_BODY.length });
-        res.end(OK_BODY);
+        sendOk(res);
         return true;
       default:
         // Other methods fall through to the 404 (with the CORS headers, as the route's CORS layer gave them).
         return false;
     }
   };
+}
+
+function sendOk(res: ServerResponse): void {
+  res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': OK_BODY.length });
+  res.end(OK_BODY);
 }
 
 /** The client's address (`requestAddress`), IPv4-mapped IPv6 written as IPv4. */

@@ -17,6 +17,10 @@ export const captureError = {
   emptyAfterFiltering: () => ApiError.validation('Payload empty after filtering invalid event types.', null, 'empty_payload_filtered'),
   missingEventName: (attr: string, detail: string) => ApiError.validation(detail, attr, 'missing_event_name'),
   missingDistinctId: (attr: string) => ApiError.validation('Event submitted without a distinct_id.', attr, 'missing_distinct_id'),
+  // Session replay (`/s/`): PostHog's messages, with codes named after its error variants.
+  missingSessionId: (attr: string) => ApiError.validation('Replay event submitted without session id.', attr, 'missing_session_id'),
+  invalidSessionId: (attr: string) => ApiError.validation('Replay event has invalid session id.', attr, 'invalid_session_id'),
+  missingSnapshotData: (attr: string) => ApiError.validation('Replay event submitted without snapshot data.', attr, 'missing_snapshot_data'),
   tooLarge: (detail: string, attr: string | null = null) => new ApiError(413, 'validation_error', 'payload_too_large', detail, attr),
   noToken: () => ApiError.unauthenticated('Event submitted without an api_key.', 'ingest_key_required'),
   mixedTokens: () => ApiError.validation('Batch submitted with inconsistent api_key values.', null, 'unroutable_events'),

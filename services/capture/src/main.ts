@@ -1,6 +1,6 @@
 import { KafkaBus } from '@plover/bus/kafka';
 import { loadConfigOrExit, sections } from '@plover/config';
-import { CAPTURE_TOPICS } from '@plover/contracts';
+import { CAPTURE_TOPICS, REPLAY_TOPIC } from '@plover/contracts';
 import { createLogger, exitOnUncaughtErrors } from '@plover/core';
 import { createMetricsRegistry, serve } from '@plover/http';
 import { PgSql } from '@plover/postgres';
@@ -20,7 +20,9 @@ const bus = new KafkaBus({ ...config.kafka, logger });
 
 // Capture starts even while Kafka is down (it answers 503 until the broker is back), so a failed topic
 // creation is a warning; produce fails loudly enough if the topics are still missing then.
-bus.ensureTopics(Object.values(CAPTURE_TOPICS)).catch((error: unknown) => logger.warn({ err: error }, 'could not create the capture topics'));
+bus
+  .ensureTopics([...Object.values(CAPTURE_TOPICS), REPLAY_TOPIC])
+  .catch((error: unknown) => logger.warn({ err: error }, 'could not create the capture topics'));
 
 serve(createApp({ logger, metrics: createMetricsRegistry('capture'), sql, bus, trustProxy: config.http.trustProxy, capture: config.capture }), {
   ...config.http,

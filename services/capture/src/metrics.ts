@@ -6,7 +6,7 @@ export interface CaptureMetrics {
   produceSeconds: Histogram;
 }
 
-/** Labels are bounded: two topics, and the error codes of errors.ts. */
+/** Labels are bounded: three topics (`events`, `historical`, `replay`), and the error codes of errors.ts. */
 export function captureMetrics(registry: Registry): CaptureMetrics {
   return {
     events: metric(

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { bootstrap } from '@plover/accounts';
 import { LocalLogBus, type BusMessage, type EventBus } from '@plover/bus';
-import { createApp, type CaptureSettings } from '@plover/capture/app';
+import { createApp, DEFAULT_CAPTURE_SETTINGS, type CaptureSettings } from '@plover/capture/app';
 import { parseCapturedEventMessage, type CapturedEvent, type CapturedEventMessage } from '@plover/contracts';
 import { silentLogger } from '@plover/core';
 import { createMetricsRegistry, type ServiceApp } from '@plover/http';
@@ -41,11 +41,15 @@ export interface CaptureHarness {
   token: string;
   projectId: number;
   topics: { events: string; historical: string };
+  /** The session replay topic (`/s/`), unique to the harness like `topics`. */
+  replayTopic: string;
   /**
    * Reads `topic` from the beginning with a new consumer group until `count` messages arrived, then watches
    * `quietMs` longer for any that should not be there. Fails when fewer arrive within `timeoutMs`.
    */
   read(topic: string, count: number, options?: { quietMs?: number; timeoutMs?: number }): Promise<Captured[]>;
+  /** `read` without the parse: the raw bus messages, for topics that carry another contract. */
+  readRaw(topic: string, count: number, options?: { quietMs?: number; timeoutMs?: number }): Promise<BusMessage[]>;
   close(): Promise<void>;
 }
 
@@ -67,13 +71,14 @@ export async function openHarness(options: HarnessOptions = {}): Promise<Capture
     bus = await LocalLogBus.open({ dataDir });
   }
   const topics = options.capture?.topics ?? uniqueTopics();
+  const replay = options.capture?.replay ?? { ...DEFAULT_CAPTURE_SETTINGS.replay, topic: `${topics.events}-replay` };
   const app = createApp({
     logger: silentLogger(),
     metrics: createMetricsRegistry('capture-test'),
     sql,
     bus,
     trustProxy: options.trustProxy ?? false,
-    capture: { now: () => NOW, ...options.capture, topics },
+    capture: { now: () => NOW, ...options.capture, topics, replay },
   });
   const openBus = bus;
   return {
@@ -83,7 +88,9 @@ export async function openHarness(options: HarnessOptions = {}): Promise<Capture
     token: credentials!.project.api_token,
     projectId: credentials!.project.id,
     topics,
+    replayTopic: replay.topic,
     read: (topic, count, readOptions) => readTopic(openBus, topic, count, readOptions),
+    readRaw: (topic, count, readOptions) => readMessages(openBus, topic, count, readOptions),
     async close() {
       await openBus.close();
       await sql.close();
@@ -93,6 +100,14 @@ export async function openHarness(options: HarnessOptions = {}): Promise<Capture
 }
 
 export async function readTopic(bus: EventBus, topic: string, count: number, options: { quietMs?: number; timeoutMs?: number } = {}): Promise<Captured[]> {
+  return (await readMessages(bus, topic, count, options)).map((message) => {
+    const parsed = parseCapturedEventMessage(message.value);
+    if (!parsed.ok) throw new Error(`${topic} holds a message that breaks the contract: ${JSON.stringify(parsed.violation)}`);
+    return { ...parsed.value, key: message.key, topic };
+  });
+}
+
+async function readMessages(bus: EventBus, topic: string, count: number, options: { quietMs?: number; timeoutMs?: number } = {}): Promise<BusMessage[]> {
   const { quietMs = 300, timeoutMs = 15_000 } = options;
   const received: BusMessage[] = [];
   let enough: () => void = () => undefined;
@@ -122,9 +137,5 @@ export async function readTopic(bus: EventBus, topic: string, count: number, opt
     clearTimeout(timer);
     await consumer.stop();
   }
-  return received.map((message) => {
-    const parsed = parseCapturedEventMessage(message.value);
-    if (!parsed.ok) throw new Error(`${topic} holds a message that breaks the contract: ${JSON.stringify(parsed.violation)}`);
-    return { ...parsed.value, key: message.key, topic };
-  });
+  return received;
 }
