@@ -35,7 +35,8 @@ for S in "${SERVICES[@]}"; do
 
   if ! (cd "$build" \
     && npm ci --no-audit --no-fund --workspace "services/$S" --include-workspace-root \
-    && npx tsc -b "services/$S/tsconfig.build.json"); then
+    && npx tsc -b "services/$S/tsconfig.build.json" \
+    && { [ "$S" != management ] || node services/management/dist/replay-player/build.js; }); then
     fail "the build stage of $S failed"
     continue
   fi
@@ -53,6 +54,8 @@ for S in "${SERVICES[@]}"; do
   runtime="$work/$S/runtime"
   mkdir -p "$runtime"
   cp -a "$deps/package.json" "$deps/node_modules" "$build/packages" "$build/services" "$runtime/"
+  [ "$S" != management ] || [ -s "$runtime/services/management/dist/replay-player/assets/player.js" ] \
+    || fail "the management runtime has no replay player bundle"
   status=0
   output=$(cd "$runtime" && env -i PATH="$PATH" NODE_ENV=production node "services/$S/dist/main.js" 2>&1) || status=$?
   [ "$status" -eq 1 ] && [[ "$output" == "Invalid configuration: "* ]] \
