@@ -58,6 +58,7 @@ describe('checkTree', () => {
         ...extra,
       }),
     ),
+    assets: new Set(['services/capture/src/page.css']),
   });
 
   it('finds nothing in a tree that keeps the rules', () => {
@@ -65,11 +66,14 @@ describe('checkTree', () => {
   });
 
   it('names the file and line of a service importing another service, by name or by relative path', () => {
-    const findings = checkTree(treeWith({ 'services/decide/src/app.ts': imports('@plover/core', '@plover/capture/app', '../../capture/src/app') }));
+    const findings = checkTree(
+      treeWith({ 'services/decide/src/app.ts': imports('@plover/core', '@plover/capture/app', '../../capture/src/app', '../../capture/src/page.css') }),
+    );
     expect(findings.boundaries).toEqual([
       "services/decide/src/app.ts:2 imports '@plover/capture/app': services never import each other (services/capture); only services/standalone wires them",
       "services/decide/src/app.ts:3 imports '../../capture/src/app': a relative import must stay inside services/decide; import @plover/capture by name",
       "services/decide/src/app.ts:3 imports '../../capture/src/app': services never import each other (services/capture); only services/standalone wires them",
+      "services/decide/src/app.ts:4 imports '../../capture/src/page.css': a relative import must stay inside services/decide; import @plover/capture by name",
     ]);
   });
 
@@ -106,11 +110,12 @@ describe('checkTree', () => {
     ]);
   });
 
-  it('reports a relative import that resolves to no file, and a name that is no workspace', () => {
-    const findings = checkTree(treeWith({ 'services/capture/src/app.ts': imports('./missing', '@plover/nothing') }));
+  it('reports a relative import of no file (an asset beside the sources is a file) and a name that is no workspace', () => {
+    const findings = checkTree(treeWith({ 'services/capture/src/app.ts': imports('./missing', '@plover/nothing', './page.css', './page') }));
     expect(findings.unresolved).toEqual([
       "services/capture/src/app.ts:1 imports './missing': no source file has that path",
       "services/capture/src/app.ts:2 imports '@plover/nothing': no workspace has that name",
+      "services/capture/src/app.ts:4 imports './page': no source file has that path",
     ]);
   });
 

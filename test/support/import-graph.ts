@@ -6,7 +6,7 @@
  * through its imports. The tree is read from disk by `readTree`; `checkTree` works on any in-memory tree, so
  * the rules can be tested on small graphs of their own.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
 
@@ -35,6 +35,8 @@ export interface Tree {
   workspaces: Workspace[];
   /** Every checked source file (repository-relative, `/`-separated) and the module specifiers it imports. */
   imports: Map<string, SourceImport[]>;
+  /** The other files under the workspaces' `src` (stylesheets, JSON): importable, but outside the graph. */
+  assets: Set<string>;
 }
 
 export interface Findings {
@@ -79,19 +81,20 @@ function isModuleCall(callee: ts.Expression): boolean {
 export function readTree(root: string): Tree {
   const workspaces: Workspace[] = [];
   const imports = new Map<string, SourceImport[]>();
+  const assets = new Set<string>();
   for (const group of ['packages', 'services']) {
     for (const entry of readdirSync(path.join(root, group), { withFileTypes: true })) {
       if (!entry.isDirectory()) continue;
       const dir = `${group}/${entry.name}`;
       workspaces.push(readWorkspace(root, dir));
-      const files = readdirSync(path.join(root, dir, 'src'), { recursive: true, encoding: 'utf8' });
-      for (const file of files.filter((name) => name.endsWith('.ts'))) {
-        const relative = `${dir}/src/${file.split(path.sep).join('/')}`;
-        imports.set(relative, importsOf(relative, readFileSync(path.join(root, relative), 'utf8')));
+      for (const name of readdirSync(path.join(root, dir, 'src'), { recursive: true, encoding: 'utf8' })) {
+        const file = `${dir}/src/${name.split(path.sep).join('/')}`;
+        if (file.endsWith('.ts')) imports.set(file, importsOf(file, readFileSync(path.join(root, file), 'utf8')));
+        else if (statSync(path.join(root, file)).isFile()) assets.add(file);
       }
     }
   }
-  return { workspaces, imports };
+  return { workspaces, imports, assets };
 }
 
 interface PackageJson {
@@ -135,6 +138,7 @@ export function checkTree(tree: Tree): Findings {
         target = [base, base.replace(/\.js$/, '.ts'), `${base}.ts`, `${base}/index.ts`].find((candidate) => tree.imports.has(candidate));
         to = workspaceOf(target ?? base);
         if (to !== from) findings.boundaries.push(`${at}: a relative import must stay inside ${from?.dir}; import ${to?.name ?? 'it'} by name`);
+        if (!target && tree.assets.has(base)) continue;
       } else {
         const name = /^@plover\/[^/]+/.exec(specifier)?.[0];
         if (!name) continue; // a Node built-in or a third-party package
