@@ -1,3 +1,4 @@
 export * from './bootstrap';
 export * from './keys';
 export * from './projects';
+export * from './replay-settings';
