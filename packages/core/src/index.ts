@@ -6,3 +6,4 @@ export * from './logger';
 export * from './token-buckets';
 export * from './time';
 export * from './timeout';
+export * from './utc-text';

@@ -3,7 +3,7 @@
  * here is wall-clock arithmetic (a local date-time held as epoch milliseconds as if it were UTC); ClickHouse
  * turns the resulting local times into instants with the timezone, so DST never enters this code.
  */
-import { ApiError, toWallClock } from '@plover/core';
+import { ApiError, sqlTimestamp, toWallClock } from '@plover/core';
 import type { InsightContext, Interval, ResolvedRange } from './types';
 
 const SECOND = 1000;
@@ -19,7 +19,7 @@ const NAIVE = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2}))?(?:\.\
 
 /** `YYYY-MM-DD HH:MM:SS` of a wall clock. */
 export function formatWall(wall: number): string {
-  return new Date(wall).toISOString().slice(0, 19).replace('T', ' ');
+  return sqlTimestamp(wall).slice(0, 19);
 }
 
 export function parseWall(text: string): number {

@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { HttpClickHouse, insertEvents, insertPersonOverrides, migrate, type ClickHouse } from '@plover/clickhouse';
 import { ChdbClickHouse } from '@plover/chdb';
+import { sqlTimestamp } from '@plover/core';
 import fc from 'fast-check';
 import { runLifecycle, runStickiness, type InsightContext, type Interval, type JsonValue, type PropertyGroup, type Series, type TrendsInput } from '../src';
 import { startChdbHttpServer } from '../../clickhouse/test/support/chdb-http-server';
@@ -48,7 +49,6 @@ const stores: Store[] = [
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 const person = (i: number) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
-const clickHouseTime = (ms: number) => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
 
 /** One event as a test writes it: the person it was stored with, and that person's created_at then. */
 interface Fixture {
@@ -88,9 +88,9 @@ async function project(
       ...fixture,
       uuid: events[i]!.uuid,
       teamId,
-      at: clickHouseTime(fixture.at),
+      at: sqlTimestamp(fixture.at),
       person: person(fixture.person),
-      personCreatedAt: clickHouseTime(fixture.createdAt),
+      personCreatedAt: sqlTimestamp(fixture.createdAt),
     }),
   );
   if (rows.length > 0) await insertEvents(ch, rows);

@@ -5,7 +5,7 @@
  */
 import type { OutgoingMessage } from '@plover/bus';
 import { capturedEventKey, distinctIdOf, exceedsJsonDepth, firstChars, wellFormedJson, type CapturedEventWarning, type RawEvent } from '@plover/contracts';
-import { uuidv7 } from '@plover/core';
+import { isoTimestamp, uuidv7 } from '@plover/core';
 import { captureError } from './errors';
 import { eventTimestamp, type EventTime } from './timestamp';
 
@@ -50,7 +50,7 @@ export function toBusMessage(raw: RawEvent, attrPrefix: string, context: Request
   const sentAt = ignoreSentAt ? undefined : context.sentAt;
   const invalidSentAt = ignoreSentAt ? undefined : context.invalidSentAt;
   const time = eventTimestamp({ timestamp: raw.timestamp, offset: raw.offset, sentAt, now: context.now });
-  const timestamp = isoString(time.ms);
+  const timestamp = isoTimestamp(time.ms);
   const warnings =
     time.ignored || invalidSentAt !== undefined ? timestampWarnings(raw, time, { uuid, name, sentAt, invalidSentAt }, context.nowIso) : undefined;
   const distinctIdJson = JSON.stringify(distinctId);
@@ -93,7 +93,7 @@ function timestampWarnings(
       type: 'event_timestamp_in_future',
       details: {
         timestamp: raw.timestamp ?? '',
-        sentAt: event.sentAt === undefined ? '' : new Date(event.sentAt).toISOString(),
+        sentAt: event.sentAt === undefined ? '' : isoTimestamp(event.sentAt),
         offset: raw.offset ?? '',
         now: nowIso,
         result: timeText(ignored.result),
@@ -112,33 +112,6 @@ function timestampWarnings(
 function timeText(ms: number): string {
   const date = new Date(ms);
   return Number.isNaN(date.getTime()) ? String(ms) : date.toISOString();
-}
-
-const DAY_MS = 86_400_000;
-const TWO_DIGITS = Array.from({ length: 60 }, (_, n) => String(n).padStart(2, '0'));
-const THREE_DIGITS = Array.from({ length: 1000 }, (_, n) => String(n).padStart(3, '0'));
-/** The UTC day `isoString` wrote last: its first millisecond and `YYYY-MM-DDT`. */
-let dayStart = NaN;
-let dayPrefix = '';
-
-/**
- * `new Date(ms).toISOString()` without a Date for times in the day of the previous call (the events of a request
- * nearly always share one): the Date and its toISOString were a sixth of toBusMessage's time.
- */
-export function isoString(ms: number): string {
-  const offset = ms - dayStart;
-  if (!(offset >= 0 && offset < DAY_MS) || !Number.isInteger(ms)) {
-    const iso = new Date(ms).toISOString();
-    // Only 4-digit years have the 24-character form; fractions of a millisecond are truncated by Date.
-    if (iso.length === 24 && Number.isInteger(ms)) {
-      dayStart = ms - (((ms % DAY_MS) + DAY_MS) % DAY_MS);
-      dayPrefix = iso.slice(0, 11);
-    }
-    return iso;
-  }
-  const seconds = Math.floor(offset / 1000);
-  const minutes = Math.floor(seconds / 60);
-  return `${dayPrefix}${TWO_DIGITS[Math.floor(minutes / 60)]}:${TWO_DIGITS[minutes % 60]}:${TWO_DIGITS[seconds % 60]}.${THREE_DIGITS[offset % 1000]}Z`;
 }
 
 function eventName(raw: RawEvent, attrPrefix: string, engage: boolean): string {

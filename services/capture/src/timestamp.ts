@@ -2,6 +2,7 @@
  * When an event happened, from what the client says and when we received it: PostHog's clock-skew rule
  * (Rust `rust/common/types/src/timestamp.rs` `parse_event_timestamp`; docs/capture.md#timestamps).
  */
+import { isoTimestampMs, utcDateMs } from '@plover/core';
 
 /** A client more than this far ahead of us is not believed: the event is stamped `now` instead. */
 export const MAX_FUTURE_MS = 23 * 60 * 60 * 1000;
@@ -74,8 +75,9 @@ const RFC2822 = /^(?:[A-Za-z]{3},\s*)?\d{1,2}\s+[A-Za-z]{3}\s+\d{4}\s+\d{2}:\d{2
 
 /** Epoch milliseconds of a client timestamp, or undefined when it is in none of the accepted formats. */
 export function parseTimestamp(value: string): number | undefined {
-  const canonical = canonicalIso(value);
-  if (canonical !== undefined) return canonical;
+  // The shape nearly every SDK sends, read without the regexes.
+  const exact = isoTimestampMs(value);
+  if (exact !== undefined) return exact;
   const text = value.trim();
   let match = ISO.exec(text);
   if (match) return fromFields(match, match[8]);
@@ -95,43 +97,6 @@ export function parseIsoTimestamp(value: string): number | undefined {
   return match ? fromFields(match, match[8]) : undefined;
 }
 
-/** The day `canonicalIso` read last (`YYYY-MM-DD`) and its first millisecond, NaN when that day does not exist. */
-let canonicalDay = '';
-let canonicalDayMs = Number.NaN;
-
-/**
- * `YYYY-MM-DDTHH:MM:SS.sssZ`, what `Date.prototype.toISOString` writes and so what nearly every SDK sends, read
- * without the regex: the day is computed once per day seen (the events of a batch share it), the time of day from
- * the digits. Undefined when `value` is not exactly that shape (the general parser then decides), or when its
- * date or time does not exist, as the general parser would say too.
- */
-function canonicalIso(value: string): number | undefined {
-  if (value.length !== 24 || value.charCodeAt(23) !== 90 /* Z */ || value.charCodeAt(10) !== 84 /* T */) return undefined;
-  const day = value.slice(0, 10);
-  if (day !== canonicalDay) {
-    const match = ISO.exec(day);
-    canonicalDay = day;
-    canonicalDayMs = (match && fromFields(match, undefined)) ?? Number.NaN;
-  }
-  const hour = twoDigits(value, 11);
-  const minute = twoDigits(value, 14);
-  const second = twoDigits(value, 17);
-  const millis = twoDigits(value, 20) * 10 + digit(value, 22);
-  const separators = value.charCodeAt(13) === 58 && value.charCodeAt(16) === 58 && value.charCodeAt(19) === 46; // : : .
-  // NaN (a non-digit, or a day that does not exist) fails every comparison: undefined, left to the general parser.
-  if (!(separators && hour <= 23 && minute <= 59 && second <= 59 && millis >= 0 && !Number.isNaN(canonicalDayMs))) return undefined;
-  return canonicalDayMs + ((hour * 60 + minute) * 60 + second) * 1000 + millis;
-}
-
-function digit(text: string, index: number): number {
-  const code = text.charCodeAt(index) - 48;
-  return code >= 0 && code <= 9 ? code : Number.NaN;
-}
-
-function twoDigits(text: string, index: number): number {
-  return digit(text, index) * 10 + digit(text, index + 1);
-}
-
 function fromFields(match: RegExpExecArray, zone: string | undefined): number | undefined {
   // Plain arithmetic rather than a Date per event: this runs for nearly every captured event.
   const year = Number(match[1]);
@@ -140,27 +105,11 @@ function fromFields(match: RegExpExecArray, zone: string | undefined): number | 
   const hour = Number(match[4] ?? 0);
   const minute = Number(match[5] ?? 0);
   const second = Number(match[6] ?? 0);
-  // Dates do not roll over (2024-02-30 is not March 1st): that is not what the client meant.
-  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month) || hour > 23 || minute > 59 || second > 59) return undefined;
+  const date = utcDateMs(year, month, day);
+  if (Number.isNaN(date) || hour > 23 || minute > 59 || second > 59) return undefined;
   const fraction = match[7];
   const millis = fraction === undefined ? 0 : Number(fraction.slice(0, 3).padEnd(3, '0'));
-  return utcMs(year, month, day, hour, minute, second, millis) - zoneOffsetMs(zone);
-}
-
-const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-
-function daysInMonth(year: number, month: number): number {
-  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
-  return month === 2 && leap ? 29 : (DAYS_IN_MONTH[month - 1] as number);
-}
-
-/** The Gregorian calendar repeats every 400 years, which are exactly this many milliseconds. */
-const FOUR_CENTURIES_MS = 146_097 * 86_400_000;
-
-function utcMs(year: number, month: number, day: number, hour: number, minute: number, second: number, millis: number): number {
-  // Date.UTC reads years 0–99 as 1900–1999; four centuries later is the same calendar, and unambiguous.
-  if (year < 100) return Date.UTC(year + 400, month - 1, day, hour, minute, second, millis) - FOUR_CENTURIES_MS;
-  return Date.UTC(year, month - 1, day, hour, minute, second, millis);
+  return date + ((hour * 60 + minute) * 60 + second) * 1000 + millis - zoneOffsetMs(zone);
 }
 
 function zoneOffsetMs(zone: string | undefined): number {

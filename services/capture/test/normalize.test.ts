@@ -1,8 +1,7 @@
-import fc from 'fast-check';
 import { MAX_JSON_DEPTH, parseCapturedEventMessage, type CapturedEvent, type CapturedEventMessage, type RawEvent } from '@plover/contracts';
 import { ApiError } from '@plover/core';
 import { distinctIdOf } from '@plover/contracts';
-import { isoString, toBusMessage, type RequestContext } from '../src/normalize';
+import { toBusMessage, type RequestContext } from '../src/normalize';
 
 const NOW = Date.parse('2025-06-01T12:00:00.000Z');
 const context: RequestContext = {
@@ -290,37 +289,5 @@ describe('timestamp warnings for ingestion', () => {
       { type: 'ignored_invalid_timestamp', details: { eventUuid: UUID, field: 'sent_at', value: 'a while ago', reason: 'invalid format' } },
     ]);
     expect(normalize({ event: 'e', distinct_id: 'd', properties: { $ignore_sent_at: true } }, invalid).message.warnings).toBeUndefined();
-  });
-});
-
-describe('isoString', () => {
-  it('is Date#toISOString, from one day to the next and at the edges of the accepted years', () => {
-    const times = [
-      NOW,
-      NOW + 1,
-      NOW + 999,
-      NOW + 86_399_999,
-      NOW + 86_400_000,
-      NOW - 1,
-      0,
-      -1,
-      -86_400_001,
-      Date.parse('0000-01-01T00:00:00.000Z'),
-      Date.parse('9999-12-31T23:59:59.999Z'),
-      Date.parse('2024-02-29T23:59:59.999Z'),
-      NOW + 0.5,
-      -0.5,
-      -1.5,
-    ];
-    for (const ms of times) expect([ms, isoString(ms)]).toEqual([ms, new Date(ms).toISOString()]);
-    fc.assert(
-      fc.property(
-        fc.array(fc.integer({ min: Date.parse('0000-01-01T00:00:00.000Z'), max: Date.parse('9999-12-31T23:59:59.999Z') }), { maxLength: 20 }),
-        fc.integer({ min: 0, max: 3 * 86_400_000 }),
-        (starts, step) => {
-          for (const start of starts) for (const ms of [start, start + step, start - step]) expect(isoString(ms)).toBe(new Date(ms).toISOString());
-        },
-      ),
-    );
   });
 });
