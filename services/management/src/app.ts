@@ -1,30 +1,19 @@
 import { Router, type RequestHandler } from 'express';
 import helmet from 'helmet';
-import type { ClickHouse } from '@plover/clickhouse';
-import type { Logger } from '@plover/core';
-import { createServiceApp, type MetricsRegistry, type ServiceApp } from '@plover/http';
-import type { Sql } from '@plover/postgres';
+import { createServiceApp, type ServiceApp } from '@plover/http';
+import type { ManagementDeps } from './deps';
 import { AuthFailureThrottle, authenticate, resolveProject } from './http/auth';
 import { checkQuery, jsonBody } from './http/body';
 import { errors, unstorableInput } from './http/errors';
 import { checkFormat } from './http/render';
+import { routerOf } from './http/route-table';
 import { schemaRoutes } from './openapi';
-import { accountRoutes, projectRoutes } from './routes/accounts';
+import { PROJECT_MOUNTS, routeTable } from './routes';
 import { dataRoutes } from './routes/data';
 import { personRoutes } from './routes/persons';
 import { playlistRoutes } from './routes/playlists';
 import { insightRoutes } from './insights';
 import { projectFlagRoutes } from './feature-flags';
-
-export interface ManagementDeps {
-  logger: Logger;
-  metrics: MetricsRegistry;
-  sql: Sql;
-  clickhouse: ClickHouse;
-  trustProxy: boolean;
-  /** Failed authentications per client address before 429 (tests pass their own). */
-  authThrottle?: AuthFailureThrottle;
-}
 
 /** Answers 405 for the methods a path does not support (mounted after the path's handlers). */
 export function methodNotAllowed(): RequestHandler {
@@ -40,15 +29,15 @@ export function methodNotAllowed(): RequestHandler {
  * insights and feature-flag routers are mounted on `projectRouter` the same way.
  */
 export function managementRoutes(deps: ManagementDeps): Router {
+  const table = routeTable(deps);
   const router = Router();
   const api = Router();
   api.use(checkFormat, authenticate(deps.sql, deps.authThrottle ?? new AuthFailureThrottle()), checkQuery, jsonBody);
-  api.use(accountRoutes(deps.sql));
-  api.all(['/users/@me', '/personal_api_keys', '/personal_api_keys/:id', '/projects'], methodNotAllowed());
+  api.use(routerOf(table.api));
 
   const project = Router({ mergeParams: true });
   project.use(resolveProject(deps.sql));
-  project.use(projectRoutes(deps.sql));
+  project.use(routerOf(table.project));
   project.use(personRoutes(deps.sql));
   project.use(playlistRoutes(deps.sql, deps.clickhouse));
   project.use(insightRoutes(deps));
@@ -57,8 +46,6 @@ export function managementRoutes(deps: ManagementDeps): Router {
   // Known paths answer 405 for methods they do not support (after every handler of those paths).
   project.all(
     [
-      '/',
-      '/reset_token',
       '/persons',
       '/persons/bulk_delete',
       '/persons/:id',
@@ -93,9 +80,9 @@ export function managementRoutes(deps: ManagementDeps): Router {
     ],
     methodNotAllowed(),
   );
-  api.use(['/projects/:project_id', '/environments/:project_id'], project);
+  api.use(PROJECT_MOUNTS, project);
 
-  router.use('/api', helmet(), schemaRoutes(), api, unstorableInput);
+  router.use('/api', helmet(), schemaRoutes(table), api, unstorableInput);
   return router;
 }
 

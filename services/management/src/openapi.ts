@@ -1,9 +1,13 @@
 import { Router } from 'express';
-import { bodySchemas, responseSchemas, type BodySchemaName } from './schemas';
+import { MAX_LIMIT } from './http/render';
+import type { Route } from './http/route-table';
+import { PROJECT_MOUNTS, type RouteTable } from './routes';
+import { bodySchemas, responseSchemas, type BodySchemaName, type JsonSchema } from './schemas';
 
 /**
- * OpenAPI 3.1 for the routes this service serves, built from the schemas the handlers validate with
- * (schemas/index.ts). Served without authentication at /api/schema/, as PostHog does.
+ * OpenAPI 3.1 for the routes this service serves, derived from the route table (http/route-table.ts) and the
+ * schemas the routes validate with (schemas/index.ts). Served without authentication at /api/schema/, as
+ * PostHog does.
  */
 interface Operation {
   method: 'get' | 'post' | 'patch' | 'put' | 'delete';
@@ -46,54 +50,6 @@ function flagResource(base: string, object: string, schema: string, body: BodySc
 }
 
 const OPERATIONS: Operation[] = [
-  { method: 'get', path: '/api/users/@me/', scope: 'user:read', summary: 'The authenticated user', response: { status: 200 } },
-  {
-    method: 'get',
-    path: '/api/personal_api_keys/',
-    scope: 'personal_api_key:read',
-    summary: 'List your personal API keys (masked)',
-    response: { status: 200, schema: 'PersonalApiKey', array: true },
-  },
-  {
-    method: 'get',
-    path: '/api/personal_api_keys/{id}/',
-    scope: 'personal_api_key:read',
-    summary: 'One of your personal API keys (masked); `@current` is the calling key',
-    response: { status: 200, schema: 'PersonalApiKey' },
-  },
-  {
-    method: 'post',
-    path: '/api/personal_api_keys/',
-    scope: 'personal_api_key:write',
-    summary: 'Create a personal API key; `value` is shown once',
-    body: 'PersonalApiKeyCreate',
-    response: { status: 201, schema: 'PersonalApiKey' },
-  },
-  { method: 'delete', path: '/api/personal_api_keys/{id}/', scope: 'personal_api_key:write', summary: 'Revoke a personal API key', response: { status: 204 } },
-  {
-    method: 'get',
-    path: '/api/projects/',
-    scope: 'project:read',
-    summary: 'Projects you can access',
-    query: PAGE,
-    response: { status: 200, schema: 'Project', paginated: true },
-  },
-  {
-    method: 'post',
-    path: '/api/projects/',
-    scope: 'project:write',
-    summary: 'Create a project (organization admins)',
-    body: 'ProjectCreate',
-    response: { status: 201, schema: 'Project' },
-  },
-  { method: 'get', path: `${P}/`, scope: 'project:read', summary: 'A project', response: { status: 200, schema: 'Project' } },
-  ...(['patch', 'post'] as const).map((method): Operation => ({
-    method,
-    path: `${P}/reset_token/`,
-    scope: 'project:write',
-    summary: 'Rotate the project API key (admins)',
-    response: { status: 200, schema: 'Project' },
-  })),
   ...[P, E].flatMap((prefix): Operation[] => [
     {
       method: 'get',
@@ -375,11 +331,69 @@ const OPERATIONS: Operation[] = [
 ];
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const queryParam = (name: string, schema: JsonSchema, required = false) => ({ name, in: 'query', required, schema });
+const pathParams = (path: string) => [...path.matchAll(/\{([a-z_]+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
+const errorResponse = { description: 'Error', content: { 'application/json': { schema: ref('Error') } } };
 
-export function openApiDocument(): Record<string, unknown> {
+/** `/api/projects/:project_id` + `/persons/:id` → `/api/projects/{project_id}/persons/{id}/`. */
+export function openApiPath(mount: string, path: string): string {
+  return `${mount}${path === '/' ? '' : path}/`.replace(/:([A-Za-z_]+)/g, '{$1}');
+}
+
+function successBody(route: Route): JsonSchema | undefined {
+  const { schema, array } = route.response;
+  if (!schema && !route.paginated) return undefined;
+  const item = schema ? ref(schema) : { type: 'object' };
+  if (route.paginated === 'has_next') return { type: 'object', properties: { results: { type: 'array', items: item }, has_next: { type: 'boolean' } } };
+  if (route.paginated === 'envelope') {
+    return {
+      type: 'object',
+      properties: {
+        count: { type: 'integer' },
+        next: { type: ['string', 'null'] },
+        previous: { type: ['string', 'null'] },
+        results: { type: 'array', items: item },
+      },
+    };
+  }
+  return array ? { type: 'array', items: item } : item;
+}
+
+function operationOf(route: Route, path: string): Record<string, unknown> {
+  const query = route.query;
+  const parameters = [
+    ...pathParams(path),
+    ...(route.paginated
+      ? [queryParam('limit', { type: 'integer', minimum: 1, maximum: MAX_LIMIT }), queryParam('offset', { type: 'integer', minimum: 0 })]
+      : []),
+    ...(route.csv ? [queryParam('format', { enum: ['json', 'csv'] })] : []),
+    ...Object.entries(query?.properties ?? {}).map(([name, schema]) => queryParam(name, schema, query?.required?.includes(name))),
+  ];
+  const schema = successBody(route);
+  const content = schema && { 'application/json': { schema }, ...(route.csv ? { 'text/csv': { schema: { type: 'string' } } } : {}) };
+  return {
+    summary: route.summary,
+    ...(route.scope ? { 'x-required-scope': route.scope } : {}),
+    parameters,
+    ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: ref(route.body) } } } } : {}),
+    responses: { [String(route.response.status)]: { description: 'Success', ...(content ? { content } : {}) }, default: errorResponse },
+  };
+}
+
+/** The OpenAPI 3.1 document of a route table: every route under each of its mounts. */
+export function openApiDocument(table: RouteTable): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
+  const mounted: Array<[mount: string, routes: Route[]]> = [
+    ['/api', table.api],
+    ...PROJECT_MOUNTS.map((mount): [string, Route[]] => [`/api${mount}`, table.project]),
+  ];
+  for (const [mount, routes] of mounted) {
+    for (const route of routes) {
+      const path = openApiPath(mount, route.path);
+      (paths[path] ??= {})[route.method] = operationOf(route, path);
+    }
+  }
   for (const op of OPERATIONS) {
-    const pathParams = [...op.path.matchAll(/\{([a-z_]+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
     const queryParams = (op.query ?? ['format']).map((name) => ({ name, in: 'query', required: false, schema: { type: 'string' } }));
     const response = op.response ?? { status: 200 };
     let content: unknown;
@@ -403,11 +417,11 @@ export function openApiDocument(): Record<string, unknown> {
     (paths[op.path] ??= {})[op.method] = {
       summary: op.summary,
       ...(op.scope ? { 'x-required-scope': op.scope } : {}),
-      parameters: [...pathParams, ...queryParams],
+      parameters: [...pathParams(op.path), ...queryParams],
       ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: ref(op.body) } } } } : {}),
       responses: {
         [String(response.status)]: { description: 'Success', ...(content ? { content } : {}) },
-        default: { description: 'Error', content: { 'application/json': { schema: ref('Error') } } },
+        default: errorResponse,
       },
     };
   }
@@ -423,11 +437,12 @@ export function openApiDocument(): Record<string, unknown> {
   };
 }
 
-export function schemaRoutes(): Router {
+/** `/api/schema/`: the document of `table`, built once. */
+export function schemaRoutes(table: RouteTable): Router {
   const router = Router();
-  const document = openApiDocument();
+  const document = JSON.stringify(openApiDocument(table));
   router.get('/schema', (_req, res) => {
-    res.type('application/vnd.oai.openapi+json').send(JSON.stringify(document));
+    res.type('application/vnd.oai.openapi+json').send(document);
   });
   return router;
 }

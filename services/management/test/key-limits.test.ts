@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { hashPersonalApiKey } from '@plover/accounts';
-import { SCOPE_OBJECTS } from '../src/routes/accounts';
+import { SCOPE_OBJECTS } from '../src/accounts/routes';
 import { backends, bearer, useWorld, type World } from './support/app';
 
 /**

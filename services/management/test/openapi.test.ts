@@ -1,11 +1,12 @@
 import request from 'supertest';
 import { openApiDocument } from '../src/openapi';
+import { declaredTable } from './support/table';
 import { bodySchemas, validateBody } from '../src/schemas';
 import { backends, useWorld } from './support/app';
 
 describe('OpenAPI', () => {
   it('publishes the same body schemas the handlers validate with', () => {
-    const doc = openApiDocument() as {
+    const doc = openApiDocument(declaredTable()) as {
       openapi: string;
       components: { schemas: Record<string, unknown> };
       paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: { $ref: string } }> } }>>;

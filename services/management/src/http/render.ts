@@ -117,6 +117,11 @@ export const checkFormat: RequestHandler = (req, _res, next) => {
   next();
 };
 
+/** Rows as a CSV download named `file`.csv. */
+export function sendCsv(res: Response, status: number, rows: readonly unknown[], file: string): void {
+  res.status(status).type('text/csv; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="${file}.csv"`).send(toCsv(rows));
+}
+
 /**
  * Sends a body as JSON, or with `format=csv` as CSV: a paginated envelope renders only its `results`, an array
  * its items, an object one row.
@@ -130,7 +135,7 @@ export function send(req: Request, res: Response, status: number, body: unknown,
   if (Array.isArray(body)) rows = body;
   else if (typeof body === 'object' && body !== null && 'results' in body && Array.isArray(body.results)) rows = body.results;
   else rows = body === undefined || body === null ? [] : [body];
-  res.status(status).type('text/csv; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="${filename}.csv"`).send(toCsv(rows));
+  sendCsv(res, status, rows, filename);
 }
 
 /** Rows a streamed CSV export writes at most. */

@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import type { ManagementDeps } from '../app';
+import type { ManagementDeps } from '../deps';
 import { computeRoutes } from './compute';
 import { savedInsightRoutes } from './saved';
 import { timingRoutes } from './timing';

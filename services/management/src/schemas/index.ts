@@ -1,5 +1,5 @@
-import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
-import { errors } from '../http/errors';
+import { drfViolation, schemaValidator, type FieldViolation, type Validation } from '@plover/contracts';
+import { ApiError } from '@plover/core';
 
 /**
  * JSON Schemas of the management API's request bodies and responses. Handlers validate bodies with these
@@ -93,8 +93,8 @@ export const bodySchemas = {
     required: ['label', 'scopes'],
     properties: {
       label: { type: 'string', minLength: 1, maxLength: 40 },
-      scopes: { type: 'array', items: { type: 'string' }, description: '`*` or `<object>:read|write`' },
-      scoped_teams: { type: ['array', 'null'], items: { type: 'integer', minimum: 1 } },
+      scopes: { type: 'array', minItems: 1, items: { type: 'string' }, description: '`*` or `<object>:read|write`' },
+      scoped_teams: { type: ['array', 'null'], items: { type: 'integer', minimum: 1, maximum: 2147483647 } },
       scoped_organizations: { type: ['array', 'null'], items: { type: 'string', format: 'uuid' } },
     },
   },
@@ -423,68 +423,31 @@ export const responseSchemas = {
 } satisfies Record<string, JsonSchema>;
 
 export type BodySchemaName = keyof typeof bodySchemas;
+export type ResponseSchemaName = keyof typeof responseSchemas;
 
-const ajv = new Ajv({ allErrors: false, strict: false });
-ajv.addFormat('uuid', /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i);
-ajv.addFormat('email', /^[^@\s]+@[^@\s]+$/);
-ajv.addFormat('date-time', true);
-const validators = new Map<BodySchemaName, ValidateFunction>();
-
-function attrOf(error: ErrorObject): string | null {
-  const path = error.instancePath
-    .split('/')
-    .slice(1)
-    .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'));
-  if (error.keyword === 'required') path.push((error.params as { missingProperty: string }).missingProperty);
-  return path.length > 0 ? path.join('__') : null;
+/** A JSON Schema's first violation as PostHog's 400. */
+function refuse(violation: FieldViolation): ApiError {
+  return ApiError.validation(violation.detail, violation.attr, violation.code);
 }
 
-/** DRF's error codes and wording for the first failed keyword. */
-function apiErrorOf(error: ErrorObject) {
-  const attr = attrOf(error);
-  const params = error.params as Record<string, unknown>;
-  switch (error.keyword) {
-    case 'required':
-      return errors.required(attr ?? '');
-    case 'type': {
-      const expected = String(params.type);
-      if (expected.startsWith('object')) return errors.validation('Expected a dictionary of items.', attr, attr === null ? 'invalid_input' : 'not_a_dict');
-      if (expected.startsWith('array')) return errors.validation('Expected a list of items.', attr, 'not_a_list');
-      if (expected.startsWith('boolean')) return errors.validation('Must be a valid boolean.', attr, 'invalid');
-      if (expected.startsWith('integer')) return errors.validation('A valid integer is required.', attr, 'invalid');
-      if (expected.startsWith('number')) return errors.validation('A valid number is required.', attr, 'invalid');
-      if (expected === 'null') return errors.validation('This field must be null.', attr, 'invalid');
-      return errors.validation('Not a valid string.', attr, 'invalid');
-    }
-    case 'maxLength':
-      return errors.validation(`Ensure this field has no more than ${String(params.limit)} characters.`, attr, 'max_length');
-    case 'minLength':
-      return errors.validation('This field may not be blank.', attr, 'blank');
-    case 'minimum':
-      return errors.validation(`Ensure this value is greater than or equal to ${String(params.limit)}.`, attr, 'min_value');
-    case 'maximum':
-      return errors.validation(`Ensure this value is less than or equal to ${String(params.limit)}.`, attr, 'max_value');
-    case 'minItems':
-      return errors.validation('This list may not be empty.', attr, 'empty');
-    case 'maxItems':
-      return errors.validation(`Ensure this field has no more than ${String(params.limit)} elements.`, attr, 'max_length');
-    case 'enum':
-      return errors.validation('Not a valid choice.', attr, 'invalid_choice');
-    case 'format':
-      return errors.validation(params.format === 'uuid' ? 'Must be a valid UUID.' : `Enter a valid ${String(params.format)}.`, attr, 'invalid');
-    default:
-      return errors.validation(error.message ?? 'Invalid input.', attr, 'invalid');
-  }
-}
+const validators = new Map<BodySchemaName, (value: unknown) => Validation<unknown, FieldViolation>>();
 
 /** Validates a request body against its schema; throws the first error as a 400 in PostHog's shape. */
 export function validateBody(name: BodySchemaName, body: unknown): void {
   let validate = validators.get(name);
   if (!validate) {
-    validate = ajv.compile(bodySchemas[name]);
+    validate = schemaValidator<unknown, FieldViolation>(bodySchemas[name], drfViolation);
     validators.set(name, validate);
   }
-  if (validate(body)) return;
-  const first = validate.errors?.[0];
-  throw first ? apiErrorOf(first) : errors.validation('Invalid input.');
+  const result = validate(body);
+  if (!result.ok) throw refuse(result.violation);
+}
+
+/** A validator of some other value (a route's query parameters), throwing as {@link validateBody} does. */
+export function valueValidator(schema: JsonSchema): (value: unknown) => void {
+  const validate = schemaValidator<unknown, FieldViolation>(schema, drfViolation);
+  return (value) => {
+    const result = validate(value);
+    if (!result.ok) throw refuse(result.violation);
+  };
 }

@@ -1,0 +1,22 @@
+import { accountRoutes, projectRoutes } from './accounts/routes';
+import type { ManagementDeps } from './deps';
+import type { Route } from './http/route-table';
+
+/**
+ * The management API's route table: `api` routes answer under `/api`, `project` routes under every mount of
+ * {@link PROJECT_MOUNTS} (the project resolved first). Each feature folder contributes its own routes.
+ */
+export interface RouteTable {
+  api: Route[];
+  project: Route[];
+}
+
+/** Where the project routes answer, relative to `/api`: PostHog registers its environment viewsets twice. */
+export const PROJECT_MOUNTS = ['/projects/:project_id', '/environments/:project_id'];
+
+export function routeTable(deps: ManagementDeps): RouteTable {
+  return {
+    api: accountRoutes(deps),
+    project: [...projectRoutes(deps)],
+  };
+}
