@@ -6,6 +6,7 @@ import { createMetricsRegistry, serve } from '@plover/http';
 import { PgSql } from '@plover/postgres';
 import { createApp } from './app';
 import { createConsumer } from './consumer';
+import { createReplayConsumer } from './replay/consumer';
 
 const config = loadConfigOrExit(process.env, {
   logging: sections.logging,
@@ -24,12 +25,13 @@ const metrics = createMetricsRegistry('ingestion');
 
 async function main(): Promise<void> {
   const consumer = await createConsumer({ logger, metrics, sql, clickhouse, bus, settings: config.ingestion });
+  const replay = await createReplayConsumer({ logger, metrics, sql, clickhouse, bus, settings: { retryBackoffMs: config.ingestion.retryBackoffMs } });
   await serve(createApp({ logger, metrics, sql, clickhouse, bus }), {
     ...config.http,
     logger,
     closeResources: async () => {
-      // The consumer first: its last batches still need Postgres and ClickHouse, and commit through the bus.
-      await consumer.stop();
+      // The consumers first: their last batches still need Postgres and ClickHouse, and commit through the bus.
+      await Promise.all([consumer.stop(), replay.stop()]);
       await bus.close();
       await clickhouse.close();
       await sql.close();

@@ -84,7 +84,7 @@ function usableTime(text: string): Date | undefined {
  * The project and the event of a message that failed validation, when its envelope still names them: the
  * warning is listed under the project, and carries the client's uuid so that the client's event can be found.
  */
-function identityOf(value: Buffer): { teamId: number | null; eventUuid: string | null } {
+export function identityOf(value: Buffer): { teamId: number | null; eventUuid: string | null } {
   let envelope: unknown;
   try {
     envelope = JSON.parse(value.toString('utf8'));

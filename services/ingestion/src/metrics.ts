@@ -87,6 +87,6 @@ export function ingestionMetrics(registry: Registry): IngestionMetrics {
 }
 
 /** A consumer created twice on one registry (tests, embedded restarts) shares the metric instead of failing to register it. */
-function metric<T>(registry: Registry, name: string, create: (name: string) => T): T {
+export function metric<T>(registry: Registry, name: string, create: (name: string) => T): T {
   return (registry.getSingleMetric(name) as T | undefined) ?? create(name);
 }

@@ -6,6 +6,7 @@ import { createLogger, exitOnUncaughtErrors } from '@plover/core';
 import { createMetricsRegistry, serve } from '@plover/http';
 import { decideOptions } from '@plover/decide/app';
 import { createConsumer } from '@plover/ingestion/consumer';
+import { createReplayConsumer } from '@plover/ingestion/replay';
 import { startSchedules } from '@plover/management/schedule';
 import { createApp } from './app';
 import { lockDataDir, writeCredentials } from './data-dir';
@@ -46,13 +47,21 @@ async function main(): Promise<void> {
   const app = createApp({ logger, metrics, trustProxy: config.http.trustProxy, capture: config.capture, decide: decideOptions(config.decide), ...stores });
   // Embedded mode ingests in this process: capture → local bus → consumer → PGlite and chDB.
   const consumer = await createConsumer({ logger, metrics, sql: stores.sql, clickhouse: stores.clickhouse, bus: stores.bus, settings: config.ingestion });
+  const replay = await createReplayConsumer({
+    logger,
+    metrics,
+    sql: stores.sql,
+    clickhouse: stores.clickhouse,
+    bus: stores.bus,
+    settings: { retryBackoffMs: config.ingestion.retryBackoffMs },
+  });
   const schedules = startSchedules({ sql: stores.sql, clickhouse: stores.clickhouse, logger }, { deletionCron: config.management.deletionJobSchedule });
   await serve(app, {
     ...config.http,
     logger,
     closeResources: async () => {
-      // The consumer's last batches still need the stores, and it commits them through the bus.
-      await consumer.stop();
+      // The consumers' last batches still need the stores, and they commit them through the bus.
+      await Promise.all([consumer.stop(), replay.stop()]);
       await schedules.stop();
       await stores.close();
       unlock();

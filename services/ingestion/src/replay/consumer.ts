@@ -1,0 +1,66 @@
+/**
+ * The replay consumer: reads capture's `$snapshot` messages from the replay topic in a consumer group of its own,
+ * so recordings and analytics events never wait for each other, and stores them (handler.ts). Distributed mode
+ * runs it in the ingestion service beside the events consumer; embedded mode in the standalone process.
+ */
+import type { EventBus } from '@plover/bus';
+import type { ClickHouse } from '@plover/clickhouse';
+import { REPLAY_TOPIC } from '@plover/contracts';
+import type { Logger } from '@plover/core';
+import type { MetricsRegistry } from '@plover/http';
+import type { Sql } from '@plover/postgres';
+import type { IngestionConsumer } from '../consumer';
+import { replayBatchHandler } from './handler';
+
+export interface ReplaySettings {
+  topic: string;
+  groupId: string;
+  /** Where messages that are not snapshot messages go, with the reason (docs/ingestion.md#dead-letters). */
+  deadLetterTopic: string;
+  /**
+   * Most messages handled at once. A message holds up to about a megabyte of rrweb events, so this bounds the
+   * memory a batch takes.
+   */
+  batchSize: number;
+  retryBackoffMs: number;
+}
+
+export const DEFAULT_REPLAY_SETTINGS: ReplaySettings = {
+  topic: REPLAY_TOPIC,
+  groupId: 'session-recordings',
+  deadLetterTopic: `${REPLAY_TOPIC}_dlq`,
+  batchSize: 100,
+  retryBackoffMs: 1000,
+};
+
+export interface ReplayConsumerDeps {
+  logger: Logger;
+  metrics: MetricsRegistry;
+  sql: Sql;
+  clickhouse: ClickHouse;
+  bus: EventBus;
+  settings?: Partial<ReplaySettings>;
+  /** Dead letters' time; tests fix it. */
+  now?: () => Date;
+}
+
+export async function createReplayConsumer(deps: ReplayConsumerDeps): Promise<IngestionConsumer> {
+  const settings: ReplaySettings = { ...DEFAULT_REPLAY_SETTINGS, ...deps.settings };
+  const logger = deps.logger.child({ component: 'replay-ingestion' });
+  await deps.bus.ensureTopics([settings.topic, settings.deadLetterTopic]);
+  const consumer = await deps.bus.consume({
+    groupId: settings.groupId,
+    topics: [settings.topic],
+    handleBatch: replayBatchHandler({ ...deps, logger, deadLetterTopic: settings.deadLetterTopic, now: deps.now ?? (() => new Date()) }),
+    maxBatchSize: settings.batchSize,
+    retryBackoffMs: settings.retryBackoffMs,
+  });
+  logger.info({ topic: settings.topic, groupId: settings.groupId }, 'replay consumer started');
+  let stopping: Promise<void> | undefined;
+  return {
+    stop() {
+      stopping ??= consumer.stop().then(() => logger.info('replay consumer stopped'));
+      return stopping;
+    },
+  };
+}
