@@ -1,25 +1,20 @@
 /**
  * One bus batch (one partition's messages, in order) from read to durable: the consumer's handleBatch.
  *
- * 1. Read every message; one that is not a usable captured event becomes a dead letter.
- * 2. Process events through persons and groups: serially per `team_id:distinct_id` (one person's events in
- *    bus order), up to `concurrency` keys at once. Property changes of existing persons are staged and stored
- *    together at the end, one statement per project; where a person changed meanwhile, the events that relied
- *    on its staged changes are processed again, one locked write each (see processStaged).
- * 3. Store: dead letters to the dead-letter topic, warnings and person overrides to ClickHouse, then the
- *    events rows. Each of these writes is made durable before the next (see durable()), and all of them
- *    before this resolves: resolving hands the batch back to the bus, which commits it, and the local log then
+ * 1. Recover the partition's state (partition-recovery.ts): which delivery this is, what a failed attempt of
+ *    it left to reuse or to settle, whether its events must be checked against ClickHouse.
+ * 2. Process: read every message (one that is not a usable captured event becomes a dead letter), skip the
+ *    events found stored, and run the others through persons and groups, serially per `team_id:distinct_id`
+ *    (one person's events in bus order), up to `concurrency` keys at once.
+ * 3. Flush persons: property changes of existing persons are staged during processing and stored together,
+ *    one statement; where a person changed meanwhile, the events that relied on its staged changes are
+ *    processed again, one locked write each (see processPersons).
+ * 4. Insert rows: dead letters to the dead-letter topic, warnings and person overrides to ClickHouse, then the
+ *    events rows. Each of these writes is made durable before the next (see durable()).
+ * 5. Commit the offset: resolving hands the batch back to the bus, which commits it, and the local log then
  *    deletes what the commit covers. So a commit never covers a write a power loss could take back.
  * A failure that is not an event's own (Postgres or ClickHouse unavailable, ...) is thrown: nothing is
  * committed and the bus redelivers the batch after its backoff, for as long as the failure lasts.
- *
- * Redelivery does not re-apply person updates, which would bump versions again and re-apply `$set`s that later
- * events had overwritten (packages/persons README, "Idempotency"):
- * - after a failure in this process, the events already processed are remembered by offset and reused;
- * - after a crash or a partition moving between consumers, batches are checked against ClickHouse until one
- *   holds no stored event. An event row is written last of everything its event produces, so an event found
- *   there has been fully handled and is skipped. "Written" means durable (see durable()): the order in which
- *   writes reach the page cache is not the order in which they survive a power loss.
  */
 import type { Batch, BusMessage, EventBus } from '@plover/bus';
 import {
@@ -35,6 +30,7 @@ import { PersonWriteConflict, type PersonSnapshot } from '@plover/persons';
 import { deadLetterMessage, type DeadLetter } from './dead-letter';
 import { readMessage, type CapturedInput } from './message';
 import type { IngestionMetrics, Outcome, Step } from './metrics';
+import { PartitionRecovery, type ProcessedMessage } from './partition-recovery';
 import { isEventFault, type EventProcessor, type Processed } from './process';
 import { insertEventRows, storedEventUuids } from './store';
 
@@ -49,26 +45,10 @@ export interface BatchHandlerOptions {
   logger: Logger;
 }
 
-interface PartitionState {
-  /** The offset after the last batch handled here; a batch starting elsewhere may hold stored events. */
-  nextOffset: string | undefined;
-  /** Where the last failed batch started: its redelivery starts there too. */
-  retryOffset: string | undefined;
-  /** Set until a batch shows that the events of an earlier, uncommitted delivery are behind us. */
-  recovering: boolean;
-  /** What processing returned for the messages of a batch that failed later, by offset: reused on redelivery. */
-  processed: Map<string, Processed>;
-  /**
-   * What a failed attempt processed on staged person changes whose write may have been stored although it
-   * failed (a connection broken around its COMMIT): settled against Postgres before the redelivery, so that
-   * what was stored is reused rather than applied twice.
-   */
-  unsettled: { snapshots: ReadonlyMap<number, PersonSnapshot>; results: ProcessedMessage[] } | undefined;
-}
-
-interface ProcessedMessage {
-  offset: string;
-  processed: Processed;
+interface Pending {
+  /** Position in the batch. */
+  index: number;
+  input: CapturedInput;
 }
 
 interface EventOutput {
@@ -78,27 +58,27 @@ interface EventOutput {
   index: number;
 }
 
+/** What one pass over events by key did before it ended: its results, and the failure that stopped it. */
+interface Pass {
+  done: ProcessedMessage[];
+  failure: { error: unknown } | undefined;
+}
+
 export class BatchHandler {
-  private readonly partitions = new Map<string, PartitionState>();
+  private readonly partitions = new Map<string, PartitionRecovery>();
 
   constructor(private readonly options: BatchHandlerOptions) {}
 
   async handle(batch: Batch): Promise<void> {
     const { metrics } = this.options;
     const stopBatch = metrics.stepSeconds.startTimer({ step: 'batch' });
-    const state = this.partitionState(batch);
+    const recovery = this.partition(batch);
     const first = batch.messages[0];
     const last = batch.messages[batch.messages.length - 1];
     if (!first || !last) return;
-    if (first.offset !== state.nextOffset) state.recovering = true;
-    // Neither the next batch nor a redelivery: the partition was consumed elsewhere meanwhile (a rebalance), and
-    // what was remembered from here may be older than what that consumer stored.
-    if (first.offset !== state.nextOffset && first.offset !== state.retryOffset) {
-      state.processed.clear();
-      state.unsettled = undefined;
-    }
+    recovery.begin(first.offset);
     try {
-      const processed = await this.processBatch(batch.messages, state);
+      const processed = await this.process(batch.messages, recovery);
       this.count(batch, await this.store(processed, batch.messages));
     } catch (error) {
       metrics.batchFailures.inc({ topic: batch.topic, retriable: String(isRetriable(error)) });
@@ -107,38 +87,35 @@ export class BatchHandler {
         { err: error, topic: batch.topic, partition: batch.partition, offset: first.offset, messages: batch.messages.length },
         'batch not stored; it will be redelivered',
       );
-      state.retryOffset = first.offset;
+      recovery.failed(first.offset);
       throw error;
     }
-    state.nextOffset = (BigInt(last.offset) + 1n).toString();
-    state.retryOffset = undefined;
-    state.processed.clear();
+    recovery.handled(last.offset);
     stopBatch();
   }
 
-  private partitionState(batch: Batch): PartitionState {
+  private partition(batch: Batch): PartitionRecovery {
     const id = `${batch.topic}:${batch.partition}`;
-    let state = this.partitions.get(id);
-    if (!state) {
-      state = { nextOffset: undefined, retryOffset: undefined, recovering: true, processed: new Map(), unsettled: undefined };
-      this.partitions.set(id, state);
+    let recovery = this.partitions.get(id);
+    if (!recovery) {
+      recovery = new PartitionRecovery();
+      this.partitions.set(id, recovery);
     }
-    return state;
+    return recovery;
   }
 
-  /** Steps 1 and 2: what each message becomes, in batch order. */
-  private async processBatch(messages: readonly BusMessage[], state: PartitionState): Promise<Processed[]> {
-    if (state.unsettled) {
-      const { snapshots, results } = state.unsettled;
-      await this.timeAsync('flush_persons', () => this.options.processor.settleFlush(snapshots));
-      this.remember(state, results);
-      state.unsettled = undefined;
+  /** Steps 1 to 3: what each message becomes, in batch order, with the person changes it made stored. */
+  private async process(messages: readonly BusMessage[], recovery: PartitionRecovery): Promise<Processed[]> {
+    const unsettled = recovery.unsettledWrites;
+    if (unsettled) {
+      await this.timeAsync('flush_persons', () => unsettled.settle());
+      recovery.settled();
     }
     const results = new Array<Processed | undefined>(messages.length);
-    const pending: Array<{ index: number; input: CapturedInput }> = [];
+    const pending: Pending[] = [];
     this.time('read', () => {
       messages.forEach((message, index) => {
-        const remembered = state.processed.get(message.offset);
+        const remembered = recovery.rememberedAt(message.offset);
         if (remembered) {
           results[index] = remembered;
           return;
@@ -150,7 +127,7 @@ export class BatchHandler {
     });
 
     let toProcess = pending;
-    if (state.recovering && pending.length > 0) {
+    if (recovery.checksStoredEvents && pending.length > 0) {
       const stored = await this.timeAsync('recover', () =>
         storedEventUuids(
           this.options.clickhouse,
@@ -159,12 +136,10 @@ export class BatchHandler {
       );
       toProcess = pending.filter((item) => !stored.has(item.input.uuid));
       for (const item of pending) if (stored.has(item.input.uuid)) results[item.index] = { kind: 'already_stored' };
-      // Stored events are a prefix of the partition (a crashed delivery stored whole batches, in order): past
-      // a batch with none of them, there is nothing left to recognise.
-      if (stored.size === 0) state.recovering = false;
+      recovery.storedEventsFound(stored.size);
     }
 
-    await this.timeAsync('process', () => this.processStaged(toProcess, results, state));
+    await this.timeAsync('process', () => this.processPersons(toProcess, results, recovery));
     return results.map((result, index) => {
       if (!result) throw new Error(`message ${messages[index]?.offset} was left unprocessed`);
       return result;
@@ -172,51 +147,65 @@ export class BatchHandler {
   }
 
   /**
-   * Processes with person changes staged, then stored together. When some could not be stored (their person
-   * changed since the batch read it: PersonWriteConflict), or the statement storing them failed for a reason of
-   * the events' own, the events whose results relied on them (not remembered as stored) are processed again
-   * without staging: in bus order per key, each write under its row lock, as if they came after the concurrent
-   * change. Of one key's events, those that relied on an unstored change are always the last ones processed
-   * (a locked write of the person stores its staged changes first), so order per key holds.
+   * Processes with person changes staged, then flushes them together. When some could not be stored (their
+   * person changed since the batch read it: PersonWriteConflict), or the statement storing them failed for a
+   * reason of the events' own, the staged changes are discarded and the events whose results relied on them
+   * (not remembered as stored) are processed again without staging: in bus order per key, each write under its
+   * row lock, as if they came after the concurrent change. Of one key's events, those that relied on an
+   * unstored change are always the last ones processed (a locked write of the person stores its staged changes
+   * first), so order per key holds. A failure that is not the events' own is rethrown once what is stored by
+   * then is remembered for the redelivery, with the staged changes whose outcome it left unknown.
    */
-  private async processStaged(
-    pending: ReadonlyArray<{ index: number; input: CapturedInput }>,
-    results: Array<Processed | undefined>,
-    state: PartitionState,
-  ): Promise<void> {
+  private async processPersons(pending: readonly Pending[], results: Array<Processed | undefined>, recovery: PartitionRecovery): Promise<void> {
+    if (pending.length === 0) return;
+    const { processor } = this.options;
+    const staged = await processor.readPersons(
+      pending.map((item) => item.input),
+      true,
+    );
+    const pass = await this.processByKey(pending, results, staged);
+    const failure = pass.failure ?? (await this.flushPersons(staged));
+    const unstored = recovery.remember(pass.done);
+    if (!failure) return;
+    if (!(failure.error instanceof PersonWriteConflict) && !isEventFault(failure.error)) {
+      recovery.leaveUnsettled({ settle: () => processor.settleFlush(staged) }, unstored);
+      throw failure.error;
+    }
+    const again = pending.filter((item) => recovery.rememberedAt(item.input.message.offset) === undefined);
+    this.options.logger.info({ err: failure.error, events: again.length }, 'staged person changes not stored; processing the events that relied on them again');
+    this.options.metrics.personReprocessed.inc(again.length);
+    const direct = await this.processByKey(
+      again,
+      results,
+      await processor.readPersons(
+        again.map((item) => item.input),
+        false,
+      ),
+    );
+    recovery.remember(direct.done);
+    if (direct.failure) throw direct.failure.error;
+  }
+
+  private async flushPersons(snapshots: ReadonlyMap<number, PersonSnapshot>): Promise<{ error: unknown } | undefined> {
     try {
-      await this.processByKey(pending, results, state, true);
+      await this.timeAsync('flush_persons', () => this.options.processor.flush(snapshots));
+      return undefined;
     } catch (error) {
-      if (!(error instanceof PersonWriteConflict) && !isEventFault(error)) throw error;
-      // The staged writes that failed so are known not to be stored: nothing to settle.
-      state.unsettled = undefined;
-      const again = pending.filter((item) => !state.processed.has(item.input.message.offset));
-      this.options.logger.info({ err: error, events: again.length }, 'staged person changes not stored; processing the events that relied on them again');
-      this.options.metrics.personReprocessed.inc(again.length);
-      await this.processByKey(again, results, state, false);
+      return { error };
     }
   }
 
   /**
-   * The batch's persons are read first, in one statement per project. Then one worker per key slot; a worker
-   * takes a key and processes its events in order. With `stageWrites`, the person changes staged meanwhile are
-   * stored once every worker is done. A failure that is not the event's own stops every worker before its next
-   * event and is rethrown once the others have settled; what is stored by then is remembered for the
-   * redelivery.
+   * One worker per key slot; a worker takes a key and processes its events in order. A failure that is not the
+   * event's own stops every worker before its next event and is returned once the others have settled.
    */
   private async processByKey(
-    pending: ReadonlyArray<{ index: number; input: CapturedInput }>,
+    pending: readonly Pending[],
     results: Array<Processed | undefined>,
-    state: PartitionState,
-    stageWrites: boolean,
-  ): Promise<void> {
-    if (pending.length === 0) return;
+    snapshots: ReadonlyMap<number, PersonSnapshot>,
+  ): Promise<Pass> {
     const { processor } = this.options;
-    const snapshots = await processor.readPersons(
-      pending.map((item) => item.input),
-      stageWrites,
-    );
-    const queues = new Map<string, Array<{ index: number; input: CapturedInput }>>();
+    const queues = new Map<string, Pending[]>();
     for (const item of pending) {
       const queue = queues.get(item.input.key);
       if (queue) queue.push(item);
@@ -224,56 +213,34 @@ export class BatchHandler {
     }
     const keys = [...queues.values()];
     let nextKey = 0;
-    let failure: { error: unknown } | undefined;
-    const done: ProcessedMessage[] = [];
+    const pass: Pass = { done: [], failure: undefined };
     const worker = async (): Promise<void> => {
-      while (!failure && nextKey < keys.length) {
+      while (!pass.failure && nextKey < keys.length) {
         for (const { index, input } of keys[nextKey++] ?? []) {
-          if (failure) return;
+          if (pass.failure) return;
           let processed: Processed;
           try {
             processed = await processor.process(input, snapshots.get(input.teamId));
           } catch (error) {
             if (!isEventFault(error)) {
-              failure ??= { error };
+              pass.failure ??= { error };
               return;
             }
             this.options.logger.warn({ err: error, eventUuid: input.uuid, teamId: input.teamId }, 'event cannot be processed; dead-lettered');
             processed = processor.failedEvent(input, error);
           }
           results[index] = processed;
-          done.push({ offset: input.message.offset, processed });
+          pass.done.push({ offset: input.message.offset, processed });
         }
       }
     };
     await Promise.all(Array.from({ length: Math.min(this.options.concurrency, keys.length) }, worker));
-    if (!failure && stageWrites) {
-      try {
-        await this.timeAsync('flush_persons', () => processor.flush(snapshots));
-      } catch (error) {
-        failure = { error };
-      }
-    }
-    const unstored = this.remember(state, done);
-    if (failure) {
-      if (unstored.length > 0) state.unsettled = { snapshots, results: unstored };
-      throw failure.error;
-    }
-  }
-
-  /** Remembers the results that hold (not relying on an unstored person change); returns the others. */
-  private remember(state: PartitionState, results: readonly ProcessedMessage[]): ProcessedMessage[] {
-    const unstored: ProcessedMessage[] = [];
-    for (const result of results) {
-      if (result.processed.kind === 'event' && result.processed.staged?.stored === false) unstored.push(result);
-      else state.processed.set(result.offset, result.processed);
-    }
-    return unstored;
+    return pass;
   }
 
   /**
-   * Step 3. Everything an event produced besides its row is stored before the events rows (the recovery above
-   * relies on it). Rows ClickHouse refuses as invalid data are dead-lettered afterwards; the results are
+   * Step 4. Everything an event produced besides its row is stored before the events rows (the recovery of a
+   * partition relies on it). Rows ClickHouse refuses as invalid data are dead-lettered afterwards; the results are
    * returned with those events' outcome changed accordingly.
    */
   private async store(results: readonly Processed[], messages: readonly BusMessage[]): Promise<Processed[]> {
