@@ -1,4 +1,3 @@
-import Ajv from 'ajv';
 import {
   bootstrap,
   readSessionReplaySettings,
@@ -7,6 +6,7 @@ import {
   updateSessionReplaySettings,
   type SessionReplaySettings,
 } from '@plover/accounts';
+import { ajv } from '@plover/contracts';
 import { ApiError } from '@plover/core';
 import { migrate, PgSql, type Sql } from '@plover/postgres';
 import { PGliteSql } from '@plover/postgres/pglite';
@@ -111,7 +111,8 @@ function settingsContract(open: () => Promise<Sql>): void {
 }
 
 describe('the session replay settings schema', () => {
-  const validate = new Ajv({ strict: true, allowUnionTypes: true }).compile(sessionReplaySettingsSchema);
+  // The project's ajv instance (strict, union types allowed), as the management API compiles request schemas.
+  const validate = ajv.compile(sessionReplaySettingsSchema);
 
   it('has one property per setting and accepts every setting at once', () => {
     expect(SESSION_REPLAY_SETTINGS.sort()).toEqual(Object.keys(DEFAULTS).sort());

@@ -27,6 +27,7 @@ import { FlagQuota } from './limits';
 import { authorizeDefinitionsRead } from './personal-key';
 import { decideErrors, parseFlagsRequest } from './request';
 import { publicEarlyAccessFeatures, publicSurveys } from './store';
+import { staticScripts } from './static-scripts';
 import { configFields, decideShaping, flagsShaping, renderBody, type Shaping } from './responses';
 
 export interface DecideOptions {
@@ -79,7 +80,7 @@ const BODY_ERRORS = { tooLarge, decoding: malformed };
 export interface DecideRoutes {
   /** `/decide` and `/flags`, what the SDKs call on every page load, served ahead of Express. */
   fast: FastRoute;
-  /** Local evaluation, remote config, public early access features and surveys. */
+  /** Local evaluation, remote config, public early access features and surveys, posthog-js's scripts. */
   router: Router;
 }
 
@@ -287,6 +288,8 @@ export function decideRoutes(deps: DecideDeps): DecideRoutes {
     const { id } = await project(searchParams(req).get('token') ?? undefined);
     res.json({ surveys: await publicSurveys(deps.sql, id) });
   });
+
+  router.use(staticScripts());
 
   return { fast, router };
 }
