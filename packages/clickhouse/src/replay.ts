@@ -154,19 +154,7 @@ export interface SessionSummary extends Omit<ReplayActivity, 'urls'> {
 }
 
 /** Numeric summary fields a listing can filter and order by. */
-export type SessionMetric =
-  | 'duration'
-  | 'active_seconds'
-  | 'inactive_seconds'
-  | 'click_count'
-  | 'keypress_count'
-  | 'mouse_activity_count'
-  | 'console_log_count'
-  | 'console_warn_count'
-  | 'console_error_count'
-  | 'activity_score';
-
-export const SESSION_METRICS: readonly SessionMetric[] = [
+export const SESSION_METRICS = [
   'duration',
   'active_seconds',
   'inactive_seconds',
@@ -177,7 +165,9 @@ export const SESSION_METRICS: readonly SessionMetric[] = [
   'console_warn_count',
   'console_error_count',
   'activity_score',
-];
+] as const;
+
+export type SessionMetric = (typeof SESSION_METRICS)[number];
 
 export type SessionOrder = 'start_time' | SessionMetric;
 
@@ -209,34 +199,22 @@ export interface SessionListQuery {
   offset?: number;
 }
 
-interface SummaryRecord {
-  session_id: string;
-  distinct_id: string;
-  distinct_ids: string[];
-  start_time: string;
-  end_time: string;
-  duration: string;
-  active_milliseconds: string;
-  active_seconds: number;
-  inactive_seconds: number;
-  click_count: string;
-  keypress_count: string;
-  mouse_activity_count: string;
-  console_log_count: string;
-  console_warn_count: string;
-  console_error_count: string;
-  event_count: string;
-  first_url: string | null;
-  all_urls: string[];
-  size: string;
-  message_count: string;
-  snapshot_source: string;
-  snapshot_library: string;
-  retention_period_days: number;
-  expires_at: string;
-  last_ingested_at: string;
-  activity_score: number;
-}
+/** The summary fields ClickHouse computes as 64-bit integers, which come back as strings. */
+const INT64_FIELDS = [
+  'duration',
+  'active_milliseconds',
+  'click_count',
+  'keypress_count',
+  'mouse_activity_count',
+  'console_log_count',
+  'console_warn_count',
+  'console_error_count',
+  'event_count',
+  'size',
+  'message_count',
+] as const satisfies readonly (keyof SessionSummary)[];
+
+type SummaryRecord = Omit<SessionSummary, (typeof INT64_FIELDS)[number]> & Record<(typeof INT64_FIELDS)[number], string>;
 
 /**
  * The summary of the sessions whose live rows the inner query selects (`{teamId:Int64}` bound). The aggregate
@@ -293,32 +271,12 @@ function summarySql(sessionCondition: string, having: string, order: string): st
 
 function summaryOf(record: SummaryRecord): SessionSummary {
   return {
-    session_id: record.session_id,
-    distinct_id: record.distinct_id,
-    distinct_ids: record.distinct_ids,
+    ...record,
+    ...(Object.fromEntries(INT64_FIELDS.map((field) => [field, Number(record[field])])) as Record<(typeof INT64_FIELDS)[number], number>),
     start_time: isoTime(record.start_time),
     end_time: isoTime(record.end_time),
-    duration: Number(record.duration),
-    active_milliseconds: Number(record.active_milliseconds),
-    active_seconds: record.active_seconds,
-    inactive_seconds: record.inactive_seconds,
-    click_count: Number(record.click_count),
-    keypress_count: Number(record.keypress_count),
-    mouse_activity_count: Number(record.mouse_activity_count),
-    console_log_count: Number(record.console_log_count),
-    console_warn_count: Number(record.console_warn_count),
-    console_error_count: Number(record.console_error_count),
-    event_count: Number(record.event_count),
-    first_url: record.first_url,
-    all_urls: record.all_urls,
-    size: Number(record.size),
-    message_count: Number(record.message_count),
-    snapshot_source: record.snapshot_source,
-    snapshot_library: record.snapshot_library,
-    retention_period_days: record.retention_period_days,
     expires_at: isoTime(record.expires_at),
     last_ingested_at: isoTime(record.last_ingested_at),
-    activity_score: record.activity_score,
   };
 }
 
@@ -356,14 +314,15 @@ export async function listSessionSummaries(ch: ClickHouse, teamId: number, query
     params.distinctIds = query.distinctIds;
   }
   (query.having ?? []).forEach((predicate, index) => {
-    if (!SESSION_METRICS.includes(predicate.key) || !(predicate.operator in COMPARISONS)) {
+    if (!(SESSION_METRICS as readonly string[]).includes(predicate.key) || !Object.hasOwn(COMPARISONS, predicate.operator)) {
       throw new RangeError(`Unknown session predicate ${JSON.stringify(predicate.key)} ${JSON.stringify(predicate.operator)}`);
     }
     having.push(`${predicate.key} ${COMPARISONS[predicate.operator]} {having${index}:Float64}`);
     params[`having${index}`] = predicate.value;
   });
   const orderBy = query.orderBy ?? 'start_time';
-  if (orderBy !== 'start_time' && !SESSION_METRICS.includes(orderBy)) throw new RangeError(`Unknown session order ${JSON.stringify(orderBy)}`);
+  if (orderBy !== 'start_time' && !(SESSION_METRICS as readonly string[]).includes(orderBy))
+    throw new RangeError(`Unknown session order ${JSON.stringify(orderBy)}`);
   const direction = query.direction === 'ASC' ? 'ASC' : 'DESC';
   const records = await ch.query<SummaryRecord>(
     'replay.listSessions',

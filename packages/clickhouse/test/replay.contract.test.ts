@@ -243,6 +243,7 @@ describe.each(variants)('session replay storage: $name', (variant) => {
       const key = 'duration; DROP TABLE session_replay_snapshots' as 'duration';
       await expect(listSessionSummaries(ch, teamId, { having: [{ key, operator: 'gt', value: 1 }] })).rejects.toThrow(RangeError);
       await expect(listSessionSummaries(ch, teamId, { having: [{ key: 'duration', operator: 'like' as 'gt', value: 1 }] })).rejects.toThrow(RangeError);
+      await expect(listSessionSummaries(ch, teamId, { having: [{ key: 'duration', operator: 'toString' as 'gt', value: 1 }] })).rejects.toThrow(RangeError);
       await expect(listSessionSummaries(ch, teamId, { orderBy: key })).rejects.toThrow(RangeError);
     });
   });
