@@ -1,17 +1,19 @@
 export type { Properties } from './json';
 export type { PersonWarning } from './warnings';
 export type { PersonOverride } from './person-repository';
-export { PersonStore, type DeletedPerson, type EventPerson, type Person, type PersonEvent, type PersonMode, type PropertiesUpdate } from './person-store';
+export { PersonStore, type DeletedPerson, type EventPerson, type PersonEvent, type PersonMode, type PropertiesUpdate } from './person-store';
 export {
   EXACT_COUNT_CAP,
   PersonReads,
   type ListedPerson,
+  type Person,
   type PersonCondition,
   type PersonCursor,
   type PersonListFilter,
   type PersonPage,
 } from './person-reads';
-export type { PersonSnapshot, StagedChange } from './person-snapshot';
+export type { BatchPersonStore, EventPersonStore } from './batch-person-store';
+export type { StagedChange } from './person-snapshot';
 export { PersonWriteConflict } from './transactions';
 export { GroupStore, type EventGroup, type Group, type GroupEvent, type GroupTypeMapping } from './group-store';
 export { MAX_PROPERTIES_BYTES } from './rules/properties';

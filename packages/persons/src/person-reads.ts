@@ -3,12 +3,22 @@ import { containsPattern, SqlBuilder, type SqlExecutor } from '@plover/postgres'
 import { storableText, type Properties } from './json';
 import { filterCondition, propertiesCondition } from './person-filters';
 import { findPersonByDistinctId, selectPerson, toRef } from './person-repository';
-import type { Person } from './person-store';
 
 /** `count` is exact up to this many matches; beyond it the planner's estimate (unless asked for the exact count). */
 export const EXACT_COUNT_CAP = 10_000;
 /** Distinct ids a listed person carries at most, oldest first: a person with millions of them stays one small row. */
 const LISTED_DISTINCT_IDS = 1000;
+
+/** A person with its distinct ids, oldest first (the order PostHog's API lists them in). */
+export interface Person {
+  id: number;
+  uuid: string;
+  properties: Properties;
+  isIdentified: boolean;
+  createdAt: Date;
+  version: number;
+  distinctIds: string[];
+}
 
 /** The management listing's filters; an absent or empty one filters nothing. */
 export interface PersonListFilter {

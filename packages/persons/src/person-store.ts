@@ -32,7 +32,7 @@ import {
 import { newPersonState, nextPersonState, type ChangeOptions, type PersonChange } from './rules/person-state';
 import { MAX_PROPERTIES_BYTES, eventPersonProperties, normalizeUpdate, propertyUpdateOf, writesEveryChange, type PropertyUpdate } from './rules/properties';
 import { KnownPersons } from './known-persons';
-import { PersonReads } from './person-reads';
+import { PersonReads, type Person } from './person-reads';
 import { PersonSnapshot, type LockedWrite, type StagedChange } from './person-snapshot';
 import { LostRaceError, PersonWriteConflict, transactionWithReplays } from './transactions';
 import type { PersonWarning } from './warnings';
@@ -71,15 +71,7 @@ export interface EventPerson {
   staged?: StagedChange;
 }
 
-export interface Person {
-  id: number;
-  uuid: string;
-  properties: Properties;
-  isIdentified: boolean;
-  createdAt: Date;
-  version: number;
-  distinctIds: string[];
-}
+export type { Person };
 
 export interface PropertiesUpdate {
   /** `updated` (version + 1), `unchanged` (nothing to write) or `too_large` (refused, nothing written). */
