@@ -1,2 +1,3 @@
 export { onDefinitionsChanged, writeDefinitions } from './definitions';
-export { selectSurveys, surveyFields, type SurveyRow } from './surveys';
+export { definitionVersions, loadDefinitions, type ProjectDefinitions } from './reads';
+export { ACTIVE_SURVEY, selectSurveys, surveyFields, type SurveyRow } from './surveys';

@@ -18,6 +18,9 @@ export interface SurveyRow {
   linked_flag_key: string | null;
 }
 
+/** A launched, unfinished survey (table alias `s`): what decide serves. */
+export const ACTIVE_SURVEY = 'NOT s.deleted AND NOT s.archived AND s.start_date IS NOT NULL AND (s.end_date IS NULL OR s.end_date > now())';
+
 /** `SurveyRow`s of project $1 (table alias `s`) matching `where`, with their targeting and linked flags. */
 export function selectSurveys(where: string): string {
   return `SELECT s.id, s.name, s.description, s.type, s.questions, s.appearance, s.conditions, s.start_date, s.end_date, s.archived,

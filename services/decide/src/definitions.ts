@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from '@plover/core';
-import { onDefinitionsChanged } from '@plover/flag-store';
+import { definitionVersions, loadDefinitions, onDefinitionsChanged, type ProjectDefinitions } from '@plover/flag-store';
 import { compileFlags, type CompiledFlags, type PropertyGroup } from '@plover/flags';
 import type { Sql } from '@plover/postgres';
-import { definitionVersions, loadDefinitions, type ProjectDefinitions } from './store';
 
 export interface CachedDefinitions extends ProjectDefinitions {
   /** `definitionVersions` at the time the definitions were read. */

@@ -1,9 +1,10 @@
 import { withTimeout, type Logger } from '@plover/core';
 import { evaluateFlags, planLookup, type EvaluationContext, type FlagEvaluation, type LookupPlan, type Properties, type StoredData } from '@plover/flags';
+import { GroupStore, PersonReads } from '@plover/persons';
 import type { Sql } from '@plover/postgres';
 import type { CachedDefinitions } from './definitions';
 import type { FlagsRequest } from './request';
-import { findGroups, findPerson, hashKeyOverrides, staticCohortMemberships } from './store';
+import { hashKeyOverrides, staticCohortMemberships } from './store';
 
 export interface FlagEvaluationResult {
   flags: Map<string, FlagEvaluation>;
@@ -37,19 +38,24 @@ async function lookupStored(
   });
 
   const [person, groupRows, overrides] = await Promise.all([
-    needsPerson ? findPerson(sql, projectId, request.distinctId) : Promise.resolve(undefined),
-    findGroups(sql, projectId, groups),
+    needsPerson ? new PersonReads(sql).flagProperties(projectId, request.distinctId) : Promise.resolve(undefined),
+    new GroupStore(sql).getGroups(
+      projectId,
+      groups.map((group) => ({ groupTypeIndex: group.index, groupKey: group.key })),
+    ),
     plan.hashKeyOverrides
       ? hashKeyOverrides(sql, projectId, request.distinctId, request.anonDistinctId, definitions.continuityKeys)
       : Promise.resolve(undefined),
   ]);
-  if (needsPerson) stored.personProperties = person?.properties ?? {};
+  // Stored properties are jsonb, so JSON values: the flags' Properties.
+  if (needsPerson) stored.personProperties = (person?.properties ?? {}) as Properties;
   if (plan.staticCohortIds.size > 0) {
     stored.staticCohortIds = person ? await staticCohortMemberships(sql, person.id, [...plan.staticCohortIds]) : new Set();
   }
   if (groups.length > 0) {
+    const byRef = new Map(groupRows.map((row) => [`${row.groupTypeIndex}:${row.groupKey}`, row.properties as Properties]));
     const groupProperties: Record<string, Properties> = {};
-    for (const group of groups) groupProperties[group.name] = groupRows.get(`${group.index}:${group.key}`) ?? {};
+    for (const group of groups) groupProperties[group.name] = byRef.get(`${group.index}:${group.key}`) ?? {};
     stored.groupProperties = groupProperties;
   }
   if (overrides) stored.hashKeyOverrides = overrides;
