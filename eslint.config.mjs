@@ -46,9 +46,26 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': ['error', { patterns: [noServices] }] },
   },
   {
-    // Domain packages never see a driver: adapters are chosen in composition roots.
-    files: ['packages/core/src/**', 'packages/accounts/src/**', 'packages/config/src/**', 'packages/flag-store/src/**'],
-    rules: { 'no-restricted-imports': ['error', { paths: driverImports, patterns: [noServices] }] },
+    // Domain packages never see a driver, nor the PGlite adapter: they get an `Sql`, chosen in composition roots.
+    files: [
+      'packages/core/src/**',
+      'packages/accounts/src/**',
+      'packages/config/src/**',
+      'packages/contracts/src/**',
+      'packages/flag-store/src/**',
+      'packages/flags/src/**',
+      'packages/insights/src/**',
+      'packages/persons/src/**',
+    ],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [...driverImports, '@plover/postgres/pglite'],
+          patterns: [noServices, { group: driverImports.map((name) => `${name}/*`), message: 'Domain packages talk to the Sql port, not a driver.' }],
+        },
+      ],
+    },
   },
   ...services
     .filter((service) => service !== compositionRoot)

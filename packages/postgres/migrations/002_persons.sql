@@ -1,6 +1,8 @@
 -- Persons, their distinct ids, overrides of merged-away persons, group types and groups: PostHog's
 -- posthog_person, posthog_persondistinctid, posthog_grouptypemapping and posthog_group (rules in
--- docs/ingestion.md). Written and read by packages/persons only; every statement there binds its values.
+-- docs/ingestion.md). Their SQL lives in packages/persons (docs/architecture.md#table-ownership names the one read
+-- elsewhere): PersonStore and GroupStore write, PersonReads and GroupStore's reads serve the management API and decide.
+-- Every statement binds its values.
 --
 -- No CHECK on the size of `properties`: PostHog's check_properties_size measures pg_column_size (the
 -- stored, possibly compressed jsonb), which application code cannot predict, and a write refused by the
