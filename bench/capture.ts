@@ -39,7 +39,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { bootstrap } from '@plover/accounts';
+import { bootstrap, ProjectTokenCache } from '@plover/accounts';
 import { LocalLogBus, type Consumer, type EventBus } from '@plover/bus';
 import { KafkaBus } from '@plover/bus/kafka';
 import { createApp } from '@plover/capture/app';
@@ -194,7 +194,15 @@ async function serve(kind: BusKind): Promise<void> {
       },
     });
   }
-  const app = createApp({ logger: silentLogger(), metrics: createMetricsRegistry('bench'), sql, bus: adapter.bus, trustProxy: false, capture: { topics } });
+  const app = createApp({
+    logger: silentLogger(),
+    metrics: createMetricsRegistry('bench'),
+    sql,
+    bus: adapter.bus,
+    trustProxy: false,
+    projectTokens: new ProjectTokenCache(sql),
+    settings: { topics },
+  });
   const server = await listen(app, { port: 0, host: '127.0.0.1' });
   const baseline = await baselineServer(adapter.bus, baselineTopic);
   send({

@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ProjectTokenCache } from '@plover/accounts';
+import type { ProjectTokenCache } from '@plover/accounts';
 import type { EventBus, OutgoingMessage } from '@plover/bus';
 import type { CaptureConfig } from '@plover/config';
 import { CAPTURE_TOPICS, REPLAY_TOPIC } from '@plover/contracts';
-import { ApiError, TokenBuckets, type Logger } from '@plover/core';
+import { ApiError, isoTimestamp, TokenBuckets, withTimeout, type Logger } from '@plover/core';
 import {
   createServiceApp,
   decompressionBudget,
@@ -52,8 +52,10 @@ export interface CaptureDeps {
   sql: Sql;
   bus: EventBus;
   trustProxy: boolean;
+  /** Project tokens, shared with decide when both run in one process. */
+  projectTokens: ProjectTokenCache;
   /** The `capture` config section, and in tests other topics, limits or a fixed clock; defaults otherwise. */
-  capture?: Partial<CaptureSettings>;
+  settings?: Partial<CaptureSettings>;
 }
 
 const MIB = 1024 * 1024;
@@ -98,8 +100,7 @@ const OK_BODY = Buffer.from(JSON.stringify({ status: 1 }));
  * a rejected request reaches the bus.
  */
 export function captureRoutes(deps: CaptureDeps): FastRoute {
-  const settings: CaptureSettings = { ...DEFAULT_CAPTURE_SETTINGS, ...deps.capture };
-  const projects = new ProjectTokenCache(deps.sql);
+  const settings: CaptureSettings = { ...DEFAULT_CAPTURE_SETTINGS, ...deps.settings };
   const limiter = settings.rateLimit ? new TokenBuckets<number>(settings.rateLimit.perSecond, settings.rateLimit.burst) : undefined;
   const metrics = captureMetrics(deps.metrics);
   const logger = deps.logger.child({ component: 'capture' });
@@ -139,9 +140,9 @@ export function captureRoutes(deps: CaptureDeps): FastRoute {
       ip,
       ipJson: JSON.stringify(ip),
       now,
-      nowIso: new Date(now).toISOString(),
+      nowIso: isoTimestamp(now),
       sentAt,
-      sentAtJson: sentAt === undefined ? 'null' : `"${new Date(sentAt).toISOString()}"`,
+      sentAtJson: sentAt === undefined ? 'null' : `"${isoTimestamp(sentAt)}"`,
       invalidSentAt: request.invalidSentAt,
       historical: request.historical,
       engage: route.engage === true,
@@ -156,7 +157,7 @@ export function captureRoutes(deps: CaptureDeps): FastRoute {
   async function lookUpProject(token: string) {
     let project;
     try {
-      project = await projects.get(token);
+      project = await deps.projectTokens.get(token);
     } catch (error) {
       logger.warn({ err: error }, 'project lookup failed');
       throw captureError.unavailable();
@@ -168,24 +169,19 @@ export function captureRoutes(deps: CaptureDeps): FastRoute {
   /** Resolves when the bus has the messages durably; 503 when it fails or takes longer than the timeout. */
   async function produce(topic: string, messages: OutgoingMessage[]): Promise<void> {
     const stopTimer = metrics.produceSeconds.startTimer();
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<'timeout'>((resolve) => {
-      timer = setTimeout(() => resolve('timeout'), settings.produceTimeoutMs);
-    });
     const produced = deps.bus.produce(topic, messages);
     try {
-      // A produce that times out may still land later: the client retries and the event uuids dedupe the copy.
-      if ((await Promise.race([produced, timeout])) === 'timeout') {
+      await withTimeout(produced, settings.produceTimeoutMs, () => {
+        // A produce that times out may still land later: the client retries and the event uuids dedupe the copy.
         produced.catch((error: unknown) => logger.warn({ err: error, topic }, 'produce failed after its request had timed out'));
         logger.warn({ topic, timeoutMs: settings.produceTimeoutMs, events: messages.length }, 'produce timed out');
-        throw captureError.unavailable();
-      }
+        return captureError.unavailable();
+      });
     } catch (error) {
       if (error instanceof ApiError) throw error;
       logger.warn({ err: error, topic, events: messages.length }, 'produce failed');
       throw captureError.unavailable();
     } finally {
-      clearTimeout(timer);
       stopTimer();
     }
   }

@@ -1,3 +1,4 @@
+import { ProjectTokenCache } from '@plover/accounts';
 import { KafkaBus } from '@plover/bus/kafka';
 import { loadConfigOrExit, sections } from '@plover/config';
 import { CAPTURE_TOPICS, REPLAY_TOPIC } from '@plover/contracts';
@@ -24,7 +25,17 @@ bus
   .ensureTopics([...Object.values(CAPTURE_TOPICS), REPLAY_TOPIC])
   .catch((error: unknown) => logger.warn({ err: error }, 'could not create the capture topics'));
 
-serve(createApp({ logger, metrics: createMetricsRegistry('capture'), sql, bus, trustProxy: config.http.trustProxy, capture: config.capture }), {
+const app = createApp({
+  logger,
+  metrics: createMetricsRegistry('capture'),
+  sql,
+  bus,
+  trustProxy: config.http.trustProxy,
+  projectTokens: new ProjectTokenCache(sql),
+  settings: config.capture,
+});
+
+serve(app, {
   ...config.http,
   logger,
   closeResources: async () => {

@@ -1,3 +1,4 @@
+import { ProjectTokenCache } from '@plover/accounts';
 import type { EventBus } from '@plover/bus';
 import { captureRoutes } from '@plover/capture/app';
 import type { ClickHouse } from '@plover/clickhouse';
@@ -25,7 +26,7 @@ export function createApp(deps: StandaloneDeps): ServiceApp {
   return createServiceApp({
     ...deps,
     checks: { postgres: () => deps.sql.ping(), clickhouse: () => deps.clickhouse.ping(), bus: () => deps.bus.ping() },
-    fast: [captureRoutes(deps), decide.fast],
+    fast: [captureRoutes({ ...deps, projectTokens: new ProjectTokenCache(deps.sql), settings: deps.capture }), decide.fast],
     mount(app) {
       app.use(decide.router);
       app.use(managementRoutes(deps));

@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { bootstrap } from '@plover/accounts';
+import { bootstrap, ProjectTokenCache } from '@plover/accounts';
 import { LocalLogBus, type BusMessage, type EventBus } from '@plover/bus';
 import { createApp, DEFAULT_CAPTURE_SETTINGS, type CaptureSettings } from '@plover/capture/app';
 import { parseCapturedEventMessage, type CapturedEvent, type CapturedEventMessage } from '@plover/contracts';
@@ -78,7 +78,8 @@ export async function openHarness(options: HarnessOptions = {}): Promise<Capture
     sql,
     bus,
     trustProxy: options.trustProxy ?? false,
-    capture: { now: () => NOW, ...options.capture, topics, replay },
+    projectTokens: new ProjectTokenCache(sql),
+    settings: { now: () => NOW, ...options.capture, topics, replay },
   });
   const openBus = bus;
   return {
