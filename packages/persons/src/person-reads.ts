@@ -109,7 +109,8 @@ function personCondition(condition: PersonCondition, params: SqlBuilder): string
 /**
  * The read side of persons and their distinct ids for everyone but ingestion: the management API (listing,
  * counting, retrieval, recordings' persons, cohort members and static cohort additions) and decide (properties
- * for flag evaluation, persons of continuity overrides). Writes go through PersonStore. Construct it over the
+ * for flag evaluation, persons of continuity overrides), and the event deletion job (persons merged into another).
+ * Writes go through PersonStore. Construct it over the
  * Sql or over a transaction. Every value is bound; query names are those logs and metrics have always used.
  */
 export class PersonReads {
@@ -208,6 +209,23 @@ export class PersonReads {
       [projectId, distinctId],
     );
     return result.rows[0];
+  }
+
+  /**
+   * The uuids of the persons merged into each of `personUuids` (and of the distinct ids used personless before
+   * joining it), from the overrides: what events may still carry in place of the person's own uuid.
+   */
+  async mergedInto(projectId: number, personUuids: readonly string[]): Promise<Map<string, string[]>> {
+    const merged = new Map<string, string[]>();
+    if (personUuids.length === 0) return merged;
+    const result = await this.db.query<{ old_person_uuid: string; override_person_uuid: string }>(
+      'deletions.overrides',
+      `SELECT old_person_uuid, override_person_uuid FROM person_overrides
+        WHERE project_id = $1 AND override_person_uuid = ANY($2::uuid[]) ORDER BY old_person_uuid`,
+      [projectId, personUuids],
+    );
+    for (const row of result.rows) merged.set(row.override_person_uuid, [...(merged.get(row.override_person_uuid) ?? []), row.old_person_uuid]);
+    return merged;
   }
 
   /** The uuids of the project's persons matching `condition` now, in id order (a cohort's members). */

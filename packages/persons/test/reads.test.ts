@@ -196,6 +196,18 @@ describe.each(backends)('person reads on $name', (backend) => {
     expect(await reads.flagProperties(projectId, 'nobody')).toBeUndefined();
   });
 
+  it('names the uuids merged into each person: merged persons and distinct ids first used personless', async () => {
+    const project = await stores.newProject();
+    for (const id of ['erin', 'frank']) await stores.persons.processEvent(project, event(id, '$pageview', { $set: { name: id } }));
+    await stores.persons.processEvent(project, event('frank', '$identify', { $anon_distinct_id: 'erin' }));
+    await stores.persons.processEvent(project, event('frank-phone', '$identify', { $anon_distinct_id: 'frank' }));
+    const frank = personUuid(project, 'frank');
+    expect(await reads.mergedInto(project, [frank, personUuid(project, 'nobody')])).toEqual(
+      new Map([[frank, [personUuid(project, 'erin'), personUuid(project, 'frank-phone')].sort()]]),
+    );
+    expect(await reads.mergedInto(project, [])).toEqual(new Map());
+  });
+
   it('lists the uuids of the persons matching a condition, in id order', async () => {
     const members = async (condition: PersonCondition) => {
       const uuids = await reads.matchingUuids(projectId, condition);
