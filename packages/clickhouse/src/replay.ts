@@ -77,10 +77,12 @@ export async function insertSnapshotBatches(ch: ClickHouse, batches: readonly Sn
     };
   });
   // Snapshots first: a summary row is what lists a session, and its blocks should be there when it is.
-  await ch.insert(
-    'session_replay_snapshots',
-    rows.map(({ common, batch }) => ({ ...common, window_id: batch.window_id, data: batch.data })),
-  );
+  for (const chunk of bySize(rows, ({ common }) => common.size)) {
+    await ch.insert(
+      'session_replay_snapshots',
+      chunk.map(({ common, batch }) => ({ ...common, window_id: batch.window_id, data: batch.data })),
+    );
+  }
   await ch.insert(
     'session_replay_summaries',
     rows.map(({ common, batch, retention }) => ({
@@ -100,6 +102,24 @@ export async function insertSnapshotBatches(ch: ClickHouse, batches: readonly Sn
       retention_period_days: retention,
     })),
   );
+}
+
+/** Most bytes of JSONL one insert carries: the adapters hold an insert's whole body in memory, more than once. */
+const MAX_INSERT_BYTES = 16 * 1024 * 1024;
+
+/** `items` in order, cut into runs of at most MAX_INSERT_BYTES (a larger item alone). */
+function bySize<T>(items: readonly T[], size: (item: T) => number): T[][] {
+  const chunks: T[][] = [];
+  let bytes = Infinity;
+  for (const item of items) {
+    if (bytes + size(item) > MAX_INSERT_BYTES) {
+      chunks.push([]);
+      bytes = 0;
+    }
+    chunks[chunks.length - 1]!.push(item);
+    bytes += size(item);
+  }
+  return chunks;
 }
 
 function sessionKey(teamId: number, sessionId: string): string {

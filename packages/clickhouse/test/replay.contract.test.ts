@@ -179,6 +179,24 @@ describe.each(variants)('session replay storage: $name', (variant) => {
     expect(block?.size).toBe(Buffer.byteLength(data));
   });
 
+  it('splits the snapshot rows of a large call into inserts of at most 16 MiB of lines', async () => {
+    const teamId = nextTeam++;
+    const sizes: number[] = [];
+    const counting: ClickHouse = Object.assign(Object.create(ch) as ClickHouse, {
+      insert: (table: string, rows: readonly Record<string, unknown>[]) => {
+        if (table === 'session_replay_snapshots') sizes.push(rows.length);
+        return ch.insert(table, rows);
+      },
+    });
+    const data = `${JSON.stringify(['w1', { type: 5, data: { blob: 'x'.repeat(7 * 1024 * 1024) }, timestamp: T0 }])}\n`;
+    await insertSnapshotBatches(
+      counting,
+      [0, 1, 2].map((at) => batch(teamId, 'big', { at, data })),
+    );
+    expect(sizes).toEqual([2, 1]);
+    expect((await readSnapshotBlocks(ch, teamId, 'big')).map((block) => block.data === data)).toEqual([true, true, true]);
+  });
+
   describe('listing', () => {
     const teamId = nextTeam++;
     const ids = (summaries: SessionSummary[]) => summaries.map((summary) => summary.session_id);
