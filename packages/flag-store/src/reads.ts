@@ -1,3 +1,4 @@
+import { readSessionReplaySettings, type SessionReplaySettings } from '@plover/accounts';
 import type { Cohort, FeatureFlag } from '@plover/flags';
 import { GroupStore } from '@plover/persons';
 import type { Sql, SqlExecutor } from '@plover/postgres';
@@ -16,6 +17,8 @@ export interface ProjectDefinitions {
   timezone: string;
   /** The project has a launched, unfinished survey: decide then answers `surveys: true`. */
   hasActiveSurveys: boolean;
+  /** What decide's remote config tells posthog-js's recorder; undefined for a project that does not exist. */
+  replaySettings: SessionReplaySettings | undefined;
 }
 
 interface FlagRow {
@@ -36,9 +39,12 @@ interface CohortRow {
   is_static: boolean;
 }
 
-/** A project's non-deleted flags and cohorts, its group types (from packages/persons), timezone and whether it has an active survey. */
+/**
+ * A project's non-deleted flags and cohorts, its group types (from packages/persons), timezone, whether it has an
+ * active survey, and its session replay settings (from packages/accounts; written inside `writeDefinitions`).
+ */
 export async function loadDefinitions(sql: Sql, projectId: number): Promise<ProjectDefinitions> {
-  const [flags, cohorts, groupTypes, project, surveys] = await Promise.all([
+  const [flags, cohorts, groupTypes, project, surveys, replaySettings] = await Promise.all([
     sql.query<FlagRow>(
       'decide.loadFlags',
       `SELECT id, key, name, filters, rollout_percentage, active, ensure_experience_continuity, version
@@ -51,6 +57,7 @@ export async function loadDefinitions(sql: Sql, projectId: number): Promise<Proj
     new GroupStore(sql).listGroupTypes(projectId),
     sql.query<{ timezone: string }>('decide.loadProject', 'SELECT timezone FROM projects WHERE id = $1', [projectId]),
     sql.query('decide.activeSurveys', `SELECT 1 FROM surveys s WHERE s.project_id = $1 AND ${ACTIVE_SURVEY} LIMIT 1`, [projectId]),
+    readSessionReplaySettings(sql, projectId),
   ]);
   return {
     flags: flags.rows.map((row) => ({
@@ -69,6 +76,7 @@ export async function loadDefinitions(sql: Sql, projectId: number): Promise<Proj
     groupTypeMapping: Object.fromEntries(groupTypes.map((type) => [String(type.groupTypeIndex), type.groupType])),
     timezone: project.rows[0]?.timezone ?? 'UTC',
     hasActiveSurveys: surveys.rowCount > 0,
+    replaySettings,
   };
 }
 

@@ -27,6 +27,7 @@ import { FlagQuota } from './limits';
 import { authorizeDefinitionsRead } from './personal-key';
 import { decideErrors, parseFlagsRequest } from './request';
 import { publicEarlyAccessFeatures, publicSurveys } from './store';
+import { capturePerformanceConfig, sessionRecordingConfig } from './session-recording';
 import { staticScripts } from './static-scripts';
 import { configFields, decideShaping, flagsShaping, renderBody, type Shaping } from './responses';
 
@@ -220,7 +221,13 @@ export function decideRoutes(deps: DecideDeps): DecideRoutes {
     const { config: _config, toolbarParams: _toolbar, isAuthenticated: _auth, ...fields } = configFields({ surveys: definitions?.hasActiveSurveys ?? false });
     return {
       token,
-      config: { token, ...fields, hasFeatureFlags: (definitions?.flags ?? []).some((flag) => flag.active) },
+      config: {
+        token,
+        ...fields,
+        sessionRecording: sessionRecordingConfig(definitions?.replaySettings),
+        capturePerformance: capturePerformanceConfig(definitions?.replaySettings),
+        hasFeatureFlags: (definitions?.flags ?? []).some((flag) => flag.active),
+      },
     };
   }
 
