@@ -3,7 +3,7 @@ import { PersonWriteConflict } from './transactions';
 
 /**
  * What an event's result relied on, when that is a person change staged in a PersonSnapshot: the result holds only
- * once `stored` is true (PersonStore.flush, or a locked write of the same person, stored the change).
+ * once `stored` is true (BatchPersonStore.flush, or a locked write of the same person, stored the change).
  */
 export interface StagedChange {
   readonly stored: boolean;
@@ -48,8 +48,8 @@ class Dependency implements StagedChange {
  *
  * With `stagesWrites`, it also holds the batch's property changes of existing persons ($set, $set_once, $unset
  * without a merge): processEvent applies them here, in event order, and later events of the person see them;
- * PersonStore.flush stores them all with one statement, each person only if its version is still the one read
- * (see PersonStore for conflicts). A result that relied on a staged change carries it (EventPerson.staged).
+ * BatchPersonStore.flush stores them all with one statement, each person only if its version is still the one
+ * read. A result that relied on a staged change carries it (EventPerson.staged).
  */
 export class PersonSnapshot {
   /** null: known to have no person. */

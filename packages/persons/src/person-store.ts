@@ -1,5 +1,5 @@
 import type { Sql, SqlExecutor } from '@plover/postgres';
-import { jsonEqual, storableText, type Properties } from './json';
+import { storableText, type Properties } from './json';
 import {
   attachDistinctId,
   deleteDistinctIds,
@@ -11,10 +11,8 @@ import {
   moveDistinctIds,
   repointOverrides,
   selectPerson,
-  selectPersonStates,
   toRef,
   updatePersonState,
-  updatePersonsIfUnchanged,
   writeOverrides,
   type PersonOverride,
   type StoredPerson,
@@ -31,6 +29,7 @@ import {
 } from './rules/identity';
 import { newPersonState, nextPersonState, type ChangeOptions, type PersonChange } from './rules/person-state';
 import { MAX_PROPERTIES_BYTES, eventPersonProperties, normalizeUpdate, propertyUpdateOf, writesEveryChange, type PropertyUpdate } from './rules/properties';
+import { BatchPersonStore } from './batch-person-store';
 import { KnownPersons } from './known-persons';
 import { PersonReads, type Person } from './person-reads';
 import { PersonSnapshot, type LockedWrite, type StagedChange } from './person-snapshot';
@@ -67,7 +66,7 @@ export interface EventPerson {
   warnings: PersonWarning[];
   /** Override rows this event wrote (new or re-pointed), for a copy kept next to the events. */
   overrides: PersonOverride[];
-  /** Set when this result relied on a person change staged in a PersonSnapshot: it holds once that is stored. */
+  /** Set when this result relied on a person change staged in a BatchPersonStore: it holds once that is stored. */
   staged?: StagedChange;
 }
 
@@ -100,8 +99,9 @@ interface EventContext {
  * processEvent per event, serially per distinct id; the management API's PATCH calls updateProperties. Both
  * decide with the same rules (rules/person-state.ts) on a row locked with SELECT … FOR UPDATE, so concurrent
  * consumers and API calls never lose each other's changes. Ingestion may instead stage a batch's property
- * changes of existing persons and `flush` them at once, each write conditional on the version it was decided
- * on: a person that changed meanwhile is not written, and its events are decided again under the lock.
+ * changes of existing persons in a BatchPersonStore (`batch`) and flush them at once, each write conditional on
+ * the version it was decided on: a person that changed meanwhile is not written, and its events are decided
+ * again under the lock.
  *
  * Idempotency under at-least-once delivery: every rule writes only what changes, so replaying an event whose
  * effects are stored is a no-op with no version bump — a create finds the person, `$set` finds equal values,
@@ -120,9 +120,18 @@ export class PersonStore {
   }
 
   /**
+   * A bus batch's view of this store, its persons read first: `distinctIds` by project (ids as events carry
+   * them). With `stageWrites`, it stages the batch's property changes instead of writing each (BatchPersonStore).
+   */
+  async batch(distinctIds: ReadonlyMap<number, readonly string[]>, options: { stageWrites: boolean }): Promise<BatchPersonStore> {
+    const snapshots = await Promise.all([...distinctIds].map(([projectId, ids]) => this.readPersons(projectId, ids, options)));
+    return new BatchPersonStore(this, this.sql, options.stageWrites, snapshots);
+  }
+
+  /**
    * The persons of `distinctIds` (ids as events carry them), for processEvent over a batch of their events: one
    * statement instead of one read per event. With `stageWrites`, processEvent stages the batch's property changes
-   * in it instead of writing each, and `flush` stores them (PersonSnapshot).
+   * in it instead of writing each (PersonSnapshot).
    */
   async readPersons(projectId: number, distinctIds: readonly string[], options: { stageWrites?: boolean } = {}): Promise<PersonSnapshot> {
     const snapshot = new PersonSnapshot(projectId, options.stageWrites ?? false);
@@ -178,48 +187,6 @@ export class PersonStore {
     } catch (error) {
       snapshot?.forget(touched, []);
       throw error;
-    }
-  }
-
-  /**
-   * Stores the property changes staged in `snapshot` (readPersons with `stageWrites`), all persons in one
-   * statement, each only if its version is still the one the snapshot read. A person that changed meanwhile (a
-   * management PATCH, another consumer, a merge or a deletion) is not written: PersonWriteConflict, after
-   * storing the others. The events whose results rely on the changes not stored (EventPerson.staged) must then
-   * be processed again without staging, in order, which decides them under row locks.
-   */
-  async flush(snapshot: PersonSnapshot): Promise<void> {
-    const unstored = snapshot.allUnstored().map((staged) => ({ staged, person: staged.person }));
-    if (unstored.length === 0) return;
-    const writes = unstored.map(({ staged, person }) => ({
-      id: person.id,
-      expectedVersion: staged.storedVersion,
-      properties: person.properties,
-      version: person.version,
-    }));
-    // One statement, so a transaction only for its replays: two flushes updating the same persons can deadlock.
-    const written = await transactionWithReplays(this.sql, (tx) => updatePersonsIfUnchanged(tx, writes));
-    for (const { staged, person } of unstored) if (written.has(person.id)) staged.storedVersion = person.version;
-    if (written.size < unstored.length)
-      throw new PersonWriteConflict(`${unstored.length - written.size} of ${unstored.length} persons changed since the batch read them`);
-  }
-
-  /**
-   * After a flush (or a locked write) failed in a way that leaves its outcome unknown — the connection broke
-   * around its COMMIT — finds out what was stored: a staged person that Postgres holds exactly as staged (same
-   * version and properties) counts as stored. Without this, processing the events again would apply them a
-   * second time (extra version bumps). Reads only; call it once Postgres answers again.
-   */
-  async settleFlush(snapshot: PersonSnapshot): Promise<void> {
-    const unstored = snapshot.allUnstored().map((staged) => ({ staged, person: staged.person }));
-    if (unstored.length === 0) return;
-    const stored = await selectPersonStates(
-      this.sql,
-      unstored.map(({ person }) => person.id),
-    );
-    for (const { staged, person } of unstored) {
-      const row = stored.get(person.id);
-      if (row && row.version === person.version && jsonEqual(row.properties, person.properties)) staged.storedVersion = person.version;
     }
   }
 

@@ -26,7 +26,7 @@ import {
   type PersonOverrideRow,
 } from '@plover/clickhouse';
 import { isRetriable, type Logger } from '@plover/core';
-import { PersonWriteConflict, type PersonSnapshot } from '@plover/persons';
+import { PersonWriteConflict, type BatchPersonStore } from '@plover/persons';
 import { deadLetterMessage, type DeadLetter } from './dead-letter';
 import { readMessage, type CapturedInput } from './message';
 import type { IngestionMetrics, Outcome, Step } from './metrics';
@@ -78,6 +78,7 @@ export class BatchHandler {
     if (!first || !last) return;
     recovery.begin(first.offset);
     try {
+      await this.settle(recovery);
       const processed = await this.process(batch.messages, recovery);
       this.count(batch, await this.store(processed, batch.messages));
     } catch (error) {
@@ -104,13 +105,16 @@ export class BatchHandler {
     return recovery;
   }
 
-  /** Steps 1 to 3: what each message becomes, in batch order, with the person changes it made stored. */
-  private async process(messages: readonly BusMessage[], recovery: PartitionRecovery): Promise<Processed[]> {
+  /** Step 1, after `begin`: person writes a failed attempt left in an unknown state are settled against Postgres. */
+  private async settle(recovery: PartitionRecovery): Promise<void> {
     const unsettled = recovery.unsettledWrites;
-    if (unsettled) {
-      await this.timeAsync('flush_persons', () => unsettled.settle());
-      recovery.settled();
-    }
+    if (!unsettled) return;
+    await this.timeAsync('flush_persons', () => unsettled.settle());
+    recovery.settled();
+  }
+
+  /** Steps 2 and 3: what each message becomes, in batch order, with the person changes it made stored. */
+  private async process(messages: readonly BusMessage[], recovery: PartitionRecovery): Promise<Processed[]> {
     const results = new Array<Processed | undefined>(messages.length);
     const pending: Pending[] = [];
     this.time('read', () => {
@@ -168,9 +172,10 @@ export class BatchHandler {
     const unstored = recovery.remember(pass.done);
     if (!failure) return;
     if (!(failure.error instanceof PersonWriteConflict) && !isEventFault(failure.error)) {
-      recovery.leaveUnsettled({ settle: () => processor.settleFlush(staged) }, unstored);
+      recovery.leaveUnsettled(staged, unstored);
       throw failure.error;
     }
+    staged.discard();
     const again = pending.filter((item) => recovery.rememberedAt(item.input.message.offset) === undefined);
     this.options.logger.info({ err: failure.error, events: again.length }, 'staged person changes not stored; processing the events that relied on them again');
     this.options.metrics.personReprocessed.inc(again.length);
@@ -186,9 +191,9 @@ export class BatchHandler {
     if (direct.failure) throw direct.failure.error;
   }
 
-  private async flushPersons(snapshots: ReadonlyMap<number, PersonSnapshot>): Promise<{ error: unknown } | undefined> {
+  private async flushPersons(persons: BatchPersonStore): Promise<{ error: unknown } | undefined> {
     try {
-      await this.timeAsync('flush_persons', () => this.options.processor.flush(snapshots));
+      await this.timeAsync('flush_persons', () => persons.flush());
       return undefined;
     } catch (error) {
       return { error };
@@ -199,11 +204,7 @@ export class BatchHandler {
    * One worker per key slot; a worker takes a key and processes its events in order. A failure that is not the
    * event's own stops every worker before its next event and is returned once the others have settled.
    */
-  private async processByKey(
-    pending: readonly Pending[],
-    results: Array<Processed | undefined>,
-    snapshots: ReadonlyMap<number, PersonSnapshot>,
-  ): Promise<Pass> {
+  private async processByKey(pending: readonly Pending[], results: Array<Processed | undefined>, persons: BatchPersonStore): Promise<Pass> {
     const { processor } = this.options;
     const queues = new Map<string, Pending[]>();
     for (const item of pending) {
@@ -220,7 +221,7 @@ export class BatchHandler {
           if (pass.failure) return;
           let processed: Processed;
           try {
-            processed = await processor.process(input, snapshots.get(input.teamId));
+            processed = await processor.process(input, persons);
           } catch (error) {
             if (!isEventFault(error)) {
               pass.failure ??= { error };

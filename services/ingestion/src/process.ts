@@ -5,7 +5,7 @@
 import type { BusMessage } from '@plover/bus';
 import type { EventRow, IngestionWarningRow, PersonOverrideRow } from '@plover/clickhouse';
 import { StorageError } from '@plover/core';
-import type { GroupStore, PersonSnapshot, PersonStore, StagedChange } from '@plover/persons';
+import type { BatchPersonStore, EventPersonStore, GroupStore, PersonStore, StagedChange } from '@plover/persons';
 import { deadLetterOf, type DeadLetter } from './dead-letter';
 import type { CapturedInput, Unreadable } from './message';
 import { normalizeProperties } from './normalize';
@@ -14,7 +14,7 @@ import { eventRow, overrideRow, warningRow, type Warning } from './rows';
 export type DeadLettered = { kind: 'dead_letter'; deadLetter: DeadLetter; warnings: IngestionWarningRow[] };
 
 export type Processed =
-  /** `staged`: the row relies on a person change staged for the batch's flush (packages/persons PersonSnapshot). */
+  /** `staged`: the row relies on a person change staged for the batch's flush (packages/persons BatchPersonStore). */
   | { kind: 'event'; row: EventRow; warnings: IngestionWarningRow[]; overrides: PersonOverrideRow[]; staged?: StagedChange }
   | DeadLettered
   /** Found in ClickHouse while recovering: stored by an earlier delivery, with everything that goes with it. */
@@ -28,41 +28,31 @@ export class EventProcessor {
   ) {}
 
   /**
-   * The persons of the inputs' distinct ids, one read per project, for `process` to decide the events that
-   * change nothing without a read each and, with `stageWrites`, to stage person property changes for `flush`
-   * instead of writing each (packages/persons PersonSnapshot).
+   * The batch's view of the persons of the inputs' distinct ids, read with one statement per project, for
+   * `process` to decide the events that change nothing without a read each and, with `stageWrites`, to stage
+   * person property changes until its flush instead of writing each (packages/persons BatchPersonStore).
    */
-  async readPersons(inputs: readonly CapturedInput[], stageWrites: boolean): Promise<Map<number, PersonSnapshot>> {
+  async readPersons(inputs: readonly CapturedInput[], stageWrites: boolean): Promise<BatchPersonStore> {
     const distinctIds = new Map<number, string[]>();
     for (const input of inputs) {
       const ids = distinctIds.get(input.teamId);
       if (ids) ids.push(input.distinctId);
       else distinctIds.set(input.teamId, [input.distinctId]);
     }
-    const snapshots = await Promise.all([...distinctIds].map(([teamId, ids]) => this.persons.readPersons(teamId, ids, { stageWrites })));
-    return new Map(snapshots.map((snapshot) => [snapshot.projectId, snapshot]));
+    return this.persons.batch(distinctIds, { stageWrites });
   }
 
-  /** After a failed attempt whose person writes may have been stored after all: see PersonStore.settleFlush. */
-  async settleFlush(snapshots: ReadonlyMap<number, PersonSnapshot>): Promise<void> {
-    await Promise.all([...snapshots.values()].map((snapshot) => this.persons.settleFlush(snapshot)));
-  }
-
-  /** Stores the person changes staged in `snapshots`; PersonWriteConflict when some could not be. */
-  async flush(snapshots: ReadonlyMap<number, PersonSnapshot>): Promise<void> {
-    const results = await Promise.allSettled([...snapshots.values()].map((snapshot) => this.persons.flush(snapshot)));
-    const failed = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
-    if (failed) throw failed.reason;
-  }
-
-  async process(input: CapturedInput, snapshot?: PersonSnapshot): Promise<Processed> {
+  /** `persons`: the batch's view of them (readPersons). */
+  async process(input: CapturedInput, persons: EventPersonStore): Promise<Processed> {
     const normalized = normalizeProperties(input.event, input.properties, input.sentAt);
     const [person, groups] = await Promise.all([
-      this.persons.processEvent(
-        input.teamId,
-        { uuid: input.uuid, event: input.event, distinctId: input.distinctId, timestamp: input.timestamp, properties: normalized.properties },
-        snapshot,
-      ),
+      persons.processEvent(input.teamId, {
+        uuid: input.uuid,
+        event: input.event,
+        distinctId: input.distinctId,
+        timestamp: input.timestamp,
+        properties: normalized.properties,
+      }),
       this.groups.processEvent(input.teamId, { event: input.event, timestamp: input.timestamp, properties: normalized.properties }),
     ]);
     const warnings: Warning[] = [...input.captureWarnings, ...person.warnings];
