@@ -199,6 +199,9 @@ export interface SessionPredicate {
   value: number;
 }
 
+/** A condition on a session's summary: one comparison, or all or any of other conditions. */
+export type SessionCondition = SessionPredicate | { all: readonly SessionCondition[] } | { any: readonly SessionCondition[] };
+
 export interface SessionListQuery {
   /** Sessions that started at or after this time. */
   dateFrom?: Date;
@@ -210,6 +213,8 @@ export interface SessionListQuery {
   sessionIds?: readonly string[];
   /** Conditions on the summary, all of which must hold. */
   having?: readonly SessionPredicate[];
+  /** A further condition on the summary, which must hold too (filters combined with OR). */
+  condition?: SessionCondition;
   /** Default start_time; ties are broken by session id. */
   orderBy?: SessionOrder;
   /** Default DESC. */
@@ -333,13 +338,22 @@ export async function listSessionSummaries(ch: ClickHouse, teamId: number, query
     having.push('hasAny(distinct_ids, {distinctIds:Array(String)})');
     params.distinctIds = query.distinctIds;
   }
-  (query.having ?? []).forEach((predicate, index) => {
+  let bound = 0;
+  const compare = (predicate: SessionPredicate): string => {
     if (!(SESSION_METRICS as readonly string[]).includes(predicate.key) || !Object.hasOwn(COMPARISONS, predicate.operator)) {
       throw new RangeError(`Unknown session predicate ${JSON.stringify(predicate.key)} ${JSON.stringify(predicate.operator)}`);
     }
-    having.push(`${predicate.key} ${COMPARISONS[predicate.operator]} {having${index}:Float64}`);
-    params[`having${index}`] = predicate.value;
-  });
+    const name = `having${bound++}`;
+    params[name] = predicate.value;
+    return `${predicate.key} ${COMPARISONS[predicate.operator]} {${name}:Float64}`;
+  };
+  const compile = (condition: SessionCondition): string => {
+    if ('key' in condition) return compare(condition);
+    const [parts, joiner, none] = 'all' in condition ? [condition.all, ' AND ', '1'] : [condition.any, ' OR ', '0'];
+    return parts.length === 0 ? none : `(${parts.map(compile).join(joiner)})`;
+  };
+  for (const predicate of query.having ?? []) having.push(compare(predicate));
+  if (query.condition) having.push(compile(query.condition));
   const orderBy = query.orderBy ?? 'start_time';
   if (orderBy !== 'start_time' && !(SESSION_METRICS as readonly string[]).includes(orderBy))
     throw new RangeError(`Unknown session order ${JSON.stringify(orderBy)}`);
@@ -354,6 +368,18 @@ export async function listSessionSummaries(ch: ClickHouse, teamId: number, query
     params,
   );
   return records.map(summaryOf);
+}
+
+/** Which of the sessions have live data in the team. */
+export async function liveSessionIds(ch: ClickHouse, teamId: number, sessionIds: readonly string[]): Promise<Set<string>> {
+  if (sessionIds.length === 0) return new Set();
+  const rows = await ch.query<{ session_id: string }>(
+    'replay.liveSessions',
+    `SELECT DISTINCT session_id FROM session_replay_summaries FINAL
+      WHERE team_id = {teamId:Int64} AND session_id IN {sessionIds:Array(String)} AND expires_at > now()`,
+    { teamId, sessionIds },
+  );
+  return new Set(rows.map((row) => row.session_id));
 }
 
 /** One live session's summary, or null when the team has no live data for it. */

@@ -6,6 +6,7 @@ import {
   getSessionSummary,
   insertSnapshotBatches,
   listSessionSummaries,
+  liveSessionIds,
   listSnapshotBlocks,
   migrate,
   readSnapshotBlocks,
@@ -250,6 +251,29 @@ describe.each(variants)('session replay storage: $name', (variant) => {
         ),
       ).toEqual(['long', 'short']);
       expect(ids(await listSessionSummaries(ch, teamId, { having: [{ key: 'click_count', operator: 'exact', value: 7 }] }))).toEqual(['long']);
+    });
+
+    it('filters by a condition tree of any and all, together with the other conditions', async () => {
+      const errorsOrClicks = {
+        any: [{ key: 'console_error_count', operator: 'gt', value: 0 } as const, { key: 'click_count', operator: 'gt', value: 0 } as const],
+      };
+      expect(ids(await listSessionSummaries(ch, teamId, { condition: errorsOrClicks }))).toEqual(['long', 'short']);
+      expect(ids(await listSessionSummaries(ch, teamId, { condition: errorsOrClicks, having: [{ key: 'duration', operator: 'lt', value: 10 }] }))).toEqual([
+        'short',
+      ]);
+      expect(
+        ids(await listSessionSummaries(ch, teamId, { condition: { all: [errorsOrClicks, { key: 'active_seconds', operator: 'gte', value: 4 }] } })),
+      ).toEqual(['short']);
+      expect(ids(await listSessionSummaries(ch, teamId, { condition: { all: [] } }))).toEqual(['late', 'long', 'short']);
+      expect(await listSessionSummaries(ch, teamId, { condition: { any: [] } })).toEqual([]);
+      const key = 'duration) OR (1' as 'duration';
+      await expect(listSessionSummaries(ch, teamId, { condition: { any: [{ key, operator: 'gt', value: 1 }] } })).rejects.toThrow(RangeError);
+    });
+
+    it('tells which sessions have live data', async () => {
+      expect(await liveSessionIds(ch, teamId, ['short', 'late', 'nope'])).toEqual(new Set(['short', 'late']));
+      expect(await liveSessionIds(ch, teamId + 10_000, ['short'])).toEqual(new Set());
+      expect(await liveSessionIds(ch, teamId, [])).toEqual(new Set());
     });
 
     it('pages with limit and offset', async () => {
