@@ -23,13 +23,8 @@ const T = Date.now() - 60_000;
 const runId = randomBytes(3).toString('hex');
 let sequence = 0;
 
-/**
- * A project with the recording settings. Until the settings' own migration adds the two columns to `projects`,
- * this adds them as that migration names them (a no-op once it exists).
- */
+/** A project with the recording settings (Postgres migration 006). */
 async function recordingProject(sql: Sql, settings: { optIn: boolean; retention?: string }): Promise<number> {
-  await sql.query('test.optInColumn', 'ALTER TABLE projects ADD COLUMN IF NOT EXISTS session_recording_opt_in boolean NOT NULL DEFAULT false');
-  await sql.query('test.retentionColumn', "ALTER TABLE projects ADD COLUMN IF NOT EXISTS session_recording_retention_period text NOT NULL DEFAULT '30d'");
   const id = await createProject(sql);
   await sql.query('test.settings', 'UPDATE projects SET session_recording_opt_in = $2, session_recording_retention_period = $3 WHERE id = $1', [
     id,

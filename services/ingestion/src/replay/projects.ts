@@ -1,9 +1,9 @@
 /**
- * The project settings replay ingestion obeys (docs/replay.md): whether the project records sessions at all
- * (`projects.session_recording_opt_in`, PostHog's team setting of that name) and how long it keeps them
- * (`projects.session_recording_retention_period`: `30d`, `90d`, `1y` or `5y`).
+ * The project settings replay ingestion obeys (docs/replay.md), read through `@plover/accounts`, which owns the
+ * `projects` table: whether the project records sessions at all (`session_recording_opt_in`) and how long it
+ * keeps them (`session_recording_retention_period`).
  */
-import { DEFAULT_RETENTION_DAYS } from '@plover/clickhouse';
+import { readSessionReplaySettings, type SessionReplaySettings } from '@plover/accounts';
 import type { Sql } from '@plover/postgres';
 
 export interface RecordingSettings {
@@ -11,23 +11,20 @@ export interface RecordingSettings {
   retentionDays: number;
 }
 
-const RETENTION_DAYS: Readonly<Record<string, number>> = { '30d': 30, '90d': 90, '1y': 365, '5y': 5 * 365 };
+const RETENTION_DAYS: Readonly<Record<SessionReplaySettings['session_recording_retention_period'], number>> = {
+  '30d': 30,
+  '90d': 90,
+  '1y': 365,
+  '5y': 5 * 365,
+};
 
 /** The settings of the projects among `teamIds` that exist; a project missing from the map records nothing. */
 export async function recordingSettings(sql: Sql, teamIds: readonly number[]): Promise<Map<number, RecordingSettings>> {
-  if (teamIds.length === 0) return new Map();
-  const { rows } = await sql.query<{ id: number; session_recording_opt_in: boolean | null; session_recording_retention_period: string | null }>(
-    'replay.recordingSettings',
-    'SELECT id, session_recording_opt_in, session_recording_retention_period FROM projects WHERE id = ANY($1::int[])',
-    [teamIds],
-  );
-  return new Map(
-    rows.map((row) => [
-      row.id,
-      {
-        enabled: row.session_recording_opt_in === true,
-        retentionDays: RETENTION_DAYS[row.session_recording_retention_period ?? ''] ?? DEFAULT_RETENTION_DAYS,
-      },
-    ]),
-  );
+  // One read per project: a batch holds the messages of few projects (the bus keys them by project and session).
+  const read = await Promise.all(teamIds.map(async (id) => [id, await readSessionReplaySettings(sql, id)] as const));
+  const settings = new Map<number, RecordingSettings>();
+  for (const [id, project] of read) {
+    if (project) settings.set(id, { enabled: project.session_recording_opt_in, retentionDays: RETENTION_DAYS[project.session_recording_retention_period] });
+  }
+  return settings;
 }
