@@ -12,7 +12,8 @@ export {
   type PersonListFilter,
   type PersonPage,
 } from './person-reads';
-export type { PersonSnapshot, StagedChange } from './person-snapshot';
+export type { BatchPersonStore, EventPersonStore } from './batch-person-store';
+export type { StagedChange } from './person-snapshot';
 export { PersonWriteConflict } from './transactions';
 export { GroupStore, type EventGroup, type Group, type GroupEvent, type GroupTypeMapping } from './group-store';
 export { MAX_PROPERTIES_BYTES } from './rules/properties';
