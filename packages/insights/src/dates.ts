@@ -3,7 +3,7 @@
  * here is wall-clock arithmetic (a local date-time held as epoch milliseconds as if it were UTC); ClickHouse
  * turns the resulting local times into instants with the timezone, so DST never enters this code.
  */
-import { ApiError, sqlTimestamp, toWallClock } from '@plover/core';
+import { ApiError, fromWallClock, sqlTimestamp, toWallClock } from '@plover/core';
 import type { InsightContext, Interval, ResolvedRange } from './types';
 
 const SECOND = 1000;
@@ -122,6 +122,21 @@ function resolveDate(text: string, now: number, timezone: string, end: boolean, 
   throw ApiError.validation(`"${text}" is not a valid date.`, attr, 'invalid');
 }
 
+/** `now` as a wall clock in the timezone, in whole seconds. */
+function wallNow(ctx: Pick<InsightContext, 'now' | 'timezone'>): number {
+  return Math.floor(toWallClock(ctx.now.getTime(), ctx.timezone) / SECOND) * SECOND;
+}
+
+/**
+ * One date of the same grammar as an instant, for filters that compare times rather than bucket them
+ * (recordings): `end` takes the last second that a date or a day-relative value covers. A wall clock that a
+ * spring-forward gap skips is read with the offset from before the jump.
+ */
+export function resolveInstant(text: string, ctx: Pick<InsightContext, 'now' | 'timezone'>, end: boolean, attr: string): Date {
+  const wall = resolveDate(text, wallNow(ctx), ctx.timezone, end, attr);
+  return new Date(fromWallClock(wall, ctx.timezone) ?? fromWallClock(wall + HOUR, ctx.timezone) ?? wall);
+}
+
 /**
  * Resolves `date_from`/`date_to` for an interval. `firstEvent` is the instant of the project's first event,
  * needed (and only read) for `date_from: "all"`.
@@ -133,7 +148,7 @@ export function resolveRange(
   ctx: Pick<InsightContext, 'now' | 'timezone'>,
   firstEvent: Date | null = null,
 ): ResolvedRange {
-  const now = Math.floor(toWallClock(ctx.now.getTime(), ctx.timezone) / SECOND) * SECOND;
+  const now = wallNow(ctx);
   const to = dateTo === null ? now : resolveDate(dateTo, now, ctx.timezone, true, 'date_to');
   let from: number;
   if (dateFrom === 'all') from = startOfDay(firstEvent === null ? now : toWallClock(firstEvent.getTime(), ctx.timezone));

@@ -1,7 +1,7 @@
 export * from './types';
 export * from './properties';
 export { Params } from './params';
-export { resolveRange } from './dates';
+export { resolveInstant, resolveRange } from './dates';
 export { BREAKDOWN_OTHER, runTrends } from './trends';
 export { runStickiness } from './stickiness';
 export { runLifecycle } from './lifecycle';
