@@ -5,6 +5,7 @@ import type { ManagementDeps } from './deps';
 import { AuthFailureThrottle, authenticate, resolveProject } from './http/auth';
 import { checkQuery, jsonBody } from './http/body';
 import { errors, unstorableInput } from './http/errors';
+import { consoleRoutes } from './console';
 import { checkFormat } from './http/render';
 import { routerOf } from './http/route-table';
 import { schemaRoutes } from './openapi';
@@ -85,6 +86,8 @@ export function managementRoutes(deps: ManagementDeps): Router {
 
   router.use('/api', helmet(), schemaRoutes(table), api, unstorableInput);
   router.use(replayPlayerRoutes());
+  // The web console: `/` and its client routes `/project/…` (every other path keeps its own handler).
+  router.use(consoleRoutes());
   return router;
 }
 

@@ -1,0 +1,56 @@
+/**
+ * Every management API operation the console calls, in one table: method, OpenAPI path template and the scope
+ * the server requires. The client (client.ts) only calls operations from here, and a test checks each one
+ * against the OpenAPI document the server publishes at `/api/schema/` (same path, method and
+ * `x-required-scope`), so the console cannot drift from the API. Types of bodies and answers ride along.
+ */
+import type { CorrelationResult, EventRow, Insight, InsightWrite, Page, Project, TrendRequest, TrendResponse, User } from './types';
+
+export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+
+export interface Operation<Response, Body = undefined, Path extends string = string> {
+  method: Method;
+  /** OpenAPI path template, e.g. `/api/projects/{project_id}/insights/{id}/`. */
+  path: Path;
+  /** The scope the server checks (`x-required-scope`), named in the screen's message when the key lacks it. */
+  scope: string;
+  /** Type carriers only: never set. */
+  readonly response?: Response;
+  readonly body?: Body;
+}
+
+function op<Response, Body = undefined>() {
+  return <Path extends string>(method: Method, path: Path, scope: string): Operation<Response, Body, Path> => ({ method, path, scope });
+}
+
+const PROJECT = '/api/projects/{project_id}';
+
+export const operations = {
+  currentUser: op<User>()('GET', '/api/users/@me/', 'user:read'),
+  listProjects: op<Page<Project>>()('GET', '/api/projects/', 'project:read'),
+  getProject: op<Project>()('GET', `${PROJECT}/`, 'project:read'),
+  trend: op<TrendResponse, TrendRequest>()('POST', `${PROJECT}/insights/trend/`, 'insight:read'),
+  funnelCorrelation: op<{ result: CorrelationResult }, Record<string, unknown>>()('POST', `${PROJECT}/insights/funnel/correlation/`, 'insight:read'),
+  listInsights: op<Page<Insight>>()('GET', `${PROJECT}/insights/`, 'insight:read'),
+  myLastViewedInsights: op<Insight[]>()('GET', `${PROJECT}/insights/my_last_viewed/`, 'insight:read'),
+  getInsight: op<Insight>()('GET', `${PROJECT}/insights/{id}/`, 'insight:read'),
+  createInsight: op<Insight, InsightWrite>()('POST', `${PROJECT}/insights/`, 'insight:write'),
+  updateInsight: op<Insight, InsightWrite>()('PATCH', `${PROJECT}/insights/{id}/`, 'insight:write'),
+  listEvents: op<Page<EventRow>>()('GET', `${PROJECT}/events/`, 'query:read'),
+} as const;
+
+export type OperationName = keyof typeof operations;
+
+/** `{project_id}` and the like in a path template, as the names of an object type. */
+export type PathParams<Path extends string> = Path extends `${string}{${infer Name}}${infer Rest}`
+  ? { [K in Name]: string | number } & PathParams<Rest>
+  : unknown;
+
+/** The path of `template` with its `{name}` parts filled in (each URI-encoded). */
+export function fillPath(template: string, params: Record<string, string | number>): string {
+  return template.replace(/\{([a-z_]+)\}/g, (_, name: string) => {
+    const value = params[name];
+    if (value === undefined) throw new Error(`missing path parameter ${name}`);
+    return encodeURIComponent(String(value));
+  });
+}

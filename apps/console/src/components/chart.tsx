@@ -1,0 +1,134 @@
+/**
+ * A line or bar chart of a {@link ChartModel} drawn by uPlot on a canvas, with an HTML legend (labels, colours,
+ * totals) under it. Colours come from the stylesheet's `--series-N` variables, so the chart follows the light
+ * or dark scheme; it is redrawn when the scheme or its width changes. Screen readers get a summary as the
+ * figure's label; the table display has every number.
+ */
+import { useEffect, useRef, useState } from 'preact/hooks';
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+import { barSlot, compactNumber, type ChartModel } from '../insights/chart-data';
+
+export type ChartKind = 'line' | 'bar';
+
+const SERIES_COLOURS = 8;
+/** Y-axis steps: whole numbers (1, 2, 5, 10, 20, 50…), as most series count something. */
+const COUNT_STEPS = Array.from({ length: 13 }, (_, power) => [1, 2, 5].map((step) => step * 10 ** power)).flat();
+const scheme = window.matchMedia('(prefers-color-scheme: dark)');
+
+function useColourScheme(): boolean {
+  const [dark, setDark] = useState(scheme.matches);
+  useEffect(() => {
+    const listener = () => setDark(scheme.matches);
+    scheme.addEventListener('change', listener);
+    return () => scheme.removeEventListener('change', listener);
+  }, []);
+  return dark;
+}
+
+/** `--series-N` of the stylesheet, for series `index`. */
+export function seriesColour(element: Element, index: number): string {
+  return getComputedStyle(element)
+    .getPropertyValue(`--series-${index % SERIES_COLOURS}`)
+    .trim();
+}
+
+function options(model: ChartModel, kind: ChartKind, element: HTMLElement, width: number, height: number): uPlot.Options {
+  const style = getComputedStyle(element);
+  const muted = style.getPropertyValue('--fg-muted').trim();
+  const grid = style.getPropertyValue('--border').trim();
+  const axis = { stroke: muted, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, font: '12px system-ui, sans-serif' };
+  const count = model.series.length;
+  return {
+    width,
+    height,
+    legend: { show: false },
+    cursor: { drag: { x: false, y: false }, points: { size: 7 } },
+    scales: { x: { time: false, range: (_u, min, max) => [min - 0.5, max + 0.5] }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
+    axes: [
+      {
+        ...axis,
+        space: 64,
+        incrs: [1, 2, 3, 4, 5, 7, 10, 14, 15, 20, 30, 50, 100, 200, 500, 1000],
+        values: (_u, splits) => splits.map((split) => model.labels[split] ?? ''),
+      },
+      { ...axis, size: 52, incrs: COUNT_STEPS, values: (_u, splits) => splits.map(compactNumber) },
+    ],
+    series: [
+      {},
+      ...model.series.map((series, index): uPlot.Series => {
+        const colour = seriesColour(element, index);
+        const slot = barSlot(index, count);
+        return kind === 'bar'
+          ? {
+              label: series.label,
+              stroke: colour,
+              fill: colour,
+              width: 0,
+              paths: uPlot.paths.bars!({
+                disp: {
+                  x0: { unit: 1, values: (u) => Array.from(u.data[0], (x) => x + slot.offset) },
+                  size: { unit: 1, values: () => [slot.width] },
+                },
+              }),
+              points: { show: false },
+            }
+          : {
+              label: series.label,
+              stroke: colour,
+              width: 2,
+              dash: series.previous ? [6, 4] : undefined,
+              points: { show: model.labels.length <= 31, size: 5, fill: colour },
+            };
+      }),
+    ],
+  };
+}
+
+export function Chart({ model, kind, label, height = 260 }: { model: ChartModel; kind: ChartKind; label: string; height?: number }) {
+  const container = useRef<HTMLDivElement>(null);
+  const dark = useColourScheme();
+  useEffect(() => {
+    const element = container.current;
+    if (!element) return;
+    const data: uPlot.AlignedData = [model.labels.map((_, index) => index), ...model.series.map((series) => series.values)];
+    const plot = new uPlot(options(model, kind, element, element.clientWidth, height), data, element);
+    const resize = new ResizeObserver(() => plot.setSize({ width: element.clientWidth, height }));
+    resize.observe(element);
+    return () => {
+      resize.disconnect();
+      plot.destroy();
+    };
+  }, [model, kind, height, dark]);
+  const summary = model.series.map((series) => `${series.label}: ${series.total.toLocaleString()}`).join('; ');
+  return (
+    <figure class="chart">
+      <div ref={container} class="chart-canvas" role="img" aria-label={`${label}. ${summary}`} />
+      <Legend model={model} />
+    </figure>
+  );
+}
+
+export function Legend({ model }: { model: ChartModel }) {
+  const ref = useRef<HTMLUListElement>(null);
+  const [colours, setColours] = useState<string[]>([]);
+  const dark = useColourScheme();
+  useEffect(() => {
+    if (ref.current) setColours(model.series.map((_, index) => seriesColour(ref.current!, index)));
+  }, [model, dark]);
+  return (
+    <ul class="legend" ref={ref}>
+      {model.series.map((series, index) => (
+        <li key={index}>
+          <span
+            class={series.previous ? 'swatch previous' : 'swatch'}
+            style={{ borderColor: colours[index], backgroundColor: series.previous ? 'transparent' : colours[index] }}
+            aria-hidden="true"
+          />
+          <span class="legend-label">{series.label}</span>
+          <span class="legend-total">{series.total.toLocaleString()}</span>
+        </li>
+      ))}
+    </ul>
+  );
+}

@@ -1,0 +1,104 @@
+/**
+ * From a trend answer to what the console draws: the x-axis labels, one line (or bar group) per series with
+ * its legend label and total, and the rows of the number and table displays. No DOM here, so the mapping is
+ * unit-tested on its own.
+ */
+import type { Interval, TrendSeries } from '../api/types';
+
+/** The breakdown value of the series that sums the values past `breakdown_limit` (docs/insights.md). */
+export const BREAKDOWN_OTHER = '$$_posthog_breakdown_other_$$';
+
+export interface ChartSeries {
+  label: string;
+  values: number[];
+  /** The sum shown in the legend: `count`, or the running total's last value for cumulative data. */
+  total: number;
+  /** A previous-period series of a comparison: drawn dashed. */
+  previous: boolean;
+}
+
+export interface ChartModel {
+  /** One label per bucket, for the x axis. */
+  labels: string[];
+  series: ChartSeries[];
+}
+
+export interface TotalRow {
+  label: string;
+  value: number;
+  previous: boolean;
+}
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+/**
+ * A bucket's start (`YYYY-MM-DD`, or `YYYY-MM-DD HH:MM:SS` for hours and minutes, in the project's timezone) as
+ * an axis label: `12 Nov`, `12 Nov 13:00`, `Nov 2026` for months.
+ */
+export function bucketLabel(day: string, interval: Interval): string {
+  const match = /^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2}))?/.exec(day);
+  if (!match) return day;
+  const [, year, month, date, hour, minute] = match;
+  const monthName = MONTHS[Number(month) - 1] ?? month!;
+  if (interval === 'month') return `${monthName} ${year}`;
+  const dayLabel = `${Number(date)} ${monthName}`;
+  return (interval === 'hour' || interval === 'minute') && hour !== undefined ? `${dayLabel} ${hour}:${minute}` : dayLabel;
+}
+
+/** What the legend calls a series: its custom name, its breakdown value (`Other` for the rest), `(previous)` for a comparison's earlier period. */
+export function seriesLabel(series: TrendSeries): string {
+  const base =
+    series.breakdown_value === undefined && series.action?.custom_name ? series.action.custom_name : series.label.split(BREAKDOWN_OTHER).join('Other');
+  return series.compare_label === 'previous' ? `${base} (previous period)` : base;
+}
+
+/**
+ * The chart of a time-series answer. Buckets are labelled from the first current-period series (a previous
+ * period's buckets are the same number of intervals earlier, so its points share the x positions).
+ */
+export function chartModel(result: readonly TrendSeries[], interval: Interval): ChartModel {
+  const reference = result.find((series) => series.compare_label !== 'previous') ?? result[0];
+  const labels = (reference?.days ?? []).map((day) => bucketLabel(day, interval));
+  return {
+    labels,
+    series: result.map((series) => ({
+      label: seriesLabel(series),
+      values: labels.map((_, index) => series.data[index] ?? 0),
+      total: series.count,
+      previous: series.compare_label === 'previous',
+    })),
+  };
+}
+
+/**
+ * The rows of a total-value answer (number and table displays): one per series, with `aggregated_value` (the
+ * math over the whole range), largest first within each period; the answer's own order breaks ties.
+ */
+export function totalRows(result: readonly TrendSeries[]): TotalRow[] {
+  return result
+    .map((series, index) => ({
+      row: { label: seriesLabel(series), value: series.aggregated_value ?? series.count, previous: series.compare_label === 'previous' },
+      index,
+    }))
+    .sort((a, b) => Number(a.row.previous) - Number(b.row.previous) || b.row.value - a.row.value || a.index - b.index)
+    .map(({ row }) => row);
+}
+
+/** Bars of `count` series side by side in each bucket: the left edge and width of series `index`, in buckets. */
+export function barSlot(index: number, count: number, groupWidth = 0.8): { offset: number; width: number } {
+  const width = groupWidth / count;
+  return { offset: -groupWidth / 2 + index * width, width };
+}
+
+/** Axis numbers: 950, 9999, 12.5k, 3.4M. */
+export function compactNumber(value: number): string {
+  const abs = Math.abs(value);
+  if (abs >= 1e9) return `${trim(value / 1e9)}B`;
+  if (abs >= 1e6) return `${trim(value / 1e6)}M`;
+  if (abs >= 1e4) return `${trim(value / 1e3)}k`;
+  return trim(value);
+}
+
+function trim(value: number): string {
+  return String(Math.round(value * 100) / 100);
+}

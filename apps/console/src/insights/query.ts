@@ -1,0 +1,245 @@
+/**
+ * The trend builder's state and the request it stands for: PostHog's legacy trend fields, which are both the
+ * body of `insights/trend/` and a saved insight's `filters` (docs/insights.md says what each counts). Reading
+ * saved filters back is lenient: whatever this builder cannot show is left at its default.
+ */
+import type { Display, EventEntity, Interval, MathType, PropertyFilter, PropertyOperator, TrendRequest } from '../api/types';
+
+export type Visualization = 'line' | 'bar' | 'number' | 'table';
+
+export const DISPLAYS: Record<Visualization, Display> = { line: 'ActionsLineGraph', bar: 'ActionsBar', number: 'BoldNumber', table: 'ActionsTable' };
+
+/** The visualisation of a legacy `display`; a line for any other. */
+export function visualizationOf(display: unknown): Visualization {
+  return (Object.keys(DISPLAYS) as Visualization[]).find((kind) => DISPLAYS[kind] === display) ?? 'line';
+}
+
+export interface SeriesForm {
+  /** An event name; empty for every event. */
+  event: string;
+  math: MathType;
+  /** The numeric event property of a property math (sum, avg, percentiles…). */
+  mathProperty: string;
+  /** The group type counted by `unique_group`. */
+  groupTypeIndex: number;
+}
+
+export interface FilterForm {
+  type: 'event' | 'person';
+  key: string;
+  operator: PropertyOperator;
+  /** As typed; `exact` and `is_not` take several values separated by commas. */
+  value: string;
+}
+
+export interface TrendForm {
+  series: SeriesForm[];
+  interval: Interval;
+  /** The API's date grammar: `-7d`, `-24h`, `mStart`, an ISO date… */
+  dateFrom: string;
+  /** Empty for now. */
+  dateTo: string;
+  filters: FilterForm[];
+  /** A property name; empty for no breakdown. */
+  breakdown: string;
+  breakdownType: 'event' | 'person';
+  compare: boolean;
+  /** Over the series letters A, B, …; empty for none. */
+  formula: string;
+  visualization: Visualization;
+}
+
+export const MATHS: ReadonlyArray<{ value: MathType; label: string }> = [
+  { value: 'total', label: 'Total count' },
+  { value: 'dau', label: 'Unique users' },
+  { value: 'weekly_active', label: 'Weekly active users' },
+  { value: 'monthly_active', label: 'Monthly active users' },
+  { value: 'unique_group', label: 'Unique groups' },
+  { value: 'sum', label: 'Property sum' },
+  { value: 'avg', label: 'Property average' },
+  { value: 'min', label: 'Property minimum' },
+  { value: 'max', label: 'Property maximum' },
+  { value: 'median', label: 'Property median' },
+  { value: 'p75', label: 'Property 75th percentile' },
+  { value: 'p90', label: 'Property 90th percentile' },
+  { value: 'p95', label: 'Property 95th percentile' },
+  { value: 'p99', label: 'Property 99th percentile' },
+];
+
+export const PROPERTY_MATHS: readonly MathType[] = ['sum', 'avg', 'min', 'max', 'median', 'p75', 'p90', 'p95', 'p99'];
+
+export const OPERATORS: ReadonlyArray<{ value: PropertyOperator; label: string }> = [
+  { value: 'exact', label: 'equals' },
+  { value: 'is_not', label: 'does not equal' },
+  { value: 'icontains', label: 'contains' },
+  { value: 'not_icontains', label: 'does not contain' },
+  { value: 'regex', label: 'matches regex' },
+  { value: 'not_regex', label: 'does not match regex' },
+  { value: 'gt', label: '>' },
+  { value: 'gte', label: '≥' },
+  { value: 'lt', label: '<' },
+  { value: 'lte', label: '≤' },
+  { value: 'is_set', label: 'is set' },
+  { value: 'is_not_set', label: 'is not set' },
+  { value: 'is_date_before', label: 'date before' },
+  { value: 'is_date_after', label: 'date after' },
+];
+
+const VALUELESS: readonly PropertyOperator[] = ['is_set', 'is_not_set'];
+const NUMERIC: readonly PropertyOperator[] = ['gt', 'gte', 'lt', 'lte'];
+const LISTS: readonly PropertyOperator[] = ['exact', 'is_not'];
+
+export const INTERVALS: readonly Interval[] = ['minute', 'hour', 'day', 'week', 'month'];
+
+export const DATE_RANGES: ReadonlyArray<{ value: string; label: string; interval: Interval }> = [
+  { value: '-1h', label: 'Last hour', interval: 'minute' },
+  { value: '-24h', label: 'Last 24 hours', interval: 'hour' },
+  { value: '-7d', label: 'Last 7 days', interval: 'day' },
+  { value: '-14d', label: 'Last 14 days', interval: 'day' },
+  { value: '-30d', label: 'Last 30 days', interval: 'day' },
+  { value: '-90d', label: 'Last 90 days', interval: 'week' },
+  { value: '-12m', label: 'Last 12 months', interval: 'month' },
+  { value: 'mStart', label: 'This month', interval: 'day' },
+  { value: 'all', label: 'All time', interval: 'month' },
+];
+
+export function newSeries(event = '$pageview'): SeriesForm {
+  return { event, math: 'total', mathProperty: '', groupTypeIndex: 0 };
+}
+
+export function newFilter(): FilterForm {
+  return { type: 'event', key: '', operator: 'exact', value: '' };
+}
+
+export function defaultForm(): TrendForm {
+  return {
+    series: [newSeries()],
+    interval: 'day',
+    dateFrom: '-7d',
+    dateTo: '',
+    filters: [],
+    breakdown: '',
+    breakdownType: 'event',
+    compare: false,
+    formula: '',
+    visualization: 'line',
+  };
+}
+
+/** The letter a formula calls series `index` by: A, B, C… in series order. */
+export function seriesLetter(index: number): string {
+  return String.fromCharCode(65 + index);
+}
+
+/** What is wrong with the form before it is sent (the server checks the rest and names the field), or null. */
+export function formProblem(form: TrendForm): string | null {
+  for (const [index, series] of form.series.entries()) {
+    if (PROPERTY_MATHS.includes(series.math) && series.mathProperty.trim() === '') return `Series ${seriesLetter(index)}: choose the property to aggregate.`;
+  }
+  for (const filter of form.filters) {
+    if (filter.key.trim() !== '' && !VALUELESS.includes(filter.operator) && filter.value.trim() === '') return `Filter on ${filter.key}: enter a value.`;
+    if (filter.key.trim() !== '' && NUMERIC.includes(filter.operator) && !Number.isFinite(Number(filter.value)))
+      return `Filter on ${filter.key}: ${filter.value} is not a number.`;
+  }
+  return null;
+}
+
+function filterValue(filter: FilterForm): PropertyFilter['value'] {
+  const text = filter.value.trim();
+  if (NUMERIC.includes(filter.operator)) return Number(text);
+  if (LISTS.includes(filter.operator)) {
+    const values = text
+      .split(',')
+      .map((value) => value.trim())
+      .filter((value) => value !== '');
+    return values.length === 1 ? values[0] : values;
+  }
+  return text;
+}
+
+/** The legacy trend request of a form; filters without a key are left out. */
+export function trendRequest(form: TrendForm): TrendRequest {
+  const events = form.series.map((series, order): EventEntity => {
+    const event = series.event.trim();
+    const entity: EventEntity = { id: event === '' ? null : event, type: 'events', order, name: event === '' ? 'All events' : event, math: series.math };
+    if (PROPERTY_MATHS.includes(series.math)) entity.math_property = series.mathProperty.trim();
+    if (series.math === 'unique_group') entity.math_group_type_index = series.groupTypeIndex;
+    return entity;
+  });
+  const request: TrendRequest = { insight: 'TRENDS', events, interval: form.interval, date_from: form.dateFrom, display: DISPLAYS[form.visualization] };
+  if (form.dateTo.trim() !== '') request.date_to = form.dateTo.trim();
+  const properties = form.filters
+    .filter((filter) => filter.key.trim() !== '')
+    .map((filter): PropertyFilter => {
+      const property: PropertyFilter = { type: filter.type, key: filter.key.trim(), operator: filter.operator };
+      if (!VALUELESS.includes(filter.operator)) property.value = filterValue(filter);
+      return property;
+    });
+  if (properties.length > 0) request.properties = properties;
+  if (form.breakdown.trim() !== '') {
+    request.breakdown = form.breakdown.trim();
+    request.breakdown_type = form.breakdownType;
+  }
+  if (form.compare) request.compare = true;
+  if (form.formula.trim() !== '') request.formula = form.formula.trim();
+  return request;
+}
+
+const text = (value: unknown, fallback: string): string => (typeof value === 'string' ? value : typeof value === 'number' ? String(value) : fallback);
+const oneOf = <T extends string>(value: unknown, choices: readonly T[], fallback: T): T =>
+  (choices as readonly unknown[]).includes(value) ? (value as T) : fallback;
+const asList = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
+const asObject = (value: unknown): Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+
+/** The form of saved legacy `filters` (a saved insight), series in their `order`. */
+export function formFromFilters(filters: Record<string, unknown>): TrendForm {
+  const defaults = defaultForm();
+  const entities = asList(filters.events)
+    .map(asObject)
+    .map((entity, index) => ({ entity, order: typeof entity.order === 'number' ? entity.order : index }))
+    .sort((a, b) => a.order - b.order)
+    .map(({ entity }): SeriesForm => ({
+      event: typeof entity.id === 'string' ? entity.id : '',
+      math: oneOf(
+        entity.math,
+        MATHS.map((math) => math.value),
+        'total',
+      ),
+      mathProperty: text(entity.math_property, ''),
+      groupTypeIndex: typeof entity.math_group_type_index === 'number' ? entity.math_group_type_index : 0,
+    }));
+  const filtersList = asList(filters.properties)
+    .map(asObject)
+    .filter((filter) => typeof filter.key === 'string' && (filter.type === undefined || filter.type === 'event' || filter.type === 'person'))
+    .map((filter): FilterForm => ({
+      type: filter.type === 'person' ? 'person' : 'event',
+      key: filter.key as string,
+      operator: oneOf(
+        filter.operator,
+        OPERATORS.map((operator) => operator.value),
+        'exact',
+      ),
+      value: Array.isArray(filter.value) ? filter.value.map((value) => text(value, '')).join(', ') : text(filter.value, ''),
+    }));
+  return {
+    series: entities.length > 0 ? entities : defaults.series,
+    interval: oneOf(filters.interval, INTERVALS, defaults.interval),
+    dateFrom: text(filters.date_from, defaults.dateFrom),
+    dateTo: text(filters.date_to, ''),
+    filters: filtersList,
+    breakdown: text(filters.breakdown, ''),
+    breakdownType: filters.breakdown_type === 'person' ? 'person' : 'event',
+    compare: filters.compare === true || filters.compare === 'true',
+    formula: text(filters.formula, ''),
+    visualization: visualizationOf(filters.display),
+  };
+}
+
+/** A name for an unnamed insight: `$pageview count by $browser`. */
+export function describeForm(form: TrendForm): string {
+  const series = form.series
+    .map((item) => `${item.event.trim() || 'All events'} ${MATHS.find((math) => math.value === item.math)?.label.toLowerCase() ?? item.math}`)
+    .join(', ');
+  return form.breakdown.trim() === '' ? series : `${series} by ${form.breakdown.trim()}`;
+}

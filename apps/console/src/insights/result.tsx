@@ -1,0 +1,40 @@
+/** A trend answer as the builder's visualisation asks: a line or bar chart with its legend, big numbers, or a table. */
+import { useMemo } from 'preact/hooks';
+import type { TrendRequest, TrendSeries } from '../api/types';
+import { Chart } from '../components/chart';
+import { EmptyState } from '../components/empty-state';
+import { DataTable } from '../components/table';
+import { chartModel, totalRows } from './chart-data';
+import { visualizationOf } from './query';
+
+/** `result` as `request` (the one it answers) asked to show it. */
+export function TrendResult({ result, request }: { result: TrendSeries[]; request: TrendRequest }) {
+  const visualization = visualizationOf(request.display);
+  const model = useMemo(() => chartModel(result, request.interval), [result, request.interval]);
+  const rows = useMemo(() => totalRows(result), [result]);
+  if (result.length === 0) return <EmptyState title="Nothing to show">No series matched: add a series, or widen the filters.</EmptyState>;
+  if (visualization === 'line' || visualization === 'bar') return <Chart model={model} kind={visualization} label="Trend" />;
+  if (visualization === 'number') {
+    return (
+      <ul class="numbers">
+        {rows.map((row, index) => (
+          <li key={index}>
+            <span class="big-number">{row.value.toLocaleString()}</span>
+            <span class="muted">{row.label}</span>
+          </li>
+        ))}
+      </ul>
+    );
+  }
+  return (
+    <DataTable
+      caption="Trend totals"
+      rows={rows}
+      rowKey={(_, index) => index}
+      columns={[
+        { label: 'Series', cell: (row) => <span class="cell-name">{row.label}</span> },
+        { label: 'Value', numeric: true, cell: (row) => row.value.toLocaleString() },
+      ]}
+    />
+  );
+}

@@ -1,0 +1,30 @@
+/**
+ * The console's screens, in one registry: the shell (shell.tsx) routes `/project/<id>/<path>` to the first
+ * screen whose `path` matches, shows the `nav` ones in the navigation bar in this order, and titles the page.
+ * A new screen is a component (screens/*.tsx) and one entry here.
+ */
+import type { ComponentType } from 'preact';
+import { InsightEditor } from './screens/insight-editor';
+import { InsightList } from './screens/insight-list';
+import { Overview } from './screens/overview';
+
+export interface ScreenProps {
+  /** The `:name` parts of the matched path. */
+  params: Record<string, string>;
+}
+
+export interface Screen {
+  /** Under `/project/<id>/`: `''` is the project's landing screen; `:name` matches one segment. */
+  path: string;
+  title: string;
+  /** Shown in the navigation bar, labelled with the title (and marked current on its sub-paths too). */
+  nav?: boolean;
+  component: ComponentType<ScreenProps>;
+}
+
+export const screens: Screen[] = [
+  { path: '', title: 'Overview', nav: true, component: Overview },
+  { path: 'insights', title: 'Insights', nav: true, component: InsightList },
+  { path: 'insights/new', title: 'New insight', component: InsightEditor },
+  { path: 'insights/:shortId', title: 'Insight', component: InsightEditor },
+];

@@ -1,0 +1,205 @@
+/**
+ * The project's landing screen, every number from the trend endpoint: events and unique users per day over the
+ * last 14 days, the events of the last hour (refreshed every 15 s), the top events and the top pages. With no
+ * event in the range it shows how to send some instead.
+ */
+import { useMemo } from 'preact/hooks';
+import type { ApiClient } from '../api/client';
+import { operations } from '../api/operations';
+import type { TrendRequest, TrendResponse, TrendSeries } from '../api/types';
+import { Async } from '../components/async';
+import { Chart } from '../components/chart';
+import { CodeBlock } from '../components/code-block';
+import { EmptyState } from '../components/empty-state';
+import { PageHeader } from '../components/page-header';
+import { Panel } from '../components/panel';
+import { DataTable } from '../components/table';
+import { useConsole } from '../context';
+import { useInterval, useLoad } from '../hooks';
+import { chartModel, totalRows, type TotalRow } from '../insights/chart-data';
+
+const DAYS = '-13d'; // today and the 13 days before it
+const LIVE_REFRESH_MS = 15_000;
+/** How many of the latest events name the candidates for "top events". */
+const EVENT_SAMPLE = 1000;
+const TOP = 10;
+
+const ALL_EVENTS = { id: null, type: 'events', name: 'All events' } as const;
+
+export const OVERVIEW_QUERIES = {
+  daily: {
+    insight: 'TRENDS',
+    events: [
+      { ...ALL_EVENTS, order: 0, math: 'total', custom_name: 'Events' },
+      { ...ALL_EVENTS, order: 1, math: 'dau', custom_name: 'Unique users' },
+    ],
+    interval: 'day',
+    date_from: DAYS,
+    display: 'ActionsLineGraph',
+  },
+  lastHour: { insight: 'TRENDS', events: [{ ...ALL_EVENTS, order: 0, math: 'total' }], interval: 'minute', date_from: '-60M', display: 'BoldNumber' },
+  everything: { insight: 'TRENDS', events: [{ ...ALL_EVENTS, order: 0, math: 'total' }], interval: 'month', date_from: 'all', display: 'BoldNumber' },
+  topPages: {
+    insight: 'TRENDS',
+    events: [{ id: '$pageview', type: 'events', name: '$pageview', order: 0, math: 'total' }],
+    interval: 'day',
+    date_from: DAYS,
+    breakdown: '$pathname',
+    breakdown_type: 'event',
+    breakdown_limit: TOP,
+    display: 'ActionsTable',
+  },
+} satisfies Record<string, TrendRequest>;
+
+/** Top events over the range: the names among the latest events, each counted by the trend endpoint. */
+export function topEventsQuery(names: string[]): TrendRequest {
+  return {
+    insight: 'TRENDS',
+    events: names.map((name, order) => ({ id: name, type: 'events', name, order, math: 'total' })),
+    interval: 'day',
+    date_from: DAYS,
+    display: 'ActionsTable',
+  };
+}
+
+function trend(client: ApiClient, projectId: string, body: TrendRequest, signal: AbortSignal): Promise<TrendResponse> {
+  return client.call(operations.trend, { project_id: projectId }, { body, signal });
+}
+
+async function topEvents(client: ApiClient, projectId: string, signal: AbortSignal): Promise<TotalRow[]> {
+  const latest = await client.call(operations.listEvents, { project_id: projectId }, { query: { limit: EVENT_SAMPLE }, signal });
+  const names = [...new Set(latest.results.map((event) => event.event))];
+  if (names.length === 0) return [];
+  const { result } = await trend(client, projectId, topEventsQuery(names), signal);
+  return totalRows(result)
+    .filter((row) => row.value > 0)
+    .slice(0, TOP);
+}
+
+export function Overview() {
+  const { client, projectId, project } = useConsole();
+  const daily = useLoad((signal) => trend(client, projectId, OVERVIEW_QUERIES.daily, signal), [client, projectId]);
+  const empty = daily.status === 'ok' && daily.data.result.every((series) => series.count === 0);
+
+  return (
+    <>
+      <PageHeader title="Overview" subtitle={project ? `${project.name} · last 14 days · ${project.timezone}` : 'Last 14 days'} />
+      <Async value={daily} onRetry={daily.reload}>
+        {(data) =>
+          empty ? (
+            <NoEvents onRetry={daily.reload} />
+          ) : (
+            <div class="grid">
+              <LiveCount />
+              <DailyPanels result={data.result} />
+            </div>
+          )
+        }
+      </Async>
+    </>
+  );
+}
+
+/** The daily series' headline numbers and charts, with the breakdown tables beside the charts. */
+function DailyPanels({ result }: { result: TrendSeries[] }) {
+  const events = useMemo(() => chartModel(result.slice(0, 1), 'day'), [result]);
+  const users = useMemo(() => chartModel(result.slice(1, 2), 'day'), [result]);
+  const usersToday = users.series[0]?.values.at(-1) ?? 0;
+  return (
+    <>
+      <Panel id="events-14-days" title="Events, 14 days">
+        <p class="big-number">{(events.series[0]?.total ?? 0).toLocaleString()}</p>
+      </Panel>
+      <Panel id="users-today" title="Unique users today">
+        <p class="big-number">{usersToday.toLocaleString()}</p>
+      </Panel>
+      <Panel id="events-per-day" title="Events per day" wide>
+        <Chart model={events} kind="bar" label="Events per day, last 14 days" />
+      </Panel>
+      <TopEvents />
+      <Panel id="users-per-day" title="Unique users per day" wide>
+        <Chart model={users} kind="line" label="Unique users per day, last 14 days" />
+      </Panel>
+      <TopPages />
+    </>
+  );
+}
+
+function LiveCount() {
+  const { client, projectId } = useConsole();
+  const live = useLoad((signal) => trend(client, projectId, OVERVIEW_QUERIES.lastHour, signal), [client, projectId]);
+  useInterval(live.reload, LIVE_REFRESH_MS);
+  return (
+    <Panel id="live" title="Events, last hour">
+      <Async value={live} onRetry={live.reload}>
+        {(data) => (
+          <p class="big-number" aria-live="polite" data-testid="live-count">
+            {(data.result[0]?.aggregated_value ?? 0).toLocaleString()}
+          </p>
+        )}
+      </Async>
+    </Panel>
+  );
+}
+
+function TotalsTable({ caption, rows, column }: { caption: string; rows: TotalRow[]; column: string }) {
+  return (
+    <DataTable
+      caption={caption}
+      rows={rows}
+      rowKey={(row) => row.label}
+      empty="No events in this range."
+      columns={[
+        { label: column, cell: (row) => <span class="cell-name">{row.label}</span> },
+        { label: 'Events', numeric: true, cell: (row) => row.value.toLocaleString() },
+      ]}
+    />
+  );
+}
+
+function TopEvents() {
+  const { client, projectId } = useConsole();
+  const rows = useLoad((signal) => topEvents(client, projectId, signal), [client, projectId]);
+  return (
+    <Panel id="top-events" title="Top events">
+      <Async value={rows} onRetry={rows.reload}>
+        {(data) => <TotalsTable caption="Top events, last 14 days" rows={data} column="Event" />}
+      </Async>
+    </Panel>
+  );
+}
+
+function TopPages() {
+  const { client, projectId } = useConsole();
+  const rows = useLoad((signal) => trend(client, projectId, OVERVIEW_QUERIES.topPages, signal).then(({ result }) => totalRows(result)), [client, projectId]);
+  return (
+    <Panel id="top-pages" title="Top pages">
+      <Async value={rows} onRetry={rows.reload}>
+        {(data) => <TotalsTable caption="Top pages by pageviews, last 14 days" rows={data} column="Path" />}
+      </Async>
+    </Panel>
+  );
+}
+
+/** posthog-js set up for this server and project. */
+export function posthogSnippet(token: string, host: string): string {
+  return `import posthog from 'posthog-js'\n\nposthog.init('${token}', {\n  api_host: '${host}',\n  person_profiles: 'identified_only',\n})`;
+}
+
+function NoEvents({ onRetry }: { onRetry: () => void }) {
+  const { client, projectId, project } = useConsole();
+  const ever = useLoad((signal) => trend(client, projectId, OVERVIEW_QUERIES.everything, signal), [client, projectId]);
+  const anyEvent = ever.status === 'ok' && (ever.data.result[0]?.aggregated_value ?? 0) > 0;
+  return (
+    <EmptyState title={anyEvent ? 'No events in the last 14 days' : 'No events yet'}>
+      <p>
+        Send events with any PostHog SDK pointed at this server. In a web app, install <code>posthog-js</code> and initialise it with the project API key:
+      </p>
+      <CodeBlock code={posthogSnippet(project?.api_token ?? '<project API key, phc_…>', window.location.origin)} label="posthog-js snippet" />
+      <p class="muted">In a distributed deployment, use the capture service's address as api_host.</p>
+      <button type="button" onClick={onRetry}>
+        Check again
+      </button>
+    </EmptyState>
+  );
+}

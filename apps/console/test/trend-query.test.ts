@@ -1,0 +1,136 @@
+import {
+  defaultForm,
+  describeForm,
+  formFromFilters,
+  formProblem,
+  newFilter,
+  newSeries,
+  trendRequest,
+  visualizationOf,
+  type TrendForm,
+} from '../src/insights/query';
+
+const form = (changes: Partial<TrendForm>): TrendForm => ({ ...defaultForm(), ...changes });
+
+describe('trendRequest', () => {
+  it('sends a default form as one $pageview count per day over the last 7 days, drawn as lines', () => {
+    expect(trendRequest(defaultForm())).toEqual({
+      insight: 'TRENDS',
+      events: [{ id: '$pageview', type: 'events', order: 0, name: '$pageview', math: 'total' }],
+      interval: 'day',
+      date_from: '-7d',
+      display: 'ActionsLineGraph',
+    });
+  });
+
+  it('sends every setting of the builder as the legacy field the API reads', () => {
+    const request = trendRequest(
+      form({
+        series: [
+          { ...newSeries('purchase'), math: 'p90', mathProperty: ' amount ' },
+          { ...newSeries(''), math: 'unique_group', groupTypeIndex: 2 },
+          { ...newSeries('signup'), math: 'dau', mathProperty: 'ignored' },
+        ],
+        interval: 'week',
+        dateFrom: '2026-01-01',
+        dateTo: '2026-03-31',
+        filters: [
+          { type: 'event', key: '$browser', operator: 'exact', value: 'Chrome, Firefox' },
+          { type: 'person', key: 'plan', operator: 'is_not', value: 'free' },
+          { type: 'event', key: 'amount', operator: 'gte', value: '10.5' },
+          { type: 'person', key: 'email', operator: 'is_set', value: 'ignored' },
+          { type: 'event', key: '$current_url', operator: 'icontains', value: ' /docs ' },
+          { ...newFilter(), key: '  ' },
+        ],
+        breakdown: ' $os ',
+        breakdownType: 'person',
+        compare: true,
+        formula: ' A / C ',
+        visualization: 'table',
+      }),
+    );
+    expect(request).toEqual({
+      insight: 'TRENDS',
+      events: [
+        { id: 'purchase', type: 'events', order: 0, name: 'purchase', math: 'p90', math_property: 'amount' },
+        { id: null, type: 'events', order: 1, name: 'All events', math: 'unique_group', math_group_type_index: 2 },
+        { id: 'signup', type: 'events', order: 2, name: 'signup', math: 'dau' },
+      ],
+      interval: 'week',
+      date_from: '2026-01-01',
+      date_to: '2026-03-31',
+      properties: [
+        { type: 'event', key: '$browser', operator: 'exact', value: ['Chrome', 'Firefox'] },
+        { type: 'person', key: 'plan', operator: 'is_not', value: 'free' },
+        { type: 'event', key: 'amount', operator: 'gte', value: 10.5 },
+        { type: 'person', key: 'email', operator: 'is_set' },
+        { type: 'event', key: '$current_url', operator: 'icontains', value: '/docs' },
+      ],
+      breakdown: '$os',
+      breakdown_type: 'person',
+      compare: true,
+      formula: 'A / C',
+      display: 'ActionsTable',
+    });
+  });
+
+  it('maps each visualisation to its display and back', () => {
+    for (const visualization of ['line', 'bar', 'number', 'table'] as const) {
+      expect(visualizationOf(trendRequest(form({ visualization })).display)).toBe(visualization);
+    }
+    expect(visualizationOf('ActionsPie')).toBe('line');
+  });
+});
+
+describe('formFromFilters', () => {
+  it('reopens what trendRequest saved as the same form', () => {
+    const saved = form({
+      series: [{ ...newSeries('purchase'), math: 'sum', mathProperty: 'amount' }, newSeries('signup')],
+      filters: [{ type: 'person', key: 'plan', operator: 'exact', value: 'pro, team' }],
+      breakdown: '$browser',
+      compare: true,
+      formula: 'A + B',
+      visualization: 'bar',
+      interval: 'hour',
+      dateFrom: '-24h',
+    });
+    const reopened = formFromFilters(JSON.parse(JSON.stringify(trendRequest(saved))) as Record<string, unknown>);
+    expect(reopened).toEqual(saved);
+  });
+
+  it('orders series by their order field and leaves what it cannot show at the defaults', () => {
+    const reopened = formFromFilters({
+      events: [
+        { id: 'b', order: 1, math: 'nonsense' },
+        { id: 'a', order: 0 },
+      ],
+      interval: 'fortnight',
+      properties: [{ type: 'cohort', key: 'id', value: 3 }, { key: 'x', operator: 'gt', value: 5 }, 'junk'],
+      display: 'WorldMap',
+    });
+    expect(reopened.series.map((series) => [series.event, series.math])).toEqual([
+      ['a', 'total'],
+      ['b', 'total'],
+    ]);
+    expect(reopened.interval).toBe('day');
+    expect(reopened.filters).toEqual([{ type: 'event', key: 'x', operator: 'gt', value: '5' }]);
+    expect(reopened.visualization).toBe('line');
+    expect(formFromFilters({}).series).toEqual(defaultForm().series);
+  });
+});
+
+describe('formProblem and describeForm', () => {
+  it('names what the builder needs before sending', () => {
+    expect(formProblem(defaultForm())).toBeNull();
+    expect(formProblem(form({ series: [newSeries(), { ...newSeries(), math: 'avg' }] }))).toBe('Series B: choose the property to aggregate.');
+    expect(formProblem(form({ filters: [{ ...newFilter(), key: 'plan' }] }))).toBe('Filter on plan: enter a value.');
+    expect(formProblem(form({ filters: [{ ...newFilter(), key: 'n', operator: 'lt', value: 'ten' }] }))).toBe('Filter on n: ten is not a number.');
+    expect(formProblem(form({ filters: [{ ...newFilter(), key: 'n', operator: 'is_set' }] }))).toBeNull();
+  });
+
+  it('names an unnamed insight after its series and breakdown', () => {
+    expect(describeForm(form({ series: [newSeries(), { ...newSeries(''), math: 'dau' }], breakdown: '$browser' }))).toBe(
+      '$pageview total count, All events unique users by $browser',
+    );
+  });
+});
