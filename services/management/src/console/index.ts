@@ -6,6 +6,7 @@
  */
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import helmet from 'helmet';
+import { loadOnce } from '../http/load-once';
 import { loadConsole, type ConsoleAssets, type ConsoleFile } from './assets';
 
 /** Scripts, styles and API calls from this origin only, nothing inline, no framing. */
@@ -30,18 +31,6 @@ const securityHeaders = helmet({
 /** Vite names every file under `assets/` by a hash of its contents: such a file never changes. */
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 
-/** Loads the files once; a failed load is tried again at the next request. */
-function once(load: () => Promise<ConsoleAssets>): () => Promise<ConsoleAssets> {
-  let assets: Promise<ConsoleAssets> | undefined;
-  return () => {
-    assets ??= load().catch((error: unknown) => {
-      assets = undefined;
-      throw error;
-    });
-    return assets;
-  };
-}
-
 function sendFile(req: Request, res: Response, file: ConsoleFile, cacheControl: string): void {
   res.set('Content-Type', file.type).set('Cache-Control', cacheControl).vary('Accept-Encoding');
   if (/\bgzip\b/.test(req.headers['accept-encoding'] ?? '')) res.set('Content-Encoding', 'gzip').send(file.gzip);
@@ -49,7 +38,7 @@ function sendFile(req: Request, res: Response, file: ConsoleFile, cacheControl: 
 }
 
 export function consoleRoutes(load: () => Promise<ConsoleAssets> = loadConsole): Router {
-  const assets = once(load);
+  const assets = loadOnce(load);
   const router = Router();
   const page: RequestHandler = async (req, res) => {
     const index = (await assets()).get('/index.html')!;

@@ -6,6 +6,7 @@
  */
 import { Router, type RequestHandler } from 'express';
 import helmet from 'helmet';
+import { loadOnce } from '../http/load-once';
 import { bundlePlayer, readBuiltPlayer, type PlayerAssets } from './assets';
 
 /** The session ids capture accepts. */
@@ -66,20 +67,9 @@ const securityHeaders = helmet({
   },
 });
 
-/** Loads the bundle once: the built one when there is one, else built from the sources. */
-function lazyAssets(load: () => Promise<PlayerAssets>): () => Promise<PlayerAssets> {
-  let assets: Promise<PlayerAssets> | undefined;
-  return () => {
-    assets ??= load().catch((error: unknown) => {
-      assets = undefined;
-      throw error;
-    });
-    return assets;
-  };
-}
-
 export function replayPlayerRoutes(load: () => Promise<PlayerAssets> = async () => (await readBuiltPlayer()) ?? bundlePlayer()): Router {
-  const assets = lazyAssets(load);
+  // The built bundle when there is one, else built from the sources; loaded once.
+  const assets = loadOnce(load);
   const router = Router();
   router.use('/replay', securityHeaders);
 
