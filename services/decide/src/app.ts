@@ -184,6 +184,7 @@ export function decideRoutes(deps: DecideDeps): DecideRoutes {
         flagsById: byKey,
         surveys: definitions?.hasActiveSurveys ?? false,
         endpoint,
+        replaySettings: definitions?.replaySettings,
       }),
     );
   }

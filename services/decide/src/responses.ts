@@ -2,7 +2,9 @@
  * Response bodies per endpoint and version (docs/decide.md#versions; Django `posthog/api/decide.py` and Rust
  * `rust/feature-flags/src/api/types.rs`).
  */
+import type { SessionReplaySettings } from '@plover/accounts';
 import { type FeatureFlag, type FlagEvaluation, type JsonValue } from '@plover/flags';
+import { capturePerformanceConfig, sessionRecordingConfig } from './session-recording';
 
 export type ResponseShape =
   /** `featureFlags: [active keys]` */
@@ -40,15 +42,15 @@ export function flagsShaping(v: string | null, config: string | null): Shaping {
  * The config fields of a decide response (Django `get_base_config`, Rust `ConfigResponse`). `/decide` lists
  * `lz64` among the compressions as Django does; `/flags` answers like Rust.
  */
-export function configFields(options: { surveys: boolean; endpoint?: 'decide' | 'flags' }): Record<string, unknown> {
+export function configFields(options: { surveys: boolean; endpoint?: 'decide' | 'flags'; replay?: SessionReplaySettings }): Record<string, unknown> {
   return {
     config: { enable_collect_everything: true },
     toolbarParams: {},
     isAuthenticated: false,
     supportedCompression: options.endpoint === 'decide' ? ['gzip', 'gzip-js', 'lz64'] : ['gzip', 'gzip-js'],
-    sessionRecording: false,
+    sessionRecording: sessionRecordingConfig(options.replay),
     captureDeadClicks: false,
-    capturePerformance: false,
+    capturePerformance: capturePerformanceConfig(options.replay),
     autocapture_opt_out: false,
     autocaptureExceptions: false,
     heatmaps: false,
@@ -74,6 +76,8 @@ export interface FlagsBody {
   flagsById: ReadonlyMap<string, FeatureFlag>;
   surveys: boolean;
   endpoint: 'decide' | 'flags';
+  /** The project's replay settings, for its `sessionRecording` and `capturePerformance` config fields. */
+  replaySettings?: SessionReplaySettings | undefined;
 }
 
 /**
@@ -262,6 +266,27 @@ function configPrefix(surveys: boolean, endpoint: 'decide' | 'flags'): string {
   return text;
 }
 
+// Per project (one settings object per definitions load), the config text by endpoint and `surveys`.
+const projectConfigTexts = new WeakMap<SessionReplaySettings, Map<string, string>>();
+
+/** The config fields as JSON text without the closing brace; a project's replay settings make them its own. */
+function configText(body: FlagsBody): string {
+  const replay = body.replaySettings;
+  if (replay === undefined) return configPrefix(body.surveys, body.endpoint);
+  let texts = projectConfigTexts.get(replay);
+  if (texts === undefined) {
+    texts = new Map();
+    projectConfigTexts.set(replay, texts);
+  }
+  const key = `${body.endpoint}:${body.surveys}`;
+  let text = texts.get(key);
+  if (text === undefined) {
+    text = JSON.stringify(configFields({ surveys: body.surveys, endpoint: body.endpoint, replay })).slice(0, -1);
+    texts.set(key, text);
+  }
+  return text;
+}
+
 /**
  * The response body as UTF-8 JSON, written directly rather than built as objects and serialized: the
  * definition-only parts of each flag are cached (`FlagText`), and v4 members (what the SDKs' `/flags` calls
@@ -271,7 +296,7 @@ function configPrefix(surveys: boolean, endpoint: 'decide' | 'flags'): string {
  */
 export function renderBody(shaping: Shaping, body: FlagsBody): Buffer {
   // The config fields (or nothing), then the members in the order the object-built body had them.
-  let out = shaping.config ? `${configPrefix(body.surveys, body.endpoint)},` : '{';
+  let out = shaping.config ? `${configText(body)},` : '{';
   const { flagsById } = body;
   switch (shaping.shape) {
     case 'v1': {

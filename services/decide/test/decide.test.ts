@@ -84,7 +84,13 @@ describe.each(backends)('decide on $name', (backend) => {
     expect(res.body.featureFlagPayloads).toEqual({ beta: '{"color":"blue"}', multi: '[1,2]' });
     expect(res.body.errorsWhileComputingFlags).toBe(false);
     expect(res.body.quotaLimited).toBeUndefined();
-    expect(res.body).toMatchObject({ sessionRecording: false, surveys: false, capturePerformance: false, autocapture_opt_out: false });
+    // A new project records nothing and captures network timing (PostHog's defaults; docs/decide.md#session-recording).
+    expect(res.body).toMatchObject({
+      sessionRecording: false,
+      surveys: false,
+      capturePerformance: { network_timing: true, web_vitals: false, web_vitals_allowed_metrics: null },
+      autocapture_opt_out: false,
+    });
   });
 
   it('answers v=4 and /flags?v=2 with flag details', async () => {

@@ -10,7 +10,7 @@ import type { ServiceApp } from '@plover/http';
 import { openMigratedPGlite, type MigratedDatabase } from '../../../packages/postgres/test/support/backends';
 import { buildApp, setup } from './support/harness';
 
-describe('remote config of session recording', () => {
+describe('session recording config (remote config, /decide, /flags)', () => {
   let database: MigratedDatabase;
   let app: ServiceApp;
   let token: string;
@@ -78,10 +78,17 @@ describe('remote config of session recording', () => {
     expect(config.body.sessionRecording).toEqual(expected);
     expect(config.body.capturePerformance).toBe(false);
     expect((await scriptConfig()).sessionRecording).toEqual(expected);
+    for (const path of ['/decide/', '/decide/?v=2', '/decide/?v=3', '/decide/?v=4', '/flags/?v=2&config=true', '/flags/']) {
+      const answer = await request(app).post(path).send({ token, distinct_id: 'someone' }).expect(200);
+      expect([path, answer.body.sessionRecording, answer.body.capturePerformance]).toEqual([path, expected, false]);
+    }
+    // /flags answers the config fields only when asked.
+    expect((await request(app).post('/flags/?v=2').send({ token, distinct_id: 'someone' }).expect(200)).body).not.toHaveProperty('sessionRecording');
   });
 
   it('is false again once the project opts out', async () => {
     await configure({ session_recording_opt_in: false });
     expect((await request(app).get(`/array/${token}/config`).expect(200)).body.sessionRecording).toBe(false);
+    expect((await request(app).post('/decide/?v=4').send({ token, distinct_id: 'someone' }).expect(200)).body.sessionRecording).toBe(false);
   });
 });
