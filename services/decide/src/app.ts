@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Router, type Request, type Response } from 'express';
-import { ProjectTokenCache, type ProjectByToken } from '@plover/accounts';
+import type { ProjectByToken, ProjectTokenCache } from '@plover/accounts';
 import type { DecideConfig } from '@plover/config';
 import { ApiError, TokenBuckets, type Logger } from '@plover/core';
-import type { FeatureFlag, FlagEvaluation, Properties } from '@plover/flags';
+import type { FlagEvaluation, Properties } from '@plover/flags';
 import {
   createServiceApp,
   permissiveCors,
@@ -20,7 +20,7 @@ import {
 } from '@plover/http';
 import type { Sql } from '@plover/postgres';
 import { decodeFlagsBody, malformed, tooLarge } from './decode';
-import { DefinitionsCache, type CachedDefinitions } from './definitions';
+import type { CachedDefinitions, DefinitionsCache } from './definitions';
 import { evaluateRequest } from './evaluate';
 import { clientIp, loadGeoIp, type GeoIpLookup } from './geoip';
 import { FlagQuota } from './limits';
@@ -29,13 +29,13 @@ import { decideErrors, parseFlagsRequest } from './request';
 import { publicEarlyAccessFeatures, publicSurveys } from './store';
 import { capturePerformanceConfig, sessionRecordingConfig } from './session-recording';
 import { staticScripts } from './static-scripts';
-import { configFields, decideShaping, flagsShaping, renderBody, type Shaping } from './responses';
+import { configFields, decideShaping, flagsShaping, renderBody, type RenderedFlags, type Shaping } from './responses';
 
-export interface DecideOptions {
+export { DefinitionsCache } from './definitions';
+
+export interface DecideSettings {
   /** Person/group/cohort lookup timeout; flags needing it fail past this (default 200 ms). */
   lookupTimeoutMs?: number;
-  /** How often cached definitions are checked against Postgres for changes made by other processes (default 500 ms). */
-  definitionsPollMs?: number;
   /** Flag requests per project and calendar month; 0 (default) is unlimited. */
   flagQuotaMonthly?: number;
   /** Per-token rate limit (requests per second, burst); off when undefined. */
@@ -50,18 +50,22 @@ export interface DecideDeps {
   metrics: MetricsRegistry;
   sql: Sql;
   trustProxy: boolean;
-  decide?: DecideOptions;
+  /** Project tokens, shared with capture when both run in one process. */
+  projectTokens: ProjectTokenCache;
+  /** Flag definitions per project, with their poll; the composition root closes it. */
+  definitions: DefinitionsCache;
+  /** The `decide` config section (`decideSettings`), and in tests a fixed clock or other limits; defaults otherwise. */
+  settings?: DecideSettings;
 }
 
 const BODY_LIMIT = 20 * 1024 * 1024;
 /** Project ids are Postgres `integer`s: a larger number is no project and must not reach a query. */
 const MAX_PROJECT_ID = 2_147_483_647;
 
-/** Decide's options from its configuration section; loads the GeoIP database when enabled. */
-export function decideOptions(config: DecideConfig): DecideOptions {
+/** Decide's settings from its configuration section; loads the GeoIP database when enabled. */
+export function decideSettings(config: DecideConfig): DecideSettings {
   return {
     lookupTimeoutMs: config.lookupTimeoutMs,
-    definitionsPollMs: config.definitionsPollMs,
     flagQuotaMonthly: config.flagQuotaMonthly,
     rateLimit: config.rateLimit,
     geoip: config.geoip ? loadGeoIp() : undefined,
@@ -72,11 +76,8 @@ function searchParams(req: IncomingMessage & { originalUrl?: string }): URLSearc
   return new URLSearchParams(queryString(req.originalUrl ?? req.url));
 }
 
-function flagDefinitionsByKey(definitions: CachedDefinitions | undefined): Map<string, FeatureFlag> {
-  return new Map((definitions?.flags ?? []).map((flag) => [flag.key, flag]));
-}
-
 const BODY_ERRORS = { tooLarge, decoding: malformed };
+const NO_FLAGS: RenderedFlags = new Map();
 
 export interface DecideRoutes {
   /** `/decide` and `/flags`, what the SDKs call on every page load, served ahead of Express. */
@@ -95,14 +96,12 @@ interface Reply {
 
 /** The flag routes (`/decide`, `/flags`, local evaluation, remote config), with permissive CORS. */
 export function decideRoutes(deps: DecideDeps): DecideRoutes {
-  const options = deps.decide ?? {};
-  const tokens = new ProjectTokenCache(deps.sql);
-  const cache = new DefinitionsCache(deps.sql, { logger: deps.logger, pollIntervalMs: options.definitionsPollMs ?? 500 });
+  const settings = deps.settings ?? {};
+  const { projectTokens: tokens, definitions: cache } = deps;
   // Per-token bucket (Django `DecideRateThrottle`: capacity 500, 10/s; off by default).
-  const limiter = options.rateLimit ? new TokenBuckets<string>(options.rateLimit.perSecond, options.rateLimit.burst) : undefined;
-  const quota = new FlagQuota(options.flagQuotaMonthly ?? 0, options.now);
-  const lookupTimeoutMs = options.lookupTimeoutMs ?? 200;
-  const byKeyCache = new WeakMap<CachedDefinitions, Map<string, FeatureFlag>>();
+  const limiter = settings.rateLimit ? new TokenBuckets<string>(settings.rateLimit.perSecond, settings.rateLimit.burst) : undefined;
+  const quota = new FlagQuota(settings.flagQuotaMonthly ?? 0, settings.now);
+  const lookupTimeoutMs = settings.lookupTimeoutMs ?? 200;
 
   async function project(token: string | undefined): Promise<ProjectByToken> {
     if (!token) throw decideErrors.noToken();
@@ -149,13 +148,13 @@ export function decideRoutes(deps: DecideDeps): DecideRoutes {
     if (request.disableFlags) return sendFlags(reply, new Map(), false, false, definitions);
 
     let overrides: Properties = request.personProperties;
-    if (!request.geoipDisable && options.geoip) {
+    if (!request.geoipDisable && settings.geoip) {
       const ip = clientIp(req);
-      const geo = ip ? options.geoip(ip) : undefined;
+      const geo = ip ? settings.geoip(ip) : undefined;
       if (geo) overrides = { ...geo, ...request.personProperties };
     }
     const result = await evaluateRequest(
-      { sql: deps.sql, logger: deps.logger, lookupTimeoutMs, now: options.now },
+      { sql: deps.sql, logger: deps.logger, lookupTimeoutMs, now: settings.now },
       projectId,
       definitions,
       { ...request, distinctId },
@@ -167,11 +166,6 @@ export function decideRoutes(deps: DecideDeps): DecideRoutes {
   // Not a closure inside `answer`: under tsx (`npm start`) every closure named by `const` costs an
   // Object.defineProperty of its name (esbuild keepNames) each time it is created.
   function sendFlags(reply: Reply, flags: Map<string, FlagEvaluation>, errors: boolean, quotaLimited: boolean, definitions?: CachedDefinitions): void {
-    let byKey = definitions ? byKeyCache.get(definitions) : undefined;
-    if (!byKey) {
-      byKey = flagDefinitionsByKey(definitions);
-      if (definitions) byKeyCache.set(definitions, byKey);
-    }
     const { res, shaping, requestId, endpoint } = reply;
     sendJson(
       res,
@@ -181,7 +175,7 @@ export function decideRoutes(deps: DecideDeps): DecideRoutes {
         errorsWhileComputingFlags: errors,
         quotaLimited,
         requestId,
-        flagsById: byKey,
+        rendered: definitions?.rendered ?? NO_FLAGS,
         surveys: definitions?.hasActiveSurveys ?? false,
         endpoint,
         replaySettings: definitions?.replaySettings,

@@ -3,6 +3,7 @@ import type { Logger } from '@plover/core';
 import { definitionVersions, loadDefinitions, onDefinitionsChanged, type ProjectDefinitions } from '@plover/flag-store';
 import { compileFlags, type CompiledFlags, type PropertyGroup } from '@plover/flags';
 import type { Sql } from '@plover/postgres';
+import { renderFlags, type RenderedFlags } from './responses';
 
 export interface CachedDefinitions extends ProjectDefinitions {
   /** `definitionVersions` at the time the definitions were read. */
@@ -10,6 +11,8 @@ export interface CachedDefinitions extends ProjectDefinitions {
   compiled: CompiledFlags;
   /** Keys of active flags with experience continuity: the hash-key override write concerns only these. */
   continuityKeys: string[];
+  /** The active flags' JSON for `/decide` and `/flags` answers, rendered with these definitions and dropped with them. */
+  rendered: RenderedFlags;
   /** Local-evaluation bodies (docs/decide.md#routes) and their ETags, with and without `cohorts`, built on first use. */
   localEvaluation(sendCohorts: boolean): { body: string; etag: string };
 }
@@ -48,6 +51,7 @@ export class DefinitionsCache {
     this.timer.unref();
   }
 
+  /** Stops the poll and the change subscription; the composition root calls it on shutdown. */
   close(): void {
     this.unsubscribe();
     if (this.timer) clearInterval(this.timer);
@@ -125,6 +129,7 @@ function buildEntry(definitions: ProjectDefinitions, version: string): CachedDef
     version,
     compiled,
     continuityKeys: definitions.flags.filter((flag) => flag.active && flag.ensure_experience_continuity === true).map((flag) => flag.key),
+    rendered: renderFlags(definitions.flags.filter((flag) => flag.active)),
     localEvaluation(sendCohorts) {
       let cached = bodies.get(sendCohorts);
       if (!cached) {

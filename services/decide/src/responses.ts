@@ -63,79 +63,9 @@ export function configFields(options: { surveys: boolean; endpoint?: 'decide' | 
 }
 
 /** Payloads go out as JSON-encoded strings, which the SDKs parse; a stored non-string is encoded once. */
-function encodePayload(payload: JsonValue): string | null {
-  if (payload === null || payload === undefined) return null;
-  return typeof payload === 'string' ? payload : JSON.stringify(payload);
-}
-
-export interface FlagsBody {
-  flags: Map<string, FlagEvaluation>;
-  errorsWhileComputingFlags: boolean;
-  quotaLimited: boolean;
-  requestId: string;
-  flagsById: ReadonlyMap<string, FeatureFlag>;
-  surveys: boolean;
-  endpoint: 'decide' | 'flags';
-  /** The project's replay settings, for its `sessionRecording` and `capturePerformance` config fields. */
-  replaySettings?: SessionReplaySettings | undefined;
-}
-
-/**
- * The JSON text of one flag's parts that depend only on its definition, built once per definitions object:
- * serializing fifty response objects per request was a fifth of decide's CPU (bench/decide.ts).
- */
-interface FlagText {
-  /** `"<key>"` */
-  readonly key: string;
-  /** `"<key>":{"key":"<key>","enabled":` (v4) */
-  readonly head: string;
-  /** `,"metadata":{"id":…,"version":…,"description":…,"payload":` (v4) */
-  readonly metadata: string;
-  /**
-   * Array-index keys (`"7"`) come first in a JS object, in numeric order; the object-built body had them
-   * there, so the text keeps that order. -1 for every other key.
-   */
-  readonly index: number;
-  /** Encoded payloads and variants by value (the values come from the definition, so the maps stay small). */
-  readonly payloads: Map<JsonValue, string>;
-  readonly values: Map<string, string>;
-  /**
-   * v4 members as UTF-8, by outcome: the evaluator shares one frozen reason object per (code, condition), and
-   * with the variant (or the enabled state) that fixes every byte of the member, payload included.
-   */
-  readonly members: Map<FlagEvaluation['reason'], Map<string, Buffer>>;
-}
-
-// Per `flagsById` (decide keeps one per definitions object); a new definitions object starts afresh.
-const flagTexts = new WeakMap<ReadonlyMap<string, FeatureFlag>, Map<string, FlagText>>();
-// Encoded texts kept per flag: enough for every variant and payload of a flag, bounded for odd callers.
-const MAX_TEXTS = 64;
-
-function flagText(flagsById: ReadonlyMap<string, FeatureFlag>, key: string): FlagText {
-  let texts = flagTexts.get(flagsById);
-  if (texts === undefined) {
-    texts = new Map();
-    flagTexts.set(flagsById, texts);
-  }
-  let text = texts.get(key);
-  if (text === undefined) {
-    const definition = flagsById.get(key);
-    const keyJson = JSON.stringify(key);
-    const id = JSON.stringify(definition?.id ?? null);
-    const version = JSON.stringify(definition?.version ?? 1);
-    const description = JSON.stringify(definition?.name ? definition.name : null);
-    text = {
-      key: keyJson,
-      head: `${keyJson}:{"key":${keyJson},"enabled":`,
-      metadata: `,"metadata":{"id":${id},"version":${version},"description":${description},"payload":`,
-      index: arrayIndex(key),
-      payloads: new Map(),
-      values: new Map(),
-      members: new Map(),
-    };
-    texts.set(key, text);
-  }
-  return text;
+function payloadJson(payload: JsonValue): string {
+  if (payload === null || payload === undefined) return 'null';
+  return JSON.stringify(typeof payload === 'string' ? payload : JSON.stringify(payload));
 }
 
 const ARRAY_INDEX = /^(?:0|[1-9]\d*)$/;
@@ -147,52 +77,129 @@ function arrayIndex(key: string): number {
   return value < 2 ** 32 - 1 ? value : -1;
 }
 
-/** The payload as a JSON value: the encoded string, or `null`. */
-function payloadJson(text: FlagText, payload: JsonValue): string {
-  let json = text.payloads.get(payload);
-  if (json === undefined) {
-    const encoded = encodePayload(payload);
-    json = encoded === null ? 'null' : JSON.stringify(encoded);
-    if (text.payloads.size < MAX_TEXTS) text.payloads.set(payload, json);
+/** Encoded v4 members kept per flag: more than a flag's conditions times its variants, bounded for odd callers. */
+const MAX_MEMBERS = 64;
+
+/** A v4 member as bytes, with every input its text was made of. */
+interface V4Member {
+  enabled: boolean;
+  variant: string | null;
+  reason: FlagEvaluation['reason'];
+  payload: JsonValue;
+  bytes: Buffer;
+}
+
+function sameOutcome(member: V4Member, flag: FlagEvaluation): boolean {
+  const { reason } = member;
+  return (
+    member.enabled === flag.enabled &&
+    member.variant === flag.variant &&
+    member.payload === flag.payload &&
+    reason.code === flag.reason.code &&
+    reason.condition_index === flag.reason.condition_index &&
+    reason.description === flag.reason.description
+  );
+}
+
+/**
+ * One flag's JSON, rendered from its definition when the project's definitions are loaded and dropped with
+ * them (`DefinitionsCache`): its key, its metadata and the JSON of its variants and payloads are written once,
+ * not per request. The v4 member of each outcome (enabled, variant, reason) is kept as UTF-8 bytes the first
+ * time it is written, so a request copies buffers instead of joining and encoding ≈ 11 KB of text.
+ */
+export class RenderedFlag {
+  /** `"<key>"` */
+  readonly keyJson: string;
+  /**
+   * Array-index keys (`"7"`) come first in a JS object, in numeric order; the object-built body had them
+   * there, so the text keeps that order. -1 for every other key.
+   */
+  readonly arrayIndex: number;
+  /** `"<key>":{"key":"<key>","enabled":` */
+  private readonly v4Head: string;
+  /** `,"metadata":{"id":…,"version":…,"description":…,"payload":` */
+  private readonly v4Metadata: string;
+  private readonly variants = new Map<string, string>();
+  /** By the payload as the definition holds it, which is what the evaluator hands back. */
+  private readonly payloads = new Map<JsonValue, string>();
+  /** By value (the variant, `true` or `false`), the members written so far with every input they were made of. */
+  private readonly v4Members = new Map<string, V4Member[]>();
+  private v4MemberCount = 0;
+
+  constructor(key: string, definition: FeatureFlag | undefined) {
+    this.keyJson = JSON.stringify(key);
+    this.arrayIndex = arrayIndex(key);
+    this.v4Head = `${this.keyJson}:{"key":${this.keyJson},"enabled":`;
+    const id = JSON.stringify(definition?.id ?? null);
+    const version = JSON.stringify(definition?.version ?? 1);
+    const description = JSON.stringify(definition?.name ? definition.name : null);
+    this.v4Metadata = `,"metadata":{"id":${id},"version":${version},"description":${description},"payload":`;
+    for (const variant of definition?.filters.multivariate?.variants ?? []) this.variants.set(variant.key, JSON.stringify(variant.key));
+    for (const payload of Object.values(definition?.filters.payloads ?? {})) this.payloads.set(payload, payloadJson(payload));
   }
-  return json;
-}
 
-/** A variant as JSON (`"<variant>"`). */
-function variantJson(text: FlagText, variant: string): string {
-  let json = text.values.get(variant);
-  if (json === undefined) {
-    json = JSON.stringify(variant);
-    if (text.values.size < MAX_TEXTS) text.values.set(variant, json);
+  /** The payload as a JSON value: the encoded string, or `null`. */
+  payloadJson(payload: JsonValue): string {
+    return this.payloads.get(payload) ?? payloadJson(payload);
   }
-  return json;
-}
 
-/** The flag's v1–v3 value (`flagValue`: the variant, `true` or `false`) as JSON. */
-function valueJson(text: FlagText, flag: FlagEvaluation): string {
-  if (!flag.enabled) return 'false';
-  return flag.variant === null ? 'true' : variantJson(text, flag.variant);
-}
+  /** The flag's v1–v3 value (`flagValue`: the variant, `true` or `false`) as JSON. */
+  valueJson(flag: FlagEvaluation): string {
+    if (!flag.enabled) return 'false';
+    return flag.variant === null ? 'true' : this.variantJson(flag.variant);
+  }
 
-// Reasons as JSON by code and condition index (a few dozen in all); the description is compared too, so a
-// cached text is only reused for an equal reason.
-const reasonTexts = new Map<string, Array<{ description: string | null; json: string }>>();
-const MAX_CONDITION_INDEX = 256;
+  private variantJson(variant: string): string {
+    return this.variants.get(variant) ?? JSON.stringify(variant);
+  }
 
-function reasonJson(reason: FlagEvaluation['reason']): string {
-  const slot = reason.condition_index === null ? 0 : reason.condition_index + 1;
-  let byIndex = reasonTexts.get(reason.code);
-  const cached = byIndex?.[slot];
-  if (cached !== undefined && cached.description === reason.description) return cached.json;
-  const json = JSON.stringify(reason);
-  if (slot <= MAX_CONDITION_INDEX && Number.isInteger(slot)) {
-    if (byIndex === undefined) {
-      byIndex = [];
-      reasonTexts.set(reason.code, byIndex);
+  /** `"<key>":{"key":…,"enabled":…,"variant":…,"reason":…,"metadata":{…}}` as UTF-8. */
+  v4Member(flag: FlagEvaluation): Buffer {
+    if (flag.failed) return Buffer.from(this.v4Text(flag));
+    const { reason, enabled, variant, payload } = flag;
+    const value = variant ?? (enabled ? 'true' : 'false');
+    let members = this.v4Members.get(value);
+    const kept = members?.find((member) => sameOutcome(member, flag));
+    if (kept !== undefined) return kept.bytes;
+    const bytes = Buffer.from(this.v4Text(flag));
+    if (this.v4MemberCount < MAX_MEMBERS) {
+      if (members === undefined) {
+        members = [];
+        this.v4Members.set(value, members);
+      }
+      // A copy of the reason: the member must not change with an object the caller may reuse.
+      members.push({ enabled, variant, reason: { ...reason }, payload, bytes });
+      this.v4MemberCount++;
     }
-    byIndex[slot] = { description: reason.description, json };
+    return bytes;
   }
-  return json;
+
+  private v4Text(flag: FlagEvaluation): string {
+    const payload = flag.enabled ? this.payloadJson(flag.payload) : 'null';
+    const variant = flag.variant === null ? 'null' : this.variantJson(flag.variant);
+    const failed = flag.failed ? ',"failed":true' : '';
+    return `${this.v4Head}${flag.enabled},"variant":${variant}${failed},"reason":${JSON.stringify(flag.reason)}${this.v4Metadata}${payload}}}`;
+  }
+}
+
+/** The rendered flags of a project's definitions, by key. */
+export type RenderedFlags = ReadonlyMap<string, RenderedFlag>;
+
+export function renderFlags(definitions: readonly FeatureFlag[]): RenderedFlags {
+  return new Map(definitions.map((definition) => [definition.key, new RenderedFlag(definition.key, definition)]));
+}
+
+export interface FlagsBody {
+  flags: Map<string, FlagEvaluation>;
+  errorsWhileComputingFlags: boolean;
+  quotaLimited: boolean;
+  requestId: string;
+  /** The project's rendered flags; a flag without one is rendered for this answer alone. */
+  rendered: RenderedFlags;
+  surveys: boolean;
+  endpoint: 'decide' | 'flags';
+  /** The project's replay settings, for its `sessionRecording` and `capturePerformance` config fields. */
+  replaySettings?: SessionReplaySettings | undefined;
 }
 
 /**
@@ -205,8 +212,8 @@ class Members<T> {
   /** Positions and indexes of array-index members; null while there is none. */
   private indexed: Array<{ position: number; index: number }> | null = null;
 
-  add(text: FlagText, member: T): void {
-    if (text.index !== -1) (this.indexed ??= []).push({ position: this.members.length, index: text.index });
+  add(flag: RenderedFlag, member: T): void {
+    if (flag.arrayIndex !== -1) (this.indexed ??= []).push({ position: this.members.length, index: flag.arrayIndex });
     this.members.push(member);
   }
 
@@ -226,45 +233,13 @@ function objectJson(members: Members<string>): string {
   return `{${members.ordered().join(',')}}`;
 }
 
-/** The v4 member of one flag: `"<key>":{"key":…,"enabled":…,"variant":…,"reason":…,"metadata":{…}}`. */
-function v4Member(text: FlagText, flag: FlagEvaluation): string {
-  const payload = flag.enabled ? payloadJson(text, flag.payload) : 'null';
-  return flag.failed
-    ? `${text.head}false,"variant":null,"failed":true,"reason":${JSON.stringify(flag.reason)}${text.metadata}${payload}}}`
-    : `${text.head}${flag.enabled},"variant":${flag.variant === null ? 'null' : variantJson(text, flag.variant)},"reason":${reasonJson(flag.reason)}${text.metadata}${payload}}}`;
-}
-
-/** The same member as bytes, from the flag's cache when its reason is a shared one (every computed flag's is). */
-function v4MemberBytes(text: FlagText, flag: FlagEvaluation): Buffer {
-  if (flag.failed || !Object.isFrozen(flag.reason)) return Buffer.from(v4Member(text, flag));
-  let byOutcome = text.members.get(flag.reason);
-  if (byOutcome === undefined) {
-    byOutcome = new Map();
-    if (text.members.size < MAX_TEXTS) text.members.set(flag.reason, byOutcome);
-  }
-  const outcome = flag.variant ?? String(flag.enabled);
-  let bytes = byOutcome.get(outcome);
-  if (bytes === undefined) {
-    bytes = Buffer.from(v4Member(text, flag));
-    if (byOutcome.size < MAX_TEXTS) byOutcome.set(outcome, bytes);
-  }
-  return bytes;
-}
-
 const COMMA = Buffer.from(',');
 
-// The config fields as JSON text without the closing brace, per `surveys` and endpoint.
-const configTexts = new Map<string, string>();
-
-function configPrefix(surveys: boolean, endpoint: 'decide' | 'flags'): string {
-  const cacheKey = `${endpoint}:${surveys}`;
-  let text = configTexts.get(cacheKey);
-  if (text === undefined) {
-    text = JSON.stringify(configFields({ surveys, endpoint })).slice(0, -1);
-    configTexts.set(cacheKey, text);
-  }
-  return text;
-}
+/** The config fields as JSON text without the closing brace, by endpoint and `surveys`. */
+const CONFIG_TEXTS = {
+  decide: [false, true].map((surveys) => JSON.stringify(configFields({ surveys, endpoint: 'decide' })).slice(0, -1)),
+  flags: [false, true].map((surveys) => JSON.stringify(configFields({ surveys, endpoint: 'flags' })).slice(0, -1)),
+};
 
 // Per project (one settings object per definitions load), the config text by endpoint and `surveys`.
 const projectConfigTexts = new WeakMap<SessionReplaySettings, Map<string, string>>();
@@ -272,7 +247,7 @@ const projectConfigTexts = new WeakMap<SessionReplaySettings, Map<string, string
 /** The config fields as JSON text without the closing brace; a project's replay settings make them its own. */
 function configText(body: FlagsBody): string {
   const replay = body.replaySettings;
-  if (replay === undefined) return configPrefix(body.surveys, body.endpoint);
+  if (replay === undefined) return CONFIG_TEXTS[body.endpoint][Number(body.surveys)] as string;
   let texts = projectConfigTexts.get(replay);
   if (texts === undefined) {
     texts = new Map();
@@ -288,21 +263,18 @@ function configText(body: FlagsBody): string {
 }
 
 /**
- * The response body as UTF-8 JSON, written directly rather than built as objects and serialized: the
- * definition-only parts of each flag are cached (`FlagText`), and v4 members (what the SDKs' `/flags` calls
- * get) are cached as bytes per outcome, so a request copies buffers instead of joining and encoding ≈ 11 KB of
- * text (the encoding alone was a tenth of a request's CPU). Parses to the object PostHog's decide answers
- * (services/decide/test/responses.test.ts holds the object-built reference).
+ * The response body as UTF-8 JSON, written from the rendered flags rather than built as objects and serialized
+ * (serializing fifty response objects per request was a fifth of decide's CPU, bench/decide.ts). Parses to the
+ * object PostHog's decide answers (services/decide/test/responses.test.ts holds the object-built reference).
  */
 export function renderBody(shaping: Shaping, body: FlagsBody): Buffer {
   // The config fields (or nothing), then the members in the order the object-built body had them.
   let out = shaping.config ? `${configText(body)},` : '{';
-  const { flagsById } = body;
   switch (shaping.shape) {
     case 'v1': {
       const keys: string[] = [];
       for (const flag of body.flags.values()) {
-        if (!flag.failed && flag.enabled) keys.push(flagText(flagsById, flag.key).key);
+        if (!flag.failed && flag.enabled) keys.push(renderedFlag(body, flag.key).keyJson);
       }
       out += `"featureFlags":[${keys.join(',')}]`;
       break;
@@ -314,11 +286,11 @@ export function renderBody(shaping: Shaping, body: FlagsBody): Buffer {
       const payloads = new Members<string>();
       for (const flag of body.flags.values()) {
         if (flag.failed || (!all && !flag.enabled)) continue;
-        const text = flagText(flagsById, flag.key);
-        values.add(text, `${text.key}:${valueJson(text, flag)}`);
+        const rendered = renderedFlag(body, flag.key);
+        values.add(rendered, `${rendered.keyJson}:${rendered.valueJson(flag)}`);
         if (all && flag.enabled) {
-          const payload = payloadJson(text, flag.payload);
-          if (payload !== 'null') payloads.add(text, `${text.key}:${payload}`);
+          const payload = rendered.payloadJson(flag.payload);
+          if (payload !== 'null') payloads.add(rendered, `${rendered.keyJson}:${payload}`);
         }
       }
       out += `"featureFlags":${objectJson(values)}`;
@@ -328,8 +300,8 @@ export function renderBody(shaping: Shaping, body: FlagsBody): Buffer {
     case 'v4': {
       const flags = new Members<Buffer>();
       for (const flag of body.flags.values()) {
-        const text = flagText(flagsById, flag.key);
-        flags.add(text, v4MemberBytes(text, flag));
+        const rendered = renderedFlag(body, flag.key);
+        flags.add(rendered, rendered.v4Member(flag));
       }
       const parts: Buffer[] = [Buffer.from(`${out}"flags":{`)];
       for (const member of flags.ordered()) {
@@ -341,6 +313,10 @@ export function renderBody(shaping: Shaping, body: FlagsBody): Buffer {
     }
   }
   return Buffer.from(`${out}${tail(body)}`);
+}
+
+function renderedFlag(body: FlagsBody, key: string): RenderedFlag {
+  return body.rendered.get(key) ?? new RenderedFlag(key, undefined);
 }
 
 /** `quotaLimited` when limited, then the request id, and the closing brace. */

@@ -1,21 +1,23 @@
 import request from 'supertest';
 import type { ClickHouse } from '@plover/clickhouse';
+import { ProjectTokenCache } from '@plover/accounts';
 import { silentLogger } from '@plover/core';
 import { createMetricsRegistry, createServiceApp } from '@plover/http';
 import { migrate } from '@plover/postgres';
 import { PGliteSql } from '@plover/postgres/pglite';
 import { managementRoutes } from '../../management/src/app';
-import { decideRoutes } from '../src/app';
+import { decideRoutes, DefinitionsCache } from '../src/app';
 import { setup } from './support/harness';
 
 describe('decide beside the management API (embedded mode)', () => {
   it('serves a flag created with a personal API key on the very next decide call', async () => {
     const sql = await PGliteSql.open();
+    const definitions = new DefinitionsCache(sql, { logger: silentLogger() });
     try {
       await migrate(sql);
       const { project, personal_api_key: key } = await setup(sql);
       const deps = { logger: silentLogger(), metrics: createMetricsRegistry('test'), sql, trustProxy: false, clickhouse: {} as ClickHouse };
-      const decide = decideRoutes(deps);
+      const decide = decideRoutes({ ...deps, projectTokens: new ProjectTokenCache(sql), definitions });
       const app = createServiceApp({
         ...deps,
         checks: {},
@@ -55,6 +57,7 @@ describe('decide beside the management API (embedded mode)', () => {
       expect((await ask()).flags['new-flag']).toBeUndefined();
       await request(app).delete(`/api/projects/${project.id}/feature_flags/${created.body.id}/`).set('Authorization', `Bearer ${key.value}`).expect(405);
     } finally {
+      definitions.close();
       await sql.close();
     }
   });

@@ -1,6 +1,9 @@
 import { flagValue, type EvaluatedFlag, type FeatureFlag, type FlagEvaluation, type JsonValue, type MatchReasonCode } from '@plover/flags';
-import { configFields, renderBody as renderBytes, type FlagsBody, type Shaping } from '../src/responses';
+import { configFields, renderBody as renderBytes, renderFlags, type FlagsBody, type Shaping } from '../src/responses';
 import { seededRandom } from '../../../test/support/random';
+
+/** A body and the definitions its flags were rendered from, which the reference reads the metadata from. */
+type Case = FlagsBody & { flagsById: ReadonlyMap<string, FeatureFlag> };
 
 /** The answer as text (renderBody writes UTF-8 bytes). */
 const renderBody = (shaping: Shaping, body: FlagsBody): string => renderBytes(shaping, body).toString('utf8');
@@ -9,7 +12,7 @@ const renderBody = (shaping: Shaping, body: FlagsBody): string => renderBytes(sh
  * The object-built body that `renderBody` used to return (serialized with JSON.stringify), kept as the
  * reference: the JSON text written directly must be byte for byte what this gives.
  */
-function referenceBody(shaping: Shaping, body: FlagsBody): Record<string, unknown> {
+function referenceBody(shaping: Shaping, body: Case): Record<string, unknown> {
   const encodePayload = (payload: JsonValue): string | null =>
     payload === null || payload === undefined ? null : typeof payload === 'string' ? payload : JSON.stringify(payload);
   const out: Record<string, unknown> = shaping.config ? configFields({ surveys: body.surveys, endpoint: body.endpoint }) : {};
@@ -101,7 +104,7 @@ function pick<T>(next: () => number, values: readonly T[]): T {
   return values[Math.floor(next() * values.length)]!;
 }
 
-function generateBody(next: () => number): FlagsBody {
+function generateBody(next: () => number): Case {
   const count = Math.floor(next() * 8);
   const keys = [...new Set(Array.from({ length: count }, () => pick(next, KEYS)))];
   const flags = new Map<string, FlagEvaluation>();
@@ -148,6 +151,7 @@ function generateBody(next: () => number): FlagsBody {
     quotaLimited: next() < 0.2,
     requestId: next() < 0.9 ? 'b3c1f4de-6e1a-4f5e-9d55-0a3b2a1f9e11' : 'odd "id" ü',
     flagsById,
+    rendered: renderFlags([...flagsById.values()]),
     surveys: next() < 0.5,
     endpoint: next() < 0.5 ? 'decide' : 'flags',
   };
@@ -165,7 +169,7 @@ describe('renderBody', () => {
     }
   });
 
-  it('writes the v4 members cached per outcome exactly, request after request on one definitions map', () => {
+  it('writes the v4 members kept per outcome exactly, request after request on one set of rendered flags', () => {
     // As the evaluator gives them: one frozen reason per (code, condition), the payload fixed by the variant.
     const reasons = new Map<string, EvaluatedFlag['reason']>();
     const sharedReason = (code: MatchReasonCode, conditionIndex: number | null) => {
@@ -178,7 +182,7 @@ describe('renderBody', () => {
       return reason;
     };
     const next = seededRandom(99);
-    const { flagsById } = generateBody(next);
+    const { flagsById, rendered } = generateBody(next);
     const payloadOf = new Map(KEYS.map((key) => [key, new Map([...VARIANTS, 'true'].map((variant) => [variant, pick(next, PAYLOADS)]))]));
     for (let i = 0; i < 2000; i += 1) {
       const flags = new Map<string, FlagEvaluation>();
@@ -196,12 +200,13 @@ describe('renderBody', () => {
           payload,
         });
       }
-      const body: FlagsBody = {
+      const body: Case = {
         flags,
         errorsWhileComputingFlags: false,
         quotaLimited: false,
         requestId: `r${i}`,
         flagsById,
+        rendered,
         surveys: false,
         endpoint: 'flags',
       };
@@ -211,16 +216,40 @@ describe('renderBody', () => {
     }
   });
 
-  it('gives the same text for the same definitions map on repeated use (the cached fragments)', () => {
+  it('gives the same text for the same rendered flags on repeated use, and the new text for new definitions', () => {
     const next = seededRandom(7);
     const body = generateBody(next);
     const first = SHAPINGS.map((shaping) => renderBody(shaping, body));
     expect(SHAPINGS.map((shaping) => renderBody(shaping, body))).toEqual(first);
-    // A changed definition arrives as a new map (decide builds one per definitions object).
+    // A changed definition is rendered again with the definitions it came with.
     const renamed = new Map([...body.flagsById].map(([key, flag]) => [key, { ...flag, name: 'renamed', version: 99 }]));
-    for (const shaping of SHAPINGS) {
-      expect(renderBody(shaping, { ...body, flagsById: renamed })).toBe(JSON.stringify(referenceBody(shaping, { ...body, flagsById: renamed })));
-    }
+    const changed = { ...body, flagsById: renamed, rendered: renderFlags([...renamed.values()]) };
+    for (const shaping of SHAPINGS) expect(renderBody(shaping, changed)).toBe(JSON.stringify(referenceBody(shaping, changed)));
+  });
+
+  it('does not answer from a kept member when the same outcome comes with another payload or reason text', () => {
+    const definition: FeatureFlag = { id: 1, key: 'f', active: true, filters: { payloads: { true: '{"a":1}' } } };
+    const rendered = renderFlags([definition]);
+    const reason = { code: 'condition_match' as const, condition_index: 0, description: 'Matched condition set 1' };
+    const answer = (flag: FlagEvaluation) => {
+      const body: Case = {
+        flags: new Map([['f', flag]]),
+        errorsWhileComputingFlags: false,
+        quotaLimited: false,
+        requestId: 'r',
+        flagsById: new Map([['f', definition]]),
+        rendered,
+        surveys: false,
+        endpoint: 'flags',
+      };
+      expect(renderBody({ shape: 'v4', config: false }, body)).toBe(JSON.stringify(referenceBody({ shape: 'v4', config: false }, body)));
+    };
+    answer({ key: 'f', failed: false, enabled: true, variant: null, reason, payload: '{"a":1}' });
+    answer({ key: 'f', failed: false, enabled: true, variant: null, reason, payload: { b: 2 } });
+    // The same reason object, changed by its owner after the first answer.
+    reason.description = 'Another description';
+    answer({ key: 'f', failed: false, enabled: true, variant: null, reason, payload: '{"a":1}' });
+    answer({ key: 'f', failed: false, enabled: false, variant: null, reason, payload: null });
   });
 
   it('renders an empty answer (quota limited, no definitions)', () => {
@@ -229,7 +258,7 @@ describe('renderBody', () => {
       errorsWhileComputingFlags: false,
       quotaLimited: true,
       requestId: 'r',
-      flagsById: new Map(),
+      rendered: new Map(),
       surveys: false,
       endpoint: 'flags',
     };
@@ -249,7 +278,7 @@ describe('renderBody', () => {
       errorsWhileComputingFlags: false,
       quotaLimited: false,
       requestId: 'r',
-      flagsById: new Map([['__proto__', { id: 1, key: '__proto__', active: true, filters: {} }]]),
+      rendered: renderFlags([{ id: 1, key: '__proto__', active: true, filters: {} }]),
       surveys: false,
       endpoint: 'flags',
     };

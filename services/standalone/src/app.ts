@@ -1,10 +1,9 @@
-import { ProjectTokenCache } from '@plover/accounts';
+import type { ProjectTokenCache } from '@plover/accounts';
 import type { EventBus } from '@plover/bus';
-import { captureRoutes } from '@plover/capture/app';
+import { captureRoutes, type CaptureSettings } from '@plover/capture/app';
 import type { ClickHouse } from '@plover/clickhouse';
-import type { CaptureConfig } from '@plover/config';
 import type { Logger } from '@plover/core';
-import { decideRoutes, type DecideOptions } from '@plover/decide/app';
+import { decideRoutes, type DecideSettings, type DefinitionsCache } from '@plover/decide/app';
 import { createServiceApp, type MetricsRegistry, type ServiceApp } from '@plover/http';
 import { managementRoutes } from '@plover/management/app';
 import type { Sql } from '@plover/postgres';
@@ -16,20 +15,25 @@ export interface StandaloneDeps {
   clickhouse: ClickHouse;
   bus: EventBus;
   trustProxy: boolean;
-  capture?: CaptureConfig;
-  decide?: DecideOptions;
+  /** One cache for capture and decide: a token either of them looked up or refreshed is known to both. */
+  projectTokens: ProjectTokenCache;
+  /** Decide's flag definitions, with their poll; the composition root closes it. */
+  definitions: DefinitionsCache;
+  /** Each service's settings override, as its own deps name it. */
+  settings?: { capture?: Partial<CaptureSettings>; decide?: DecideSettings };
 }
 
 /** Every HTTP service on one port: the SDKs' capture and flag routes beside the management API. */
 export function createApp(deps: StandaloneDeps): ServiceApp {
-  const decide = decideRoutes(deps);
+  const { settings, ...shared } = deps;
+  const decide = decideRoutes({ ...shared, settings: settings?.decide });
   return createServiceApp({
-    ...deps,
+    ...shared,
     checks: { postgres: () => deps.sql.ping(), clickhouse: () => deps.clickhouse.ping(), bus: () => deps.bus.ping() },
-    fast: [captureRoutes({ ...deps, projectTokens: new ProjectTokenCache(deps.sql), settings: deps.capture }), decide.fast],
+    fast: [captureRoutes({ ...shared, settings: settings?.capture }), decide.fast],
     mount(app) {
       app.use(decide.router);
-      app.use(managementRoutes(deps));
+      app.use(managementRoutes(shared));
     },
   });
 }

@@ -1,10 +1,10 @@
 // First: sizes libuv's thread pool before anything starts it (see the module).
 import '@plover/config/threadpool';
 import { loadConfigOrExit, sections } from '@plover/config';
-import { bootstrap } from '@plover/accounts';
+import { bootstrap, ProjectTokenCache } from '@plover/accounts';
 import { createLogger, exitOnUncaughtErrors } from '@plover/core';
 import { createMetricsRegistry, serve } from '@plover/http';
-import { decideOptions } from '@plover/decide/app';
+import { decideSettings, DefinitionsCache } from '@plover/decide/app';
 import { createConsumer } from '@plover/ingestion/consumer';
 import { createReplayConsumer } from '@plover/ingestion/replay';
 import { startSchedules } from '@plover/management/schedule';
@@ -44,7 +44,16 @@ async function main(): Promise<void> {
     );
   }
   const metrics = createMetricsRegistry('plover');
-  const app = createApp({ logger, metrics, trustProxy: config.http.trustProxy, capture: config.capture, decide: decideOptions(config.decide), ...stores });
+  const definitions = new DefinitionsCache(stores.sql, { logger, pollIntervalMs: config.decide.definitionsPollMs });
+  const app = createApp({
+    logger,
+    metrics,
+    trustProxy: config.http.trustProxy,
+    ...stores,
+    projectTokens: new ProjectTokenCache(stores.sql),
+    definitions,
+    settings: { capture: config.capture, decide: decideSettings(config.decide) },
+  });
   // Embedded mode ingests in this process: capture → local bus → consumer → PGlite and chDB.
   const consumer = await createConsumer({ logger, metrics, sql: stores.sql, clickhouse: stores.clickhouse, bus: stores.bus, settings: config.ingestion });
   const replay = await createReplayConsumer({
@@ -60,6 +69,7 @@ async function main(): Promise<void> {
     ...config.http,
     logger,
     closeResources: async () => {
+      definitions.close();
       // The consumers' last batches still need the stores, and they commit them through the bus.
       await Promise.all([consumer.stop(), replay.stop()]);
       await schedules.stop();

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { RequestHandler } from 'express';
-import { bootstrap, type Credentials } from '@plover/accounts';
+import { bootstrap, ProjectTokenCache, type Credentials } from '@plover/accounts';
 import { ApiError, silentLogger } from '@plover/core';
 import { createMetricsRegistry, createServiceApp, type ServiceApp } from '@plover/http';
 import { PgSql, type QueryResult, type Sql, type SqlExecutor } from '@plover/postgres';
@@ -8,7 +8,7 @@ import { projectFlagRoutes } from '../../../management/src/feature-flags';
 import { jsonBody } from '../../../management/src/http/body';
 import { realService } from '../../../../test/support/services';
 import { openMigratedPGlite, openMigratedPostgres } from '../../../../packages/postgres/test/support/backends';
-import { decideRoutes, type DecideOptions } from '../../src/app';
+import { decideRoutes, DefinitionsCache, type DecideSettings } from '../../src/app';
 
 export const postgres = realService('TEST_DATABASE_URL');
 
@@ -103,12 +103,25 @@ function actAsOwner(sql: Sql): RequestHandler {
   };
 }
 
+/** Decide's settings, and how often its definitions cache polls (a composition root's choice; 500 ms by default). */
+export type HarnessSettings = DecideSettings & { definitionsPollMs?: number };
+
 /**
  * Decide routes and the flag management routes on one app, like embedded mode (management auth stubbed; its
  * JSON body reader kept, since the flag routes read only bodies it has parsed).
  */
-export function buildApp(sql: Sql, options: DecideOptions = {}, managementSql: Sql = sql): ServiceApp {
-  const decide = decideRoutes({ logger: silentLogger(), metrics: createMetricsRegistry('test'), sql, trustProxy: false, decide: options });
+export function buildApp(sql: Sql, options: HarnessSettings = {}, managementSql: Sql = sql): ServiceApp {
+  const { definitionsPollMs, ...settings } = options;
+  const logger = silentLogger();
+  const decide = decideRoutes({
+    logger,
+    metrics: createMetricsRegistry('test'),
+    sql,
+    trustProxy: false,
+    projectTokens: new ProjectTokenCache(sql),
+    definitions: new DefinitionsCache(sql, { logger, pollIntervalMs: definitionsPollMs }),
+    settings,
+  });
   return createServiceApp({
     logger: silentLogger(),
     metrics: createMetricsRegistry('test'),

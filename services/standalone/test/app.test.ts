@@ -1,0 +1,100 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import request from 'supertest';
+import { bootstrap, ProjectTokenCache } from '@plover/accounts';
+import { LocalLogBus } from '@plover/bus';
+import type { ClickHouse } from '@plover/clickhouse';
+import { silentLogger } from '@plover/core';
+import { DefinitionsCache } from '@plover/decide/app';
+import { createMetricsRegistry } from '@plover/http';
+import { migrate, type QueryResult, type Sql, type SqlExecutor } from '@plover/postgres';
+import { PGliteSql } from '@plover/postgres/pglite';
+import { createApp } from '../src/app';
+
+/** The token lookups run, over a real database. */
+class TokenLookups implements Sql {
+  count = 0;
+
+  constructor(private readonly inner: Sql) {}
+
+  query<R>(name: string, text: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
+    if (name === 'accounts.findProjectByToken') this.count++;
+    return this.inner.query<R>(name, text, params);
+  }
+
+  exec(name: string, script: string): Promise<void> {
+    return this.inner.exec(name, script);
+  }
+
+  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    return this.inner.transaction(fn);
+  }
+
+  ping(): Promise<void> {
+    return this.inner.ping();
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+describe('embedded mode: capture and decide share one project token cache', () => {
+  it('looks a token up once for both, and a rotation one of them finds is seen by the other at once', async () => {
+    const database = await PGliteSql.open();
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'plover-standalone-app-'));
+    const bus = await LocalLogBus.open({ dataDir });
+    const logger = silentLogger();
+    const definitions = new DefinitionsCache(database, { logger });
+    try {
+      await migrate(database);
+      const credentials = (await bootstrap(database, { adminEmail: 'admin@example.com', projectName: 'P', timezone: 'UTC' }))!;
+      const sql = new TokenLookups(database);
+      let now = Date.now();
+      const app = createApp({
+        logger,
+        metrics: createMetricsRegistry('test'),
+        sql,
+        clickhouse: {} as ClickHouse,
+        bus,
+        trustProxy: false,
+        projectTokens: new ProjectTokenCache(sql, { refreshAfterMs: 60_000, now: () => now }),
+        definitions,
+      });
+      const capture = (token: string) => request(app).post('/i/v0/e/').send({ api_key: token, event: 'e', distinct_id: 'u1' });
+      const decide = (token: string) => request(app).post('/flags/?v=2').send({ token, distinct_id: 'u1' });
+      const oldToken = credentials.project.api_token;
+
+      expect((await capture(oldToken)).status).toBe(200);
+      expect((await decide(oldToken)).status).toBe(200);
+      expect(sql.count).toBe(1);
+
+      const rotated = await request(app)
+        .post(`/api/projects/${credentials.project.id}/reset_token/`)
+        .set('Authorization', `Bearer ${credentials.personal_api_key.value}`)
+        .expect(200);
+      const newToken: string = rotated.body.api_token;
+      expect(newToken).not.toBe(oldToken);
+
+      // A minute on, capture still takes the old token once and looks it up again in the background.
+      now += 61_000;
+      expect((await capture(oldToken)).status).toBe(200);
+      for (let waited = 0; sql.count < 2 && waited < 5_000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      // Decide knows the answer that lookup found, without one of its own.
+      expect((await decide(oldToken)).status).toBe(401);
+      expect((await capture(oldToken)).status).toBe(401);
+      expect(sql.count).toBe(2);
+
+      expect((await decide(newToken)).status).toBe(200);
+      expect((await capture(newToken)).status).toBe(200);
+      expect(sql.count).toBe(3);
+    } finally {
+      definitions.close();
+      await bus.close();
+      await database.close();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
