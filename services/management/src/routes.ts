@@ -1,6 +1,12 @@
 import { accountRoutes, projectRoutes } from './accounts/routes';
+import { dataRoutes } from './data/routes';
 import type { ManagementDeps } from './deps';
+import { featureFlagRoutes } from './feature-flags/routes';
 import type { Route } from './http/route-table';
+import { insightRoutes } from './insights/routes';
+import { personRoutes } from './persons/routes';
+import { playlistRoutes } from './playlists/routes';
+import { recordingRoutes } from './recordings/routes';
 
 /**
  * The management API's route table: `api` routes answer under `/api`, `project` routes under every mount of
@@ -17,6 +23,14 @@ export const PROJECT_MOUNTS = ['/projects/:project_id', '/environments/:project_
 export function routeTable(deps: ManagementDeps): RouteTable {
   return {
     api: accountRoutes(deps),
-    project: [...projectRoutes(deps)],
+    project: [
+      ...projectRoutes(deps),
+      ...personRoutes(deps),
+      ...playlistRoutes(deps),
+      ...recordingRoutes(deps),
+      ...insightRoutes(deps),
+      ...dataRoutes(deps),
+      ...featureFlagRoutes(deps),
+    ],
   };
 }

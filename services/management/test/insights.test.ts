@@ -6,7 +6,7 @@ import { migrate as migrateClickHouse, type ClickHouse } from '@plover/clickhous
 import { ChdbClickHouse } from '@plover/chdb';
 import { silentLogger, uuidv7 } from '@plover/core';
 import { PersonStore } from '@plover/persons';
-import { cohortResolver } from '../src/insights/cohorts';
+import { cohortResolver } from '../src/shared/insight-context';
 import { backends, bearer, useWorld } from './support/app';
 
 const USER_FIELDS = ['id', 'uuid', 'distinct_id', 'first_name', 'last_name', 'email', 'is_email_verified', 'hedgehog_config', 'role_at_organization'];

@@ -34,7 +34,18 @@ describe('the route table', () => {
     expect(declared(table.api)).toEqual(
       expect.arrayContaining(['get /users/@me user:read -', 'post /personal_api_keys personal_api_key:write -', 'get /projects project:read envelope']),
     );
-    expect(declared(table.project)).toEqual(expect.arrayContaining(['get / project:read -', 'post /reset_token project:write -']));
+    expect(declared(table.project)).toEqual(
+      expect.arrayContaining([
+        'get / project:read -',
+        'post /reset_token project:write -',
+        'get /persons person:read envelope',
+        'post /persons person:write -',
+        'get /session_recording_playlists/:short_id/recordings session_recording_playlist:read has_next',
+        'get /insights/my_last_viewed insight:read -',
+        'delete /feature_flags/:id feature_flag:write -',
+        'get /events query:read envelope',
+      ]),
+    );
   });
 
   it('names each method of a path once', () => {
@@ -79,7 +90,9 @@ describe.each(backends)('the routes on $name', (backend) => {
 
   it('has paths with unserved methods and paginated routes to check', () => {
     expect(unserved.length).toBeGreaterThan(10);
-    expect(paginated.map(label)).toEqual(expect.arrayContaining(['GET /api/projects']));
+    expect(paginated.map(label)).toEqual(
+      expect.arrayContaining(['GET /api/projects', 'GET /api/projects/:project_id/persons', 'GET /api/environments/:project_id/surveys']),
+    );
   });
 
   it.each(unserved.map((entry) => [`${entry.method.toUpperCase()} ${entry.mount}${entry.path}`, entry] as const))(
@@ -92,6 +105,17 @@ describe.each(backends)('the routes on $name', (backend) => {
       });
     },
   );
+
+  it('answers format=csv with 404 where the route declares no CSV shape', async () => {
+    const flag = await request(world.app)
+      .post(`/api/projects/${tenant.projectId}/feature_flags/`)
+      .set(tenant.auth)
+      .send({ key: 'remote', is_remote_configuration: true, filters: { groups: [{ properties: [], rollout_percentage: 100 }], payloads: { true: '"x"' } } });
+    const url = `/api/projects/${tenant.projectId}/feature_flags/${(flag.body as { id: number }).id}/remote_config/`;
+    expect((await request(world.app).get(url).set(tenant.auth)).status).toBe(200);
+    const res = await request(world.app).get(`${url}?format=csv`).set(tenant.auth);
+    expect({ status: res.status, code: (res.body as { code: string }).code }).toEqual({ status: 404, code: 'not_found' });
+  });
 
   it.each(paginated.map((entry) => [label(entry), entry] as const))('%s refuses a bad limit or offset with 400 naming it', async (_label, { mount, route }) => {
     for (const [query, attr] of [

@@ -3,6 +3,7 @@ import type { Sql } from '@plover/postgres';
 import { errors } from '../http/errors';
 import { limitParams, organizationWithinSql, projectWithinSql, type KeyLimits } from '../http/key-limits';
 import type { Page } from '../http/render';
+import type { UserBasic } from '../shared/users';
 
 export interface ProjectRow {
   id: number;
@@ -27,16 +28,7 @@ export interface KeyRow {
   last_rolled_at: Date | null;
 }
 
-export interface UserRow {
-  id: number;
-  uuid: string;
-  distinct_id: string;
-  first_name: string;
-  last_name: string;
-  email: string;
-  is_email_verified: boolean;
-  hedgehog_config: unknown;
-  role_at_organization: string;
+export interface UserRow extends UserBasic {
   is_staff: boolean;
   current_project_id: number | null;
   date_joined: Date;

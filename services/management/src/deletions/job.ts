@@ -1,10 +1,10 @@
 import type { ClickHouse } from '@plover/clickhouse';
 import type { Logger } from '@plover/core';
 import type { Sql, SqlExecutor } from '@plover/postgres';
+import { DELETION_TYPE_PERSON } from './queue';
 
 /** Any fixed number; every process running the job must use the same one. */
 export const DELETION_JOB_LOCK = 7_140_221_006;
-const DELETION_TYPE_PERSON = 1;
 
 export interface DeletionJobResult {
   /** False when another process holds the job's lock (it is running there). */

@@ -1,5 +1,8 @@
 import { ApiError } from '@plover/core';
-import { isObject } from './shared';
+
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
 
 const OPERATORS = new Set([
   'exact',

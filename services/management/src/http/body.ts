@@ -196,36 +196,3 @@ export function bodyOf(req: Request): Body {
   }
   return body as Body;
 }
-
-export function optionalString(body: Body, attr: string, options: { max?: number; nullable?: boolean } = {}): string | null | undefined {
-  const value = body[attr];
-  if (value === undefined) return undefined;
-  if (value === null) {
-    if (options.nullable) return null;
-    throw errors.validation('This field may not be null.', attr, 'null');
-  }
-  if (typeof value !== 'string') throw errors.validation('Not a valid string.', attr, 'invalid');
-  if (options.max !== undefined && value.length > options.max) {
-    throw errors.validation(`Ensure this field has no more than ${options.max} characters.`, attr, 'max_length');
-  }
-  return value;
-}
-
-export function optionalBoolean(body: Body, attr: string): boolean | undefined {
-  const value = body[attr];
-  if (value === undefined) return undefined;
-  if (typeof value !== 'boolean') throw errors.validation('Must be a valid boolean.', attr, 'invalid');
-  return value;
-}
-
-/**
- * A query-string boolean: `true`/`false`/`1`/`0` in any case; absent or empty is undefined, anything else a 400
- * (a typo must not turn into a yes, as `delete_events=banana` once did).
- */
-export function queryBoolean(value: string | undefined, attr: string): boolean | undefined {
-  if (value === undefined || value === '') return undefined;
-  const lower = value.toLowerCase();
-  if (lower === 'true' || lower === '1') return true;
-  if (lower === 'false' || lower === '0') return false;
-  throw errors.validation('Must be a valid boolean.', attr, 'invalid');
-}

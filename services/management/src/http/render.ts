@@ -117,25 +117,14 @@ export const checkFormat: RequestHandler = (req, _res, next) => {
   next();
 };
 
-/** Rows as a CSV download named `file`.csv. */
-export function sendCsv(res: Response, status: number, rows: readonly unknown[], file: string): void {
-  res.status(status).type('text/csv; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="${file}.csv"`).send(toCsv(rows));
+/** Starts a CSV download named `file`.csv. */
+export function csvResponse(res: Response, status: number, file: string): Response {
+  return res.status(status).type('text/csv; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="${file}.csv"`);
 }
 
-/**
- * Sends a body as JSON, or with `format=csv` as CSV: a paginated envelope renders only its `results`, an array
- * its items, an object one row.
- */
-export function send(req: Request, res: Response, status: number, body: unknown, filename = 'export'): void {
-  if (formatOf(req) === 'json') {
-    res.status(status).json(body);
-    return;
-  }
-  let rows: unknown[];
-  if (Array.isArray(body)) rows = body;
-  else if (typeof body === 'object' && body !== null && 'results' in body && Array.isArray(body.results)) rows = body.results;
-  else rows = body === undefined || body === null ? [] : [body];
-  sendCsv(res, status, rows, filename);
+/** Rows as a CSV download named `file`.csv. */
+export function sendCsv(res: Response, status: number, rows: readonly unknown[], file: string): void {
+  csvResponse(res, status, file).send(toCsv(rows));
 }
 
 /** Rows a streamed CSV export writes at most. */
@@ -179,11 +168,7 @@ export async function streamCsv<C>(req: Request, res: Response, filename: string
     seen += rows.length;
   }
   const header = [...columns].sort();
-  res
-    .status(200)
-    .type('text/csv; charset=utf-8')
-    .setHeader('Content-Disposition', `attachment; filename="${filename}.csv"`)
-    .setHeader(CSV_EXPORT_TRUNCATED_HEADER, String(seen > max));
+  csvResponse(res, 200, filename).setHeader(CSV_EXPORT_TRUNCATED_HEADER, String(seen > max));
   if (header.length === 0) {
     res.end();
     return;

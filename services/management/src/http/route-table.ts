@@ -3,7 +3,7 @@ import { valueValidator, validateBody, type BodySchemaName, type JsonSchema, typ
 import { requireScope } from './auth';
 import { bodyOf, type Body } from './body';
 import { errors } from './errors';
-import { DEFAULT_LIMIT, envelope, formatOf, pageOf, queryValue, sendCsv, streamCsv, type ExportBatch, type Format, type Page } from './render';
+import { csvResponse, DEFAULT_LIMIT, envelope, formatOf, pageOf, queryValue, sendCsv, streamCsv, type ExportBatch, type Format, type Page } from './render';
 
 /**
  * The management API as data: every route is one {@link Route} in a feature's table (`src/<feature>/routes.ts`),
@@ -77,7 +77,8 @@ export interface Route {
   response: { status: number; schema?: ResponseSchemaName; array?: boolean };
   /**
    * Answers with the body to send (undefined: none) with `response.status`; a {@link Reply} for another status;
-   * a {@link Paged} on a paginated route; a {@link CsvExport} for `format=csv` on a route whose CSV is `export`.
+   * a {@link Paged} on a paginated route; a {@link CsvExport} for `format=csv` on a route whose CSV is `export`; a
+   * {@link Written} for a body of another type.
    */
   handler(req: Request, input: RouteInput): unknown;
 }
@@ -95,13 +96,18 @@ export class CsvExport {
   constructor(readonly write: (req: Request, res: Response, file: string) => Promise<void>) {}
 }
 
+/** A handler's answer in a body that is not JSON (a JSONL stream), written by the handler's own function. */
+export class Written {
+  constructor(readonly write: (res: Response) => Promise<void>) {}
+}
+
 /** Every matching row of a listing, streamed in keyset batches (http/render.ts's streamCsv). */
 export const csvStream = <C>(batch: ExportBatch<C>): CsvExport => new CsvExport((req, res, file) => streamCsv(req, res, file, batch));
 
 /** A CSV text of the handler's own, under its own file name. */
 export const csvText = (file: string, text: string): CsvExport =>
   new CsvExport((_req, res) => {
-    res.status(200).type('text/csv; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="${file}.csv"`).send(text);
+    csvResponse(res, 200, file).send(text);
     return Promise.resolve();
   });
 
@@ -145,6 +151,10 @@ function pageBody(pagination: Pagination, req: Request, page: Page, paged: Paged
 }
 
 async function answer(route: Route, req: Request, res: Response, input: RouteInput, result: unknown): Promise<void> {
+  if (result instanceof Written) {
+    await result.write(res);
+    return;
+  }
   if (result instanceof CsvExport) {
     await result.write(req, res, route.csv!.file);
     return;

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Router, type Request, type Response } from 'express';
+import type { Request } from 'express';
 import type { ClickHouse } from '@plover/clickhouse';
 import {
   InsightResultCache,
@@ -18,12 +18,12 @@ import {
   type InsightSeriesResult,
   type ResolvedRange,
 } from '@plover/insights';
-import type { Sql } from '@plover/postgres';
-import { projectOf, requireScope } from '../http/auth';
+import type { ManagementDeps } from '../deps';
 import { errors } from '../http/errors';
-import { csvCell, formatOf, send } from '../http/render';
-import { validateBody } from '../schemas';
-import { cohortResolver } from './cohorts';
+import { csvCell } from '../http/render';
+import { csvText, Q, type Route, type RouteInput } from '../http/route-table';
+import { funnelCorrelationNode, valueValidator } from '../schemas';
+import { insightContext } from '../shared/insight-context';
 
 /** `refresh` values (query or body) that compute afresh instead of answering from the cache. */
 const REFRESH = new Set<unknown>([true, 'true', '1', 'blocking', 'force_blocking']);
@@ -33,29 +33,24 @@ function refreshRequested(req: Request): boolean {
   return REFRESH.has(body.refresh) || REFRESH.has((req.query as Record<string, unknown>).refresh);
 }
 
-/**
- * The correlation `query` node (the body's over the query string's; JSON text decoded), checked against its
- * schema so that a malformed node is a 400 naming the field inside it.
- */
-function checkCorrelationQuery(req: Request): void {
-  const body = req.body as Record<string, unknown> | undefined;
-  const raw = body?.query ?? (req.query as Record<string, unknown>).query;
-  if (raw === undefined || raw === null || raw === '') return;
-  let query: unknown = raw;
-  if (typeof raw === 'string') {
-    try {
-      query = JSON.parse(raw);
-    } catch {
-      throw errors.validation('Malformed JSON.', 'query');
-    }
-  }
-  validateBody('FunnelCorrelationRequest', { query });
-}
+const checkCorrelationNode = valueValidator({ type: 'object', properties: { query: funnelCorrelationNode } });
 
-/** What a computation needs about the project now: its timezone and, per request, its cohorts' members. */
-export function insightContext(sql: Sql, req: Request): InsightContext {
-  const project = projectOf(req);
-  return { teamId: project.id, timezone: project.timezone, now: new Date(), cohortMembers: cohortResolver(sql, project.id) };
+/**
+ * The correlation `query` node sent as JSON text (in the body, or in the query string when the body has none),
+ * decoded and checked against its schema, so that a malformed node is a 400 naming the field inside it (a node
+ * sent as an object has been checked with the body).
+ */
+function checkCorrelationText(req: Request): void {
+  const body = req.body as Record<string, unknown>;
+  const raw = body.query ?? (req.query as Record<string, unknown>).query;
+  if (typeof raw !== 'string' || raw === '') return;
+  let query: unknown;
+  try {
+    query = JSON.parse(raw);
+  } catch {
+    throw errors.validation('Malformed JSON.', 'query');
+  }
+  checkCorrelationNode({ query });
 }
 
 /** The ids of the cohorts a parsed input filters on (`{type: "cohort", value: id}` anywhere in it). */
@@ -105,56 +100,66 @@ const RUNS: Record<InsightKind, (clickhouse: ClickHouse, input: InsightRequest['
  * `GET|POST /insights/trend/` and `GET|POST /insights/funnel/correlation/` (scope insight:read): PostHog's legacy
  * computed insights. Parameters come from the query string and/or the JSON body; results are cached per project
  * (packages/insights/src/cache.ts) until the project's data, the resolved date range or the membership of a
- * cohort the request filters on changes, and `refresh`
- * (`true`, `blocking`, `force_blocking`) computes afresh. Trend (or, by `insight`/`shown_as`, stickiness or
- * lifecycle) answers `{result, timezone, is_cached, last_refresh, next: null, timings}` (CSV with `format=csv`),
- * correlation `{result: {events, skewed}, last_refresh, is_cached}`.
+ * cohort the request filters on changes, and `refresh` (`true`, `blocking`, `force_blocking`) computes afresh.
+ * Trend (or, by `insight`/`shown_as`, stickiness or lifecycle) answers
+ * `{result, timezone, is_cached, last_refresh, next: null, timings}` (CSV with `format=csv`), correlation
+ * `{result: {events, skewed}, last_refresh, is_cached}`.
  */
-export function computeRoutes(sql: Sql, clickhouse: ClickHouse, cache = new InsightResultCache()): Router {
-  const router = Router({ mergeParams: true });
-
-  const trend = async (req: Request, res: Response) => {
-    requireScope(req, 'insight:read');
+export function computeRoutes({ sql, clickhouse }: ManagementDeps, cache = new InsightResultCache()): Route[] {
+  async function trend(req: Request, { format }: RouteInput): Promise<unknown> {
     const started = performance.now();
     const { insight, input } = parseInsightRequest(req.query, req.body);
     const ctx = insightContext(sql, req);
     const range = await insightRange(clickhouse, input, input.interval, ctx);
     const key = await cacheRequest(insight.toLowerCase(), ctx, input, range);
     const computed = await cache.run(clickhouse, key, refreshRequested(req), () => RUNS[insight](clickhouse, input, ctx));
-    if (formatOf(req) === 'csv') {
+    if (format === 'csv') {
       const days = range.buckets.map((bucket) => bucket.slice(0, 10));
       const span = days.length > 0 ? ` (${days[0]} ${days[days.length - 1]})` : '';
-      res
-        .status(200)
-        .type('text/csv; charset=utf-8')
-        .setHeader('Content-Disposition', `attachment; filename="trends${span}.csv"`)
-        .send(trendCsv(computed.result));
-      return;
+      return csvText(`trends${span}`, trendCsv(computed.result));
     }
-    res.status(200).json({
+    return {
       result: computed.result,
       timezone: ctx.timezone,
       is_cached: computed.isCached,
       last_refresh: computed.lastRefresh.toISOString(),
       next: null,
       timings: [{ k: computed.isCached ? './cache' : './calculate', t: (performance.now() - started) / 1000 }],
-    });
-  };
-  router.get('/insights/trend', trend);
-  router.post('/insights/trend', trend);
+    };
+  }
 
-  const correlation = async (req: Request, res: Response) => {
-    requireScope(req, 'insight:read');
-    checkCorrelationQuery(req);
+  async function correlation(req: Request): Promise<unknown> {
+    checkCorrelationText(req);
     const input = parseCorrelationRequest(req.query, req.body);
     const ctx = insightContext(sql, req);
     const range = await insightRange(clickhouse, input, 'day', ctx);
     const key = await cacheRequest('funnel_correlation', ctx, input, range);
     const computed = await cache.run(clickhouse, key, refreshRequested(req), () => runFunnelCorrelation(clickhouse, input, ctx));
-    send(req, res, 200, { result: computed.result, last_refresh: computed.lastRefresh.toISOString(), is_cached: computed.isCached }, 'funnel_correlation');
-  };
-  router.get('/insights/funnel/correlation', correlation);
-  router.post('/insights/funnel/correlation', correlation);
+    return { result: computed.result, last_refresh: computed.lastRefresh.toISOString(), is_cached: computed.isCached };
+  }
 
-  return router;
+  return (['get', 'post'] as const).flatMap((method): Route[] => [
+    {
+      method,
+      path: '/insights/trend',
+      scope: 'insight:read',
+      summary:
+        'Legacy trend: series per interval (legacy filter fields or a TrendsQuery `query`); `insight` STICKINESS or LIFECYCLE (or `shown_as` Stickiness / Lifecycle) for stickiness or lifecycle; no series → `result: []`',
+      query: { properties: { refresh: Q.string, insight: Q.string, shown_as: Q.string } },
+      csv: { file: 'trends', rows: 'export' },
+      response: { status: 200 },
+      handler: trend,
+    },
+    {
+      method,
+      path: '/insights/funnel/correlation',
+      scope: 'insight:read',
+      summary: 'Legacy funnel correlation: odds ratios of events or properties (legacy funnel fields, or a FunnelsQuery / FunnelCorrelationQuery `query`)',
+      query: { properties: { refresh: Q.string, query: Q.string } },
+      ...(method === 'post' ? { body: 'FunnelCorrelationRequest' as const } : {}),
+      csv: { file: 'funnel_correlation' },
+      response: { status: 200 },
+      handler: correlation,
+    },
+  ]);
 }

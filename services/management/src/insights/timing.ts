@@ -1,10 +1,8 @@
-import { Router } from 'express';
 import { Counter, Histogram, type Registry } from 'prom-client';
-import type { Sql } from '@plover/postgres';
-import { principalOf, projectOf, requireScope } from '../http/auth';
-import { bodyOf } from '../http/body';
-import { send } from '../http/render';
-import { validateBody } from '../schemas';
+import type { ManagementDeps } from '../deps';
+import { callerOf } from '../http/access';
+import type { Route } from '../http/route-table';
+import { InsightsStore } from './insights-store';
 
 interface TimingMetrics {
   reports: Counter;
@@ -34,22 +32,25 @@ function timingMetrics(registry: Registry): TimingMetrics {
  * (`time_to_see_data_ms`, when a number, also observed). Answers 200 `{"success": true}`, a decision recorded in
  * docs/management.md#resources; PostHog answers 201 with an empty body, which its clients ignore.
  */
-export function timingRoutes(sql: Sql, registry: Registry): Router {
-  const router = Router({ mergeParams: true });
+export function timingRoutes({ sql, metrics: registry }: ManagementDeps): Route[] {
+  const store = new InsightsStore(sql);
   const metrics = timingMetrics(registry);
-  router.post('/insights/timing', async (req, res) => {
-    requireScope(req, 'insight:write');
-    const body = bodyOf(req);
-    validateBody('InsightTiming', body);
-    await sql.query('management.recordInsightTiming', 'INSERT INTO insight_timings (project_id, user_id, payload) VALUES ($1, $2, $3)', [
-      projectOf(req).id,
-      principalOf(req).user.id,
-      body,
-    ]);
-    metrics.reports.inc();
-    const ms = body.time_to_see_data_ms;
-    if (typeof ms === 'number' && Number.isFinite(ms) && ms >= 0) metrics.timeToSeeData.observe(ms / 1000);
-    send(req, res, 200, { success: true }, 'result');
-  });
-  return router;
+  return [
+    {
+      method: 'post',
+      path: '/insights/timing',
+      scope: 'insight:write',
+      summary: 'Record a client timing report',
+      body: 'InsightTiming',
+      csv: { file: 'result' },
+      response: { status: 200 },
+      async handler(req, { body }) {
+        await store.recordTiming(callerOf(req), body);
+        metrics.reports.inc();
+        const ms = body.time_to_see_data_ms;
+        if (typeof ms === 'number' && Number.isFinite(ms) && ms >= 0) metrics.timeToSeeData.observe(ms / 1000);
+        return { success: true };
+      },
+    },
+  ];
 }

@@ -87,6 +87,17 @@ const funnelCorrelationQuery: JsonSchema = {
   },
 };
 
+/** The `query` of a funnel correlation request, decoded when sent as JSON text. */
+export const funnelCorrelationNode: JsonSchema = {
+  type: 'object',
+  required: ['kind'],
+  properties: { kind: { enum: ['FunnelsQuery', 'FunnelCorrelationQuery'] } },
+  allOf: [
+    { if: { properties: { kind: { const: 'FunnelsQuery' } } }, then: funnelsQuery },
+    { if: { properties: { kind: { const: 'FunnelCorrelationQuery' } } }, then: funnelCorrelationQuery },
+  ],
+};
+
 export const bodySchemas = {
   PersonalApiKeyCreate: {
     type: 'object',
@@ -173,6 +184,13 @@ export const bodySchemas = {
     },
   },
   PlaylistRecordingAdd: { type: 'object', description: 'no fields: the recording is named by the path' },
+  SessionRecordingUpdate: {
+    type: 'object',
+    properties: {
+      viewed: { type: 'boolean', description: 'true marks the recording watched by the caller' },
+      player_metadata: { type: ['object', 'null'], description: 'accepted as the web app sends it, not kept' },
+    },
+  },
   FeatureFlagWrite: {
     type: 'object',
     properties: {
@@ -183,7 +201,7 @@ export const bodySchemas = {
       deleted: { type: 'boolean' },
       ensure_experience_continuity: { type: 'boolean' },
       is_remote_configuration: { type: 'boolean' },
-      rollout_percentage: { type: ['number', 'null'] },
+      rollout_percentage: { type: ['number', 'null'], minimum: 0, maximum: 100 },
     },
   },
   CohortWrite: {
@@ -230,17 +248,7 @@ export const bodySchemas = {
     type: 'object',
     description:
       'legacy funnel filter fields (also in the query string), or `query`: a FunnelsQuery (with `funnel_correlation_*` beside it) or a FunnelCorrelationQuery, as an object or its JSON text',
-    properties: {
-      query: {
-        type: 'object',
-        required: ['kind'],
-        properties: { kind: { enum: ['FunnelsQuery', 'FunnelCorrelationQuery'] } },
-        allOf: [
-          { if: { properties: { kind: { const: 'FunnelsQuery' } } }, then: funnelsQuery },
-          { if: { properties: { kind: { const: 'FunnelCorrelationQuery' } } }, then: funnelCorrelationQuery },
-        ],
-      },
-    },
+    properties: { query: { anyOf: [funnelCorrelationNode, { type: 'string', description: 'the same node as JSON text' }] } },
   },
   InsightViewed: {
     type: 'object',

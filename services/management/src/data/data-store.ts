@@ -1,0 +1,111 @@
+import type { ClickHouse, ClickHouseParams } from '@plover/clickhouse';
+import { GroupStore, PersonReads, type Person } from '@plover/persons';
+import { containsPattern, SqlBuilder, type Sql } from '@plover/postgres';
+import type { Page } from '../http/render';
+
+export interface GroupRow {
+  group_type_index: number;
+  group_key: string;
+  group_properties: Record<string, unknown>;
+  created_at: Date;
+}
+
+export interface EventRow {
+  uuid_text: string;
+  event: string;
+  distinct_id: string;
+  properties: string;
+  ts: string;
+  person_id_text: string;
+}
+
+export interface IngestionWarningRow {
+  type: string;
+  details: string;
+  ts: string;
+  event_uuid_text: string;
+}
+
+/** An events condition in ClickHouse SQL and its parameters. */
+export interface EventsCondition {
+  where: string;
+  params: ClickHouseParams;
+}
+
+/** The read-only data of a project: group types and groups (Postgres), events and ingestion warnings (ClickHouse). */
+export class DataStore {
+  readonly groupTypes: GroupStore;
+  private readonly persons: PersonReads;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly clickhouse: ClickHouse,
+  ) {
+    this.groupTypes = new GroupStore(sql);
+    this.persons = new PersonReads(sql);
+  }
+
+  person(projectId: number, ref: number | string): Promise<Person | undefined> {
+    return this.persons.get(projectId, ref);
+  }
+
+  /** One page (and one row more) of the groups of a type, newest first, key or name containing `search`; with their count. */
+  async groups(projectId: number, typeIndex: number, search: string | undefined, page: Page): Promise<{ rows: GroupRow[]; count: number }> {
+    const params = new SqlBuilder([projectId, typeIndex]);
+    let where = 'project_id = $1 AND group_type_index = $2';
+    if (search !== undefined) {
+      const pattern = params.bind(containsPattern(search));
+      where += ` AND (group_key ILIKE ${pattern} OR (group_properties ->> 'name') ILIKE ${pattern})`;
+    }
+    const rows = await this.sql.query<GroupRow>(
+      'management.listGroups',
+      `SELECT group_type_index, group_key, group_properties, created_at FROM groups WHERE ${where}
+        ORDER BY created_at DESC, id DESC LIMIT ${page.limit + 1} OFFSET ${page.offset}`,
+      params.params,
+    );
+    const count = await this.sql.query<{ n: number }>('management.countGroups', `SELECT count(*)::int AS n FROM groups WHERE ${where}`, params.params);
+    return { rows: rows.rows, count: count.rows[0]?.n ?? 0 };
+  }
+
+  /**
+   * Events matching `condition`, newest first: `size` of them after `offset`, or after the event `after` (the
+   * keyset a CSV export pages with; `ts` keeps the microseconds).
+   */
+  events(condition: EventsCondition, size: number, offset: number, after?: EventRow): Promise<EventRow[]> {
+    const keyset = after ? " AND (timestamp, uuid) < ({after_ts:DateTime64(6, 'UTC')}, {after_uuid:UUID})" : '';
+    // Aliases differ from column names: ClickHouse substitutes SELECT aliases in WHERE and ORDER BY.
+    return this.clickhouse.query<EventRow>(
+      'management.listEvents',
+      `SELECT toString(uuid) AS uuid_text, event, distinct_id, properties, toString(timestamp) AS ts, toString(person_id) AS person_id_text
+         FROM events FINAL WHERE ${condition.where}${keyset}
+        ORDER BY timestamp DESC, uuid DESC LIMIT ${size} OFFSET ${after ? 0 : offset}`,
+      after ? { ...condition.params, after_ts: after.ts, after_uuid: after.uuid_text } : condition.params,
+    );
+  }
+
+  async countEvents(condition: EventsCondition): Promise<number> {
+    const counted = await this.clickhouse.query<{ n: string }>(
+      'management.countEvents',
+      `SELECT count() AS n FROM events FINAL WHERE ${condition.where}`,
+      condition.params,
+    );
+    return Number(counted[0]?.n ?? 0);
+  }
+
+  /** One page (and one row more) of the project's ingestion warnings, newest first, with their count. */
+  async ingestionWarnings(projectId: number, page: Page): Promise<{ rows: IngestionWarningRow[]; count: number }> {
+    const params: ClickHouseParams = { team: projectId };
+    const rows = await this.clickhouse.query<IngestionWarningRow>(
+      'management.listIngestionWarnings',
+      `SELECT type, details, toString(timestamp) AS ts, toString(event_uuid) AS event_uuid_text FROM ingestion_warnings FINAL
+        WHERE team_id = {team:Int64} ORDER BY timestamp DESC, type, event_uuid LIMIT ${page.limit + 1} OFFSET ${page.offset}`,
+      params,
+    );
+    const counted = await this.clickhouse.query<{ n: string }>(
+      'management.countIngestionWarnings',
+      'SELECT count() AS n FROM ingestion_warnings FINAL WHERE team_id = {team:Int64}',
+      params,
+    );
+    return { rows, count: Number(counted[0]?.n ?? 0) };
+  }
+}

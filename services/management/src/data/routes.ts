@@ -1,0 +1,149 @@
+import type { Request } from 'express';
+import { isUuid } from '@plover/core';
+import { Params, parsePropertyFilters, propertiesCondition } from '@plover/insights';
+import type { ManagementDeps } from '../deps';
+import { projectOf } from '../http/auth';
+import { errors } from '../http/errors';
+import { csvStream, Q, type Paged, type Route, type RouteInput } from '../http/route-table';
+import { insightContext } from '../shared/insight-context';
+import { DataStore, type EventRow, type EventsCondition } from './data-store';
+
+function dateParam(value: unknown, name: string): Date | undefined {
+  if (value === undefined) return undefined;
+  const date = new Date(value as string);
+  if (Number.isNaN(date.getTime())) throw errors.validation('A valid date-time is required.', name, 'invalid');
+  return date;
+}
+
+const chDate = (value: string) => new Date(`${value.replace(' ', 'T')}Z`).toISOString();
+
+function eventBody(row: EventRow): Record<string, unknown> {
+  return {
+    id: row.uuid_text,
+    uuid: row.uuid_text,
+    event: row.event,
+    distinct_id: row.distinct_id,
+    properties: JSON.parse(row.properties) as unknown,
+    timestamp: chDate(row.ts),
+    person_id: row.person_id_text,
+  };
+}
+
+/** Group types, groups, events and ingestion warnings of a project: read-only listings. */
+export function dataRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
+  const store = new DataStore(sql, clickhouse);
+
+  /** The events listing's condition from its query parameters. */
+  async function eventsCondition(req: Request, query: RouteInput['query']): Promise<EventsCondition> {
+    const project = projectOf(req);
+    const params: EventsCondition['params'] = { team: project.id };
+    const where = ['team_id = {team:Int64}'];
+    if (query.event !== undefined) {
+      params.event = query.event;
+      where.push('event = {event:String}');
+    }
+    const personId = query.person_id as string | undefined;
+    if (personId !== undefined) {
+      const ref = /^[0-9]{1,15}$/.test(personId) ? Number(personId) : isUuid(personId) ? personId.toLowerCase() : undefined;
+      if (ref === undefined) throw errors.validation('A valid person id or uuid is required.', 'person_id', 'invalid');
+      params.person_ids = (await store.person(project.id, ref))?.distinctIds ?? [];
+      where.push('distinct_id IN {person_ids:Array(String)}');
+    }
+    if (query.distinct_id !== undefined) {
+      params.distinct_ids = [query.distinct_id];
+      where.push('distinct_id IN {distinct_ids:Array(String)}');
+    }
+    const after = dateParam(query.after, 'after');
+    if (after) {
+      params.after = after;
+      where.push("timestamp > {after:DateTime64(3, 'UTC')}");
+    }
+    const before = dateParam(query.before, 'before');
+    if (before) {
+      params.before = before;
+      where.push("timestamp < {before:DateTime64(3, 'UTC')}");
+    }
+    // Property filters as insights read them (event, person, group and cohort filters; every operator).
+    const filters = parsePropertyFilters(query.properties, 'properties');
+    if (filters !== null) {
+      const bound = new Params();
+      where.push(await propertiesCondition(filters, bound, { personId: 'person_id', ctx: insightContext(sql, req) }));
+      Object.assign(params, bound.values);
+    }
+    return { where: where.join(' AND '), params };
+  }
+
+  return [
+    {
+      method: 'get',
+      path: '/groups_types',
+      scope: 'group:read',
+      summary: 'Group types',
+      csv: { file: 'groups_types' },
+      response: { status: 200 },
+      async handler(req) {
+        const types = await store.groupTypes.listGroupTypes(projectOf(req).id);
+        return types.map((t) => ({ group_type: t.groupType, group_type_index: t.groupTypeIndex, name_singular: t.nameSingular, name_plural: t.namePlural }));
+      },
+    },
+    {
+      method: 'get',
+      path: '/groups',
+      scope: 'group:read',
+      summary: 'Groups of one type',
+      paginated: 'envelope',
+      query: { properties: { group_type_index: { type: 'integer', minimum: 0, maximum: 4 }, search: Q.string }, required: ['group_type_index'] },
+      csv: { file: 'groups' },
+      response: { status: 200 },
+      async handler(req, { page, query }): Promise<Paged> {
+        const { rows, count } = await store.groups(projectOf(req).id, query.group_type_index as number, query.search as string | undefined, page);
+        const results = rows.slice(0, page.limit).map((row) => ({ ...row, created_at: row.created_at.toISOString() }));
+        return { results, count, hasMore: rows.length > page.limit };
+      },
+    },
+    {
+      method: 'get',
+      path: '/events',
+      scope: 'query:read',
+      summary: 'Events, newest first',
+      paginated: 'envelope',
+      query: {
+        properties: { event: Q.string, distinct_id: Q.string, person_id: Q.string, properties: Q.string, after: Q.string, before: Q.string },
+      },
+      csv: { file: 'events', rows: 'export' },
+      response: { status: 200 },
+      async handler(req, { page, query, format }) {
+        const condition = await eventsCondition(req, query);
+        if (format === 'csv') {
+          return csvStream<EventRow>(async (after, size) =>
+            (await store.events(condition, size, page.offset, after)).map((row) => ({ row: eventBody(row), cursor: row })),
+          );
+        }
+        const rows = await store.events(condition, page.limit + 1, page.offset);
+        const hasMore = rows.length > page.limit;
+        const results = rows.slice(0, page.limit).map(eventBody);
+        const count = hasMore || (results.length === 0 && page.offset > 0) ? await store.countEvents(condition) : page.offset + results.length;
+        return { results, count, hasMore } satisfies Paged;
+      },
+    },
+    {
+      method: 'get',
+      path: '/ingestion_warnings',
+      scope: 'project:read',
+      summary: 'Ingestion warnings, newest first',
+      paginated: 'envelope',
+      csv: { file: 'ingestion_warnings' },
+      response: { status: 200 },
+      async handler(req, { page }): Promise<Paged> {
+        const { rows, count } = await store.ingestionWarnings(projectOf(req).id, page);
+        const results = rows.slice(0, page.limit).map((row) => ({
+          type: row.type,
+          details: JSON.parse(row.details) as unknown,
+          timestamp: chDate(row.ts),
+          event_uuid: row.event_uuid_text,
+        }));
+        return { results, count, hasMore: rows.length > page.limit };
+      },
+    },
+  ];
+}

@@ -1,0 +1,250 @@
+import type { Request } from 'express';
+import type { ManagementDeps } from '../deps';
+import { accessControlRoutes, callerOf, requireAccess } from '../http/access';
+import { principalOf } from '../http/auth';
+import type { Body } from '../http/body';
+import { errors } from '../http/errors';
+import { Q, updates, type Paged, type Route } from '../http/route-table';
+import type { AccessTarget } from '../shared/access-store';
+import { computeRoutes } from './compute';
+import { COLUMNS, InsightsStore, RESOURCE, type Field, type InsightRow } from './insights-store';
+import { timingRoutes } from './timing';
+
+const INSIGHT = '/insights/:id';
+const MAX_ID = 2_147_483_647;
+
+const iso = (value: Date | null) => (value === null ? null : value.toISOString());
+
+/** InsightSerializer's fields that Plover has data for; results are computed by `/insights/trend/`, never stored. */
+function insightBody(row: InsightRow): Record<string, unknown> {
+  return {
+    id: row.id,
+    short_id: row.short_id,
+    name: row.name,
+    derived_name: row.derived_name,
+    filters: row.filters,
+    query: row.query,
+    order: row.order,
+    deleted: row.deleted,
+    dashboards: row.dashboards,
+    dashboard_tiles: [],
+    last_refresh: null,
+    result: null,
+    created_at: row.created_at.toISOString(),
+    created_by: row.created_by,
+    description: row.description,
+    updated_at: row.updated_at.toISOString(),
+    tags: row.tags,
+    favorited: row.favorited,
+    saved: row.saved,
+    last_modified_at: row.last_modified_at.toISOString(),
+    last_modified_by: row.last_modified_by,
+    is_sample: false,
+    timezone: row.timezone,
+    user_access_level: row.user_access_level,
+    last_viewed_at: iso(row.last_viewed_at),
+  };
+}
+
+/** InsightBasicSerializer's fields (my_last_viewed), in its order; `refreshing` is the only one the full body lacks. */
+const BASIC_FIELDS = [
+  'id',
+  'short_id',
+  'name',
+  'derived_name',
+  'filters',
+  'query',
+  'dashboards',
+  'dashboard_tiles',
+  'description',
+  'last_refresh',
+  'refreshing',
+  'saved',
+  'tags',
+  'updated_at',
+  'created_by',
+  'created_at',
+  'last_modified_at',
+  'favorited',
+  'user_access_level',
+  'last_viewed_at',
+] as const;
+
+function basicBody(row: InsightRow): Record<string, unknown> {
+  const full: Record<string, unknown> = { ...insightBody(row), refreshing: false };
+  return Object.fromEntries(BASIC_FIELDS.map((field) => [field, full[field]]));
+}
+
+/** A query node, or its JSON text: an object with a string `kind`. */
+function queryNode(value: unknown): Record<string, unknown> | null {
+  if (value === null) return null;
+  let node: unknown = value;
+  if (typeof value === 'string') {
+    try {
+      node = JSON.parse(value);
+    } catch {
+      throw errors.validation('Query is not valid JSON.', 'query', 'invalid_input');
+    }
+  }
+  if (typeof node !== 'object' || node === null || Array.isArray(node) || typeof (node as Record<string, unknown>).kind !== 'string') {
+    throw errors.validation('A query must be an object with a string "kind".', 'query', 'invalid_input');
+  }
+  return node as Record<string, unknown>;
+}
+
+/** The fields a validated body sets. */
+function fieldsOf(body: Body): Partial<Record<Field, unknown>> {
+  const fields: Partial<Record<Field, unknown>> = {};
+  for (const field of Object.keys(COLUMNS) as Field[]) {
+    if (body[field] !== undefined) fields[field] = body[field];
+  }
+  // PostHog checks each id against its dashboards; Plover has none, so any id names a missing one.
+  const [dashboard] = (fields.dashboards ?? []) as number[];
+  if (dashboard !== undefined) throw errors.validation(`Invalid pk "${dashboard}" - object does not exist.`, 'dashboards', 'does_not_exist');
+  if (fields.filters === null) fields.filters = {};
+  if (fields.query !== undefined) fields.query = queryNode(fields.query);
+  return fields;
+}
+
+/** A numeric path id that fits the column, else null (then it can only be a short_id). */
+function numericId(raw: string): number | null {
+  return /^[0-9]{1,10}$/.test(raw) && Number(raw) <= MAX_ID ? Number(raw) : null;
+}
+
+/** `created_by`: one user id or a JSON list of them (PostHog's form). */
+function createdByFilter(raw: string | undefined): number[] | undefined {
+  if (raw === undefined) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    parsed = undefined;
+  }
+  const ids = Array.isArray(parsed) ? (parsed as unknown[]) : [parsed];
+  if (!ids.every((id) => Number.isInteger(id) && (id as number) > 0 && (id as number) <= MAX_ID)) {
+    throw errors.validation('A valid integer or list of integers is required.', 'created_by', 'invalid');
+  }
+  return ids as number[];
+}
+
+/**
+ * `/insights` under a project: the computed insights (`trend`, `funnel/correlation`), `timing`, and saved insights
+ * (list, create, retrieve by id or short_id recording a view, update with soft delete and restore through
+ * `deleted`, DELETE → 405 empty, `my_last_viewed`, `viewed`, access controls).
+ */
+export function insightRoutes(deps: ManagementDeps): Route[] {
+  const store = new InsightsStore(deps.sql);
+  const target = (row: InsightRow): AccessTarget => ({ resource: RESOURCE, resourceId: String(row.id), createdBy: row.created_by_id });
+
+  /** The path's insight, by integer id or short_id (a numeric string tries the id first); invisible to the caller → 404. */
+  async function load(req: Request, includeDeleted = false, raw = String(req.params.id)): Promise<InsightRow> {
+    const row = await store.get(callerOf(req), numericId(raw), raw, includeDeleted);
+    if (!row || row.user_access_level === 'none') throw errors.notFound();
+    return row;
+  }
+
+  return [
+    ...computeRoutes(deps),
+    ...timingRoutes(deps),
+    {
+      method: 'get',
+      path: '/insights',
+      scope: 'insight:read',
+      summary: 'List saved insights by `order`, then last modified',
+      paginated: 'envelope',
+      query: {
+        properties: { saved: Q.boolean, favorited: Q.boolean, search: Q.string, short_id: Q.string, created_by: Q.string, user: Q.boolean },
+      },
+      csv: { file: 'insights' },
+      response: { status: 200, schema: 'Insight' },
+      async handler(req, { page, query }): Promise<Paged> {
+        const { rows, count } = await store.list(
+          callerOf(req),
+          {
+            saved: query.saved as boolean | undefined,
+            favorited: query.favorited as boolean | undefined,
+            shortId: query.short_id as string | undefined,
+            search: query.search as string | undefined,
+            createdBy: createdByFilter(query.created_by as string | undefined),
+            mine: query.user === true,
+          },
+          page,
+        );
+        return { results: rows.slice(0, page.limit).map(insightBody), count, hasMore: rows.length > page.limit };
+      },
+    },
+    {
+      method: 'post',
+      path: '/insights',
+      scope: 'insight:write',
+      summary: 'Create a saved insight (counts as a view)',
+      body: 'InsightWrite',
+      csv: { file: 'insight' },
+      response: { status: 201, schema: 'Insight' },
+      async handler(req, { body }) {
+        const id = await store.create(callerOf(req), fieldsOf(body));
+        // Creating counts as a view (PostHog creates the InsightViewed row with the insight).
+        await store.recordViews(callerOf(req), [id]);
+        return insightBody(await load(req, true, String(id)));
+      },
+    },
+    {
+      method: 'get',
+      path: '/insights/my_last_viewed',
+      scope: 'insight:read',
+      summary: 'Your 5 most recently viewed insights, newest first',
+      csv: { file: 'insights' },
+      response: { status: 200, schema: 'Insight', array: true },
+      handler: async (req) => (await store.lastViewed(callerOf(req))).map(basicBody),
+    },
+    {
+      method: 'post',
+      path: '/insights/viewed',
+      scope: 'insight:read',
+      summary: 'Record views of insights',
+      body: 'InsightViewed',
+      response: { status: 201 },
+      async handler(req, { body }) {
+        await store.recordViews(callerOf(req), body.insight_ids as number[]);
+      },
+    },
+    {
+      method: 'get',
+      path: INSIGHT,
+      scope: 'insight:read',
+      summary: 'A saved insight by id or short_id; records a view',
+      csv: { file: 'insight' },
+      response: { status: 200, schema: 'Insight' },
+      async handler(req) {
+        const row = await load(req);
+        row.last_viewed_at = (await store.recordViews(callerOf(req), [row.id])).get(row.id) ?? row.last_viewed_at;
+        return insightBody(row);
+      },
+    },
+    ...updates({
+      path: INSIGHT,
+      scope: 'insight:write',
+      summary: 'Update a saved insight; `deleted: true` soft-deletes',
+      body: 'InsightWrite',
+      csv: { file: 'insight' },
+      response: { status: 200, schema: 'Insight' },
+      async handler(req, { body }) {
+        const fields = fieldsOf(body);
+        // Soft-deleted insights stay reachable here, so `{"deleted": false}` restores one.
+        const current = await load(req, true);
+        await requireAccess(deps.sql, req, target(current), 'editor');
+        await store.update(current.id, fields, principalOf(req).user.id);
+        return insightBody(await load(req, true, String(current.id)));
+      },
+    }),
+    {
+      method: 'delete',
+      path: INSIGHT,
+      scope: 'insight:write',
+      summary: 'Hard delete is not allowed: 405, empty body (PATCH `deleted: true` instead)',
+      response: { status: 405 },
+      handler: () => undefined,
+    },
+    ...accessControlRoutes(deps.sql, INSIGHT, 'an insight', async (req) => target(await load(req))),
+  ];
+}

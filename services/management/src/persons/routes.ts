@@ -1,0 +1,145 @@
+import { isUuid } from '@plover/core';
+import type { PersonListFilter } from '@plover/persons';
+import type { ManagementDeps } from '../deps';
+import { principalOf, projectOf } from '../http/auth';
+import { errors } from '../http/errors';
+import { Q, updates, type Paged, type Route } from '../http/route-table';
+import { personBody } from '../shared/person-body';
+import { PersonsStore, type PersonRef } from './persons-store';
+
+const BULK_MAX = 1000;
+const PERSON = '/persons/:id';
+
+const CREATE_HINT =
+  'Creating persons via this API is not allowed. Please create persons by sending an $identify event. See https://posthog.com/docs/product-analytics/identify for details.';
+const ID_HINT = 'The ID provided does not look like a personID. If you are using a distinctId, please use /persons?distinct_id=<value> instead.';
+
+/** The person a path `:id` names: an integer id or a uuid; anything else (a distinct id) is a 400 with a hint. */
+function personRef(raw: string): number | string {
+  if (/^[0-9]{1,15}$/.test(raw)) return Number(raw);
+  if (isUuid(raw)) return raw.toLowerCase();
+  throw errors.validation(ID_HINT);
+}
+
+/** The persons `bulk_delete` names: distinct ids, else person ids or uuids; at most 1000. */
+function bulkRefs(distinctIds: unknown, ids: unknown): PersonRef[] {
+  if (Array.isArray(distinctIds)) {
+    if (distinctIds.length > BULK_MAX) throw errors.validation(`You can only pass ${BULK_MAX} distinct_ids in one call`, 'distinct_ids');
+    return (distinctIds as string[]).map((distinctId) => ({ distinctId }));
+  }
+  if (!Array.isArray(ids)) throw errors.validation('You need to specify either distinct_ids or ids');
+  if (ids.length > BULK_MAX) throw errors.validation(`You can only pass ${BULK_MAX} ids in one call`, 'ids');
+  return ids.map((id: unknown, index) => {
+    if (typeof id === 'number' && Number.isInteger(id) && id > 0) return { ref: id };
+    if (typeof id === 'string' && isUuid(id)) return { ref: id.toLowerCase() };
+    throw errors.validation('Must be a person uuid or integer id.', `ids__${index}`, 'invalid');
+  });
+}
+
+/** `/persons` under a project: the listing (and its streamed CSV), one person, its properties and deletion. */
+export function personRoutes({ sql }: ManagementDeps): Route[] {
+  const store = new PersonsStore(sql);
+
+  return [
+    {
+      method: 'get',
+      path: '/persons',
+      scope: 'person:read',
+      summary: 'List persons, newest first',
+      paginated: 'envelope',
+      query: { properties: { distinct_id: Q.string, email: Q.string, search: Q.string, properties: Q.string, include_total: Q.boolean } },
+      csv: { file: 'persons', rows: 'export' },
+      response: { status: 200, schema: 'Person' },
+      async handler(req, { page, query, format }) {
+        const projectId = projectOf(req).id;
+        const filter: PersonListFilter = {
+          distinctId: query.distinct_id as string | undefined,
+          email: query.email as string | undefined,
+          search: query.search as string | undefined,
+          properties: query.properties as string | undefined,
+        };
+        if (format === 'csv') return store.export(projectId, filter, page.offset);
+        const rows = await store.list(projectId, filter, page);
+        const results = rows.slice(0, page.limit).map(personBody);
+        const hasMore = rows.length > page.limit;
+        // A page that is not full tells the count without another query.
+        const count =
+          !hasMore && (results.length > 0 || page.offset === 0)
+            ? page.offset + results.length
+            : await store.count(projectId, filter, query.include_total === true);
+        return { results, count, hasMore } satisfies Paged;
+      },
+    },
+    {
+      method: 'post',
+      path: '/persons',
+      scope: 'person:write',
+      summary: 'Creating persons is not allowed (they come from `$identify` events): 405',
+      response: { status: 405 },
+      handler() {
+        throw errors.methodNotAllowed('POST', CREATE_HINT);
+      },
+    },
+    {
+      method: 'post',
+      path: '/persons/bulk_delete',
+      scope: 'person:write',
+      summary: 'Delete up to 1000 persons',
+      body: 'PersonBulkDelete',
+      response: { status: 202 },
+      async handler(req, { body }) {
+        const projectId = projectOf(req).id;
+        const refs = bulkRefs(body.distinct_ids, body.ids);
+        const queueEventsBy = body.delete_events === true ? principalOf(req).user.id : undefined;
+        for (const ref of refs) {
+          const person = await store.get(projectId, ref);
+          if (person) await store.delete(projectId, person, queueEventsBy);
+        }
+      },
+    },
+    {
+      method: 'get',
+      path: PERSON,
+      scope: 'person:read',
+      summary: 'A person by integer id or uuid',
+      csv: { file: 'person' },
+      response: { status: 200, schema: 'Person' },
+      async handler(req) {
+        const person = await store.get(projectOf(req).id, { ref: personRef(String(req.params.id)) });
+        if (!person) throw errors.notFound();
+        return personBody(person);
+      },
+    },
+    ...updates({
+      path: PERSON,
+      scope: 'person:write',
+      summary: 'Merge properties into a person ($set)',
+      body: 'PersonPatch',
+      csv: { file: 'person' },
+      response: { status: 200, schema: 'Person' },
+      async handler(req, { body }) {
+        const ref = personRef(String(req.params.id));
+        const result = await store.updateProperties(projectOf(req).id, ref, body.properties as Record<string, unknown>);
+        if (!result) throw errors.notFound();
+        if (result.outcome === 'too_large') {
+          throw errors.validation('Person properties would exceed the size limit; nothing was written.', 'properties', 'too_large');
+        }
+        return personBody(result.person);
+      },
+    }),
+    {
+      method: 'delete',
+      path: PERSON,
+      scope: 'person:write',
+      summary: 'Delete a person; `delete_events=true` queues deletion of its events',
+      query: { properties: { delete_events: Q.boolean } },
+      response: { status: 204 },
+      async handler(req, { query }) {
+        const projectId = projectOf(req).id;
+        const person = await store.get(projectId, { ref: personRef(String(req.params.id)) });
+        if (!person) throw errors.notFound();
+        if (!(await store.delete(projectId, person, query.delete_events === true ? principalOf(req).user.id : undefined))) throw errors.notFound();
+      },
+    },
+  ];
+}

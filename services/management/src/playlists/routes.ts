@@ -1,0 +1,235 @@
+import type { Request } from 'express';
+import type { ManagementDeps } from '../deps';
+import { accessControlRoutes, callerOf, requireAccess } from '../http/access';
+import { principalOf } from '../http/auth';
+import type { Body } from '../http/body';
+import { errors } from '../http/errors';
+import { Q, updates, type Paged, type Route } from '../http/route-table';
+import { RecordingsStore } from '../recordings/recordings-store';
+import { recordingsOf } from '../recordings/recordings';
+import type { AccessTarget, Caller } from '../shared/access-store';
+import { PlaylistsStore, RESOURCE, type PlaylistFields, type PlaylistRow } from './playlists-store';
+
+const MATERIAL = ['name', 'description', 'filters'] as const;
+const PLAYLIST = '/session_recording_playlists/:short_id';
+/** The longest session id a playlist stores. */
+const MAX_RECORDING_ID = 200;
+
+/** A collection's recordings (its items that have a recording) and how many of them the caller watched. */
+interface CollectionCounts {
+  count: number;
+  watched: number;
+}
+
+function playlistBody(row: PlaylistRow, counts: CollectionCounts): Record<string, unknown> {
+  return {
+    id: row.id,
+    short_id: row.short_id,
+    name: row.name,
+    derived_name: row.derived_name,
+    description: row.description,
+    pinned: row.pinned,
+    created_at: row.created_at.toISOString(),
+    created_by: row.created_by,
+    deleted: row.deleted,
+    filters: row.filters,
+    last_modified_at: row.last_modified_at.toISOString(),
+    last_modified_by: row.last_modified_by,
+    type: row.type,
+    is_synthetic: false,
+    user_access_level: row.user_access_level,
+    // saved_filters counts come from a filter-matching cache Plover does not keep (always null here;
+    // docs/management.md#resources).
+    recordings_counts: {
+      collection: { count: counts.count === 0 ? null : counts.count, watched_count: counts.watched },
+      saved_filters: { count: null, has_more: null, watched_count: null, increased: null, last_refreshed_at: null },
+    },
+  };
+}
+
+const isEmptyFilters = (filters: Record<string, unknown>) => Object.keys(filters).length === 0;
+
+/** The fields a validated body sets (`description: null` is the empty text, `filters: null` none). */
+function fieldsOf(body: Body): PlaylistFields {
+  const fields: PlaylistFields = {};
+  for (const key of ['name', 'derived_name', 'pinned', 'deleted'] as const) if (body[key] !== undefined) Object.assign(fields, { [key]: body[key] });
+  if (body.description !== undefined) fields.description = (body.description as string | null) ?? '';
+  if (body.filters !== undefined) fields.filters = (body.filters as Record<string, unknown> | null) ?? {};
+  return fields;
+}
+
+/** `/session_recording_playlists`, with their recordings and access controls. */
+export function playlistRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
+  const store = new PlaylistsStore(sql);
+  const recordings = new RecordingsStore(sql, clickhouse);
+  const target = (row: PlaylistRow): AccessTarget => ({ resource: RESOURCE, resourceId: String(row.id), createdBy: row.created_by_id });
+
+  /** The path's playlist, or 404 (also when the caller's level is `none`). */
+  async function load(req: Request, includeDeleted = false): Promise<PlaylistRow> {
+    const row = await store.get(callerOf(req), String(req.params.short_id), includeDeleted);
+    if (!row || row.user_access_level === 'none') throw errors.notFound();
+    return row;
+  }
+
+  /** The playlists' bodies, their counts from the recordings their items have. */
+  async function bodies(caller: Caller, rows: readonly PlaylistRow[]): Promise<Array<Record<string, unknown>>> {
+    const items = await store.items(rows.map((row) => row.id));
+    const ids = [...new Set([...items.values()].flat())];
+    const [live, views] = await Promise.all([recordings.live(caller.projectId, ids), recordings.views(caller, ids)]);
+    return rows.map((row) => {
+      const recorded = items.get(row.id)!.filter((id) => live.has(id));
+      return playlistBody(row, { count: recorded.length, watched: recorded.filter((id) => views.get(id)!.viewed).length });
+    });
+  }
+  const shown = async (req: Request, row: PlaylistRow) => (await bodies(callerOf(req), [row]))[0];
+
+  return [
+    {
+      method: 'get',
+      path: '/session_recording_playlists',
+      scope: 'session_recording_playlist:read',
+      summary: 'List playlists',
+      paginated: 'envelope',
+      query: {
+        properties: {
+          created_by: { type: 'integer', minimum: 0, maximum: 2147483647 },
+          short_id: Q.string,
+          search: Q.string,
+          pinned: Q.boolean,
+          type: { enum: ['collection', 'filters'] },
+          user: Q.boolean,
+        },
+      },
+      csv: { file: 'session_recording_playlists' },
+      response: { status: 200, schema: 'SessionRecordingPlaylist' },
+      async handler(req, { page, query }): Promise<Paged> {
+        const { rows, count } = await store.list(
+          callerOf(req),
+          {
+            createdBy: query.created_by as number | undefined,
+            shortId: query.short_id as string | undefined,
+            search: query.search as string | undefined,
+            pinned: query.pinned as boolean | undefined,
+            mine: query.user === true,
+            type: query.type as string | undefined,
+          },
+          page,
+        );
+        return { results: await bodies(callerOf(req), rows.slice(0, page.limit)), count, hasMore: rows.length > page.limit };
+      },
+    },
+    {
+      method: 'post',
+      path: '/session_recording_playlists',
+      scope: 'session_recording_playlist:write',
+      summary: 'Create a playlist',
+      body: 'SessionRecordingPlaylistWrite',
+      csv: { file: 'session_recording_playlist' },
+      response: { status: 201, schema: 'SessionRecordingPlaylist' },
+      async handler(req, { body }) {
+        const fields = fieldsOf(body);
+        const filters = fields.filters ?? {};
+        const type = (body.type as string | null | undefined) ?? (isEmptyFilters(filters) ? 'collection' : 'filters');
+        if (type !== 'collection' && type !== 'filters')
+          throw errors.validation('Must provide a valid playlist type: either filters or collection', 'type', 'invalid_choice');
+        if (type === 'collection' && !isEmptyFilters(filters)) throw errors.validation('You cannot create a collection with filters', 'filters');
+        if (type === 'filters' && isEmptyFilters(filters)) throw errors.validation('You must provide a valid filters when creating a saved filter', 'filters');
+        const shortId = await store.create(callerOf(req), fields, type);
+        return shown(req, (await store.get(callerOf(req), shortId, true))!);
+      },
+    },
+    {
+      method: 'get',
+      path: PLAYLIST,
+      scope: 'session_recording_playlist:read',
+      summary: 'A playlist',
+      csv: { file: 'session_recording_playlist' },
+      response: { status: 200, schema: 'SessionRecordingPlaylist' },
+      handler: async (req) => shown(req, await load(req)),
+    },
+    ...updates({
+      path: PLAYLIST,
+      scope: 'session_recording_playlist:write',
+      summary: 'Update a playlist; `deleted: true` soft-deletes',
+      body: 'SessionRecordingPlaylistWrite',
+      csv: { file: 'session_recording_playlist' },
+      response: { status: 200, schema: 'SessionRecordingPlaylist' },
+      async handler(req, { body }) {
+        const fields = fieldsOf(body);
+        // Soft-deleted playlists stay reachable here, so `{"deleted": false}` restores one.
+        const current = await load(req, true);
+        await requireAccess(sql, req, target(current), 'editor');
+        if (current.type === 'collection' && fields.filters !== undefined && !isEmptyFilters(fields.filters)) {
+          throw errors.validation('You cannot update a collection to add filters', 'filters');
+        }
+        if (current.type === 'filters' && fields.filters !== undefined && isEmptyFilters(fields.filters)) {
+          throw errors.validation('You cannot remove all filters when updating a saved filter', 'filters');
+        }
+        const material = MATERIAL.some((key) => fields[key] !== undefined && JSON.stringify(fields[key]) !== JSON.stringify(current[key]));
+        await store.update(current.id, fields, material ? principalOf(req).user.id : undefined);
+        return shown(req, await load(req, true));
+      },
+    }),
+    {
+      method: 'delete',
+      path: PLAYLIST,
+      scope: 'session_recording_playlist:write',
+      summary: 'Hard delete is not allowed: 405, empty body (PATCH `deleted: true` instead)',
+      response: { status: 405 },
+      handler: () => undefined,
+    },
+    ...accessControlRoutes(sql, PLAYLIST, 'a playlist', async (req) => target(await load(req))),
+    {
+      method: 'get',
+      path: `${PLAYLIST}/recordings`,
+      scope: 'session_recording_playlist:read',
+      summary: 'Recordings in a playlist',
+      paginated: 'has_next',
+      csv: { file: 'recordings' },
+      response: { status: 200 },
+      async handler(req, { page }): Promise<Paged> {
+        const playlist = await load(req);
+        const caller = callerOf(req);
+        const ids = (await store.items([playlist.id])).get(playlist.id)!;
+        const summaries = ids.length === 0 ? [] : await recordings.list(caller.projectId, { sessionIds: ids, limit: page.limit + 1, offset: page.offset });
+        return {
+          results: await recordingsOf(recordings, caller, summaries.slice(0, page.limit)),
+          hasMore: summaries.length > page.limit,
+          fields: { version: 4 },
+        };
+      },
+    },
+    {
+      method: 'post',
+      path: `${PLAYLIST}/recordings/:session_recording_id`,
+      scope: 'session_recording_playlist:write',
+      summary: 'Add a recording (idempotent)',
+      body: 'PlaylistRecordingAdd',
+      csv: { file: 'result' },
+      response: { status: 200 },
+      async handler(req) {
+        const playlist = await load(req);
+        await requireAccess(sql, req, target(playlist), 'editor');
+        if (playlist.type === 'filters') throw errors.validation("Cannot add recordings to a playlist that is type 'filters'.");
+        const sessionId = String(req.params.session_recording_id);
+        if (sessionId.length > MAX_RECORDING_ID) {
+          throw errors.validation(`Ensure this field has no more than ${MAX_RECORDING_ID} characters.`, 'session_recording_id', 'max_length');
+        }
+        await store.addItem(playlist.id, sessionId);
+        return { success: true };
+      },
+    },
+    {
+      method: 'delete',
+      path: `${PLAYLIST}/recordings/:session_recording_id`,
+      scope: 'session_recording_playlist:write',
+      summary: 'Remove a recording',
+      response: { status: 204 },
+      async handler(req) {
+        const playlist = await load(req);
+        await requireAccess(sql, req, target(playlist), 'editor');
+        if (!(await store.removeItem(playlist.id, String(req.params.session_recording_id)))) throw errors.notFound();
+      },
+    },
+  ];
+}
