@@ -6,9 +6,9 @@
  * 2. Process: read every message (one that is not a usable captured event becomes a dead letter), skip the
  *    events found stored, and run the others through persons and groups, serially per `team_id:distinct_id`
  *    (one person's events in bus order), up to `concurrency` keys at once.
- * 3. Flush persons: property changes of existing persons are staged during processing and stored together,
- *    one statement; where a person changed meanwhile, the events that relied on its staged changes are
- *    processed again, one locked write each (see processPersons).
+ * 3. Flush persons: property changes of existing persons are staged during processing (packages/persons
+ *    BatchPersonStore) and stored together, in one transaction; where a person changed meanwhile, the events
+ *    that relied on its staged changes are processed again, one locked write each (see processPersons).
  * 4. Insert rows: dead letters to the dead-letter topic, warnings and person overrides to ClickHouse, then the
  *    events rows. Each of these writes is made durable before the next (see durable()).
  * 5. Commit the offset: resolving hands the batch back to the bus, which commits it, and the local log then
@@ -227,7 +227,7 @@ export class BatchHandler {
               pass.failure ??= { error };
               return;
             }
-            this.options.logger.warn({ err: error, eventUuid: input.uuid, teamId: input.teamId }, 'event cannot be processed; dead-lettered');
+            this.options.logger.warn({ err: error, eventUuid: input.uuid, projectId: input.projectId }, 'event cannot be processed; dead-lettered');
             processed = processor.failedEvent(input, error);
           }
           results[index] = processed;
@@ -272,7 +272,7 @@ export class BatchHandler {
       const deadLettered = this.options.processor.deadLetter(item.message, {
         reason: 'insert_failed',
         detail: error.message,
-        teamId: item.row.team_id,
+        projectId: item.row.team_id,
         eventUuid: item.row.uuid,
       });
       final[item.index] = deadLettered;

@@ -33,7 +33,7 @@ export interface DeadLetter {
 
 export function deadLetterOf(
   message: BusMessage,
-  failure: { reason: DeadLetterReason; detail: string; teamId: number | null; eventUuid: string | null },
+  failure: { reason: DeadLetterReason; detail: string; projectId: number | null; eventUuid: string | null },
   now: Date,
 ): DeadLetter {
   const text = isUtf8(message.value);
@@ -41,7 +41,7 @@ export function deadLetterOf(
     reason: failure.reason,
     detail: failure.detail,
     source: { topic: message.topic, partition: message.partition, offset: message.offset, key: message.key, timestamp: message.timestamp },
-    team_id: failure.teamId,
+    team_id: failure.projectId,
     event_uuid: failure.eventUuid,
     failed_at: now.toISOString(),
     payload: message.value.toString(text ? 'utf8' : 'base64'),

@@ -11,7 +11,7 @@ import type { Properties } from './normalize';
 
 export interface CapturedInput {
   message: BusMessage;
-  teamId: number;
+  projectId: number;
   /** Lowercased. */
   uuid: string;
   event: string;
@@ -32,7 +32,7 @@ export interface CapturedInput {
 export interface Unreadable {
   reason: DeadLetterReason;
   detail: string;
-  teamId: number | null;
+  projectId: number | null;
   eventUuid: string | null;
 }
 
@@ -51,7 +51,7 @@ export function readMessage(message: BusMessage): { ok: true; input: CapturedInp
   if (!isUuid(event.uuid)) {
     return {
       ok: false,
-      unreadable: { reason: 'invalid_uuid', detail: `uuid ${JSON.stringify(event.uuid)} is not a UUID`, teamId: envelope.team_id, eventUuid: null },
+      unreadable: { reason: 'invalid_uuid', detail: `uuid ${JSON.stringify(event.uuid)} is not a UUID`, projectId: envelope.team_id, eventUuid: null },
     };
   }
   const timestamp = usableTime(event.timestamp);
@@ -59,7 +59,7 @@ export function readMessage(message: BusMessage): { ok: true; input: CapturedInp
     ok: true,
     input: {
       message,
-      teamId: envelope.team_id,
+      projectId: envelope.team_id,
       uuid: event.uuid.toLowerCase(),
       event: event.event,
       distinctId: event.distinct_id,
@@ -84,17 +84,17 @@ function usableTime(text: string): Date | undefined {
  * The project and the event of a message that failed validation, when its envelope still names them: the
  * warning is listed under the project, and carries the client's uuid so that the client's event can be found.
  */
-export function identityOf(value: Buffer): { teamId: number | null; eventUuid: string | null } {
+export function identityOf(value: Buffer): { projectId: number | null; eventUuid: string | null } {
   let envelope: unknown;
   try {
     envelope = JSON.parse(value.toString('utf8'));
   } catch {
-    return { teamId: null, eventUuid: null };
+    return { projectId: null, eventUuid: null };
   }
-  if (typeof envelope !== 'object' || envelope === null) return { teamId: null, eventUuid: null };
-  const { team_id: teamId, uuid } = envelope as { team_id?: unknown; uuid?: unknown };
+  if (typeof envelope !== 'object' || envelope === null) return { projectId: null, eventUuid: null };
+  const { team_id: projectId, uuid } = envelope as { team_id?: unknown; uuid?: unknown };
   return {
-    teamId: Number.isSafeInteger(teamId) ? (teamId as number) : null,
+    projectId: Number.isSafeInteger(projectId) ? (projectId as number) : null,
     eventUuid: typeof uuid === 'string' && isUuid(uuid) ? uuid.toLowerCase() : null,
   };
 }

@@ -5,12 +5,14 @@
  *
  * A batch is one of four deliveries, told apart by its first offset:
  *
- * | Delivery     | When                                                      | What is reused, what is checked                |
- * |--------------|-----------------------------------------------------------|------------------------------------------------|
- * | `first`      | nothing of the partition handled here yet (start)         | nothing reused; checked against ClickHouse     |
- * | `next`       | starts where the last batch handled here ended            | as before                                      |
- * | `redelivery` | starts where the last failed batch started                | the failed attempt's results; checked again if that batch was no `next` |
- * | `reassigned` | anything else: the partition was consumed elsewhere since | nothing reused; checked against ClickHouse     |
+ * | Delivery     | When                                                      | Effect                                          |
+ * |--------------|-----------------------------------------------------------|-------------------------------------------------|
+ * | `first`      | nothing of the partition handled here yet                 | checked against ClickHouse                      |
+ * | `next`       | starts where the last batch handled here ended            | none: a check under way goes on                 |
+ * | `redelivery` | starts where the last failed batch started                | reuses that attempt's results; checked again    |
+ * |              |                                                           | unless that batch was a `next`                  |
+ * | `reassigned` | anything else: the partition was consumed elsewhere since | forgets a failed attempt; checked against       |
+ * |              |                                                           | ClickHouse                                      |
  *
  * Two things carry over between deliveries:
  * - **Checking** for stored events: a batch that does not start where the last one handled here ended may

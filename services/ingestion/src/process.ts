@@ -35,9 +35,9 @@ export class EventProcessor {
   async readPersons(inputs: readonly CapturedInput[], stageWrites: boolean): Promise<BatchPersonStore> {
     const distinctIds = new Map<number, string[]>();
     for (const input of inputs) {
-      const ids = distinctIds.get(input.teamId);
+      const ids = distinctIds.get(input.projectId);
       if (ids) ids.push(input.distinctId);
-      else distinctIds.set(input.teamId, [input.distinctId]);
+      else distinctIds.set(input.projectId, [input.distinctId]);
     }
     return this.persons.batch(distinctIds, { stageWrites });
   }
@@ -46,14 +46,14 @@ export class EventProcessor {
   async process(input: CapturedInput, persons: EventPersonStore): Promise<Processed> {
     const normalized = normalizeProperties(input.event, input.properties, input.sentAt);
     const [person, groups] = await Promise.all([
-      persons.processEvent(input.teamId, {
+      persons.processEvent(input.projectId, {
         uuid: input.uuid,
         event: input.event,
         distinctId: input.distinctId,
         timestamp: input.timestamp,
         properties: normalized.properties,
       }),
-      this.groups.processEvent(input.teamId, { event: input.event, timestamp: input.timestamp, properties: normalized.properties }),
+      this.groups.processEvent(input.projectId, { event: input.event, timestamp: input.timestamp, properties: normalized.properties }),
     ]);
     const warnings: Warning[] = [...input.captureWarnings, ...person.warnings];
     if (input.invalidTimestamp !== undefined) {
@@ -63,8 +63,8 @@ export class EventProcessor {
     return {
       kind: 'event',
       row: eventRow(input, normalized, person, groups, this.now()),
-      warnings: warnings.map((warning) => warningRow({ teamId: input.teamId, eventUuid: input.uuid, message: input.message }, warning)),
-      overrides: person.overrides.map((override) => overrideRow(input.teamId, override)),
+      warnings: warnings.map((warning) => warningRow({ projectId: input.projectId, eventUuid: input.uuid, message: input.message }, warning)),
+      overrides: person.overrides.map((override) => overrideRow(input.projectId, override)),
       staged: person.staged,
     };
   }
@@ -83,14 +83,14 @@ export class EventProcessor {
         offset: message.offset,
       },
     };
-    const warnings = unreadable.teamId === null ? [] : [warningRow({ teamId: unreadable.teamId, eventUuid: unreadable.eventUuid, message }, warning)];
+    const warnings = unreadable.projectId === null ? [] : [warningRow({ projectId: unreadable.projectId, eventUuid: unreadable.eventUuid, message }, warning)];
     return { kind: 'dead_letter', deadLetter, warnings };
   }
 
   /** The dead letter of an event whose processing failed for a reason of its own (see isEventFault). */
   failedEvent(input: CapturedInput, error: unknown): DeadLettered {
     const detail = error instanceof Error ? error.message : String(error);
-    return this.deadLetter(input.message, { reason: 'processing_failed', detail, teamId: input.teamId, eventUuid: input.uuid });
+    return this.deadLetter(input.message, { reason: 'processing_failed', detail, projectId: input.projectId, eventUuid: input.uuid });
   }
 }
 

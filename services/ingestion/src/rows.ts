@@ -32,7 +32,7 @@ export function eventRow(input: CapturedInput, normalized: NormalizedProperties,
     event: clickHouseText(input.event),
     properties: JSON.stringify(properties),
     timestamp: sqlTimestamp(input.timestamp.getTime()),
-    team_id: input.teamId,
+    team_id: input.projectId,
     distinct_id: clickHouseText(input.distinctId),
     elements_chain: clickHouseText(normalized.elementsChain),
     created_at: sqlTimestamp(now.getTime()),
@@ -66,12 +66,12 @@ export function eventRow(input: CapturedInput, normalized: NormalizedProperties,
  * position, and its time the bus's append time: both fixed per message, so a redelivery's copy collapses.
  */
 export function warningRow(
-  input: { teamId: number; eventUuid: string | null; message: { topic: string; partition: number; offset: string; timestamp: number } },
+  input: { projectId: number; eventUuid: string | null; message: { topic: string; partition: number; offset: string; timestamp: number } },
   warning: Warning,
 ): IngestionWarningRow {
   const { message } = input;
   return {
-    team_id: input.teamId,
+    team_id: input.projectId,
     type: warning.type,
     details: JSON.stringify(warning.details),
     timestamp: sqlTimestamp(message.timestamp),
@@ -82,8 +82,8 @@ export function warningRow(
 /** Namespace of the uuids that stand for a bus position (random, fixed forever: changing it breaks dedupe). */
 const BUS_POSITION_NAMESPACE = '5b0f4f5e-3c1e-4c38-9b7a-2f0d2d6c9e41';
 
-export function overrideRow(teamId: number, override: PersonOverride): PersonOverrideRow {
-  return { team_id: teamId, old_person_id: override.oldPersonUuid, override_person_id: override.overridePersonUuid, version: override.version };
+export function overrideRow(projectId: number, override: PersonOverride): PersonOverrideRow {
+  return { team_id: projectId, old_person_id: override.oldPersonUuid, override_person_id: override.overridePersonUuid, version: override.version };
 }
 
 // NUL and unpaired surrogates, as packages/persons replaces them before Postgres stores a distinct id: the

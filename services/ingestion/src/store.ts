@@ -115,7 +115,7 @@ async function storedAmong(ch: ClickHouse, inputs: readonly CapturedInput[]): Pr
         AND cityHash64(distinct_id) IN (SELECT cityHash64(arrayJoin({distinctIds:Array(String)})))
         AND uuid IN {uuids:Array(UUID)}`,
     {
-      teams: distinct(inputs.map((input) => input.teamId)),
+      teams: distinct(inputs.map((input) => input.projectId)),
       days: distinct(inputs.map((input) => input.timestamp.toISOString().slice(0, 10))),
       events: distinct(inputs.map((input) => clickHouseText(input.event))),
       distinctIds: distinct(inputs.map((input) => clickHouseText(input.distinctId))),

@@ -65,16 +65,20 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
     await stack.stores.bus.produce(stack.description.settings.topics.events, messages);
   }
 
-  async function waitForEvents(teamId: number, count: number): Promise<void> {
-    await waitFor(`${count} events of team ${teamId}`, async () => (await countEvents(stack.stores.clickhouse, teamId)) >= count, stack.deliveryTimeoutMs);
+  async function waitForEvents(projectId: number, count: number): Promise<void> {
+    await waitFor(
+      `${count} events of team ${projectId}`,
+      async () => (await countEvents(stack.stores.clickhouse, projectId)) >= count,
+      stack.deliveryTimeoutMs,
+    );
   }
 
   describe('a visitor who signs up, joins a company and clicks around', () => {
-    let teamId: number;
+    let projectId: number;
     const uuids: Record<string, string> = {};
 
     beforeAll(async () => {
-      teamId = await createProject(stack.stores.sql);
+      projectId = await createProject(stack.stores.sql);
       const send = async (name: string, message: ReturnType<typeof captured>) => {
         uuids[name] = uuidOf(message);
         await produce([message]);
@@ -83,7 +87,7 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
       // relative order the bus does not keep.
       await send(
         'anonymous',
-        captured(teamId, 'anon-1', '$pageview', {
+        captured(projectId, 'anon-1', '$pageview', {
           $current_url: 'https://example.com/',
           $browser: 'Chrome',
           $session_id: 's1',
@@ -91,12 +95,12 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
           $process_person_profile: false,
         }),
       );
-      await waitForEvents(teamId, 1);
+      await waitForEvents(projectId, 1);
 
       await send(
         'identify',
         captured(
-          teamId,
+          projectId,
           'user-1',
           '$identify',
           { $anon_distinct_id: 'anon-1', $set: { email: 'a@example.com' }, $set_once: { first_seen: '2024-05-01' } },
@@ -106,7 +110,7 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
       await send(
         'click',
         captured(
-          teamId,
+          projectId,
           'user-1',
           '$autocapture',
           {
@@ -121,22 +125,22 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
       await send(
         'groupidentify',
         captured(
-          teamId,
+          projectId,
           'user-1',
           '$groupidentify',
           { $group_type: 'company', $group_key: 'acme', $group_set: { name: 'Acme' }, $set: { ignored: true } },
           { minutes: 3 },
         ),
       );
-      await send('grouped', captured(teamId, 'user-1', 'report viewed', { $groups: { company: 'acme' } }, { minutes: 4 }));
-      await send('illegal', captured(teamId, 'user-2', '$identify', { $anon_distinct_id: 'null' }, { minutes: 1.5 }));
-      await send('untimed', captured(teamId, 'user-2', 'signed up', {}, { timestamp: 'not a time' }));
-      await waitForEvents(teamId, 7);
+      await send('grouped', captured(projectId, 'user-1', 'report viewed', { $groups: { company: 'acme' } }, { minutes: 4 }));
+      await send('illegal', captured(projectId, 'user-2', '$identify', { $anon_distinct_id: 'null' }, { minutes: 1.5 }));
+      await send('untimed', captured(projectId, 'user-2', 'signed up', {}, { timestamp: 'not a time' }));
+      await waitForEvents(projectId, 7);
     });
 
     it('stores every event once with its person, groups and normalized properties', async () => {
-      const user1 = personUuid(teamId, 'user-1');
-      const user2 = personUuid(teamId, 'user-2');
+      const user1 = personUuid(projectId, 'user-1');
+      const user2 = personUuid(projectId, 'user-2');
       const user1Properties = { email: 'a@example.com', first_seen: '2024-05-01', $creator_event_uuid: uuids.identify };
       const afterClick = {
         ...user1Properties,
@@ -145,8 +149,8 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
         $initial_browser: 'Firefox',
         $initial_current_url: 'https://example.com/pricing',
       };
-      const common = { team_id: teamId, elements_chain: '', created_at: INGESTED, historical_migration: false, session_id: '', window_id: '', ...NO_GROUPS };
-      const rows = (await listEvents(stack.stores.clickhouse, teamId)).map(readable);
+      const common = { team_id: projectId, elements_chain: '', created_at: INGESTED, historical_migration: false, session_id: '', window_id: '', ...NO_GROUPS };
+      const rows = (await listEvents(stack.stores.clickhouse, projectId)).map(readable);
 
       expect(rows).toEqual([
         {
@@ -157,7 +161,7 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
           timestamp: at6(0),
           // Personless: the auto person properties and any $set are dropped; the flag stays.
           properties: { $current_url: 'https://example.com/', $browser: 'Chrome', $session_id: 's1', $window_id: 'w1', $process_person_profile: false },
-          person_id: personUuid(teamId, 'anon-1'),
+          person_id: personUuid(projectId, 'anon-1'),
           person_properties: {},
           person_created_at: '1970-01-01 00:00:05.000',
           person_mode: 'propertyless',
@@ -258,9 +262,9 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
     });
 
     it('leaves the persons and groups in Postgres as PostHog would', async () => {
-      expect(await persons.getPersonByDistinctId(teamId, 'anon-1')).toEqual({
+      expect(await persons.getPersonByDistinctId(projectId, 'anon-1')).toEqual({
         id: expect.any(Number),
-        uuid: personUuid(teamId, 'user-1'),
+        uuid: personUuid(projectId, 'user-1'),
         properties: {
           email: 'a@example.com',
           first_seen: '2024-05-01',
@@ -275,35 +279,35 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
         version: 1,
         distinctIds: ['user-1', 'anon-1'],
       });
-      expect(await persons.getPersonByDistinctId(teamId, 'user-2')).toMatchObject({
+      expect(await persons.getPersonByDistinctId(projectId, 'user-2')).toMatchObject({
         version: 0,
         isIdentified: false,
         properties: { $creator_event_uuid: uuids.illegal },
       });
       const groups = new GroupStore(stack.stores.sql);
-      expect(await groups.listGroupTypes(teamId)).toEqual([{ groupType: 'company', groupTypeIndex: 0, nameSingular: null, namePlural: null }]);
-      expect(await groups.getGroups(teamId, [{ groupTypeIndex: 0, groupKey: 'acme' }])).toEqual([
+      expect(await groups.listGroupTypes(projectId)).toEqual([{ groupType: 'company', groupTypeIndex: 0, nameSingular: null, namePlural: null }]);
+      expect(await groups.getGroups(projectId, [{ groupTypeIndex: 0, groupKey: 'acme' }])).toEqual([
         { groupTypeIndex: 0, groupKey: 'acme', properties: { name: 'Acme' }, createdAt: new Date(T0.getTime() + 3 * 60_000), version: 0 },
       ]);
     });
 
     it('counts the anonymous visitor and the user who identified as one person', async () => {
       // anon-1's personless event carries anon-1's own uuid; the override copied to ClickHouse maps it to user-1.
-      expect(await countPersons(stack.stores.clickhouse, teamId)).toBe(2);
+      expect(await countPersons(stack.stores.clickhouse, projectId)).toBe(2);
     });
 
     it('records the warnings of the refused merge and the unusable timestamp', async () => {
-      const warnings = await listIngestionWarnings(stack.stores.clickhouse, teamId);
+      const warnings = await listIngestionWarnings(stack.stores.clickhouse, projectId);
       expect(warnings.map((warning) => ({ ...warning, details: JSON.parse(warning.details) })).sort((a, b) => a.type.localeCompare(b.type))).toEqual([
         {
-          team_id: teamId,
+          team_id: projectId,
           type: 'cannot_merge_with_illegal_distinct_id',
           details: { illegalDistinctId: 'null', otherDistinctId: 'user-2', eventUuid: uuids.illegal },
           timestamp: expect.any(String),
           event_uuid: uuids.illegal,
         },
         {
-          team_id: teamId,
+          team_id: projectId,
           type: 'ignored_invalid_timestamp',
           details: { eventUuid: uuids.untimed, field: 'timestamp', value: 'not a time' },
           timestamp: expect.any(String),
@@ -315,149 +319,149 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
 
   describe('redelivered and repeated events', () => {
     it('shows an event produced twice once, and does not update its person twice', async () => {
-      const teamId = await createProject(stack.stores.sql);
-      const identify = captured(teamId, 'dup', '$identify', { $set: { plan: 'pro' } });
-      const later = captured(teamId, 'dup', '$pageview', {}, { minutes: 1 });
+      const projectId = await createProject(stack.stores.sql);
+      const identify = captured(projectId, 'dup', '$identify', { $set: { plan: 'pro' } });
+      const later = captured(projectId, 'dup', '$pageview', {}, { minutes: 1 });
       await produce([identify, later]);
-      await waitForEvents(teamId, 2);
+      await waitForEvents(projectId, 2);
       await produce([identify]);
       // A marker behind the copy on the same key: once it is stored, the copy has been handled.
-      await produce([captured(teamId, 'dup', 'marker', {}, { minutes: 2 })]);
-      await waitForEvents(teamId, 3);
+      await produce([captured(projectId, 'dup', 'marker', {}, { minutes: 2 })]);
+      await waitForEvents(projectId, 3);
 
-      expect(await countEvents(stack.stores.clickhouse, teamId)).toBe(3);
-      expect((await listEvents(stack.stores.clickhouse, teamId)).map((row) => row.uuid)).toEqual([uuidOf(identify), uuidOf(later), expect.any(String)]);
-      expect(await persons.getPersonByDistinctId(teamId, 'dup')).toMatchObject({ version: 0, properties: { plan: 'pro' } });
+      expect(await countEvents(stack.stores.clickhouse, projectId)).toBe(3);
+      expect((await listEvents(stack.stores.clickhouse, projectId)).map((row) => row.uuid)).toEqual([uuidOf(identify), uuidOf(later), expect.any(String)]);
+      expect(await persons.getPersonByDistinctId(projectId, 'dup')).toMatchObject({ version: 0, properties: { plan: 'pro' } });
     });
   });
 
   describe('messages written by the previous capture', () => {
     it('ingests events whose data is a JSON string alongside nested ones, into the same person', async () => {
-      const teamId = await createProject(stack.stores.sql);
-      const before = captured(teamId, 'upgraded', '$pageview', { $set: { plan: 'free' }, $browser: 'Chrome' }, { stringData: true });
-      const after = captured(teamId, 'upgraded', '$pageview', { $set: { plan: 'pro' } }, { minutes: 1 });
+      const projectId = await createProject(stack.stores.sql);
+      const before = captured(projectId, 'upgraded', '$pageview', { $set: { plan: 'free' }, $browser: 'Chrome' }, { stringData: true });
+      const after = captured(projectId, 'upgraded', '$pageview', { $set: { plan: 'pro' } }, { minutes: 1 });
       expect(before.value.toString()).toContain('"data":"{');
       expect(after.value.toString()).toContain('"data":{');
       await produce([before, after]);
-      await waitForEvents(teamId, 2);
+      await waitForEvents(projectId, 2);
 
-      const rows = (await listEvents(stack.stores.clickhouse, teamId)).map(readable);
+      const rows = (await listEvents(stack.stores.clickhouse, projectId)).map(readable);
       expect(rows.map((row) => [row.uuid, row.distinct_id, row.properties])).toEqual([
         [uuidOf(before), 'upgraded', expect.objectContaining({ $browser: 'Chrome', $set: expect.objectContaining({ plan: 'free' }) })],
         [uuidOf(after), 'upgraded', expect.objectContaining({ $set: expect.objectContaining({ plan: 'pro' }) })],
       ]);
-      expect(await persons.getPersonByDistinctId(teamId, 'upgraded')).toMatchObject({ properties: { plan: 'pro' } });
+      expect(await persons.getPersonByDistinctId(projectId, 'upgraded')).toMatchObject({ properties: { plan: 'pro' } });
     });
   });
 
   describe('what clients send that the stores refuse or mistake', () => {
     it('stores NUL in distinct ids, person and group properties, group types and keys as U+FFFD, and goes on', async () => {
-      const teamId = await createProject(stack.stores.sql);
-      const pageview = captured(teamId, 'anon\u0000', '$pageview', {
+      const projectId = await createProject(stack.stores.sql);
+      const pageview = captured(projectId, 'anon\u0000', '$pageview', {
         $set: { 'k\u0000': 'v\u0000', list: ['a\u0000', { 'n\u0000': 'b\u0000' }] },
         $set_once: { 'once\u0000': 'x\u0000' },
       });
       // Stored before the rest: distinct ids land in different partitions, whose relative order the bus does not keep.
       await produce([pageview]);
-      await waitForEvents(teamId, 1);
+      await waitForEvents(projectId, 1);
       await produce([
-        captured(teamId, 'user\u0000', '$identify', { $anon_distinct_id: 'anon\u0000', $set: { email: 'e\u0000' }, $unset: ['k\u0000'] }, { minutes: 1 }),
+        captured(projectId, 'user\u0000', '$identify', { $anon_distinct_id: 'anon\u0000', $set: { email: 'e\u0000' }, $unset: ['k\u0000'] }, { minutes: 1 }),
         captured(
-          teamId,
+          projectId,
           'user\u0000',
           '$groupidentify',
           { $group_type: 'org\u0000', $group_key: 'acme\u0000', $group_set: { 'name\u0000': 'Acme\u0000' } },
           { minutes: 2 },
         ),
-        captured(teamId, 'user\u0000', 'report viewed', { $groups: { 'org\u0000': 'acme\u0000' } }, { minutes: 3 }),
+        captured(projectId, 'user\u0000', 'report viewed', { $groups: { 'org\u0000': 'acme\u0000' } }, { minutes: 3 }),
       ]);
-      await waitForEvents(teamId, 4);
+      await waitForEvents(projectId, 4);
 
-      expect(await persons.getPersonByDistinctId(teamId, 'user\ufffd')).toMatchObject({
+      expect(await persons.getPersonByDistinctId(projectId, 'user\ufffd')).toMatchObject({
         properties: { list: ['a\ufffd', { 'n\ufffd': 'b\ufffd' }], 'once\ufffd': 'x\ufffd', email: 'e\ufffd', $creator_event_uuid: uuidOf(pageview) },
         isIdentified: true,
         distinctIds: ['anon\ufffd', 'user\ufffd'],
       });
       const groups = new GroupStore(stack.stores.sql);
-      expect(await groups.listGroupTypes(teamId)).toMatchObject([{ groupType: 'org\ufffd', groupTypeIndex: 0 }]);
-      expect(await groups.getGroups(teamId, [{ groupTypeIndex: 0, groupKey: 'acme\ufffd' }])).toMatchObject([
+      expect(await groups.listGroupTypes(projectId)).toMatchObject([{ groupType: 'org\ufffd', groupTypeIndex: 0 }]);
+      expect(await groups.getGroups(projectId, [{ groupTypeIndex: 0, groupKey: 'acme\ufffd' }])).toMatchObject([
         { groupKey: 'acme\ufffd', properties: { 'name\ufffd': 'Acme\ufffd' } },
       ]);
-      const rows = await listEvents(stack.stores.clickhouse, teamId);
+      const rows = await listEvents(stack.stores.clickhouse, projectId);
       expect(rows.map((row) => [row.event, row.distinct_id, row.$group_0])).toEqual([
         ['$pageview', 'anon\ufffd', ''],
         ['$identify', 'user\ufffd', ''],
         ['$groupidentify', 'user\ufffd', ''],
         ['report viewed', 'user\ufffd', 'acme\ufffd'],
       ]);
-      expect(await listIngestionWarnings(stack.stores.clickhouse, teamId)).toEqual([]);
+      expect(await listIngestionWarnings(stack.stores.clickhouse, projectId)).toEqual([]);
     });
 
     it('processes $group_identify, the older name, as $groupidentify: the group is written, the sender is not', async () => {
-      const teamId = await createProject(stack.stores.sql);
-      const identify = captured(teamId, 'u', '$group_identify', {
+      const projectId = await createProject(stack.stores.sql);
+      const identify = captured(projectId, 'u', '$group_identify', {
         $group_type: 'company',
         $group_key: 'initech',
         $group_set: { name: 'Initech' },
         $set: { ignored: true },
       });
-      await produce([identify, captured(teamId, 'u', 'report viewed', { $groups: { company: 'initech' } }, { minutes: 1 })]);
-      await waitForEvents(teamId, 2);
+      await produce([identify, captured(projectId, 'u', 'report viewed', { $groups: { company: 'initech' } }, { minutes: 1 })]);
+      await waitForEvents(projectId, 2);
 
       const groups = new GroupStore(stack.stores.sql);
-      expect(await groups.getGroups(teamId, [{ groupTypeIndex: 0, groupKey: 'initech' }])).toEqual([
+      expect(await groups.getGroups(projectId, [{ groupTypeIndex: 0, groupKey: 'initech' }])).toEqual([
         { groupTypeIndex: 0, groupKey: 'initech', properties: { name: 'Initech' }, createdAt: T0, version: 0 },
       ]);
-      const rows = (await listEvents(stack.stores.clickhouse, teamId)).map(readable);
+      const rows = (await listEvents(stack.stores.clickhouse, projectId)).map(readable);
       expect(rows.map((row): unknown[] => [row.event, (row.properties as Record<string, unknown>).$set, row.$group_0])).toEqual([
         ['$group_identify', undefined, ''],
         ['report viewed', undefined, 'initech'],
       ]);
-      expect((await persons.getPersonByDistinctId(teamId, 'u'))?.properties).not.toHaveProperty('ignored');
+      expect((await persons.getPersonByDistinctId(projectId, 'u'))?.properties).not.toHaveProperty('ignored');
     });
 
     it("records the warnings capture raised for a client time it did not use, under the client's uuid", async () => {
-      const teamId = await createProject(stack.stores.sql);
+      const projectId = await createProject(stack.stores.sql);
       const uuid = '0190b0f2-0e5f-7a2c-9d4e-6f1a2b3c4d5e';
       const details = { eventUuid: uuid, field: 'timestamp', value: 'yesterday', reason: 'invalid format' };
       await produce([
-        captured(teamId, 'u', 'clicked', {}, { uuid, timestamp: CAPTURED_AT.toISOString(), warnings: [{ type: 'ignored_invalid_timestamp', details }] }),
+        captured(projectId, 'u', 'clicked', {}, { uuid, timestamp: CAPTURED_AT.toISOString(), warnings: [{ type: 'ignored_invalid_timestamp', details }] }),
       ]);
-      await waitForEvents(teamId, 1);
+      await waitForEvents(projectId, 1);
 
-      const warnings = await listIngestionWarnings(stack.stores.clickhouse, teamId);
+      const warnings = await listIngestionWarnings(stack.stores.clickhouse, projectId);
       expect(warnings.map((warning) => ({ ...warning, details: JSON.parse(warning.details) }))).toEqual([
-        { team_id: teamId, type: 'ignored_invalid_timestamp', details, timestamp: expect.any(String), event_uuid: uuid },
+        { team_id: projectId, type: 'ignored_invalid_timestamp', details, timestamp: expect.any(String), event_uuid: uuid },
       ]);
     });
   });
 
   describe('dead letters', () => {
     it('sends messages that cannot be ingested to the dead-letter topic with their reason and payload, and goes on', async () => {
-      const teamId = await createProject(stack.stores.sql);
+      const projectId = await createProject(stack.stores.sql);
       const { topics } = stack.description.settings;
       const reader = await collectTopic(stack.stores.bus, topics.deadLetter);
       try {
-        const notJson = { key: `${teamId}:x`, value: Buffer.from('{"not json') };
-        const notCaptured = { key: `${teamId}:x`, value: Buffer.from(JSON.stringify({ team_id: teamId, hello: 'world' })) };
-        const badUuid = captured(teamId, 'x', 'clicked', {}, { uuid: 'not-a-uuid' });
+        const notJson = { key: `${projectId}:x`, value: Buffer.from('{"not json') };
+        const notCaptured = { key: `${projectId}:x`, value: Buffer.from(JSON.stringify({ team_id: projectId, hello: 'world' })) };
+        const badUuid = captured(projectId, 'x', 'clicked', {}, { uuid: 'not-a-uuid' });
         const noProject = captured(2_000_000_000, 'x', 'clicked');
-        const fine = captured(teamId, 'x', 'clicked', {}, { minutes: 1 });
+        const fine = captured(projectId, 'x', 'clicked', {}, { minutes: 1 });
         await produce([notJson, notCaptured, badUuid, noProject, fine]);
 
-        await waitForEvents(teamId, 1);
+        await waitForEvents(projectId, 1);
         await waitFor('4 dead letters', () => reader.received.length >= 4, stack.deliveryTimeoutMs);
         // Dead letters keep their original keys, so only those of one key arrive in order.
         const letters = reader.received.map((message) => ({ key: message.key, ...(JSON.parse(message.value.toString()) as DeadLetter) }));
         const byKey = (key: string) => letters.filter((letter) => letter.key === key);
-        expect(byKey(`${teamId}:x`).map((letter) => [letter.reason, letter.team_id, letter.payload, letter.payload_encoding])).toEqual([
+        expect(byKey(`${projectId}:x`).map((letter) => [letter.reason, letter.team_id, letter.payload, letter.payload_encoding])).toEqual([
           ['invalid_message', null, '{"not json', 'utf8'],
-          ['invalid_message', teamId, notCaptured.value.toString(), 'utf8'],
-          ['invalid_uuid', teamId, badUuid.value.toString(), 'utf8'],
+          ['invalid_message', projectId, notCaptured.value.toString(), 'utf8'],
+          ['invalid_uuid', projectId, badUuid.value.toString(), 'utf8'],
         ]);
-        expect(byKey(`${teamId}:x`)[1]).toMatchObject({
+        expect(byKey(`${projectId}:x`)[1]).toMatchObject({
           detail: 'uuid is required.',
-          source: { topic: topics.events, key: `${teamId}:x`, offset: expect.any(String) },
+          source: { topic: topics.events, key: `${projectId}:x`, offset: expect.any(String) },
         });
         expect(byKey('2000000000:x')).toEqual([
           expect.objectContaining({
@@ -469,12 +473,12 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
           }),
         ]);
 
-        const warnings = await listIngestionWarnings(stack.stores.clickhouse, teamId);
+        const warnings = await listIngestionWarnings(stack.stores.clickhouse, projectId);
         expect(warnings.map((warning) => [warning.type, (JSON.parse(warning.details) as { reason: string }).reason]).sort()).toEqual([
           ['event_dead_lettered', 'invalid_message'],
           ['event_dead_lettered', 'invalid_uuid'],
         ]);
-        expect((await listEvents(stack.stores.clickhouse, teamId)).map((row) => row.uuid)).toEqual([uuidOf(fine)]);
+        expect((await listEvents(stack.stores.clickhouse, projectId)).map((row) => row.uuid)).toEqual([uuidOf(fine)]);
       } finally {
         await reader.stop();
       }

@@ -69,8 +69,8 @@ describe.each(stackFactories)('crash safety: $name', (factory) => {
   });
 
   it('a consumer killed after its ClickHouse insert and before the commit: no duplicate, no second person update, nothing missing', async () => {
-    const teamId = await createProject(stack.stores.sql);
-    const { messages, distinctIds } = personUpdates(teamId, 400, 10);
+    const projectId = await createProject(stack.stores.sql);
+    const { messages, distinctIds } = personUpdates(projectId, 400, 10);
     await stack.stores.bus.produce(stack.description.settings.topics.events, messages);
 
     // Embedded stores belong to one process at a time: the child gets them, then this process again.
@@ -81,13 +81,13 @@ describe.each(stackFactories)('crash safety: $name', (factory) => {
       await stack.resume();
     }
     const { clickhouse } = stack.stores;
-    const storedByTheChild = await countEvents(clickhouse, teamId);
+    const storedByTheChild = await countEvents(clickhouse, projectId);
     expect(storedByTheChild).toBeGreaterThan(40);
 
     const metrics = new Registry();
     const consumer = await startConsumer(stack, { metrics, settings: { ...stack.description.settings, batchSize: 40 } });
     try {
-      await waitFor('every event', async () => (await countEvents(clickhouse, teamId)) === messages.length, stack.deliveryTimeoutMs);
+      await waitFor('every event', async () => (await countEvents(clickhouse, projectId)) === messages.length, stack.deliveryTimeoutMs);
     } finally {
       await consumer.stop();
     }
@@ -96,15 +96,15 @@ describe.each(stackFactories)('crash safety: $name', (factory) => {
     expect(await alreadyStored(metrics)).toBeGreaterThan(0);
     const [raw] = await clickhouse.query<{ rows: string; uuids: string }>(
       'test.rawRows',
-      'SELECT count() AS rows, uniqExact(uuid) AS uuids FROM events WHERE team_id = {teamId:Int64}',
-      { teamId },
+      'SELECT count() AS rows, uniqExact(uuid) AS uuids FROM events WHERE team_id = {projectId:Int64}',
+      { projectId },
     );
     // Not even a copy on disk waiting for a merge: the replayed events were not inserted again.
     expect(raw).toEqual({ rows: String(messages.length), uuids: String(messages.length) });
-    const stored = await clickhouse.query<{ uuid: string }>('test.uuids', 'SELECT toString(uuid) AS uuid FROM events FINAL WHERE team_id = {teamId:Int64}', {
-      teamId,
+    const stored = await clickhouse.query<{ uuid: string }>('test.uuids', 'SELECT toString(uuid) AS uuid FROM events FINAL WHERE team_id = {projectId:Int64}', {
+      projectId,
     });
     expect(new Set(stored.map((row) => row.uuid))).toEqual(new Set(messages.map(uuidOf)));
-    expect(await personStates(stack.stores.sql, teamId, distinctIds)).toEqual(await referenceStates(messages, distinctIds));
+    expect(await personStates(stack.stores.sql, projectId, distinctIds)).toEqual(await referenceStates(messages, distinctIds));
   }, 180_000);
 });

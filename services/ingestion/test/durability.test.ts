@@ -148,8 +148,8 @@ describeTraced('durability under strace: embedded stores synced before the offse
     await bus.close();
 
     let stores = await openStores(description);
-    const teamId = await createProject(stores.sql);
-    const { messages } = personUpdates(teamId, EVENTS, 20);
+    const projectId = await createProject(stores.sql);
+    const { messages } = personUpdates(projectId, EVENTS, 20);
     await stores.bus.produce(SETTINGS.topics.events, messages);
     await closeStores(stores);
 
@@ -211,7 +211,7 @@ describeTraced('durability under strace: embedded stores synced before the offse
 
     stores = await openStores(description);
     try {
-      expect(await countEvents(stores.clickhouse, teamId)).toBe(EVENTS);
+      expect(await countEvents(stores.clickhouse, projectId)).toBe(EVENTS);
     } finally {
       await closeStores(stores);
     }

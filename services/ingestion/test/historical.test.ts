@@ -35,21 +35,21 @@ describe.each(stackFactories)('historical imports: $name', (factory) => {
   });
 
   it('are consumed in a group of their own, so a slow import never holds up live events, and are stored as historical', async () => {
-    const teamId = await createProject(stack.stores.sql);
+    const projectId = await createProject(stack.stores.sql);
     const { clickhouse, release } = holdingHistoricalInserts(stack.stores.clickhouse);
     const consumer = await startConsumer(stack, { clickhouse });
     const { topics } = stack.description.settings;
     try {
-      const imported = captured(teamId, 'importer', 'old order', {}, { historical: true });
-      const live = captured(teamId, 'importer', 'new order', {}, { minutes: 60 });
+      const imported = captured(projectId, 'importer', 'old order', {}, { historical: true });
+      const live = captured(projectId, 'importer', 'new order', {}, { minutes: 60 });
       await stack.stores.bus.produce(topics.historical, [imported]);
       await stack.stores.bus.produce(topics.events, [live]);
 
-      await waitFor('the live event', async () => (await countEvents(stack.stores.clickhouse, teamId)) === 1, stack.deliveryTimeoutMs);
+      await waitFor('the live event', async () => (await countEvents(stack.stores.clickhouse, projectId)) === 1, stack.deliveryTimeoutMs);
       release();
-      await waitFor('the imported event', async () => (await countEvents(stack.stores.clickhouse, teamId)) === 2, stack.deliveryTimeoutMs);
+      await waitFor('the imported event', async () => (await countEvents(stack.stores.clickhouse, projectId)) === 2, stack.deliveryTimeoutMs);
 
-      const rows = await listEvents(stack.stores.clickhouse, teamId);
+      const rows = await listEvents(stack.stores.clickhouse, projectId);
       expect(rows.map((row) => [row.uuid, row.event, row.historical_migration])).toEqual([
         [uuidOf(imported), 'old order', true],
         [uuidOf(live), 'new order', false],

@@ -27,7 +27,7 @@ describe('reading a captured-event message', () => {
       ok: true,
       input: {
         message,
-        teamId: 7,
+        projectId: 7,
         uuid: UUID.toLowerCase(),
         event: 'clicked',
         distinctId: 'user-1',
@@ -65,8 +65,8 @@ describe('reading a captured-event message', () => {
       [raw({ ...good, data: { ...event, uuid: 'not-a-uuid' } }), 'invalid_uuid', 'uuid "not-a-uuid" is not a UUID', 7, null],
       [raw({ ...good, data: JSON.stringify({ ...event, uuid: 'not-a-uuid' }) }), 'invalid_uuid', 'uuid "not-a-uuid" is not a UUID', 7, null],
     ];
-    for (const [message, reason, detail, teamId, eventUuid] of cases) {
-      expect(readMessage(message)).toEqual({ ok: false, unreadable: { reason, detail, teamId, eventUuid } });
+    for (const [message, reason, detail, projectId, eventUuid] of cases) {
+      expect(readMessage(message)).toEqual({ ok: false, unreadable: { reason, detail, projectId, eventUuid } });
     }
   });
 
@@ -83,7 +83,7 @@ describe('reading a captured-event message', () => {
       unreadable: {
         reason: 'invalid_message',
         detail: `data__properties nests deeper than ${MAX_JSON_DEPTH} levels.`,
-        teamId: 7,
+        projectId: 7,
         eventUuid: UUID.toLowerCase(),
       },
     });

@@ -14,7 +14,7 @@ const KEYS = ['plan', 'email', 'name', 'company', 'score'];
  * Events of 100 distinct ids interleaved at random, each a `$set`, `$set_once` or `$unset` of a few shared keys,
  * or no update at all: the final state of a person depends on the order of its own events.
  */
-function interleavedUpdates(teamId: number): { messages: OutgoingMessage[]; distinctIds: string[] } {
+function interleavedUpdates(projectId: number): { messages: OutgoingMessage[]; distinctIds: string[] } {
   const next = seededRandom(4);
   const pick = <T>(values: readonly T[]): T => values[Math.floor(next() * values.length)] as T;
   const distinctIds = Array.from({ length: PEOPLE }, (_, person) => `person-${person}`);
@@ -22,7 +22,7 @@ function interleavedUpdates(teamId: number): { messages: OutgoingMessage[]; dist
     const operation = pick(['$set', '$set_once', '$unset', 'none'] as const);
     const key = pick(KEYS);
     const properties = operation === 'none' ? {} : operation === '$unset' ? { $unset: [key] } : { [operation]: { [key]: i } };
-    return captured(teamId, pick(distinctIds), 'changed', properties, { minutes: i / 600 });
+    return captured(projectId, pick(distinctIds), 'changed', properties, { minutes: i / 600 });
   });
   return { messages, distinctIds };
 }
@@ -39,18 +39,18 @@ describe.each(stackFactories)('ordering: $name', (factory) => {
   });
 
   it(`${EVENTS} interleaved events of ${PEOPLE} distinct ids over 4 partitions end as if processed one by one`, async () => {
-    const teamId = await createProject(stack.stores.sql);
-    const { messages, distinctIds } = interleavedUpdates(teamId);
+    const projectId = await createProject(stack.stores.sql);
+    const { messages, distinctIds } = interleavedUpdates(projectId);
     const consumer = await startConsumer(stack, { settings: { ...stack.description.settings, batchSize: 250, concurrency: 32 } });
     try {
       // In requests of 100 events, as SDKs send them.
       for (let start = 0; start < messages.length; start += 100) {
         await stack.stores.bus.produce(stack.description.settings.topics.events, messages.slice(start, start + 100));
       }
-      await waitFor('every event', async () => (await countEvents(stack.stores.clickhouse, teamId)) === EVENTS, 120_000);
+      await waitFor('every event', async () => (await countEvents(stack.stores.clickhouse, projectId)) === EVENTS, 120_000);
     } finally {
       await consumer.stop();
     }
-    expect(await personStates(stack.stores.sql, teamId, distinctIds)).toEqual(await referenceStates(messages, distinctIds));
+    expect(await personStates(stack.stores.sql, projectId, distinctIds)).toEqual(await referenceStates(messages, distinctIds));
   }, 300_000);
 });

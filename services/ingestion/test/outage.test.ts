@@ -132,8 +132,8 @@ describe.each(stackFactories)('outages: $name', (factory) => {
   ] as const)(
     '%s unreachable mid-stream: batches are retried until it is back, nothing is lost or applied twice',
     async (_name, makeOutage) => {
-      const teamId = await createProject(stack.stores.sql);
-      const { messages, distinctIds } = personUpdates(teamId, 400, 20);
+      const projectId = await createProject(stack.stores.sql);
+      const { messages, distinctIds } = personUpdates(projectId, 400, 20);
       const { outage, ...replaced } = await makeOutage(stack);
       const metrics = new Registry();
       const deadLetters = await collectTopic(stack.stores.bus, stack.description.settings.topics.deadLetter);
@@ -141,7 +141,7 @@ describe.each(stackFactories)('outages: $name', (factory) => {
       try {
         consumer = await startConsumer(stack, { ...replaced, metrics, settings: { ...stack.description.settings, batchSize: 25, retryBackoffMs: 100 } });
         await stack.stores.bus.produce(stack.description.settings.topics.events, messages);
-        const count = () => countEvents(stack.stores.clickhouse, teamId);
+        const count = () => countEvents(stack.stores.clickhouse, projectId);
         await waitFor('the first batches', async () => (await count()) >= 50, stack.deliveryTimeoutMs);
 
         await outage.down();
@@ -169,7 +169,7 @@ describe.each(stackFactories)('outages: $name', (factory) => {
         await outage.close();
         await deadLetters.stop();
       }
-      expect(await personStates(stack.stores.sql, teamId, distinctIds)).toEqual(await referenceStates(messages, distinctIds));
+      expect(await personStates(stack.stores.sql, projectId, distinctIds)).toEqual(await referenceStates(messages, distinctIds));
       expect(deadLetters.received).toEqual([]);
     },
     180_000,

@@ -43,7 +43,7 @@ describe.each(stackFactories)('staged person changes: $name', (factory) => {
   const produce = (messages: Parameters<Stack['stores']['bus']['produce']>[1]) => stack.stores.bus.produce(stack.description.settings.topics.events, messages);
 
   it('a management PATCH while a batch is processed loses nothing: the events relying on it are processed after it', async () => {
-    const teamId = await createProject(stack.stores.sql);
+    const projectId = await createProject(stack.stores.sql);
     const persons = new PersonStore(stack.stores.sql);
     let patchOnRead = false;
     // The PATCH lands after the batch read its persons and before its flush.
@@ -51,7 +51,7 @@ describe.each(stackFactories)('staged person changes: $name', (factory) => {
       const result = await run();
       if (patchOnRead && name === 'persons.findByDistinctIds') {
         patchOnRead = false;
-        await persons.updateProperties(teamId, personUuid(teamId, 'user'), { set: { api: true } });
+        await persons.updateProperties(projectId, personUuid(projectId, 'user'), { set: { api: true } });
       }
       return result;
     });
@@ -59,27 +59,27 @@ describe.each(stackFactories)('staged person changes: $name', (factory) => {
     const consumer = await startConsumer(stack, { sql, metrics });
     const count = 20;
     try {
-      await produce([captured(teamId, 'user', 'signed up')]);
-      await waitFor('the person', async () => (await countEvents(stack.stores.clickhouse, teamId)) === 1, stack.deliveryTimeoutMs);
+      await produce([captured(projectId, 'user', 'signed up')]);
+      await waitFor('the person', async () => (await countEvents(stack.stores.clickhouse, projectId)) === 1, stack.deliveryTimeoutMs);
       patchOnRead = true;
-      await produce(Array.from({ length: count }, (_, i) => captured(teamId, 'user', 'clicked', { $set: { counter: i } }, { minutes: 1 + i })));
-      await waitFor('every event', async () => (await countEvents(stack.stores.clickhouse, teamId)) === count + 1, stack.deliveryTimeoutMs);
+      await produce(Array.from({ length: count }, (_, i) => captured(projectId, 'user', 'clicked', { $set: { counter: i } }, { minutes: 1 + i })));
+      await waitFor('every event', async () => (await countEvents(stack.stores.clickhouse, projectId)) === count + 1, stack.deliveryTimeoutMs);
     } finally {
       await consumer.stop();
     }
 
-    const person = await persons.getPersonByDistinctId(teamId, 'user');
+    const person = await persons.getPersonByDistinctId(projectId, 'user');
     expect(person).toMatchObject({ properties: { api: true, counter: count - 1 }, version: count + 1 });
     // Each event's snapshot is the person after it, the PATCH included: they were decided again after it.
-    const clicked = (await listEvents(stack.stores.clickhouse, teamId)).filter((row) => row.event === 'clicked');
+    const clicked = (await listEvents(stack.stores.clickhouse, projectId)).filter((row) => row.event === 'clicked');
     const snapshots = clicked.map((row) => JSON.parse(row.person_properties) as Record<string, unknown>);
     expect(snapshots.map(({ api, counter }) => ({ api, counter }))).toEqual(Array.from({ length: count }, (_, i) => ({ api: true, counter: i })));
     expect(await counterValue(metrics, 'plover_ingestion_person_reprocessed_total')).toBeGreaterThan(0);
   });
 
   it('Postgres failing at the flush: the redelivered batch ends as one by one, no version bumped twice', async () => {
-    const teamId = await createProject(stack.stores.sql);
-    const { messages, distinctIds } = personUpdates(teamId, 200, 10);
+    const projectId = await createProject(stack.stores.sql);
+    const { messages, distinctIds } = personUpdates(projectId, 200, 10);
     let failFlush = true;
     const sql = intercepted(stack.stores.sql, <T>(name: string, run: () => Promise<T>) => {
       if (!failFlush || name !== 'persons.updateIfUnchanged') return run();
@@ -90,21 +90,21 @@ describe.each(stackFactories)('staged person changes: $name', (factory) => {
     const consumer = await startConsumer(stack, { sql, metrics, settings: { ...stack.description.settings, retryBackoffMs: 100, batchSize: 500 } });
     try {
       await produce(messages);
-      await waitFor('every event', async () => (await countEvents(stack.stores.clickhouse, teamId)) === messages.length, stack.deliveryTimeoutMs);
+      await waitFor('every event', async () => (await countEvents(stack.stores.clickhouse, projectId)) === messages.length, stack.deliveryTimeoutMs);
     } finally {
       await consumer.stop();
     }
 
     expect(failFlush).toBe(false);
     expect(await counterValue(metrics, 'plover_ingestion_batch_failures_total')).toBeGreaterThan(0);
-    expect(await personStates(stack.stores.sql, teamId, distinctIds)).toEqual(await referenceStates(messages, distinctIds));
+    expect(await personStates(stack.stores.sql, projectId, distinctIds)).toEqual(await referenceStates(messages, distinctIds));
   });
 
   it('a flush committed but reported failed (connection lost around its COMMIT): settled on redelivery, not applied twice', async () => {
-    const teamId = await createProject(stack.stores.sql);
+    const projectId = await createProject(stack.stores.sql);
     const people = 10;
-    const created = Array.from({ length: people }, (_, person) => captured(teamId, `person-${person}`, 'signed up'));
-    const updates = personUpdates(teamId, 200, people);
+    const created = Array.from({ length: people }, (_, person) => captured(projectId, `person-${person}`, 'signed up'));
+    const updates = personUpdates(projectId, 200, people);
     let flushRan = false;
     let loseAck = false;
     const sql = intercepted(stack.stores.sql, async <T>(name: string, run: () => Promise<T>) => {
@@ -122,13 +122,13 @@ describe.each(stackFactories)('staged person changes: $name', (factory) => {
     const consumer = await startConsumer(stack, { sql, metrics, settings: { ...stack.description.settings, retryBackoffMs: 100, batchSize: 500 } });
     try {
       await produce(created);
-      await waitFor('the persons', async () => (await countEvents(stack.stores.clickhouse, teamId)) === people, stack.deliveryTimeoutMs);
+      await waitFor('the persons', async () => (await countEvents(stack.stores.clickhouse, projectId)) === people, stack.deliveryTimeoutMs);
       // From here on every person write is a staged change, stored by a flush: the first one loses its answer.
       loseAck = true;
       await produce(updates.messages);
       await waitFor(
         'every event',
-        async () => (await countEvents(stack.stores.clickhouse, teamId)) === people + updates.messages.length,
+        async () => (await countEvents(stack.stores.clickhouse, projectId)) === people + updates.messages.length,
         stack.deliveryTimeoutMs,
       );
     } finally {
@@ -137,7 +137,7 @@ describe.each(stackFactories)('staged person changes: $name', (factory) => {
 
     expect(loseAck).toBe(false);
     expect(await counterValue(metrics, 'plover_ingestion_batch_failures_total')).toBeGreaterThan(0);
-    expect(await personStates(stack.stores.sql, teamId, updates.distinctIds)).toEqual(
+    expect(await personStates(stack.stores.sql, projectId, updates.distinctIds)).toEqual(
       await referenceStates([...created, ...updates.messages], updates.distinctIds),
     );
   });

@@ -113,7 +113,7 @@ async function handle(options: ReplayHandlerOptions, messages: readonly BusMessa
     const decision: Decision = project?.enabled ? decide(message, snapshot, project.retentionDays) : { outcome: 'recording_disabled' };
     outcomes.set(decision.outcome, (outcomes.get(decision.outcome) ?? 0) + 1);
     if (decision.outcome === 'stored') batches.push(decision.batch);
-    else if (decision.warning) warnings.push(warningRow({ teamId: snapshot.team_id, eventUuid: batchUuid(snapshot), message }, decision.warning));
+    else if (decision.warning) warnings.push(warningRow({ projectId: snapshot.team_id, eventUuid: batchUuid(snapshot), message }, decision.warning));
   }
 
   await Promise.all([

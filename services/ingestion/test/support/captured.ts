@@ -26,7 +26,7 @@ export interface CapturedOptions {
 }
 
 export function capturedEvent(
-  teamId: number,
+  projectId: number,
   distinctId: string,
   event: string,
   properties: Record<string, unknown> = {},
@@ -42,7 +42,7 @@ export function capturedEvent(
   };
   return {
     uuid,
-    team_id: teamId,
+    team_id: projectId,
     distinct_id: distinctId,
     ip: null,
     now: CAPTURED_AT.toISOString(),
@@ -59,13 +59,13 @@ export function busMessage(message: CapturedEventMessage): OutgoingMessage {
 
 /** `capturedEvent` straight to a bus message. */
 export function captured(
-  teamId: number,
+  projectId: number,
   distinctId: string,
   event: string,
   properties: Record<string, unknown> = {},
   options: CapturedOptions = {},
 ): OutgoingMessage {
-  return busMessage(capturedEvent(teamId, distinctId, event, properties, options));
+  return busMessage(capturedEvent(projectId, distinctId, event, properties, options));
 }
 
 /** The uuid a captured bus message carries. */

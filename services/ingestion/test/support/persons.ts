@@ -15,11 +15,11 @@ import { captured } from './captured';
 /** The parts of a person that processing decides (ids and uuids depend on the project). */
 export type PersonState = Pick<Person, 'properties' | 'version' | 'isIdentified' | 'createdAt' | 'distinctIds'>;
 
-export async function personStates(sql: Sql, teamId: number, distinctIds: readonly string[]): Promise<Record<string, PersonState | undefined>> {
+export async function personStates(sql: Sql, projectId: number, distinctIds: readonly string[]): Promise<Record<string, PersonState | undefined>> {
   const persons = new PersonStore(sql);
   const states: Record<string, PersonState | undefined> = {};
   for (const distinctId of distinctIds) {
-    const person = await persons.getPersonByDistinctId(teamId, distinctId);
+    const person = await persons.getPersonByDistinctId(projectId, distinctId);
     states[distinctId] = person && {
       properties: person.properties,
       version: person.version,
@@ -36,14 +36,14 @@ export async function referenceStates(messages: readonly OutgoingMessage[], dist
   const sql = await PGliteSql.open();
   try {
     await migrate(sql);
-    const teamId = await createProject(sql);
+    const projectId = await createProject(sql);
     const persons = new PersonStore(sql);
     for (const message of messages) {
       const parsed = parseCapturedEventMessage(message.value);
       if (!parsed.ok) throw new Error(`not a captured event: ${parsed.violation.detail}`);
       const { message: envelope, event } = parsed.value;
       const { properties } = normalizeProperties(event.event, event.properties, envelope.sent_at);
-      await persons.processEvent(teamId, {
+      await persons.processEvent(projectId, {
         uuid: event.uuid,
         event: event.event,
         distinctId: event.distinct_id,
@@ -51,7 +51,7 @@ export async function referenceStates(messages: readonly OutgoingMessage[], dist
         properties,
       });
     }
-    return await personStates(sql, teamId, distinctIds);
+    return await personStates(sql, projectId, distinctIds);
   } finally {
     await sql.close();
   }
@@ -61,10 +61,10 @@ export async function referenceStates(messages: readonly OutgoingMessage[], dist
  * `count` events over `people` distinct ids, each one a person write that a replay would repeat: `counter` is
  * overwritten by every event, so re-applying an older event changes it back and bumps the version again.
  */
-export function personUpdates(teamId: number, count: number, people: number): { messages: OutgoingMessage[]; distinctIds: string[] } {
+export function personUpdates(projectId: number, count: number, people: number): { messages: OutgoingMessage[]; distinctIds: string[] } {
   const distinctIds = Array.from({ length: people }, (_, person) => `person-${person}`);
   const messages = Array.from({ length: count }, (_, i) =>
-    captured(teamId, distinctIds[i % people] as string, 'updated', { $set: { counter: i, [`seen_${i}`]: true } }, { minutes: i / 60 }),
+    captured(projectId, distinctIds[i % people] as string, 'updated', { $set: { counter: i, [`seen_${i}`]: true } }, { minutes: i / 60 }),
   );
   return { messages, distinctIds };
 }
