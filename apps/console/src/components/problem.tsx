@@ -21,13 +21,18 @@ export function problemText(error: unknown): { title: string; detail: string } {
   return { title: `Request failed (${error.status})`, detail: error.body.attr ? `${error.body.detail} (${error.body.attr})` : error.body.detail };
 }
 
+/** Whether asking again may help: the server was unreachable or failed, not when it refused. */
+function retryable(error: unknown): boolean {
+  return !(error instanceof ApiError) || error.status === 0 || error.status === 429 || error.status >= 500;
+}
+
 export function Problem({ error, onRetry }: { error: unknown; onRetry?: () => void }) {
   const { title, detail } = problemText(error);
   return (
     <div class="problem" role="alert">
       <strong>{title}</strong>
       <p>{detail}</p>
-      {onRetry && (
+      {onRetry && retryable(error) && (
         <button type="button" class="secondary" onClick={onRetry}>
           Try again
         </button>

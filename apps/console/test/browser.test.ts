@@ -1,0 +1,193 @@
+/**
+ * The console end to end: embedded Plover as `npm start` runs it (which builds the console from its sources),
+ * events sent through capture, and Debian's Chromium signing in and using the screens as a person would. Also
+ * checks the client's operations against the OpenAPI document the same server publishes.
+ */
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { operations } from '../src/api/operations';
+import { describeWithBrowser, launchBrowser } from '../../../test/support/browser';
+import { startEmbedded } from '../../../test/support/embedded';
+import { ConsoleTarget, screenshot, signIn, type CapturedEvent } from './support/console';
+
+const DAY = 86_400_000;
+
+/**
+ * Pageviews over the last 14 days: on day d before today (d = 0 … 13) d + 1 of them, the even ones from Chrome on
+ * `/`, the odd ones from Firefox on `/pricing` (105 in all: 56 and 49), three users; plus 3 signups in the last hour.
+ */
+function dataset(now: number): CapturedEvent[] {
+  const events: CapturedEvent[] = [];
+  const today = now - (now % DAY); // 00:00 UTC, the project's timezone
+  for (let d = 0; d < 14; d++) {
+    for (let i = 0; i <= d; i++) {
+      events.push({
+        event: '$pageview',
+        distinct_id: `user-${i % 3}`,
+        timestamp: new Date(Math.min(now - 60_000, today - d * DAY + i * 1000)).toISOString(),
+        properties: { $browser: i % 2 === 0 ? 'Chrome' : 'Firefox', $pathname: i % 2 === 0 ? '/' : '/pricing' },
+      });
+    }
+  }
+  for (let i = 0; i < 3; i++)
+    events.push({ event: 'signup', distinct_id: `user-${i}`, timestamp: new Date(now - (i + 1) * 60_000).toISOString(), properties: {} });
+  return events;
+}
+
+const target = {} as { console: ConsoleTarget; events: number };
+
+beforeAll(async () => {
+  target.console = new ConsoleTarget(await startEmbedded());
+  const events = dataset(Date.now());
+  target.events = events.length;
+  await target.console.capture(events);
+  await target.console.waitForEvents(events.length);
+}, 180_000);
+
+afterAll(async () => {
+  await target.console?.plover.stop();
+});
+
+describe('the console’s API client', () => {
+  it('calls only operations the served OpenAPI document has, with the scope it names', async () => {
+    const response = await fetch(`${target.console.base}/api/schema/`);
+    const document = (await response.json()) as { paths: Record<string, Record<string, { 'x-required-scope'?: string }>> };
+    for (const [name, operation] of Object.entries(operations)) {
+      const served = document.paths[operation.path]?.[operation.method.toLowerCase()];
+      expect({ name, scope: served?.['x-required-scope'] }).toEqual({ name, scope: operation.scope });
+    }
+  });
+});
+
+describeWithBrowser()('the console in Chromium', () => {
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  /** Console errors and Content-Security-Policy violations of the page: none are expected. */
+  let problems: string[];
+
+  beforeAll(async () => {
+    browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+  beforeEach(async () => {
+    problems = [];
+    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    page = await context.newPage();
+    page.on('console', (message) => message.type() === 'error' && problems.push(message.text()));
+    page.on('pageerror', (error) => problems.push(error.message));
+  });
+  afterEach(async () => {
+    // The key never travels in a URL, and the server never logs it (the first start prints it once, before listening).
+    const key = target.console.plover.credentials.personalKey;
+    const output = target.console.plover.output();
+    expect(page.url()).not.toContain(key);
+    expect(output.slice(output.indexOf('"msg":"listening"'))).not.toContain(key);
+    await context.close();
+  });
+
+  it('refuses a wrong key on the sign-in form', async () => {
+    await signIn(page, target.console.base, 'phx_this_key_does_not_exist_0000000000000000');
+    await expect(page.getByRole('alert').textContent()).resolves.toContain('unknown or was revoked');
+    await expect(page.getByLabel('Personal API key').isVisible()).resolves.toBe(true);
+    await screenshot(page, 'sign-in-wrong-key');
+    // The browser reports the refused request itself; nothing else may go wrong.
+    expect(problems.filter((text) => !text.includes('401'))).toEqual([]);
+  }, 240_000);
+
+  it('signs in and shows the events just sent on the overview, in light, dark and at phone width', async () => {
+    const { plover } = target.console;
+    await signIn(page, target.console.base, plover.credentials.personalKey);
+    await page.waitForURL(`**/project/${plover.credentials.projectId}`);
+    await page.locator('#events-per-day-title ~ figure canvas').waitFor();
+    await expect(page.locator('#events-14-days-title ~ .big-number').textContent()).resolves.toBe(target.events.toLocaleString('en-US'));
+    await expect(page.getByTestId('live-count').textContent()).resolves.toBe('3');
+    await expect(page.locator('#events-per-day-title ~ figure .legend').textContent()).resolves.toBe(`Events${target.events}`);
+    const pages = page.getByRole('region', { name: 'Top pages by pageviews, last 14 days' });
+    await expect(pages.getByRole('row').allTextContents()).resolves.toEqual(['PathEvents', '/56', '/pricing49']);
+    const topEvents = page.getByRole('region', { name: 'Top events, last 14 days' });
+    await expect(topEvents.getByRole('row').allTextContents()).resolves.toEqual(['EventEvents', '$pageview105', 'signup3']);
+    await screenshot(page, 'overview-light');
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.waitForTimeout(300);
+    await screenshot(page, 'overview-dark');
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.waitForTimeout(300);
+    await screenshot(page, 'overview-phone');
+    expect(problems).toEqual([]);
+  }, 240_000);
+
+  it('builds a trend with a breakdown, saves it, and reopens it from the list', async () => {
+    const { plover } = target.console;
+    await signIn(page, target.console.base, plover.credentials.personalKey);
+    await page.getByRole('link', { name: 'Insights', exact: true }).click();
+    await page.getByRole('link', { name: 'New insight' }).click();
+    await page.waitForURL('**/insights/new');
+    await page.getByLabel('Date range').selectOption('-14d');
+    await page.getByLabel('Property', { exact: true }).fill('$browser');
+    const legend = page.locator('.result .legend');
+    await expect(legend.getByText('Firefox').waitFor()).resolves.toBeUndefined();
+    await expect(legend.textContent()).resolves.toBe('Chrome56Firefox49');
+    await screenshot(page, 'insight-builder');
+    await page.getByRole('radio', { name: 'Table' }).check();
+    await page.getByRole('region', { name: 'Trend totals' }).waitFor();
+    await expect(page.getByRole('region', { name: 'Trend totals' }).getByRole('row').allTextContents()).resolves.toEqual([
+      'SeriesValue',
+      'Chrome56',
+      'Firefox49',
+    ]);
+    await page.getByLabel('Name').fill('Pageviews by browser');
+    await page.getByRole('button', { name: 'Save insight' }).click();
+    await page.waitForURL(/\/insights\/(?!new)[A-Za-z0-9]+$/);
+    await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toBe('Pageviews by browser');
+    const saved = await target.console.api<{ results: Array<{ name: string; filters: Record<string, unknown> }> }>(
+      'GET',
+      `/api/projects/${plover.credentials.projectId}/insights/?saved=true`,
+    );
+    expect(saved.results.map((insight) => [insight.name, insight.filters.breakdown, insight.filters.display])).toEqual([
+      ['Pageviews by browser', '$browser', 'ActionsTable'],
+    ]);
+
+    await page.getByRole('link', { name: 'Insights', exact: true }).click();
+    const recent = page.getByRole('region', { name: 'Recently viewed' });
+    await recent.getByRole('link', { name: 'Pageviews by browser' }).click();
+    await expect(page.getByLabel('Property', { exact: true }).inputValue()).resolves.toBe('$browser');
+    await expect(page.getByRole('radio', { name: 'Table' }).isChecked()).resolves.toBe(true);
+    await page.getByRole('region', { name: 'Trend totals' }).waitFor();
+    await expect(page.getByRole('region', { name: 'Trend totals' }).getByRole('row').allTextContents()).resolves.toEqual([
+      'SeriesValue',
+      'Chrome56',
+      'Firefox49',
+    ]);
+    await page.getByRole('radio', { name: 'Bar' }).check();
+    await page.locator('.result canvas').waitFor();
+    await screenshot(page, 'insight-reopened');
+    await page.getByRole('link', { name: 'Insights', exact: true }).click();
+    await page.getByRole('region', { name: 'Saved insights' }).getByRole('link', { name: 'Pageviews by browser' }).waitFor();
+    await screenshot(page, 'insights-list');
+    expect(problems).toEqual([]);
+  }, 240_000);
+
+  it('says which scope a key lacks instead of failing', async () => {
+    const key = await target.console.newKey('no insights', ['project:read']);
+    await signIn(page, target.console.base, key);
+    await page.waitForURL(`**/project/${target.console.plover.credentials.projectId}`);
+    const alert = page.getByRole('alert').first();
+    await expect(alert.textContent()).resolves.toContain('Missing scope: insight:read');
+    await screenshot(page, 'missing-scope');
+  }, 240_000);
+
+  it('says when the key may not see the project in the address', async () => {
+    const { plover } = target.console;
+    const other = await target.console.api<{ id: number }>('POST', '/api/projects/', { name: 'Other project' });
+    const key = await target.console.newKey('first project only', ['*'], [plover.credentials.projectId]);
+    await signIn(page, target.console.base, key);
+    await page.waitForURL(`**/project/${plover.credentials.projectId}`);
+    await page.goto(`${target.console.base}/project/${other.id}/insights`);
+    const alert = page.getByRole('alert');
+    await expect(alert.textContent()).resolves.toContain(`API key does not have access to the requested project: ID ${other.id}.`);
+    await expect(alert.textContent()).resolves.toContain('No access');
+    await screenshot(page, 'project-out-of-reach');
+  }, 240_000);
+});
