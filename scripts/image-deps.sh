@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 SERVICES=(capture ingestion decide management)
 # What the Dockerfile's source stage copies.
-SOURCE=(package.json package-lock.json tsconfig.base.json tsconfig.build-base.json packages services)
+SOURCE=(package.json package-lock.json tsconfig.base.json tsconfig.build-base.json packages services apps)
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -36,7 +36,7 @@ for S in "${SERVICES[@]}"; do
   if ! (cd "$build" \
     && npm ci --no-audit --no-fund --workspace "services/$S" --include-workspace-root \
     && npx tsc -b "services/$S/tsconfig.build.json" \
-    && { [ "$S" != management ] || node services/management/dist/replay-player/build.js; }); then
+    && { [ "$S" != management ] || { node services/management/dist/replay-player/build.js && node services/management/dist/console/build.js; }; }); then
     fail "the build stage of $S failed"
     continue
   fi
@@ -56,6 +56,11 @@ for S in "${SERVICES[@]}"; do
   cp -a "$deps/package.json" "$deps/node_modules" "$build/packages" "$build/services" "$runtime/"
   [ "$S" != management ] || [ -s "$runtime/services/management/dist/replay-player/assets/player.js" ] \
     || fail "the management runtime has no replay player bundle"
+  [ "$S" != management ] || [ -s "$runtime/services/management/dist/console/app/index.html" ] \
+    || fail "the management runtime has no web console"
+  # The console's bundler and libraries are build-time only: no runtime image installs them.
+  bundled=$(find "$deps/node_modules" -maxdepth 2 \( -name vite -o -name rolldown -o -name uplot -o -path '*/@plover/console' \) -print | sed "s|^$work/||")
+  [ -z "$bundled" ] || fail "the console's build dependencies would enter the $S image: ${bundled//$'\n'/, }"
   status=0
   output=$(cd "$runtime" && env -i PATH="$PATH" NODE_ENV=production node "services/$S/dist/main.js" 2>&1) || status=$?
   [ "$status" -eq 1 ] && [[ "$output" == "Invalid configuration: "* ]] \
