@@ -6,6 +6,11 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { bootstrap, type Credentials } from '@plover/accounts';
+import { loadConfig, sections } from '@plover/config';
+import { migrate, type Sql } from '@plover/postgres';
+import { PGliteSql } from '@plover/postgres/pglite';
+import { writeCredentials } from '../../services/standalone/src/data-dir';
 
 const ROOT = path.resolve(__dirname, '../..');
 
@@ -18,8 +23,29 @@ export interface EmbeddedPlover {
   /** Resident memory of the process, in MiB, read from /proc. */
   rssMiB(): number;
   exited: Promise<number | null>;
+  /** Sends `signal` and waits for the exit; the data dir stays, for a start on it again. */
+  kill(signal: NodeJS.Signals): Promise<number | null>;
   /** SIGTERM, then the exit code; removes the data dir. */
   stop(): Promise<number | null>;
+}
+
+/**
+ * A fresh data dir as the first start leaves it (Postgres migrated, the bootstrap organization, project and keys,
+ * credentials.json), changed by `seed` through the stores' own modules: for state no API sets. Start on it with
+ * startEmbedded(env, dataDir); the rest of the stores are created then.
+ */
+export async function seededDataDir(seed: (sql: Sql, credentials: Credentials) => Promise<void>): Promise<string> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plover-embedded-'));
+  const sql = await PGliteSql.open({ dataDir: path.join(dataDir, 'postgres') });
+  try {
+    await migrate(sql);
+    const credentials = (await bootstrap(sql, loadConfig({}, { bootstrap: sections.bootstrap }).bootstrap)) as Credentials;
+    writeCredentials(dataDir, credentials);
+    await seed(sql, credentials);
+  } finally {
+    await sql.close();
+  }
+  return dataDir;
 }
 
 /** Starts on `dataDir`, a fresh directory unless given (stop() removes it either way). */
@@ -69,6 +95,10 @@ export async function startEmbedded(
       return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
     },
     exited,
+    kill: (signal) => {
+      child.kill(signal);
+      return exited;
+    },
     stop: async () => {
       child.kill('SIGTERM');
       const code = await exited;
