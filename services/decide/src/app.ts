@@ -29,7 +29,7 @@ import { decideErrors, parseFlagsRequest } from './request';
 import { publicEarlyAccessFeatures, publicSurveys } from './store';
 import { capturePerformanceConfig, sessionRecordingConfig } from './session-recording';
 import { staticScripts } from './static-scripts';
-import { configFields, decideShaping, flagsShaping, renderBody, type RenderedFlags, type Shaping } from './responses';
+import { configFields, decideShaping, flagsShaping, renderBody, renderDefinitions, type Shaping } from './responses';
 
 export { DefinitionsCache } from './definitions';
 
@@ -77,7 +77,8 @@ function searchParams(req: IncomingMessage & { originalUrl?: string }): URLSearc
 }
 
 const BODY_ERRORS = { tooLarge, decoding: malformed };
-const NO_FLAGS: RenderedFlags = new Map();
+/** What an answer without definitions (quota limited, or none could be loaded) is written from. */
+const NO_DEFINITIONS = renderDefinitions({ flags: [], hasActiveSurveys: false, replaySettings: undefined });
 
 export interface DecideRoutes {
   /** `/decide` and `/flags`, what the SDKs call on every page load, served ahead of Express. */
@@ -175,10 +176,8 @@ export function decideRoutes(deps: DecideDeps): DecideRoutes {
         errorsWhileComputingFlags: errors,
         quotaLimited,
         requestId,
-        rendered: definitions?.rendered ?? NO_FLAGS,
-        surveys: definitions?.hasActiveSurveys ?? false,
+        rendered: definitions?.rendered ?? NO_DEFINITIONS,
         endpoint,
-        replaySettings: definitions?.replaySettings,
       }),
     );
   }

@@ -3,7 +3,7 @@ import type { Logger } from '@plover/core';
 import { definitionVersions, loadDefinitions, onDefinitionsChanged, type ProjectDefinitions } from '@plover/flag-store';
 import { compileFlags, type CompiledFlags, type PropertyGroup } from '@plover/flags';
 import type { Sql } from '@plover/postgres';
-import { renderFlags, type RenderedFlags } from './responses';
+import { renderDefinitions, type RenderedDefinitions } from './responses';
 
 export interface CachedDefinitions extends ProjectDefinitions {
   /** `definitionVersions` at the time the definitions were read. */
@@ -11,8 +11,8 @@ export interface CachedDefinitions extends ProjectDefinitions {
   compiled: CompiledFlags;
   /** Keys of active flags with experience continuity: the hash-key override write concerns only these. */
   continuityKeys: string[];
-  /** The active flags' JSON for `/decide` and `/flags` answers, rendered with these definitions and dropped with them. */
-  rendered: RenderedFlags;
+  /** The JSON `/decide` and `/flags` answers are written from (the active flags, the config fields). */
+  rendered: RenderedDefinitions;
   /** Local-evaluation bodies (docs/decide.md#routes) and their ETags, with and without `cohorts`, built on first use. */
   localEvaluation(sendCohorts: boolean): { body: string; etag: string };
 }
@@ -129,7 +129,7 @@ function buildEntry(definitions: ProjectDefinitions, version: string): CachedDef
     version,
     compiled,
     continuityKeys: definitions.flags.filter((flag) => flag.active && flag.ensure_experience_continuity === true).map((flag) => flag.key),
-    rendered: renderFlags(definitions.flags.filter((flag) => flag.active)),
+    rendered: renderDefinitions(definitions),
     localEvaluation(sendCohorts) {
       let cached = bodies.get(sendCohorts);
       if (!cached) {

@@ -182,11 +182,25 @@ export class RenderedFlag {
   }
 }
 
-/** The rendered flags of a project's definitions, by key. */
-export type RenderedFlags = ReadonlyMap<string, RenderedFlag>;
+/** What a project's `/decide` and `/flags` answers are written from, rendered with its definitions and dropped with them. */
+export interface RenderedDefinitions {
+  /** The active flags, by key. */
+  flags: ReadonlyMap<string, RenderedFlag>;
+  /** The config fields as JSON text without the closing brace, by endpoint. */
+  config: Readonly<Record<'decide' | 'flags', string>>;
+}
 
-export function renderFlags(definitions: readonly FeatureFlag[]): RenderedFlags {
-  return new Map(definitions.map((definition) => [definition.key, new RenderedFlag(definition.key, definition)]));
+export function renderDefinitions(definitions: {
+  flags: readonly FeatureFlag[];
+  hasActiveSurveys: boolean;
+  replaySettings: SessionReplaySettings | undefined;
+}): RenderedDefinitions {
+  const config = (endpoint: 'decide' | 'flags') =>
+    JSON.stringify(configFields({ surveys: definitions.hasActiveSurveys, endpoint, replay: definitions.replaySettings })).slice(0, -1);
+  return {
+    flags: new Map(definitions.flags.filter((flag) => flag.active).map((flag) => [flag.key, new RenderedFlag(flag.key, flag)])),
+    config: { decide: config('decide'), flags: config('flags') },
+  };
 }
 
 export interface FlagsBody {
@@ -194,12 +208,9 @@ export interface FlagsBody {
   errorsWhileComputingFlags: boolean;
   quotaLimited: boolean;
   requestId: string;
-  /** The project's rendered flags; a flag without one is rendered for this answer alone. */
-  rendered: RenderedFlags;
-  surveys: boolean;
+  /** The project's rendered definitions; a flag not among them is rendered for this answer alone. */
+  rendered: RenderedDefinitions;
   endpoint: 'decide' | 'flags';
-  /** The project's replay settings, for its `sessionRecording` and `capturePerformance` config fields. */
-  replaySettings?: SessionReplaySettings | undefined;
 }
 
 /**
@@ -235,33 +246,6 @@ function objectJson(members: Members<string>): string {
 
 const COMMA = Buffer.from(',');
 
-/** The config fields as JSON text without the closing brace, by endpoint and `surveys`. */
-const CONFIG_TEXTS = {
-  decide: [false, true].map((surveys) => JSON.stringify(configFields({ surveys, endpoint: 'decide' })).slice(0, -1)),
-  flags: [false, true].map((surveys) => JSON.stringify(configFields({ surveys, endpoint: 'flags' })).slice(0, -1)),
-};
-
-// Per project (one settings object per definitions load), the config text by endpoint and `surveys`.
-const projectConfigTexts = new WeakMap<SessionReplaySettings, Map<string, string>>();
-
-/** The config fields as JSON text without the closing brace; a project's replay settings make them its own. */
-function configText(body: FlagsBody): string {
-  const replay = body.replaySettings;
-  if (replay === undefined) return CONFIG_TEXTS[body.endpoint][Number(body.surveys)] as string;
-  let texts = projectConfigTexts.get(replay);
-  if (texts === undefined) {
-    texts = new Map();
-    projectConfigTexts.set(replay, texts);
-  }
-  const key = `${body.endpoint}:${body.surveys}`;
-  let text = texts.get(key);
-  if (text === undefined) {
-    text = JSON.stringify(configFields({ surveys: body.surveys, endpoint: body.endpoint, replay })).slice(0, -1);
-    texts.set(key, text);
-  }
-  return text;
-}
-
 /**
  * The response body as UTF-8 JSON, written from the rendered flags rather than built as objects and serialized
  * (serializing fifty response objects per request was a fifth of decide's CPU, bench/decide.ts). Parses to the
@@ -269,7 +253,7 @@ function configText(body: FlagsBody): string {
  */
 export function renderBody(shaping: Shaping, body: FlagsBody): Buffer {
   // The config fields (or nothing), then the members in the order the object-built body had them.
-  let out = shaping.config ? `${configText(body)},` : '{';
+  let out = shaping.config ? `${body.rendered.config[body.endpoint]},` : '{';
   switch (shaping.shape) {
     case 'v1': {
       const keys: string[] = [];
@@ -316,7 +300,7 @@ export function renderBody(shaping: Shaping, body: FlagsBody): Buffer {
 }
 
 function renderedFlag(body: FlagsBody, key: string): RenderedFlag {
-  return body.rendered.get(key) ?? new RenderedFlag(key, undefined);
+  return body.rendered.flags.get(key) ?? new RenderedFlag(key, undefined);
 }
 
 /** `quotaLimited` when limited, then the request id, and the closing brace. */

@@ -1,9 +1,13 @@
 import { flagValue, type EvaluatedFlag, type FeatureFlag, type FlagEvaluation, type JsonValue, type MatchReasonCode } from '@plover/flags';
-import { configFields, renderBody as renderBytes, renderFlags, type FlagsBody, type Shaping } from '../src/responses';
+import { configFields, renderBody as renderBytes, renderDefinitions, type FlagsBody, type Shaping } from '../src/responses';
 import { seededRandom } from '../../../test/support/random';
 
-/** A body and the definitions its flags were rendered from, which the reference reads the metadata from. */
-type Case = FlagsBody & { flagsById: ReadonlyMap<string, FeatureFlag> };
+/** A body and the definitions it was rendered from, which the reference reads the metadata and config from. */
+type Case = FlagsBody & { flagsById: ReadonlyMap<string, FeatureFlag>; surveys: boolean };
+
+function rendered(flagsById: ReadonlyMap<string, FeatureFlag>, surveys: boolean): FlagsBody['rendered'] {
+  return renderDefinitions({ flags: [...flagsById.values()], hasActiveSurveys: surveys, replaySettings: undefined });
+}
 
 /** The answer as text (renderBody writes UTF-8 bytes). */
 const renderBody = (shaping: Shaping, body: FlagsBody): string => renderBytes(shaping, body).toString('utf8');
@@ -145,14 +149,18 @@ function generateBody(next: () => number): Case {
       });
     }
   }
+  const errorsWhileComputingFlags = next() < 0.3;
+  const quotaLimited = next() < 0.2;
+  const requestId = next() < 0.9 ? 'b3c1f4de-6e1a-4f5e-9d55-0a3b2a1f9e11' : 'odd "id" ü';
+  const surveys = next() < 0.5;
   return {
     flags,
-    errorsWhileComputingFlags: next() < 0.3,
-    quotaLimited: next() < 0.2,
-    requestId: next() < 0.9 ? 'b3c1f4de-6e1a-4f5e-9d55-0a3b2a1f9e11' : 'odd "id" ü',
+    errorsWhileComputingFlags,
+    quotaLimited,
+    requestId,
     flagsById,
-    rendered: renderFlags([...flagsById.values()]),
-    surveys: next() < 0.5,
+    rendered: rendered(flagsById, surveys),
+    surveys,
     endpoint: next() < 0.5 ? 'decide' : 'flags',
   };
 }
@@ -182,7 +190,7 @@ describe('renderBody', () => {
       return reason;
     };
     const next = seededRandom(99);
-    const { flagsById, rendered } = generateBody(next);
+    const { flagsById, rendered: renderedDefinitions, surveys } = generateBody(next);
     const payloadOf = new Map(KEYS.map((key) => [key, new Map([...VARIANTS, 'true'].map((variant) => [variant, pick(next, PAYLOADS)]))]));
     for (let i = 0; i < 2000; i += 1) {
       const flags = new Map<string, FlagEvaluation>();
@@ -206,8 +214,8 @@ describe('renderBody', () => {
         quotaLimited: false,
         requestId: `r${i}`,
         flagsById,
-        rendered,
-        surveys: false,
+        rendered: renderedDefinitions,
+        surveys,
         endpoint: 'flags',
       };
       for (const config of [false, true]) {
@@ -223,13 +231,13 @@ describe('renderBody', () => {
     expect(SHAPINGS.map((shaping) => renderBody(shaping, body))).toEqual(first);
     // A changed definition is rendered again with the definitions it came with.
     const renamed = new Map([...body.flagsById].map(([key, flag]) => [key, { ...flag, name: 'renamed', version: 99 }]));
-    const changed = { ...body, flagsById: renamed, rendered: renderFlags([...renamed.values()]) };
+    const changed = { ...body, flagsById: renamed, rendered: rendered(renamed, body.surveys) };
     for (const shaping of SHAPINGS) expect(renderBody(shaping, changed)).toBe(JSON.stringify(referenceBody(shaping, changed)));
   });
 
   it('does not answer from a kept member when the same outcome comes with another payload or reason text', () => {
     const definition: FeatureFlag = { id: 1, key: 'f', active: true, filters: { payloads: { true: '{"a":1}' } } };
-    const rendered = renderFlags([definition]);
+    const flagsById = new Map([['f', definition]]);
     const reason = { code: 'condition_match' as const, condition_index: 0, description: 'Matched condition set 1' };
     const answer = (flag: FlagEvaluation) => {
       const body: Case = {
@@ -237,8 +245,8 @@ describe('renderBody', () => {
         errorsWhileComputingFlags: false,
         quotaLimited: false,
         requestId: 'r',
-        flagsById: new Map([['f', definition]]),
-        rendered,
+        flagsById,
+        rendered: rendered(flagsById, false),
         surveys: false,
         endpoint: 'flags',
       };
@@ -258,8 +266,7 @@ describe('renderBody', () => {
       errorsWhileComputingFlags: false,
       quotaLimited: true,
       requestId: 'r',
-      rendered: new Map(),
-      surveys: false,
+      rendered: rendered(new Map(), false),
       endpoint: 'flags',
     };
     expect(JSON.parse(renderBody({ shape: 'v4', config: false }, body))).toEqual({
@@ -278,8 +285,7 @@ describe('renderBody', () => {
       errorsWhileComputingFlags: false,
       quotaLimited: false,
       requestId: 'r',
-      rendered: renderFlags([{ id: 1, key: '__proto__', active: true, filters: {} }]),
-      surveys: false,
+      rendered: rendered(new Map([['__proto__', { id: 1, key: '__proto__', active: true, filters: {} }]]), false),
       endpoint: 'flags',
     };
     const v4 = JSON.parse(renderBody({ shape: 'v4', config: false }, body)) as { flags: Record<string, unknown> };
