@@ -34,10 +34,10 @@ async function recordingProject(sql: Sql, settings: { optIn: boolean; retention?
   return id;
 }
 
-function snapshotMessage(teamId: number, sessionId: string, events: unknown[], overrides: Partial<SnapshotMessage> = {}): OutgoingMessage {
+function snapshotMessage(projectId: number, sessionId: string, events: unknown[], overrides: Partial<SnapshotMessage> = {}): OutgoingMessage {
   const message = {
     uuid: uuidv7(),
-    team_id: teamId,
+    team_id: projectId,
     distinct_id: 'user-1',
     session_id: sessionId,
     window_id: 'w1',
@@ -48,7 +48,7 @@ function snapshotMessage(teamId: number, sessionId: string, events: unknown[], o
     sent_at: null,
     ...overrides,
   };
-  return { key: snapshotMessageKey(teamId, sessionId), value: Buffer.from(JSON.stringify(message)) };
+  return { key: snapshotMessageKey(projectId, sessionId), value: Buffer.from(JSON.stringify(message)) };
 }
 
 const meta = (at: number, href: string) => ({ type: 4, data: { href, width: 800, height: 600 }, timestamp: at });
@@ -91,18 +91,18 @@ describe.each(stackFactories)('replay consumer: $name', (factory) => {
 
   it("stores a session's messages as blocks of lines and one summary", async () => {
     const { settings } = await startReplay();
-    const teamId = await recordingProject(stack.stores.sql, { optIn: true, retention: '90d' });
+    const projectId = await recordingProject(stack.stores.sql, { optIn: true, retention: '90d' });
     const first = [meta(T, 'https://shop.example/'), click(T + 1_000), input(T + 2_000)];
     const second = [click(T + 4_000), consoleError(T + 5_000)];
     await stack.stores.bus.produce(settings.topic, [
-      snapshotMessage(teamId, 'session-1', first, { distinct_id: 'anon-1' }),
-      snapshotMessage(teamId, 'session-1', second, { window_id: 'w2', distinct_id: 'user-1', snapshot_source: 'web' }),
+      snapshotMessage(projectId, 'session-1', first, { distinct_id: 'anon-1' }),
+      snapshotMessage(projectId, 'session-1', second, { window_id: 'w2', distinct_id: 'user-1', snapshot_source: 'web' }),
     ]);
-    await waitFor('both messages', async () => (await getSessionSummary(ch, teamId, 'session-1'))?.message_count === 2, stack.deliveryTimeoutMs);
+    await waitFor('both messages', async () => (await getSessionSummary(ch, projectId, 'session-1'))?.message_count === 2, stack.deliveryTimeoutMs);
 
     // Active time is counted per message: the click at 1 s to the input at 2 s, and the click at 4 s to the console
     // event at 5 s (an inactive event within 5 s of the last active one extends its segment): 2000 ms.
-    expect(await getSessionSummary(ch, teamId, 'session-1')).toMatchObject({
+    expect(await getSessionSummary(ch, projectId, 'session-1')).toMatchObject({
       distinct_id: 'anon-1',
       distinct_ids: ['anon-1', 'user-1'],
       start_time: new Date(T).toISOString(),
@@ -121,7 +121,7 @@ describe.each(stackFactories)('replay consumer: $name', (factory) => {
       retention_period_days: 90,
       expires_at: new Date(Math.floor(T / DAY) * DAY + 90 * DAY).toISOString(),
     });
-    const blocks = await readSnapshotBlocks(ch, teamId, 'session-1');
+    const blocks = await readSnapshotBlocks(ch, projectId, 'session-1');
     const lines = blocks.map((block) =>
       block.data
         .trimEnd()
@@ -153,16 +153,16 @@ describe.each(stackFactories)('replay consumer: $name', (factory) => {
       },
     });
     const { settings, metrics } = await startReplay(flaky);
-    const teamId = await recordingProject(stack.stores.sql, { optIn: true });
-    const duplicate = snapshotMessage(teamId, 'session-2', [click(T), click(T + 100)]);
+    const projectId = await recordingProject(stack.stores.sql, { optIn: true });
+    const duplicate = snapshotMessage(projectId, 'session-2', [click(T), click(T + 100)]);
     // Capture retrying a produce can also put the same message on the bus twice.
-    await stack.stores.bus.produce(settings.topic, [duplicate, snapshotMessage(teamId, 'session-2', [input(T + 200)]), duplicate]);
+    await stack.stores.bus.produce(settings.topic, [duplicate, snapshotMessage(projectId, 'session-2', [input(T + 200)]), duplicate]);
     await waitFor('the batch to be committed', async () => (await handled(metrics, 'stored')) === 3, stack.deliveryTimeoutMs);
 
     expect(syncs).toBeGreaterThanOrEqual(2);
     expect(summaryInserts.reduce((sum, rows) => sum + rows, 0)).toBeGreaterThan(3);
-    expect(await getSessionSummary(ch, teamId, 'session-2')).toMatchObject({ message_count: 2, event_count: 3, click_count: 2, keypress_count: 1 });
-    expect(await readSnapshotBlocks(ch, teamId, 'session-2')).toHaveLength(2);
+    expect(await getSessionSummary(ch, projectId, 'session-2')).toMatchObject({ message_count: 2, event_count: 3, click_count: 2, keypress_count: 1 });
+    expect(await readSnapshotBlocks(ch, projectId, 'session-2')).toHaveLength(2);
   });
 
   it('drops the messages of projects that do not record, and those with unusable or distant times, with warnings', async () => {
@@ -204,17 +204,17 @@ describe.each(stackFactories)('replay consumer: $name', (factory) => {
 
   it('dead-letters a message that is not a snapshot message, with the reason and the original bytes', async () => {
     const { settings } = await startReplay();
-    const teamId = await recordingProject(stack.stores.sql, { optIn: true });
+    const projectId = await recordingProject(stack.stores.sql, { optIn: true });
     const letters = await collectTopic(stack.stores.bus, settings.deadLetterTopic);
     try {
-      const value = JSON.stringify({ team_id: teamId, uuid: '0198c0de-7a3e-7c1b-9a52-0b6f2d3f1e11', session_id: 'no spaces allowed' });
-      await stack.stores.bus.produce(settings.topic, [{ key: `${teamId}:x`, value: Buffer.from(value) }]);
+      const value = JSON.stringify({ team_id: projectId, uuid: '0198c0de-7a3e-7c1b-9a52-0b6f2d3f1e11', session_id: 'no spaces allowed' });
+      await stack.stores.bus.produce(settings.topic, [{ key: `${projectId}:x`, value: Buffer.from(value) }]);
       await waitFor('the dead letter', () => letters.received.length === 1, stack.deliveryTimeoutMs);
       const letter = JSON.parse(letters.received[0]!.value.toString()) as DeadLetter;
       expect(letter).toMatchObject({
         reason: 'invalid_message',
-        source: { topic: settings.topic, key: `${teamId}:x` },
-        team_id: teamId,
+        source: { topic: settings.topic, key: `${projectId}:x` },
+        team_id: projectId,
         event_uuid: '0198c0de-7a3e-7c1b-9a52-0b6f2d3f1e11',
         payload: value,
         payload_encoding: 'utf8',

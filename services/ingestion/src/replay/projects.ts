@@ -18,10 +18,10 @@ const RETENTION_DAYS: Readonly<Record<SessionReplaySettings['session_recording_r
   '5y': 5 * 365,
 };
 
-/** The settings of the projects among `teamIds` that exist; a project missing from the map records nothing. */
-export async function recordingSettings(sql: Sql, teamIds: readonly number[]): Promise<Map<number, RecordingSettings>> {
+/** The settings of the projects among `projectIds` that exist; a project missing from the map records nothing. */
+export async function recordingSettings(sql: Sql, projectIds: readonly number[]): Promise<Map<number, RecordingSettings>> {
   // One read per project: a batch holds the messages of few projects (the bus keys them by project and session).
-  const read = await Promise.all(teamIds.map(async (id) => [id, await readSessionReplaySettings(sql, id)] as const));
+  const read = await Promise.all(projectIds.map(async (id) => [id, await readSessionReplaySettings(sql, id)] as const));
   const settings = new Map<number, RecordingSettings>();
   for (const [id, project] of read) {
     if (project) settings.set(id, { enabled: project.session_recording_opt_in, retentionDays: RETENTION_DAYS[project.session_recording_retention_period] });
