@@ -4,7 +4,7 @@ import type { ManagementDeps } from '../deps';
 import { principalOf, projectOf } from '../http/auth';
 import { errors } from '../http/errors';
 import { exceededLimit, type KeyLimits } from '../http/key-limits';
-import type { Paged, Route } from '../http/route-table';
+import { pageFrom, type Paged, type Route } from '../http/route-table';
 import { AccountsStore, type KeyRow, type ProjectRow } from './accounts-store';
 
 /** Scope objects a key may carry (PostHog's posthog/scopes.py). */
@@ -226,7 +226,7 @@ export function accountRoutes({ sql }: ManagementDeps): Route[] {
       async handler(req, { page }): Promise<Paged> {
         const { user, key } = principalOf(req);
         const { rows, count } = await store.listProjects(user.id, key, page);
-        return { results: rows.slice(0, page.limit).map(projectBody), count, hasMore: rows.length > page.limit };
+        return pageFrom(rows, page, projectBody, count);
       },
     },
     {

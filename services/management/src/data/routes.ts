@@ -4,9 +4,10 @@ import { Params, parsePropertyFilters, propertiesCondition } from '@plover/insig
 import type { ManagementDeps } from '../deps';
 import { projectOf } from '../http/auth';
 import { errors } from '../http/errors';
-import { csvStream, Q, type Paged, type Route, type RouteInput } from '../http/route-table';
+import { csvStream, pageFrom, Q, type Paged, type Route, type RouteInput } from '../http/route-table';
+import { clickHouseTime } from '../shared/times';
 import { insightContext } from '../shared/insight-context';
-import { DataStore, type EventRow, type EventsCondition } from './data-store';
+import { DataStore, type EventRow, type EventsCondition, type IngestionWarningRow } from './data-store';
 
 function dateParam(value: unknown, name: string): Date | undefined {
   if (value === undefined) return undefined;
@@ -15,8 +16,6 @@ function dateParam(value: unknown, name: string): Date | undefined {
   return date;
 }
 
-const chDate = (value: string) => new Date(`${value.replace(' ', 'T')}Z`).toISOString();
-
 function eventBody(row: EventRow): Record<string, unknown> {
   return {
     id: row.uuid_text,
@@ -24,7 +23,7 @@ function eventBody(row: EventRow): Record<string, unknown> {
     event: row.event,
     distinct_id: row.distinct_id,
     properties: JSON.parse(row.properties) as unknown,
-    timestamp: chDate(row.ts),
+    timestamp: clickHouseTime(row.ts).toISOString(),
     person_id: row.person_id_text,
   };
 }
@@ -97,8 +96,7 @@ export function dataRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
       response: { status: 200 },
       async handler(req, { page, query }): Promise<Paged> {
         const { rows, count } = await store.groups(projectOf(req).id, query.group_type_index as number, query.search as string | undefined, page);
-        const results = rows.slice(0, page.limit).map((row) => ({ ...row, created_at: row.created_at.toISOString() }));
-        return { results, count, hasMore: rows.length > page.limit };
+        return pageFrom(rows, page, (row) => ({ ...row, created_at: row.created_at.toISOString() }), count);
       },
     },
     {
@@ -119,11 +117,9 @@ export function dataRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
             (await store.events(condition, size, page.offset, after)).map((row) => ({ row: eventBody(row), cursor: row })),
           );
         }
-        const rows = await store.events(condition, page.limit + 1, page.offset);
-        const hasMore = rows.length > page.limit;
-        const results = rows.slice(0, page.limit).map(eventBody);
-        const count = hasMore || (results.length === 0 && page.offset > 0) ? await store.countEvents(condition) : page.offset + results.length;
-        return { results, count, hasMore } satisfies Paged;
+        const paged = pageFrom(await store.events(condition, page.limit + 1, page.offset), page, eventBody);
+        const counted = paged.hasMore || (paged.results.length === 0 && page.offset > 0);
+        return { ...paged, count: counted ? await store.countEvents(condition) : page.offset + paged.results.length };
       },
     },
     {
@@ -136,13 +132,13 @@ export function dataRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
       response: { status: 200 },
       async handler(req, { page }): Promise<Paged> {
         const { rows, count } = await store.ingestionWarnings(projectOf(req).id, page);
-        const results = rows.slice(0, page.limit).map((row) => ({
+        const warning = (row: IngestionWarningRow) => ({
           type: row.type,
           details: JSON.parse(row.details) as unknown,
-          timestamp: chDate(row.ts),
+          timestamp: clickHouseTime(row.ts).toISOString(),
           event_uuid: row.event_uuid_text,
-        }));
-        return { results, count, hasMore: rows.length > page.limit };
+        });
+        return pageFrom(rows, page, warning, count);
       },
     },
   ];

@@ -83,6 +83,11 @@ export interface Route {
   handler(req: Request, input: RouteInput): unknown;
 }
 
+/** One page from rows read one past it (`LIMIT limit + 1`): the extra row only says that more follow. */
+export function pageFrom<T, R>(rows: readonly T[], page: Page, render: (row: T) => R, count?: number): Paged<R> {
+  return { results: rows.slice(0, page.limit).map(render), hasMore: rows.length > page.limit, ...(count === undefined ? {} : { count }) };
+}
+
 /** A handler's answer with a status other than its route's. */
 export class Reply {
   constructor(

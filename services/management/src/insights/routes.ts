@@ -4,7 +4,7 @@ import { accessControlRoutes, callerOf, requireAccess } from '../http/access';
 import { principalOf } from '../http/auth';
 import type { Body } from '../http/body';
 import { errors } from '../http/errors';
-import { Q, updates, type Paged, type Route } from '../http/route-table';
+import { pageFrom, Q, updates, type Paged, type Route } from '../http/route-table';
 import type { AccessTarget } from '../shared/access-store';
 import { computeRoutes } from './compute';
 import { COLUMNS, InsightsStore, RESOURCE, type Field, type InsightRow } from './insights-store';
@@ -170,7 +170,7 @@ export function insightRoutes(deps: ManagementDeps): Route[] {
           },
           page,
         );
-        return { results: rows.slice(0, page.limit).map(insightBody), count, hasMore: rows.length > page.limit };
+        return pageFrom(rows, page, insightBody, count);
       },
     },
     {

@@ -3,7 +3,7 @@ import type { PersonListFilter } from '@plover/persons';
 import type { ManagementDeps } from '../deps';
 import { principalOf, projectOf } from '../http/auth';
 import { errors } from '../http/errors';
-import { Q, updates, type Paged, type Route } from '../http/route-table';
+import { pageFrom, Q, updates, type Route } from '../http/route-table';
 import { personBody } from '../shared/person-body';
 import { PersonsStore, type PersonRef } from './persons-store';
 
@@ -59,15 +59,10 @@ export function personRoutes({ sql }: ManagementDeps): Route[] {
           properties: query.properties as string | undefined,
         };
         if (format === 'csv') return store.export(projectId, filter, page.offset);
-        const rows = await store.list(projectId, filter, page);
-        const results = rows.slice(0, page.limit).map(personBody);
-        const hasMore = rows.length > page.limit;
+        const paged = pageFrom(await store.list(projectId, filter, page), page, personBody);
         // A page that is not full tells the count without another query.
-        const count =
-          !hasMore && (results.length > 0 || page.offset === 0)
-            ? page.offset + results.length
-            : await store.count(projectId, filter, query.include_total === true);
-        return { results, count, hasMore } satisfies Paged;
+        const told = !paged.hasMore && (paged.results.length > 0 || page.offset === 0);
+        return { ...paged, count: told ? page.offset + paged.results.length : await store.count(projectId, filter, query.include_total === true) };
       },
     },
     {
