@@ -1,20 +1,9 @@
 import request from 'supertest';
 import { silentLogger } from '@plover/core';
 import { writeDefinitions } from '@plover/flag-store';
-import type { QueryResult } from '@plover/postgres';
 import { openMigratedPGlite } from '../../../packages/postgres/test/support/backends';
 import { DefinitionsCache } from '../src/definitions';
 import { buildApp, FaultySql, setup } from './support/harness';
-
-/** Counts the queries run, by name. */
-class CountingSql extends FaultySql {
-  readonly counts = new Map<string, number>();
-
-  override query<R>(name: string, text: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
-    this.counts.set(name, (this.counts.get(name) ?? 0) + 1);
-    return super.query<R>(name, text, params);
-  }
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -23,7 +12,7 @@ describe('DefinitionsCache', () => {
     const database = await openMigratedPGlite();
     try {
       const projectId = (await setup(database.sql)).project.id;
-      const sql = new CountingSql(database.sql);
+      const sql = new FaultySql(database.sql);
       const cache = new DefinitionsCache(sql, { logger: silentLogger(), pollIntervalMs: 10 });
       const first = await cache.get(projectId);
       await sleep(100);

@@ -3,11 +3,12 @@ import type { RequestHandler } from 'express';
 import { bootstrap, ProjectTokenCache, type Credentials } from '@plover/accounts';
 import { ApiError, silentLogger } from '@plover/core';
 import { createMetricsRegistry, createServiceApp, type ServiceApp } from '@plover/http';
-import { PgSql, type QueryResult, type Sql, type SqlExecutor } from '@plover/postgres';
+import { PgSql, type Sql, type SqlExecutor } from '@plover/postgres';
 import { projectFlagRoutes } from '../../../management/src/feature-flags';
 import { jsonBody } from '../../../management/src/http/body';
 import { realService } from '../../../../test/support/services';
 import { openMigratedPGlite, openMigratedPostgres } from '../../../../packages/postgres/test/support/backends';
+export { FaultySql } from '../../../../packages/postgres/test/support/faulty-sql';
 import { decideRoutes, DefinitionsCache, type DecideSettings } from '../../src/app';
 
 export const postgres = realService('TEST_DATABASE_URL');
@@ -47,37 +48,6 @@ const real: Backend = {
 const pglite: Backend = { name: 'PGlite', open: openMigratedPGlite };
 
 export const backends: Backend[] = postgres.url ? [pglite, real] : [pglite];
-
-/** Wraps a Sql so that tests can make chosen queries fail or hang. */
-export class FaultySql implements Sql {
-  failing = new Set<string>();
-  delayMs = new Map<string, number>();
-
-  constructor(private readonly inner: Sql) {}
-
-  async query<R>(name: string, text: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
-    if (this.failing.has(name)) throw new Error(`injected failure of ${name}`);
-    const delay = this.delayMs.get(name);
-    if (delay) await new Promise((resolve) => setTimeout(resolve, delay));
-    return this.inner.query<R>(name, text, params);
-  }
-
-  exec(name: string, script: string): Promise<void> {
-    return this.inner.exec(name, script);
-  }
-
-  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
-    return this.inner.transaction(fn);
-  }
-
-  ping(): Promise<void> {
-    return this.inner.ping();
-  }
-
-  close(): Promise<void> {
-    return this.inner.close();
-  }
-}
 
 /**
  * Stands in for the management API's key authentication and project resolution: every request acts as the
