@@ -1,9 +1,11 @@
 /**
  * The console's screens, in one registry: the shell (shell.tsx) routes `/project/<id>/<path>` to the first
- * screen whose `path` matches, shows the `nav` ones in the navigation bar in this order, and titles the page.
+ * screen whose `path` matches (so fixed paths come before `:name` ones), shows the `nav` ones in the navigation
+ * bar in this order, and titles the page.
  * A new screen is a component (screens/*.tsx) and one entry here.
  */
 import type { ComponentType } from 'preact';
+import { FunnelCorrelation } from './screens/funnel-correlation';
 import { InsightEditor } from './screens/insight-editor';
 import { InsightList } from './screens/insight-list';
 import { Overview } from './screens/overview';
@@ -26,5 +28,6 @@ export const screens: Screen[] = [
   { path: '', title: 'Overview', nav: true, component: Overview },
   { path: 'insights', title: 'Insights', nav: true, component: InsightList },
   { path: 'insights/new', title: 'New insight', component: InsightEditor },
+  { path: 'insights/correlation', title: 'Funnel correlation', component: FunnelCorrelation },
   { path: 'insights/:shortId', title: 'Insight', component: InsightEditor },
 ];

@@ -169,6 +169,18 @@ describeWithBrowser()('the console in Chromium', () => {
     expect(problems).toEqual([]);
   }, 240_000);
 
+  it('correlates a two-step funnel', async () => {
+    await signIn(page, target.console.base, target.console.plover.credentials.personalKey);
+    await page.getByRole('link', { name: 'Insights', exact: true }).click();
+    await page.getByRole('link', { name: 'Funnel correlation' }).click();
+    await page.getByRole('group', { name: 'Step 2' }).getByLabel('Event').fill('signup');
+    await page.getByRole('button', { name: 'Correlate' }).click();
+    // Every one of the three users who viewed a page signed up afterwards: nothing to compare.
+    await expect(page.getByText('Every person converted, or none did').waitFor()).resolves.toBeUndefined();
+    await screenshot(page, 'funnel-correlation');
+    expect(problems).toEqual([]);
+  }, 240_000);
+
   it('says which scope a key lacks instead of failing', async () => {
     const key = await target.console.newKey('no insights', ['project:read']);
     await signIn(page, target.console.base, key);

@@ -4,7 +4,7 @@
  * against the OpenAPI document the server publishes at `/api/schema/` (same path, method and
  * `x-required-scope`), so the console cannot drift from the API. Types of bodies and answers ride along.
  */
-import type { CorrelationResult, EventRow, Insight, InsightWrite, Page, Project, TrendRequest, TrendResponse, User } from './types';
+import type { CorrelationRequest, CorrelationResult, EventRow, Insight, InsightWrite, Page, Project, TrendRequest, TrendResponse, User } from './types';
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 
@@ -30,7 +30,7 @@ export const operations = {
   listProjects: op<Page<Project>>()('GET', '/api/projects/', 'project:read'),
   getProject: op<Project>()('GET', `${PROJECT}/`, 'project:read'),
   trend: op<TrendResponse, TrendRequest>()('POST', `${PROJECT}/insights/trend/`, 'insight:read'),
-  funnelCorrelation: op<{ result: CorrelationResult }, Record<string, unknown>>()('POST', `${PROJECT}/insights/funnel/correlation/`, 'insight:read'),
+  funnelCorrelation: op<{ result: CorrelationResult }, CorrelationRequest>()('POST', `${PROJECT}/insights/funnel/correlation/`, 'insight:read'),
   listInsights: op<Page<Insight>>()('GET', `${PROJECT}/insights/`, 'insight:read'),
   myLastViewedInsights: op<Insight[]>()('GET', `${PROJECT}/insights/my_last_viewed/`, 'insight:read'),
   getInsight: op<Insight>()('GET', `${PROJECT}/insights/{id}/`, 'insight:read'),

@@ -110,6 +110,21 @@ export interface TrendResponse {
   last_refresh: string;
 }
 
+export type CorrelationType = 'events' | 'properties' | 'event_with_properties';
+
+export type FunnelWindowUnit = 'second' | 'minute' | 'hour' | 'day' | 'week' | 'month';
+
+/** The legacy funnel fields of `insights/funnel/correlation/`: ordered steps, the window, what to correlate. */
+export interface CorrelationRequest {
+  events: Array<{ id: string; type: 'events'; order: number; name: string }>;
+  date_from: string;
+  funnel_window_interval: number;
+  funnel_window_interval_unit: FunnelWindowUnit;
+  funnel_correlation_type: CorrelationType;
+  funnel_correlation_names?: string[];
+  funnel_correlation_event_names?: string[];
+}
+
 export interface CorrelationEntry {
   event: { event: string };
   success_count: number;

@@ -38,6 +38,9 @@ export function InsightList() {
   return (
     <>
       <PageHeader title="Insights">
+        <Link class="button secondary" href={projectPath(projectId, 'insights/correlation')}>
+          Funnel correlation
+        </Link>
         <Link class="button" href={projectPath(projectId, 'insights/new')}>
           New insight
         </Link>
