@@ -144,6 +144,6 @@ function parseJson(value: Buffer | string): unknown {
 }
 
 /** The bus key: one person's events land in one partition and are processed in order. */
-export function capturedEventKey(teamId: number, distinctId: string): string {
-  return `${teamId}:${distinctId}`;
+export function capturedEventKey(projectId: number, distinctId: string): string {
+  return `${projectId}:${distinctId}`;
 }

@@ -81,6 +81,6 @@ export function parseSnapshotMessage(value: Buffer | string): Validation<Snapsho
 }
 
 /** The bus key: one session's batches land in one partition, in order. */
-export function snapshotMessageKey(teamId: number, sessionId: string): string {
-  return `${teamId}:${sessionId}`;
+export function snapshotMessageKey(projectId: number, sessionId: string): string {
+  return `${projectId}:${sessionId}`;
 }
