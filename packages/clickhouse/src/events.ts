@@ -17,7 +17,7 @@ export type EventRow = {
   event: string;
   properties: string;
   timestamp: string;
-  /** A Postgres team id, far below 2^53, so a number even though the column is Int64. */
+  /** A Postgres project id, far below 2^53, so a number even though the column is Int64. */
   team_id: number;
   distinct_id: string;
   elements_chain: string;
@@ -109,18 +109,18 @@ export async function insertEvents(ch: ClickHouse, rows: readonly EventRow[]): P
   await ch.insert('events', rows);
 }
 
-/** How many distinct events a team has; a redelivered event counts once. */
-export async function countEvents(ch: ClickHouse, teamId: number): Promise<number> {
-  const [row] = await ch.query<{ count: string }>('events.count', 'SELECT count() AS count FROM events FINAL WHERE team_id = {teamId:Int64}', { teamId });
+/** How many distinct events a project has; a redelivered event counts once. */
+export async function countEvents(ch: ClickHouse, projectId: number): Promise<number> {
+  const [row] = await ch.query<{ count: string }>('events.count', 'SELECT count() AS count FROM events FINAL WHERE team_id = {projectId:Int64}', { projectId });
   return Number(row?.count ?? 0);
 }
 
-/** A team's events in time order, each once. */
-export async function listEvents(ch: ClickHouse, teamId: number, options: { limit?: number } = {}): Promise<EventRow[]> {
+/** A project's events in time order, each once. */
+export async function listEvents(ch: ClickHouse, projectId: number, options: { limit?: number } = {}): Promise<EventRow[]> {
   const rows = await ch.query<Omit<EventRow, 'team_id'> & { team_id: string }>(
     'events.list',
-    `SELECT ${SELECT_LIST} FROM events FINAL WHERE team_id = {teamId:Int64} ORDER BY timestamp, uuid LIMIT {limit:UInt32}`,
-    { teamId, limit: options.limit ?? 100 },
+    `SELECT ${SELECT_LIST} FROM events FINAL WHERE team_id = {projectId:Int64} ORDER BY timestamp, uuid LIMIT {limit:UInt32}`,
+    { projectId, limit: options.limit ?? 100 },
   );
   return rows.map((row) => ({ ...row, team_id: Number(row.team_id) }));
 }

@@ -18,11 +18,11 @@ export async function insertPersonOverrides(ch: ClickHouse, rows: readonly Perso
 }
 
 /**
- * `old_person_id → override_person_id` for team `{teamId:Int64}`, current mappings only: join events on
+ * `old_person_id → override_person_id` for project `{projectId:Int64}`, current mappings only: join events on
  * `person_id = old_person_id` and use PERSON_ID_EXPRESSION where a query needs "the person of the event".
  */
 export const PERSON_OVERRIDES_SUBQUERY = `SELECT old_person_id, argMax(override_person_id, version) AS override_person_id
-  FROM person_overrides WHERE team_id = {teamId:Int64} GROUP BY old_person_id`;
+  FROM person_overrides WHERE team_id = {projectId:Int64} GROUP BY old_person_id`;
 
 /**
  * The person an event counts as, for events aliased `e` LEFT JOINed to PERSON_OVERRIDES_SUBQUERY aliased `o`:
@@ -30,14 +30,14 @@ export const PERSON_OVERRIDES_SUBQUERY = `SELECT old_person_id, argMax(override_
  */
 export const PERSON_ID_EXPRESSION = `if(o.old_person_id = toUUID('00000000-0000-0000-0000-000000000000'), e.person_id, o.override_person_id)`;
 
-/** How many distinct persons a team's events belong to, a merged person counted once. */
-export async function countPersons(ch: ClickHouse, teamId: number): Promise<number> {
+/** How many distinct persons a project's events belong to, a merged person counted once. */
+export async function countPersons(ch: ClickHouse, projectId: number): Promise<number> {
   const [row] = await ch.query<{ count: string }>(
     'events.countPersons',
     `SELECT uniqExact(${PERSON_ID_EXPRESSION}) AS count
-       FROM (SELECT person_id FROM events FINAL WHERE team_id = {teamId:Int64}) AS e
+       FROM (SELECT person_id FROM events FINAL WHERE team_id = {projectId:Int64}) AS e
        LEFT JOIN (${PERSON_OVERRIDES_SUBQUERY}) AS o ON e.person_id = o.old_person_id`,
-    { teamId },
+    { projectId },
   );
   return Number(row?.count ?? 0);
 }

@@ -122,8 +122,8 @@ function bySize<T>(items: readonly T[], size: (item: T) => number): T[][] {
   return chunks;
 }
 
-function sessionKey(teamId: number, sessionId: string): string {
-  return `${teamId}:${sessionId}`;
+function sessionKey(projectId: number, sessionId: string): string {
+  return `${projectId}:${sessionId}`;
 }
 
 /** The earliest stored event time of each session the batches belong to, by sessionKey. */
@@ -242,7 +242,7 @@ const INT64_FIELDS = [
 type SummaryRecord = Omit<SessionSummary, (typeof INT64_FIELDS)[number]> & Record<(typeof INT64_FIELDS)[number], string>;
 
 /**
- * The summary of the sessions whose live rows the inner query selects (`{teamId:Int64}` bound). The aggregate
+ * The summary of the sessions whose live rows the inner query selects (`{projectId:Int64}` bound). The aggregate
  * is computed from the rows FINAL leaves, one per message however often it was stored. Ties within a session
  * (two messages with the same first time) are broken by the message uuid, so every `argMin` is deterministic.
  */
@@ -287,7 +287,7 @@ function summarySql(sessionCondition: string, having: string, order: string): st
              snapshot_library AS b_snapshot_library, retention_period_days AS b_retention_period_days,
              expires_at AS b_expires_at, inserted_at AS b_inserted_at
         FROM session_replay_summaries FINAL
-       WHERE team_id = {teamId:Int64} AND expires_at > now() AND ${sessionCondition}
+       WHERE team_id = {projectId:Int64} AND expires_at > now() AND ${sessionCondition}
     )
     GROUP BY session_id
     ${having}
@@ -310,9 +310,9 @@ function isoTime(text: string): string {
   return new Date(`${text.replace(' ', 'T')}Z`).toISOString();
 }
 
-/** A page of a team's live sessions with their summaries. Fetch `limit + 1` to learn whether a next page exists. */
-export async function listSessionSummaries(ch: ClickHouse, teamId: number, query: SessionListQuery = {}): Promise<SessionSummary[]> {
-  const params: ClickHouseParams = { teamId, limit: query.limit ?? 50, offset: query.offset ?? 0 };
+/** A page of a project's live sessions with their summaries. Fetch `limit + 1` to learn whether a next page exists. */
+export async function listSessionSummaries(ch: ClickHouse, projectId: number, query: SessionListQuery = {}): Promise<SessionSummary[]> {
+  const params: ClickHouseParams = { projectId, limit: query.limit ?? 50, offset: query.offset ?? 0 };
   const sessionConditions: string[] = [];
   const having: string[] = [];
   if (query.sessionIds) {
@@ -332,7 +332,7 @@ export async function listSessionSummaries(ch: ClickHouse, teamId: number, query
       having.push("start_time <= {dateTo:DateTime64(3, 'UTC')}");
       params.dateTo = query.dateTo;
     }
-    sessionConditions.push(`session_id IN (SELECT session_id FROM session_replay_summaries WHERE team_id = {teamId:Int64} AND ${range.join(' AND ')})`);
+    sessionConditions.push(`session_id IN (SELECT session_id FROM session_replay_summaries WHERE team_id = {projectId:Int64} AND ${range.join(' AND ')})`);
   }
   if (query.distinctIds) {
     having.push('hasAny(distinct_ids, {distinctIds:Array(String)})');
@@ -370,21 +370,21 @@ export async function listSessionSummaries(ch: ClickHouse, teamId: number, query
   return records.map(summaryOf);
 }
 
-/** Which of the sessions have live data in the team. */
-export async function liveSessionIds(ch: ClickHouse, teamId: number, sessionIds: readonly string[]): Promise<Set<string>> {
+/** Which of the sessions have live data in the project. */
+export async function liveSessionIds(ch: ClickHouse, projectId: number, sessionIds: readonly string[]): Promise<Set<string>> {
   if (sessionIds.length === 0) return new Set();
   const rows = await ch.query<{ session_id: string }>(
     'replay.liveSessions',
     `SELECT DISTINCT session_id FROM session_replay_summaries FINAL
-      WHERE team_id = {teamId:Int64} AND session_id IN {sessionIds:Array(String)} AND expires_at > now()`,
-    { teamId, sessionIds },
+      WHERE team_id = {projectId:Int64} AND session_id IN {sessionIds:Array(String)} AND expires_at > now()`,
+    { projectId, sessionIds },
   );
   return new Set(rows.map((row) => row.session_id));
 }
 
-/** One live session's summary, or null when the team has no live data for it. */
-export async function getSessionSummary(ch: ClickHouse, teamId: number, sessionId: string): Promise<SessionSummary | null> {
-  const [record] = await ch.query<SummaryRecord>('replay.getSession', summarySql('session_id = {sessionId:String}', '', ''), { teamId, sessionId });
+/** One live session's summary, or null when the project has no live data for it. */
+export async function getSessionSummary(ch: ClickHouse, projectId: number, sessionId: string): Promise<SessionSummary | null> {
+  const [record] = await ch.query<SummaryRecord>('replay.getSession', summarySql('session_id = {sessionId:String}', '', ''), { projectId, sessionId });
   return record ? summaryOf(record) : null;
 }
 
@@ -421,7 +421,7 @@ function blockOf(record: BlockRecord): SnapshotBlock {
 
 function blocksSql(columns: string, windowId: string | undefined, page: string): string {
   return `SELECT ${columns} FROM session_replay_snapshots FINAL
-     WHERE team_id = {teamId:Int64} AND session_id = {sessionId:String} AND expires_at > now()
+     WHERE team_id = {projectId:Int64} AND session_id = {sessionId:String} AND expires_at > now()
        ${windowId === undefined ? '' : 'AND window_id = {windowId:String}'}
      ORDER BY first_timestamp, batch_uuid ${page}`;
 }
@@ -430,9 +430,9 @@ function blocksSql(columns: string, windowId: string | undefined, page: string):
  * A live session's blocks in time order (by first event, then uuid), without their data: the order is stable, so
  * an index into it names a block for readSnapshotBlocks. Optionally one window's blocks only.
  */
-export async function listSnapshotBlocks(ch: ClickHouse, teamId: number, sessionId: string, options: { windowId?: string } = {}): Promise<SnapshotBlock[]> {
+export async function listSnapshotBlocks(ch: ClickHouse, projectId: number, sessionId: string, options: { windowId?: string } = {}): Promise<SnapshotBlock[]> {
   const records = await ch.query<BlockRecord>('replay.listBlocks', blocksSql(BLOCK_COLUMNS, options.windowId, ''), {
-    teamId,
+    projectId,
     sessionId,
     ...(options.windowId === undefined ? {} : { windowId: options.windowId }),
   });
@@ -445,53 +445,59 @@ export async function listSnapshotBlocks(ch: ClickHouse, teamId: number, session
  */
 export async function readSnapshotBlocks(
   ch: ClickHouse,
-  teamId: number,
+  projectId: number,
   sessionId: string,
   options: { windowId?: string; offset?: number; limit?: number } = {},
 ): Promise<SnapshotBlockWithData[]> {
   const records = await ch.query<BlockRecord & { data: string }>(
     'replay.readBlocks',
     blocksSql(`${BLOCK_COLUMNS}, data`, options.windowId, 'LIMIT {limit:UInt32} OFFSET {offset:UInt32}'),
-    { teamId, sessionId, limit: options.limit ?? 100, offset: options.offset ?? 0, ...(options.windowId === undefined ? {} : { windowId: options.windowId }) },
+    {
+      projectId,
+      sessionId,
+      limit: options.limit ?? 100,
+      offset: options.offset ?? 0,
+      ...(options.windowId === undefined ? {} : { windowId: options.windowId }),
+    },
   );
   return records.map((record) => ({ ...blockOf(record), data: record.data }));
 }
 
 /**
- * Deletes sessions of a team from both tables (summaries first, so a session stops being listed before its blocks
+ * Deletes sessions of a project from both tables (summaries first, so a session stops being listed before its blocks
  * go), waiting until the deletion is applied. Returns the ids that had data. A message of a deleted session that
  * arrives later (a recording still going on) starts it again.
  */
-export async function deleteSessions(ch: ClickHouse, teamId: number, sessionIds: readonly string[]): Promise<string[]> {
+export async function deleteSessions(ch: ClickHouse, projectId: number, sessionIds: readonly string[]): Promise<string[]> {
   if (sessionIds.length === 0) return [];
   const found = await ch.query<{ session_id: string }>(
     'replay.sessionsToDelete',
-    'SELECT DISTINCT session_id FROM session_replay_summaries WHERE team_id = {teamId:Int64} AND session_id IN {sessionIds:Array(String)} ORDER BY session_id',
-    { teamId, sessionIds },
+    'SELECT DISTINCT session_id FROM session_replay_summaries WHERE team_id = {projectId:Int64} AND session_id IN {sessionIds:Array(String)} ORDER BY session_id',
+    { projectId, sessionIds },
   );
   const ids = found.map((row) => row.session_id);
   if (ids.length === 0) return [];
   for (const table of ['session_replay_summaries', 'session_replay_snapshots']) {
     await ch.command(
       'replay.deleteSessions',
-      `ALTER TABLE ${table} DELETE WHERE team_id = {teamId:Int64} AND session_id IN {sessionIds:Array(String)} SETTINGS mutations_sync = 2`,
-      { teamId, sessionIds: ids },
+      `ALTER TABLE ${table} DELETE WHERE team_id = {projectId:Int64} AND session_id IN {sessionIds:Array(String)} SETTINGS mutations_sync = 2`,
+      { projectId, sessionIds: ids },
     );
   }
   return ids;
 }
 
-/** Deletes every session of a team that has a message from one of `distinctIds` (a person's recordings). */
-export async function deleteSessionsOfDistinctIds(ch: ClickHouse, teamId: number, distinctIds: readonly string[]): Promise<string[]> {
+/** Deletes every session of a project that has a message from one of `distinctIds` (a person's recordings). */
+export async function deleteSessionsOfDistinctIds(ch: ClickHouse, projectId: number, distinctIds: readonly string[]): Promise<string[]> {
   if (distinctIds.length === 0) return [];
   const sessions = await ch.query<{ session_id: string }>(
     'replay.sessionsOfDistinctIds',
-    'SELECT DISTINCT session_id FROM session_replay_summaries WHERE team_id = {teamId:Int64} AND distinct_id IN {distinctIds:Array(String)}',
-    { teamId, distinctIds },
+    'SELECT DISTINCT session_id FROM session_replay_summaries WHERE team_id = {projectId:Int64} AND distinct_id IN {distinctIds:Array(String)}',
+    { projectId, distinctIds },
   );
   return deleteSessions(
     ch,
-    teamId,
+    projectId,
     sessions.map((row) => row.session_id),
   );
 }

@@ -17,15 +17,19 @@ export async function insertIngestionWarnings(ch: ClickHouse, rows: readonly Ing
   await ch.insert('ingestion_warnings', rows);
 }
 
-/** A team's warnings, newest first, each once. */
-export async function listIngestionWarnings(ch: ClickHouse, teamId: number, options: { limit?: number; offset?: number } = {}): Promise<IngestionWarningRow[]> {
+/** A project's warnings, newest first, each once. */
+export async function listIngestionWarnings(
+  ch: ClickHouse,
+  projectId: number,
+  options: { limit?: number; offset?: number } = {},
+): Promise<IngestionWarningRow[]> {
   const rows = await ch.query<Omit<IngestionWarningRow, 'team_id'> & { team_id: string }>(
     'ingestionWarnings.list',
     `SELECT team_id, type, details, timestamp, event_uuid FROM ingestion_warnings FINAL
-      WHERE team_id = {teamId:Int64}
+      WHERE team_id = {projectId:Int64}
       ORDER BY timestamp DESC, type, event_uuid
       LIMIT {limit:UInt32} OFFSET {offset:UInt32}`,
-    { teamId, limit: options.limit ?? 100, offset: options.offset ?? 0 },
+    { projectId, limit: options.limit ?? 100, offset: options.offset ?? 0 },
   );
   return rows.map((row) => ({ ...row, team_id: Number(row.team_id) }));
 }

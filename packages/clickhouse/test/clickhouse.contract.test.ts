@@ -10,14 +10,14 @@ import { ChdbClickHouse } from '@plover/chdb';
 import { splitStatements } from '../src/migrate';
 import { tempDir, variants, type Target } from './support/variants';
 
-let nextTeam = 1;
-function event(teamId: number, overrides: Partial<EventRow> = {}): EventRow {
+let nextProject = 1;
+function event(projectId: number, overrides: Partial<EventRow> = {}): EventRow {
   return {
     uuid: randomUUID(),
     event: '$pageview',
     properties: JSON.stringify({ $current_url: 'https://example.com/', $session_id: 's1' }),
     timestamp: '2024-03-01 12:00:00.123456',
-    team_id: teamId,
+    team_id: projectId,
     distinct_id: 'user-1',
     elements_chain: '',
     created_at: '2024-03-01 12:00:01.000001',
@@ -120,8 +120,8 @@ describe.each(variants)('ClickHouse contract: $name', (variant) => {
     });
 
     it('round-trip every column: unicode, quotes, JSON, microsecond timestamps', async () => {
-      const teamId = nextTeam++;
-      const tricky = event(teamId, {
+      const projectId = nextProject++;
+      const tricky = event(projectId, {
         event: 'signed "up" — 日本語 🚀',
         distinct_id: "o'brien\\tab\t\nnewline",
         properties: JSON.stringify({ quote: '"\'`', nested: { emoji: '🦜', n: 1.5 }, list: [1, 'two', null] }),
@@ -140,47 +140,51 @@ describe.each(variants)('ClickHouse contract: $name', (variant) => {
         window_id: '018e0f9a-window',
         historical_migration: true,
       });
-      const plain = event(teamId, { timestamp: '2024-03-01 13:00:00.000001', person_mode: 'propertyless' });
+      const plain = event(projectId, { timestamp: '2024-03-01 13:00:00.000001', person_mode: 'propertyless' });
       await insertEvents(ch, [tricky, plain]);
-      expect(await listEvents(ch, teamId)).toEqual([tricky, plain]);
+      expect(await listEvents(ch, projectId)).toEqual([tricky, plain]);
     });
 
     it('accept ISO-8601 date-times on insert and return them in ClickHouse form', async () => {
-      const teamId = nextTeam++;
-      const row = event(teamId, { timestamp: '2024-03-01T12:00:00.123456Z' });
+      const projectId = nextProject++;
+      const row = event(projectId, { timestamp: '2024-03-01T12:00:00.123456Z' });
       await insertEvents(ch, [row]);
-      const [stored] = await listEvents(ch, teamId);
+      const [stored] = await listEvents(ch, projectId);
       expect(stored?.timestamp).toBe('2024-03-01 12:00:00.123456');
     });
 
     it('show a redelivered event once, in counts and in rows', async () => {
-      const teamId = nextTeam++;
-      const batch = [event(teamId), event(teamId, { event: 'clicked', distinct_id: 'user-2' }), event(teamId, { timestamp: '2024-03-02 00:00:00.000000' })];
+      const projectId = nextProject++;
+      const batch = [
+        event(projectId),
+        event(projectId, { event: 'clicked', distinct_id: 'user-2' }),
+        event(projectId, { timestamp: '2024-03-02 00:00:00.000000' }),
+      ];
       await insertEvents(ch, batch);
       await insertEvents(ch, batch);
       await insertEvents(ch, [batch[1]!]);
-      expect(await countEvents(ch, teamId)).toBe(3);
-      const listed = await listEvents(ch, teamId);
+      expect(await countEvents(ch, projectId)).toBe(3);
+      const listed = await listEvents(ch, projectId);
       expect(listed.map((row) => row.uuid).sort()).toEqual(batch.map((row) => row.uuid).sort());
     });
 
     it('refuse a row with a field that has no column rather than drop the field', async () => {
-      const error = await failure(ch.insert('events', [{ ...event(nextTeam++), no_such_column: 1 }]));
+      const error = await failure(ch.insert('events', [{ ...event(nextProject++), no_such_column: 1 }]));
       expect(error).toMatchObject({ retriable: false, code: '117' }); // INCORRECT_DATA
     });
 
     it('serve concurrent inserts and queries correctly', async () => {
-      const teamIds = Array.from({ length: 8 }, () => nextTeam++);
+      const projectIds = Array.from({ length: 8 }, () => nextProject++);
       await Promise.all(
-        teamIds.map((teamId, i) =>
+        projectIds.map((projectId, i) =>
           insertEvents(
             ch,
-            Array.from({ length: i + 1 }, () => event(teamId)),
+            Array.from({ length: i + 1 }, () => event(projectId)),
           ),
         ),
       );
-      const counts = await Promise.all(teamIds.map((teamId) => countEvents(ch, teamId)));
-      expect(counts).toEqual(teamIds.map((_, i) => i + 1));
+      const counts = await Promise.all(projectIds.map((projectId) => countEvents(ch, projectId)));
+      expect(counts).toEqual(projectIds.map((_, i) => i + 1));
     });
   });
 
@@ -192,10 +196,10 @@ describe.each(variants)('ClickHouse contract: $name', (variant) => {
     it('keep an injection attempt inert', async () => {
       const attempt = "x' OR 1=1 --";
       expect(await ch.query('test.echo', 'SELECT {s:String} AS s', { s: attempt })).toEqual([{ s: attempt }]);
-      const teamId = nextTeam++;
-      await insertEvents(ch, [event(teamId)]);
+      const projectId = nextProject++;
+      await insertEvents(ch, [event(projectId)]);
       const rows = await ch.query<{ n: string }>('test.inert', 'SELECT count() AS n FROM events FINAL WHERE team_id = {t:Int64} AND distinct_id = {d:String}', {
-        t: teamId,
+        t: projectId,
         d: attempt,
       });
       expect(rows).toEqual([{ n: '0' }]);
