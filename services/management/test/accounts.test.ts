@@ -326,5 +326,65 @@ describe.each(backends)('accounts API on $name', (backend) => {
       const denied = await request(world.app).post('/api/projects/').set(readOnly).send({ name: 'X' });
       expect(denied.body.detail).toBe("API key missing required scope 'project:write'");
     });
+
+    it('changes name, timezone and session replay settings for admins, in one write decide hears of', async () => {
+      const t = await world.tenant();
+      const path = `/api/projects/${t.projectId}/`;
+      const before = await request(world.app).get(path).set(t.auth);
+      expect(before.body).toMatchObject({ session_recording_opt_in: false, session_recording_retention_period: '30d', capture_console_log_opt_in: true });
+      const version = async () =>
+        (await world.sql.query<{ version: number }>('test.version', 'SELECT version FROM flag_definition_versions WHERE project_id = $1', [t.projectId]))
+          .rows[0]?.version ?? 0;
+      const versionBefore = await version();
+
+      const changed = await request(world.app)
+        .patch(`/api/environments/${t.projectId}/`)
+        .set(t.auth)
+        .send({ name: 'Renamed', timezone: 'Asia/Tokyo', session_recording_opt_in: true, session_recording_sample_rate: 0.5, api_token: 'ignored', id: 1 });
+      expect(changed.status).toBe(200);
+      expect(changed.body).toMatchObject({
+        id: t.projectId,
+        name: 'Renamed',
+        timezone: 'Asia/Tokyo',
+        session_recording_opt_in: true,
+        session_recording_sample_rate: 0.5,
+      });
+      expect(changed.body.api_token).toBe(before.body.api_token);
+      expect((await request(world.app).get(path).set(t.auth)).body).toMatchObject({ name: 'Renamed', session_recording_opt_in: true });
+      expect(await version()).toBe(versionBefore + 1);
+
+      const put = await request(world.app).put(path).set(t.auth).send({ session_recording_retention_period: '90d' });
+      expect(put.body).toMatchObject({ name: 'Renamed', session_recording_opt_in: true, session_recording_retention_period: '90d' });
+
+      for (const [body, attr] of [
+        [{ session_recording_sample_rate: 2 }, 'session_recording_sample_rate'],
+        [{ session_recording_retention_period: '10y' }, 'session_recording_retention_period'],
+        [{ session_recording_url_trigger_config: [{ url: '(', matching: 'regex' }] }, 'session_recording_url_trigger_config__0__url'],
+        [{ timezone: 'Mars/Olympus' }, 'timezone'],
+        [{ name: '  ' }, 'name'],
+        [{ name: 'ok', session_recording_opt_in: 'yes' }, 'session_recording_opt_in'],
+      ] as const) {
+        const bad = await request(world.app).patch(path).set(t.auth).send(body);
+        expect([bad.status, bad.body.type, bad.body.attr]).toEqual([400, 'validation_error', attr]);
+      }
+      // A rejected change leaves everything as it was, the fields it would have changed alongside included.
+      expect((await request(world.app).get(path).set(t.auth)).body).toMatchObject({ name: 'Renamed', session_recording_opt_in: true });
+
+      const member = await world.newUser(t.organizationId, 'member', t.projectId);
+      expect(
+        (
+          await request(world.app)
+            .patch(path)
+            .set(bearer(await world.newKey(member.id, ['*'])))
+            .send({ name: 'X' })
+        ).status,
+      ).toBe(403);
+      const readOnly = await request(world.app)
+        .patch(path)
+        .set(bearer(await world.newKey(t.userId, ['project:read'])))
+        .send({ name: 'X' });
+      expect(readOnly.body.detail).toBe("API key missing required scope 'project:write'");
+      expect((await request(world.app).get(path).set(t.auth)).body.name).toBe('Renamed');
+    });
   });
 });

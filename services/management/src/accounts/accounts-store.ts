@@ -1,5 +1,5 @@
 import { hashPersonalApiKey, maskPersonalApiKey, newProjectToken } from '@plover/accounts';
-import type { Sql } from '@plover/postgres';
+import type { Sql, SqlExecutor } from '@plover/postgres';
 import { errors } from '../http/errors';
 import { limitParams, organizationWithinSql, projectWithinSql, type KeyLimits } from '../http/key-limits';
 import type { Page } from '../http/render';
@@ -122,6 +122,15 @@ export class AccountsStore {
       [organizationId, name, newProjectToken(), timezone],
     );
     return result.rows[0]!;
+  }
+
+  /** Renames the project or changes its timezone (either may be absent), within the caller's transaction. */
+  async updateProject(tx: SqlExecutor, projectId: number, change: { name?: string; timezone?: string }): Promise<void> {
+    await tx.query(
+      'management.updateProject',
+      'UPDATE projects SET name = COALESCE($2, name), timezone = COALESCE($3, timezone), updated_at = now() WHERE id = $1',
+      [projectId, change.name ?? null, change.timezone ?? null],
+    );
   }
 
   async rotateToken(projectId: number): Promise<void> {

@@ -1,10 +1,17 @@
 import type { Request } from 'express';
-import { newPersonalApiKey } from '@plover/accounts';
+import {
+  newPersonalApiKey,
+  readSessionReplaySettings,
+  SESSION_REPLAY_SETTINGS,
+  updateSessionReplaySettings,
+  type SessionReplaySettingsPatch,
+} from '@plover/accounts';
+import { writeDefinitions } from '@plover/flag-store';
 import type { ManagementDeps } from '../deps';
 import { principalOf, projectOf } from '../http/auth';
 import { errors } from '../http/errors';
 import { exceededLimit, type KeyLimits } from '../http/key-limits';
-import { pageFrom, type Paged, type Route } from '../http/route-table';
+import { pageFrom, updates, type Paged, type Route } from '../http/route-table';
 import { AccountsStore, type KeyRow, type ProjectRow } from './accounts-store';
 
 /** Scope objects a key may carry (PostHog's posthog/scopes.py). */
@@ -258,13 +265,21 @@ export function accountRoutes({ sql }: ManagementDeps): Route[] {
   ];
 }
 
-/** `/api/projects/:project_id` itself (the project resolved by resolveProject) and its token rotation. */
+/**
+ * `/api/projects/:project_id` itself (the project resolved by resolveProject, with its session replay settings),
+ * its changes and its token rotation. Both writes are for the organization's admins, as PostHog's strict team
+ * management has them.
+ */
 export function projectRoutes({ sql }: ManagementDeps): Route[] {
   const store = new AccountsStore(sql);
   const current = async (req: Request) => {
-    const row = await store.project(projectOf(req).id);
+    const id = projectOf(req).id;
+    const [row, replay] = await Promise.all([store.project(id), readSessionReplaySettings(sql, id)]);
     if (!row) throw errors.notFound('Project not found.');
-    return projectBody(row);
+    return { ...projectBody(row), ...replay };
+  };
+  const adminOnly = (req: Request) => {
+    if (projectOf(req).level === 'member') throw errors.forbidden('Your organization access level is insufficient.');
   };
   const rotate = (method: 'patch' | 'post'): Route => ({
     method,
@@ -274,9 +289,8 @@ export function projectRoutes({ sql }: ManagementDeps): Route[] {
     csv: { file: 'project' },
     response: { status: 200, schema: 'Project' },
     async handler(req) {
-      const project = projectOf(req);
-      if (project.level === 'member') throw errors.forbidden('Your organization access level is insufficient.');
-      await store.rotateToken(project.id);
+      adminOnly(req);
+      await store.rotateToken(projectOf(req).id);
       return current(req);
     },
   });
@@ -285,11 +299,34 @@ export function projectRoutes({ sql }: ManagementDeps): Route[] {
       method: 'get',
       path: '/',
       scope: 'project:read',
-      summary: 'A project',
+      summary: 'A project and its session replay settings',
       csv: { file: 'project' },
       response: { status: 200, schema: 'Project' },
       handler: current,
     },
+    ...updates({
+      path: '/',
+      scope: 'project:write',
+      summary: 'Change the name, timezone or session replay settings of a project (admins)',
+      body: 'ProjectUpdate',
+      csv: { file: 'project' },
+      response: { status: 200, schema: 'Project' },
+      async handler(req, { body }) {
+        adminOnly(req);
+        const name = body.name === undefined ? undefined : nonBlank(body.name, 'name');
+        const timezone = body.timezone as string | undefined;
+        if (timezone !== undefined && !isValidTimezone(timezone)) throw errors.validation(`"${timezone}" is not a valid choice.`, 'timezone', 'invalid_choice');
+        const replay = Object.fromEntries(SESSION_REPLAY_SETTINGS.filter((key) => key in body).map((key) => [key, body[key]])) as SessionReplaySettingsPatch;
+        const id = projectOf(req).id;
+        // One transaction that bumps the definitions version: decide serves the new timezone and recording
+        // config on its next request.
+        await writeDefinitions(sql, id, async (tx) => {
+          if (name !== undefined || timezone !== undefined) await store.updateProject(tx, id, { name, timezone });
+          if (Object.keys(replay).length > 0) await updateSessionReplaySettings(tx, id, replay);
+        });
+        return current(req);
+      },
+    }),
     rotate('patch'),
     rotate('post'),
   ];

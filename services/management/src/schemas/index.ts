@@ -1,4 +1,5 @@
 import { drfViolation, schemaValidator, type FieldViolation, type Validation } from '@plover/contracts';
+import { sessionReplaySettingsSchema } from '@plover/accounts';
 import { ApiError } from '@plover/core';
 
 /**
@@ -116,6 +117,15 @@ export const bodySchemas = {
       name: { type: 'string', minLength: 1, maxLength: 200 },
       timezone: { type: 'string', description: 'IANA timezone; default UTC' },
       organization: { type: 'string', format: 'uuid' },
+    },
+  },
+  ProjectUpdate: {
+    type: 'object',
+    description: 'Any subset of the fields; fields the API does not change (id, api_token, ...) are ignored',
+    properties: {
+      name: { type: 'string', minLength: 1, maxLength: 200 },
+      timezone: { type: 'string', description: 'IANA timezone' },
+      ...sessionReplaySettingsSchema.properties,
     },
   },
   PersonPatch: {
@@ -294,6 +304,7 @@ export const responseSchemas = {
       name: { type: 'string' },
       api_token: { type: 'string' },
       timezone: { type: 'string' },
+      ...sessionReplaySettingsSchema.properties,
     },
   },
   PersonalApiKey: {
