@@ -5,10 +5,13 @@
  * A new screen is a component (screens/*.tsx) and one entry here.
  */
 import type { ComponentType } from 'preact';
+import { Events } from './screens/events';
 import { FunnelCorrelation } from './screens/funnel-correlation';
 import { InsightEditor } from './screens/insight-editor';
 import { InsightList } from './screens/insight-list';
 import { Overview } from './screens/overview';
+import { PersonScreen } from './screens/person';
+import { Persons } from './screens/persons';
 
 export interface ScreenProps {
   /** The `:name` parts of the matched path. */
@@ -30,4 +33,7 @@ export const screens: Screen[] = [
   { path: 'insights/new', title: 'New insight', component: InsightEditor },
   { path: 'insights/correlation', title: 'Funnel correlation', component: FunnelCorrelation },
   { path: 'insights/:shortId', title: 'Insight', component: InsightEditor },
+  { path: 'persons', title: 'Persons', nav: true, component: Persons },
+  { path: 'persons/:id', title: 'Person', component: PersonScreen },
+  { path: 'events', title: 'Events', nav: true, component: Events },
 ];

@@ -4,7 +4,31 @@
  * against the OpenAPI document the server publishes at `/api/schema/` (same path, method and
  * `x-required-scope`), so the console cannot drift from the API. Types of bodies and answers ride along.
  */
-import type { CorrelationRequest, CorrelationResult, EventRow, Insight, InsightWrite, Page, Project, TrendRequest, TrendResponse, User } from './types';
+import type {
+  Cohort,
+  CorrelationRequest,
+  CorrelationResult,
+  EarlyAccessFeature,
+  EventRow,
+  FeatureFlag,
+  FeatureFlagWrite,
+  GroupType,
+  Insight,
+  InsightWrite,
+  NextPage,
+  Page,
+  Person,
+  PersonalApiKey,
+  PersonalApiKeyCreate,
+  Playlist,
+  PlaylistWrite,
+  Project,
+  Recording,
+  Survey,
+  TrendRequest,
+  TrendResponse,
+  User,
+} from './types';
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 
@@ -37,6 +61,37 @@ export const operations = {
   createInsight: op<Insight, InsightWrite>()('POST', `${PROJECT}/insights/`, 'insight:write'),
   updateInsight: op<Insight, InsightWrite>()('PATCH', `${PROJECT}/insights/{id}/`, 'insight:write'),
   listEvents: op<Page<EventRow>>()('GET', `${PROJECT}/events/`, 'query:read'),
+  listPersons: op<Page<Person>>()('GET', `${PROJECT}/persons/`, 'person:read'),
+  getPerson: op<Person>()('GET', `${PROJECT}/persons/{id}/`, 'person:read'),
+  updatePerson: op<Person, { properties: Record<string, unknown> }>()('PATCH', `${PROJECT}/persons/{id}/`, 'person:write'),
+  deletePerson: op<undefined>()('DELETE', `${PROJECT}/persons/{id}/`, 'person:write'),
+  listRecordings: op<NextPage<Recording>>()('GET', `${PROJECT}/session_recordings/`, 'session_recording:read'),
+  listPlaylists: op<Page<Playlist>>()('GET', `${PROJECT}/session_recording_playlists/`, 'session_recording_playlist:read'),
+  getPlaylist: op<Playlist>()('GET', `${PROJECT}/session_recording_playlists/{short_id}/`, 'session_recording_playlist:read'),
+  createPlaylist: op<Playlist, PlaylistWrite>()('POST', `${PROJECT}/session_recording_playlists/`, 'session_recording_playlist:write'),
+  updatePlaylist: op<Playlist, PlaylistWrite>()('PATCH', `${PROJECT}/session_recording_playlists/{short_id}/`, 'session_recording_playlist:write'),
+  listPlaylistRecordings: op<NextPage<Recording>>()('GET', `${PROJECT}/session_recording_playlists/{short_id}/recordings/`, 'session_recording_playlist:read'),
+  addPlaylistRecording: op<{ success: boolean }, Record<string, never>>()(
+    'POST',
+    `${PROJECT}/session_recording_playlists/{short_id}/recordings/{session_recording_id}/`,
+    'session_recording_playlist:write',
+  ),
+  removePlaylistRecording: op<undefined>()(
+    'DELETE',
+    `${PROJECT}/session_recording_playlists/{short_id}/recordings/{session_recording_id}/`,
+    'session_recording_playlist:write',
+  ),
+  listFlags: op<Page<FeatureFlag>>()('GET', `${PROJECT}/feature_flags/`, 'feature_flag:read'),
+  getFlag: op<FeatureFlag>()('GET', `${PROJECT}/feature_flags/{id}/`, 'feature_flag:read'),
+  createFlag: op<FeatureFlag, FeatureFlagWrite>()('POST', `${PROJECT}/feature_flags/`, 'feature_flag:write'),
+  updateFlag: op<FeatureFlag, FeatureFlagWrite>()('PATCH', `${PROJECT}/feature_flags/{id}/`, 'feature_flag:write'),
+  listCohorts: op<Page<Cohort>>()('GET', `${PROJECT}/cohorts/`, 'cohort:read'),
+  listEarlyAccessFeatures: op<Page<EarlyAccessFeature>>()('GET', `${PROJECT}/early_access_features/`, 'early_access_feature:read'),
+  listSurveys: op<Page<Survey>>()('GET', `${PROJECT}/surveys/`, 'survey:read'),
+  listGroupTypes: op<GroupType[]>()('GET', `${PROJECT}/groups_types/`, 'group:read'),
+  listPersonalKeys: op<PersonalApiKey[]>()('GET', '/api/personal_api_keys/', 'personal_api_key:read'),
+  createPersonalKey: op<PersonalApiKey, PersonalApiKeyCreate>()('POST', '/api/personal_api_keys/', 'personal_api_key:write'),
+  deletePersonalKey: op<undefined>()('DELETE', '/api/personal_api_keys/{id}/', 'personal_api_key:write'),
 } as const;
 
 export type OperationName = keyof typeof operations;

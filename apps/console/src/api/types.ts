@@ -166,4 +166,173 @@ export interface EventRow {
   distinct_id: string;
   timestamp: string;
   properties: Record<string, unknown>;
+  /** The uuid of the event's person. */
+  person_id?: string | null;
 }
+
+/** A property filter of persons, events and flag conditions, as the API stores it (operators beyond the insight builder's included). */
+export interface AnyPropertyFilter {
+  type: 'event' | 'person' | 'cohort' | 'group';
+  key: string;
+  operator?: string;
+  value?: string | number | (string | number)[];
+  group_type_index?: number;
+}
+
+export interface Person {
+  id: number;
+  /** The display name: an email or name property, else the first distinct id. */
+  name: string;
+  distinct_ids: string[];
+  properties: Record<string, unknown>;
+  created_at: string;
+  uuid: string;
+  is_identified: boolean;
+}
+
+/** A listing that says whether more follows instead of counting (`session_recordings/`). */
+export interface NextPage<T> {
+  results: T[];
+  has_next: boolean;
+}
+
+export interface Recording {
+  id: string;
+  distinct_id: string;
+  viewed: boolean;
+  recording_duration: number;
+  active_seconds: number;
+  start_time: string;
+  end_time: string;
+  click_count: number;
+  keypress_count: number;
+  console_error_count: number;
+  start_url: string | null;
+  person: { id: number | null; name: string | null; uuid: string | null; distinct_ids: string[] };
+  ongoing: boolean;
+  activity_score: number;
+}
+
+export interface Playlist {
+  id: number;
+  short_id: string;
+  name: string | null;
+  derived_name: string | null;
+  description: string;
+  pinned: boolean;
+  type: 'collection' | 'filters';
+  created_at: string;
+  last_modified_at: string;
+  recordings_counts: { collection?: { count: number | null; watched_count: number } };
+}
+
+export interface PlaylistWrite {
+  name?: string | null;
+  description?: string | null;
+  pinned?: boolean;
+  deleted?: boolean;
+  type?: 'collection';
+}
+
+/** A flag's `filters`: condition groups, variants, payloads and what the console leaves as it found it. */
+export interface FlagFilters {
+  groups?: Array<{ properties?: unknown[]; rollout_percentage?: number | null; variant?: string | null; [key: string]: unknown }>;
+  multivariate?: { variants: Array<{ key: string; name?: string; rollout_percentage: number }> } | null;
+  payloads?: Record<string, unknown> | null;
+  aggregation_group_type_index?: number | null;
+  [key: string]: unknown;
+}
+
+export interface FeatureFlag {
+  id: number;
+  key: string;
+  name: string;
+  filters: FlagFilters;
+  active: boolean;
+  deleted: boolean;
+  ensure_experience_continuity: boolean;
+  created_at: string;
+  created_by: { email: string; first_name: string } | null;
+  can_edit: boolean;
+}
+
+export interface FeatureFlagWrite {
+  key?: string;
+  name?: string;
+  filters?: FlagFilters;
+  active?: boolean;
+  deleted?: boolean;
+  ensure_experience_continuity?: boolean;
+}
+
+export interface Cohort {
+  id: number;
+  name: string;
+  description: string;
+  is_static: boolean;
+  count: number | null;
+  created_at: string;
+}
+
+export interface EarlyAccessFeature {
+  id: string;
+  name: string;
+  description: string;
+  stage: string;
+  created_at: string;
+  feature_flag: { id: number; key: string } | null;
+}
+
+export interface Survey {
+  id: string;
+  name: string;
+  type: string;
+  start_date: string | null;
+  end_date: string | null;
+  archived: boolean;
+  created_at: string;
+  questions: unknown[];
+}
+
+export interface GroupType {
+  group_type: string;
+  group_type_index: number;
+  name_singular: string | null;
+  name_plural: string | null;
+}
+
+export interface PersonalApiKey {
+  id: string;
+  label: string;
+  /** The whole key: in the answer to its creation only. */
+  value: string | null;
+  mask_value: string;
+  scopes: string[];
+  created_at: string;
+  last_used_at: string | null;
+}
+
+export interface PersonalApiKeyCreate {
+  label: string;
+  scopes: string[];
+}
+
+/** A project's session replay settings (a change is any subset of them). */
+export interface ReplaySettings {
+  session_recording_opt_in: boolean;
+  /** 0 to 1; null records every session. */
+  session_recording_sample_rate: number | null;
+  /** 0 to 30,000; null sends every session. */
+  session_recording_minimum_duration_milliseconds: number | null;
+  session_recording_linked_flag: { id: number; key: string; variant?: string | null } | null;
+  session_recording_masking_config: { maskAllInputs?: boolean; maskTextSelector?: string | null; blockSelector?: string | null } | null;
+  session_replay_config: { record_canvas?: boolean } | null;
+  capture_console_log_opt_in: boolean;
+  capture_performance_opt_in: boolean;
+  session_recording_retention_period: '30d' | '90d' | '1y' | '5y';
+}
+
+/** A project with the settings the settings screen edits (a server without them answers the project alone). */
+export type ProjectSettings = Project & Partial<ReplaySettings>;
+
+export type ProjectPatch = Partial<Pick<Project, 'name' | 'timezone'> & ReplaySettings>;

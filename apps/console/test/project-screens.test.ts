@@ -1,0 +1,182 @@
+/**
+ * The console's data screens end to end (persons, events, feature flags, recordings, settings): embedded Plover as
+ * `npm start` runs it, events sent through capture, and Debian's Chromium using each screen as a person would;
+ * what a screen changes is then read back through the API or the SDK endpoints.
+ */
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { describeWithBrowser, launchBrowser } from '../../../test/support/browser';
+import { startEmbedded } from '../../../test/support/embedded';
+import { ConsoleTarget, screenshot, signIn, type CapturedEvent } from './support/console';
+
+interface ApiPerson {
+  uuid: string;
+  properties: Record<string, unknown>;
+  distinct_ids: string[];
+}
+
+const PEOPLE = [
+  { id: 'alice-1', email: 'alice@example.com', plan: 'pro' },
+  { id: 'bob-2', email: 'bob@example.com', plan: 'free' },
+  { id: 'carol-3', email: 'carol@example.org', plan: 'pro' },
+];
+
+/** Each person: an `$identify` with their email and plan, then pageviews of two pages a minute apart, and Carol's signup. */
+function dataset(now: number): CapturedEvent[] {
+  const at = (minutesAgo: number) => new Date(now - minutesAgo * 60_000).toISOString();
+  return [
+    ...PEOPLE.flatMap((person, index): CapturedEvent[] => [
+      { event: '$identify', distinct_id: person.id, timestamp: at(30 + index), properties: { $set: { email: person.email, plan: person.plan } } },
+      { event: '$pageview', distinct_id: person.id, timestamp: at(20 + index), properties: { $current_url: 'https://shop.example/' } },
+      { event: '$pageview', distinct_id: person.id, timestamp: at(10 + index), properties: { $current_url: 'https://shop.example/pricing' } },
+    ]),
+    { event: 'signup', distinct_id: 'carol-3', timestamp: at(5), properties: { source: 'ad' } },
+  ];
+}
+
+const target = {} as { console: ConsoleTarget; projectId: number; events: number };
+
+beforeAll(async () => {
+  target.console = new ConsoleTarget(await startEmbedded());
+  target.projectId = target.console.plover.credentials.projectId;
+  const events = dataset(Date.now());
+  target.events = events.length;
+  await target.console.capture(events);
+  await target.console.waitForEvents(events.length);
+}, 180_000);
+
+afterAll(async () => {
+  await target.console?.plover.stop();
+});
+
+const projectApi = (path: string) => `/api/projects/${target.projectId}/${path}`;
+
+describeWithBrowser()('the console’s data screens in Chromium', () => {
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  /** Console errors and Content-Security-Policy violations of the page: none are expected. */
+  let problems: string[];
+
+  beforeAll(async () => {
+    browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+  beforeEach(async () => {
+    problems = [];
+    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    page = await context.newPage();
+    page.on('console', (message) => message.type() === 'error' && problems.push(message.text()));
+    page.on('pageerror', (error) => problems.push(error.message));
+    await signIn(page, target.console.base, target.console.plover.credentials.personalKey);
+    await page.waitForURL(`**/project/${target.projectId}`);
+  });
+  afterEach(async () => {
+    await context.close();
+  });
+
+  /** The screen of a main navigation link. */
+  const open = (name: string) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true }).click();
+
+  /** Screenshots of the current screen in light, dark and at phone width. */
+  async function screenshots(name: string): Promise<void> {
+    await screenshot(page, `${name}-light`);
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.waitForTimeout(200);
+    await screenshot(page, `${name}-dark`);
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.waitForTimeout(200);
+    await screenshot(page, `${name}-phone`);
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.emulateMedia({ colorScheme: 'light' });
+  }
+
+  it('finds a person by email and by property, and edits a property the API then shows', async () => {
+    await open('Persons');
+    const list = page.getByRole('region', { name: 'Persons', exact: true });
+    await list.getByRole('link', { name: 'carol@example.org' }).waitFor();
+    await expect(list.getByRole('link').allTextContents()).resolves.toEqual(expect.arrayContaining(PEOPLE.map((person) => person.email)));
+    await screenshots('persons');
+
+    await page.getByRole('button', { name: 'Add filter' }).click();
+    await page.getByLabel('Person property').fill('plan');
+    await page.getByLabel('Value').fill('pro');
+    await page.getByRole('heading', { name: '2 persons', exact: true }).waitFor();
+    await expect(list.getByRole('link').allTextContents()).resolves.toEqual(expect.arrayContaining(['alice@example.com', 'carol@example.org']));
+    await page.getByRole('button', { name: 'Remove person filter 1' }).click();
+
+    await page.getByLabel('Search').fill('carol@');
+    await page.getByRole('heading', { name: '1 person', exact: true }).waitFor();
+    await list.getByRole('link', { name: 'carol@example.org' }).click();
+    await page.getByRole('heading', { level: 1, name: 'carol@example.org' }).waitFor();
+    const properties = page.getByRole('region', { name: 'Properties of carol@example.org' });
+    await expect(properties.getByRole('row', { name: /^plan/ }).textContent()).resolves.toContain('pro');
+
+    await page.getByRole('button', { name: 'Edit plan' }).click();
+    await page.getByLabel('Value of plan').fill('enterprise');
+    await page.getByLabel('Value of plan').press('Enter');
+    await page.getByRole('status').filter({ hasText: 'Saved plan.' }).waitFor();
+    await page.getByRole('button', { name: 'Add property' }).click();
+    await page.getByLabel('Property', { exact: true }).fill('seats');
+    await page.getByLabel('Value', { exact: true }).fill('12');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('status').filter({ hasText: 'Saved seats.' }).waitFor();
+    await expect(properties.getByRole('row', { name: /^plan/ }).textContent()).resolves.toContain('enterprise');
+
+    const found = await target.console.api<{ results: ApiPerson[] }>('GET', projectApi('persons/?email=carol@example.org'));
+    expect(found.results.map((person) => [person.properties.plan, person.properties.seats])).toEqual([['enterprise', 12]]);
+    const events = page.getByRole('region', { name: 'Events of carol@example.org, newest first' });
+    await expect(events.getByRole('row').allTextContents()).resolves.toEqual([
+      'EventURLTime',
+      expect.stringMatching(/^signup—/),
+      expect.stringMatching(/^\$pageviewhttps:\/\/shop\.example\/pricing/),
+      expect.stringMatching(/^\$pageviewhttps:\/\/shop\.example\//),
+      expect.stringMatching(/^\$identify—/),
+    ]);
+    await screenshots('person');
+    expect(problems).toEqual([]);
+  }, 240_000);
+
+  it('deletes a person from their page', async () => {
+    const [bob] = (await target.console.api<{ results: ApiPerson[] }>('GET', projectApi('persons/?email=bob@example.com'))).results;
+    await page.goto(`${target.console.base}/project/${target.projectId}/persons/${bob!.uuid}`);
+    await page.getByRole('button', { name: 'Delete person' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Delete bob@example.com?' });
+    await dialog.getByLabel('Also delete their events').check();
+    await screenshot(page, 'person-delete');
+    await dialog.getByRole('button', { name: 'Delete person' }).click();
+    await page.waitForURL(`**/project/${target.projectId}/persons`);
+    await expect(target.console.api('GET', projectApi(`persons/${bob!.uuid}/`))).rejects.toThrow(/404/);
+    expect(problems).toEqual([]);
+  }, 240_000);
+
+  it('lists events as they arrive, filters them, and shows one whole', async () => {
+    await open('Events');
+    const list = page.getByRole('region', { name: 'Events, newest first' });
+    await page.getByRole('heading', { name: `${target.events} events`, exact: true }).waitFor();
+    await expect(list.getByRole('row').nth(1).textContent()).resolves.toMatch(/^signupcarol-3—/);
+
+    await target.console.capture([{ event: 'upgrade', distinct_id: 'alice-1', timestamp: new Date().toISOString(), properties: { tier: 'gold' } }]);
+    await page.getByRole('heading', { name: `${target.events + 1} events`, exact: true }).waitFor({ timeout: 30_000 });
+    await expect(list.getByRole('row').nth(1).textContent()).resolves.toMatch(/^upgradealice-1—/);
+    await screenshots('events');
+
+    await page.getByLabel('Event name').fill('$pageview');
+    await page.getByRole('heading', { name: '6 events', exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Add filter' }).click();
+    await page.getByLabel('Filter on').selectOption('person');
+    await page.getByLabel('Property', { exact: true }).fill('email');
+    await page.getByLabel('Value').fill('alice@example.com');
+    await page.getByRole('heading', { name: '2 events', exact: true }).waitFor();
+
+    await list.getByRole('button', { name: '$pageview' }).first().click();
+    const dialog = page.getByRole('dialog', { name: 'Event $pageview' });
+    const json = JSON.parse((await dialog.locator('pre').textContent())!) as { distinct_id: string; properties: Record<string, unknown> };
+    expect([json.distinct_id, json.properties.$current_url]).toEqual(['alice-1', 'https://shop.example/pricing']);
+    await screenshot(page, 'event-json');
+    await page.keyboard.press('Escape');
+    await expect(dialog.isVisible()).resolves.toBe(false);
+    expect(problems).toEqual([]);
+  }, 240_000);
+});
