@@ -40,7 +40,7 @@ const PERSONS = Number(process.env.BENCH_INSIGHTS_PERSONS ?? 100_000);
 const RUNS = Number(process.env.BENCH_INSIGHTS_RUNS ?? 5);
 const DATA_DIR = path.resolve(process.env.BENCH_INSIGHTS_DIR ?? path.join(__dirname, '..', '.cache', 'bench-insights'));
 const KEEP = process.env.BENCH_INSIGHTS_KEEP === '1';
-const TEAM_ID = 1;
+const PROJECT_ID = 1;
 const TIMEZONE = 'Europe/Berlin';
 const NOW = new Date('2026-11-21T11:00:00Z');
 const DAYS = 30;
@@ -137,7 +137,7 @@ function generateEventsSql(): string {
         '","$insert_id":"', lower(hex(cityHash64(number, 14))),
         '","price":', toString(round((cityHash64(number, 15) % 20000) / 100, 2)),
         ',"quantity":', toString(1 + cityHash64(number, 16) % 5), '}'),
-      ts, ${TEAM_ID}, distinct, '', ts,
+      ts, ${PROJECT_ID}, distinct, '', ts,
       ${personUuid('p')},
       concat('{"email":"', distinct, '@example.com","plan":"', ['free', 'pro', 'enterprise'][1 + cityHash64(p, 17) % 3],
         '","$initial_browser":"', browser, '","$initial_os":"', os, '"}'),
@@ -149,7 +149,7 @@ function generateEventsSql(): string {
 /** One person in a hundred was merged into the person numbered one below (never itself merged: chains stay flat). */
 function generateOverridesSql(): string {
   return `INSERT INTO person_overrides (team_id, old_person_id, override_person_id, version)
-    SELECT ${TEAM_ID}, ${personUuid('number')}, ${personUuid('number - 1')}, 1 FROM numbers(${PERSONS}) WHERE number % 100 = 99`;
+    SELECT ${PROJECT_ID}, ${personUuid('number')}, ${personUuid('number - 1')}, 1 FROM numbers(${PERSONS}) WHERE number % 100 = 99`;
 }
 
 interface Dataset {
@@ -199,9 +199,9 @@ const TO = '2026-11-21 12:00:00';
 const DAY_BUCKETS = Array.from({ length: DAYS + 1 }, (_, i) =>
   new Date(Date.parse(`${FROM.slice(0, 10)}T00:00:00Z`) + i * 86_400_000).toISOString().slice(0, 10),
 );
-const RANGE_PARAMS = { teamId: TEAM_ID, tz: TIMEZONE, from: FROM, to: TO };
-/** Events of the team in the range, each once. */
-const IN_RANGE = `team_id = {teamId:Int64}
+const RANGE_PARAMS = { projectId: PROJECT_ID, tz: TIMEZONE, from: FROM, to: TO };
+/** Events of the project in the range, each once. */
+const IN_RANGE = `team_id = {projectId:Int64}
   AND timestamp >= toDateTime64({from:String}, 6, {tz:String}) AND timestamp < toDateTime64({to:String}, 6, {tz:String}) + INTERVAL 1 SECOND`;
 /** Events aliased `e` joined to the current person overrides (the storage package's mapping), for PERSON_ID_EXPRESSION. */
 const PERSON_JOIN = `LEFT JOIN (${PERSON_OVERRIDES_SUBQUERY}) AS o ON e.person_id = o.old_person_id`;
@@ -345,7 +345,7 @@ async function handCorrelation(ch: ClickHouse): Promise<Correlation> {
 }
 
 const CONTEXT: InsightContext = {
-  teamId: TEAM_ID,
+  projectId: PROJECT_ID,
   timezone: TIMEZONE,
   now: NOW,
   cohortMembers: () => Promise.reject(new Error('no cohorts in this benchmark')),
@@ -472,7 +472,7 @@ async function main(): Promise<void> {
   const loadAverageBefore = os.loadavg().map((n) => round(n));
   const { ch, dataset, reused } = await openDataset();
   try {
-    const stored = await countEvents(ch, TEAM_ID);
+    const stored = await countEvents(ch, PROJECT_ID);
     if (stored !== EVENTS) throw new Error(`expected ${EVENTS} events, found ${stored}`);
     const results = [];
     for (const c of CASES) results.push(await measure(ch, c));

@@ -3,9 +3,9 @@ import type { ResolvedRange } from './types';
 
 /**
  * Insight result cache: an in-process LRU of computed results (PostHog keeps them in Redis, keyed by the filter
- * and team). A result is keyed by what it was computed from: the team, the normalized input, the date range the
- * input resolved to at the time (so `-7d` moves on with the clock) and the team's data version. The data
- * version is read from ClickHouse on every request — newest insert and row count of the team's events and of
+ * and team). A result is keyed by what it was computed from: the project, the normalized input, the date range the
+ * input resolved to at the time (so `-7d` moves on with the clock) and the project's data version. The data
+ * version is read from ClickHouse on every request — newest insert and row count of the project's events and of
  * its person overrides — so new, redelivered or deleted events and person merges all change the key, and a
  * stale result is never served; superseded entries just age out of the LRU.
  */
@@ -19,17 +19,17 @@ export function stableJson(value: unknown): string {
   );
 }
 
-/** The team's data version: changes whenever events or person overrides of the team are written or removed. */
-export async function dataVersion(ch: ClickHouse, teamId: number): Promise<string> {
+/** The project's data version: changes whenever events or person overrides of the project are written or removed. */
+export async function dataVersion(ch: ClickHouse, projectId: number): Promise<string> {
   const [events, overrides] = await Promise.all([
-    ch.query('insights.eventsVersion', 'SELECT toString(max(inserted_at)) AS inserted, toString(count()) AS n FROM events WHERE team_id = {team:Int64}', {
-      team: teamId,
+    ch.query('insights.eventsVersion', 'SELECT toString(max(inserted_at)) AS inserted, toString(count()) AS n FROM events WHERE team_id = {projectId:Int64}', {
+      projectId,
     }),
     ch.query(
       'insights.overridesVersion',
-      'SELECT toString(max(version)) AS version, toString(count()) AS n FROM person_overrides WHERE team_id = {team:Int64}',
+      'SELECT toString(max(version)) AS version, toString(count()) AS n FROM person_overrides WHERE team_id = {projectId:Int64}',
       {
-        team: teamId,
+        projectId,
       },
     ),
   ]);
@@ -51,7 +51,7 @@ export function rangeKey(range: ResolvedRange): { timezone: string; from: string
 export interface CacheRequest {
   /** The computation, e.g. `trends`, `funnel_correlation`. */
   kind: string;
-  teamId: number;
+  projectId: number;
   input: unknown;
   /** The resolved date range, or whatever else time-dependent the result depends on. */
   range: unknown;
@@ -89,11 +89,11 @@ export class InsightResultCache {
   }
 
   /**
-   * The cached result of `request` at the team's current data version, or `compute()`'s, which is then stored.
+   * The cached result of `request` at the project's current data version, or `compute()`'s, which is then stored.
    * `refresh` skips the lookup (the fresh result replaces the stored one).
    */
   async run<T>(ch: ClickHouse, request: CacheRequest, refresh: boolean, compute: () => Promise<T>): Promise<CachedResult<T>> {
-    const key = stableJson({ ...request, version: await dataVersion(ch, request.teamId) });
+    const key = stableJson({ ...request, version: await dataVersion(ch, request.projectId) });
     if (!refresh) {
       const hit = this.entries.get(key);
       if (hit) {

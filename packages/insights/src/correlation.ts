@@ -329,7 +329,7 @@ interface Range {
 }
 
 /**
- * The team's events in the range that satisfy `where` (event columns only), with `person` (merged persons
+ * The project's events in the range that satisfy `where` (event columns only), with `person` (merged persons
  * resolved) and `columns`, which may use PERSON_ID_EXPRESSION (cohort filters do).
  */
 function resolvedEvents(columns: string, where: string, range: Range): string {
@@ -338,7 +338,7 @@ function resolvedEvents(columns: string, where: string, range: Range): string {
       SELECT uuid, event, timestamp, person_id, properties, person_properties, ${MATERIALIZED_COLUMNS},
              group0_properties, group1_properties, group2_properties, group3_properties, group4_properties
       FROM events FINAL
-      WHERE team_id = {teamId:Int64} AND timestamp >= ${range.from} AND timestamp < ${range.end} AND ${where}
+      WHERE team_id = {projectId:Int64} AND timestamp >= ${range.from} AND timestamp < ${range.end} AND ${where}
     ) AS e
     LEFT JOIN (${PERSON_OVERRIDES_SUBQUERY}) AS o ON e.person_id = o.old_person_id`;
 }
@@ -481,7 +481,7 @@ export async function runFunnelCorrelation(ch: ClickHouse, input: CorrelationInp
   if (input.steps.length === 0) return { events: [], skewed: false };
   const range = await insightRange(ch, input, 'day', ctx);
   const params = new Params();
-  params.values.teamId = ctx.teamId;
+  params.values.projectId = ctx.projectId;
   const sql = await correlationQuery(input, params, ctx, rangeBounds(range, params));
   const [totals, ...rows] = await ch.query<CorrelationRow>('insights.correlation', sql, params.values);
   const success = Number(totals?.success_count ?? 0);

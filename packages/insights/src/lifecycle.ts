@@ -68,7 +68,11 @@ async function statusCounts(ch: ClickHouse, input: TrendsInput, range: ResolvedR
     `${await q.where(before, end)} AND ${personful}`,
     '',
   );
-  const created = q.sql(`${PERSON_ID_EXPRESSION} AS person, min(e.person_created_at) AS created_at`, `e.team_id = {teamId:Int64} AND ${personful}`, 'person');
+  const created = q.sql(
+    `${PERSON_ID_EXPRESSION} AS person, min(e.person_created_at) AS created_at`,
+    `e.team_id = {projectId:Int64} AND ${personful}`,
+    'person',
+  );
   const sql = `SELECT pair.1 AS ordinal, pair.2 AS status, count() AS persons
     FROM (
       SELECT arrayMap((b, i) -> multiIf(i = 1 AND b = created, 'new', i > 1 AND activity[i - 1] = b - 1, 'returning', 'resurrecting'), activity, arrayEnumerate(activity)) AS statuses,

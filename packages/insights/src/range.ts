@@ -3,11 +3,11 @@ import type { ClickHouse } from '@plover/clickhouse';
 import { resolveRange } from './dates';
 import type { InsightContext, Interval, ResolvedRange } from './types';
 
-async function firstEvent(ch: ClickHouse, teamId: number): Promise<Date | null> {
+async function firstEvent(ch: ClickHouse, projectId: number): Promise<Date | null> {
   const [row] = await ch.query<{ first: string; n: string }>(
     'insights.firstEvent',
-    'SELECT toString(min(timestamp)) AS first, count() AS n FROM events WHERE team_id = {teamId:Int64}',
-    { teamId },
+    'SELECT toString(min(timestamp)) AS first, count() AS n FROM events WHERE team_id = {projectId:Int64}',
+    { projectId },
   );
   return row === undefined || Number(row.n) === 0 ? null : new Date(`${row.first.replace(' ', 'T')}Z`);
 }
@@ -18,6 +18,6 @@ export async function insightRange(
   interval: Interval,
   ctx: InsightContext,
 ): Promise<ResolvedRange> {
-  const first = dates.dateFrom === 'all' ? await firstEvent(ch, ctx.teamId) : null;
+  const first = dates.dateFrom === 'all' ? await firstEvent(ch, ctx.projectId) : null;
   return resolveRange(dates.dateFrom, dates.dateTo, interval, ctx, first);
 }

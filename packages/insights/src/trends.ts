@@ -90,7 +90,7 @@ export class SeriesQuery {
     countsPersons = false,
   ) {
     this.tz = this.params.add(ctx.timezone, 'String');
-    this.params.values.teamId = ctx.teamId;
+    this.params.values.projectId = ctx.projectId;
     this.needsPerson =
       countsPersons || ['dau', 'weekly_active', 'monthly_active'].includes(series.math) || hasCohort(input.properties) || hasCohort(series.properties);
   }
@@ -109,7 +109,7 @@ export class SeriesQuery {
     const p = this.params;
     const scope = { personId: PERSON_ID_EXPRESSION, ctx: this.ctx };
     const conditions = [
-      'e.team_id = {teamId:Int64}',
+      'e.team_id = {projectId:Int64}',
       `e.timestamp >= toDateTime64(${p.add(fromWall, 'String')}, 6, ${this.tz})`,
       `e.timestamp < toDateTime64(${p.add(toWall, 'String')}, 6, ${this.tz}) + INTERVAL 1 SECOND`,
     ];

@@ -194,7 +194,7 @@ export interface ResolvedRange {
 
 /** What a computation needs to know about the project and the moment. */
 export interface InsightContext {
-  teamId: number;
+  projectId: number;
   /** IANA name, e.g. `Europe/Berlin`. */
   timezone: string;
   now: Date;

@@ -24,7 +24,7 @@ function versioned(): { ch: ClickHouse; version: { value: number }; reads: { cou
   return { ch, version, reads };
 }
 
-const request = (input: unknown, range: unknown = ['2024-01-01', '2024-01-07']) => ({ kind: 'trends', teamId: 1, input, range });
+const request = (input: unknown, range: unknown = ['2024-01-01', '2024-01-07']) => ({ kind: 'trends', projectId: 1, input, range });
 
 describe('stableJson', () => {
   it('sorts object keys at every level and keeps array order', () => {
@@ -47,14 +47,14 @@ describe('InsightResultCache', () => {
     expect(compute).toHaveBeenCalledTimes(1);
   });
 
-  it('computes again for another input, team, kind, range or data version', async () => {
+  it('computes again for another input, project, kind, range or data version', async () => {
     const { ch, version } = versioned();
     const cache = new InsightResultCache();
     let n = 0;
     const compute = () => Promise.resolve(++n);
     expect((await cache.run(ch, request({ a: 1 }), false, compute)).result).toBe(1);
     expect((await cache.run(ch, request({ a: 2 }), false, compute)).result).toBe(2);
-    expect((await cache.run(ch, { ...request({ a: 1 }), teamId: 2 }, false, compute)).result).toBe(3);
+    expect((await cache.run(ch, { ...request({ a: 1 }), projectId: 2 }, false, compute)).result).toBe(3);
     expect((await cache.run(ch, { ...request({ a: 1 }), kind: 'funnel_correlation' }, false, compute)).result).toBe(4);
     expect((await cache.run(ch, request({ a: 1 }, ['2024-01-02', '2024-01-08']), false, compute)).result).toBe(5);
     expect((await cache.run(ch, request({ a: 1 }), false, compute)).isCached).toBe(true);
@@ -119,11 +119,11 @@ describe('dataVersion on chDB', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  /** One event of `team` (every other column defaults). */
-  const addEvent = (team: number) =>
-    ch.command('t.event', `INSERT INTO events (uuid, team_id, event, timestamp) VALUES (generateUUIDv4(), {team:Int64}, 'e', now64(6))`, { team });
+  /** One event of project `projectId` (every other column defaults). */
+  const addEvent = (projectId: number) =>
+    ch.command('t.event', `INSERT INTO events (uuid, team_id, event, timestamp) VALUES (generateUUIDv4(), {projectId:Int64}, 'e', now64(6))`, { projectId });
 
-  it('changes with new events and person overrides of the team only', async () => {
+  it('changes with new events and person overrides of the project only', async () => {
     const empty = await dataVersion(ch, 7);
     await addEvent(7);
     const withEvent = await dataVersion(ch, 7);

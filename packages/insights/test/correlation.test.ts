@@ -17,11 +17,11 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => ingestion?.close());
 
-function context(teamId: number, timezone = 'UTC', now = NOW): InsightContext {
-  return { teamId, timezone, now, cohortMembers: () => Promise.reject(new Error('no cohorts here')) };
+function context(projectId: number, timezone = 'UTC', now = NOW): InsightContext {
+  return { projectId, timezone, now, cohortMembers: () => Promise.reject(new Error('no cohorts here')) };
 }
 
-function correlate(teamId: number, body: Record<string, unknown>, ctx = context(teamId)): Promise<CorrelationResult> {
+function correlate(projectId: number, body: Record<string, unknown>, ctx = context(projectId)): Promise<CorrelationResult> {
   return runFunnelCorrelation(ingestion.clickhouse, parseCorrelationRequest({}, body), ctx);
 }
 
@@ -90,22 +90,22 @@ const FIXTURE: Dataset = {
 };
 
 describe('funnel correlation on a hand-computed funnel', () => {
-  let teamId: number;
+  let projectId: number;
   beforeAll(async () => {
-    teamId = (await ingestion.ingest(FIXTURE)).teamId;
+    projectId = (await ingestion.ingest(FIXTURE)).projectId;
   }, 120_000);
 
   it('counts the events between entering and converting, merged persons once', async () => {
     // $identify: vs 1, vf 0 → (2·4)/(3·1); watched video: vs 2 (u1, u2), vf 1 (u4) → (3·3)/(2·2);
     // help: vs 1 (u5; u2's came after converting), vf 2 (u3, u4) → (2·2)/(3·3).
-    expect(await correlate(teamId, FUNNEL)).toEqual({
+    expect(await correlate(projectId, FUNNEL)).toEqual({
       events: [entry('$identify', 1, 0, 8 / 3), entry('watched video', 2, 1, 9 / 4), entry('help', 1, 2, 4 / 9)],
       skewed: false,
     });
   });
 
   it('leaves out excluded event names', async () => {
-    expect(await correlate(teamId, { ...FUNNEL, funnel_correlation_exclude_event_names: ['$identify', 'help'] })).toEqual({
+    expect(await correlate(projectId, { ...FUNNEL, funnel_correlation_exclude_event_names: ['$identify', 'help'] })).toEqual({
       events: [entry('watched video', 2, 1, 9 / 4)],
       skewed: false,
     });
@@ -113,38 +113,38 @@ describe('funnel correlation on a hand-computed funnel', () => {
 
   it('drops persons whose attempt has an exclusion event between the steps', async () => {
     // u5's help lies between signup and purchase: u5 is gone. S = 2 (u1, u2), F = 3 (u3, u4, u7).
-    const result = await correlate(teamId, { ...FUNNEL, exclusions: [{ id: 'help', type: 'events', funnel_from_step: 0, funnel_to_step: 1 }] });
+    const result = await correlate(projectId, { ...FUNNEL, exclusions: [{ id: 'help', type: 'events', funnel_from_step: 0, funnel_to_step: 1 }] });
     expect(result).toEqual({ events: [entry('watched video', 2, 1, 9 / 2), entry('help', 0, 2, 2 / 9)], skewed: false });
   });
 
   it('applies `properties` to the steps only', async () => {
     // Only u1, u2 and u4 have plan=pro on their step events: S = 2, F = 1 (u4).
-    const result = await correlate(teamId, { ...FUNNEL, properties: [{ key: 'plan', value: 'pro', type: 'person', operator: 'exact' }] });
+    const result = await correlate(projectId, { ...FUNNEL, properties: [{ key: 'plan', value: 'pro', type: 'person', operator: 'exact' }] });
     expect(result).toEqual({ events: [entry('watched video', 2, 1, 3 / 2), entry('help', 0, 1, 1 / 6)], skewed: false });
   });
 
   it('honours the conversion window and its unit', async () => {
     // Two days: u4's purchase after 30 h converts; counted until then. S = 4, F = 2 (u3, u7).
-    expect(await correlate(teamId, { ...FUNNEL, funnel_window_interval: 2, funnel_window_interval_unit: 'day' })).toEqual({
+    expect(await correlate(projectId, { ...FUNNEL, funnel_window_interval: 2, funnel_window_interval_unit: 'day' })).toEqual({
       events: [entry('watched video', 3, 0, 6), entry('$identify', 1, 0, 3 / 2), entry('help', 2, 1, 1)],
       skewed: false,
     });
     // 90 minutes: nobody converts.
-    expect(await correlate(teamId, { ...FUNNEL, funnel_window_interval: 90, funnel_window_interval_unit: 'minute' })).toEqual({ events: [], skewed: true });
+    expect(await correlate(projectId, { ...FUNNEL, funnel_window_interval: 90, funnel_window_interval_unit: 'minute' })).toEqual({ events: [], skewed: true });
   });
 
   it('correlates the person properties stored with the entering event', async () => {
     // plan::pro: u1, u2 | u4; plan::free: u5 (as anon5) | u3 → ratio 1 is a failure; age::30: u1.
     const expected = [entry('age::30', 1, 0, 8 / 3), entry('plan::pro', 2, 1, 9 / 4), entry('plan::free', 1, 1, 1)];
     const properties = { ...FUNNEL, funnel_correlation_type: 'properties' };
-    expect(await correlate(teamId, { ...properties, funnel_correlation_names: ['plan', 'age'] })).toEqual({ events: expected, skewed: false });
+    expect(await correlate(projectId, { ...properties, funnel_correlation_names: ['plan', 'age'] })).toEqual({ events: expected, skewed: false });
     // Ingestion also stores $creator_event_uuid on every person.
     const creator = '$creator_event_uuid';
-    expect(await correlate(teamId, { ...properties, funnel_correlation_names: ['$all'], funnel_correlation_exclude_names: [creator] })).toEqual({
+    expect(await correlate(projectId, { ...properties, funnel_correlation_names: ['$all'], funnel_correlation_exclude_names: [creator] })).toEqual({
       events: expected,
       skewed: false,
     });
-    expect(await correlate(teamId, { ...properties, funnel_correlation_names: '["$all"]', funnel_correlation_exclude_names: [creator, 'age'] })).toEqual({
+    expect(await correlate(projectId, { ...properties, funnel_correlation_names: '["$all"]', funnel_correlation_exclude_names: [creator, 'age'] })).toEqual({
       events: [expected[1], expected[2]],
       skewed: false,
     });
@@ -153,15 +153,15 @@ describe('funnel correlation on a hand-computed funnel', () => {
   it('correlates event property values seen by more than two persons', async () => {
     // quality=hd: u1, u2 | u4. n=1 (u1 | u4) and n=2 (u2) are too rare.
     const body = { ...FUNNEL, funnel_correlation_type: 'event_with_properties', funnel_correlation_event_names: ['watched video', 'purchase'] };
-    expect(await correlate(teamId, body)).toEqual({ events: [entry('watched video::quality::hd', 2, 1, 9 / 4)], skewed: false });
-    expect(await correlate(teamId, { ...body, funnel_correlation_event_exclude_property_names: ['quality'] })).toEqual({ events: [], skewed: false });
+    expect(await correlate(projectId, body)).toEqual({ events: [entry('watched video::quality::hd', 2, 1, 9 / 4)], skewed: false });
+    expect(await correlate(projectId, { ...body, funnel_correlation_event_exclude_property_names: ['quality'] })).toEqual({ events: [], skewed: false });
   });
 
   it('keeps SQL in names, keys and values inert', async () => {
-    const events = await countEvents(ingestion.clickhouse, teamId);
+    const events = await countEvents(ingestion.clickhouse, projectId);
     const nasty = ["plan') OR 1=1 --", "x'; DROP TABLE events; --", '`plan`', '\\', '{p0:String}'];
     expect(
-      await correlate(teamId, {
+      await correlate(projectId, {
         ...FUNNEL,
         funnel_correlation_type: 'properties',
         funnel_correlation_names: [...nasty, 'plan'],
@@ -171,20 +171,20 @@ describe('funnel correlation on a hand-computed funnel', () => {
       events: [entry('plan::pro', 2, 1, 9 / 4), entry('plan::free', 1, 1, 1)],
       skewed: false,
     });
-    expect(await correlate(teamId, { ...FUNNEL, funnel_correlation_exclude_event_names: nasty })).toEqual(await correlate(teamId, FUNNEL));
-    expect(await correlate(teamId, { ...FUNNEL, funnel_correlation_type: 'event_with_properties', funnel_correlation_event_names: nasty })).toEqual({
+    expect(await correlate(projectId, { ...FUNNEL, funnel_correlation_exclude_event_names: nasty })).toEqual(await correlate(projectId, FUNNEL));
+    expect(await correlate(projectId, { ...FUNNEL, funnel_correlation_type: 'event_with_properties', funnel_correlation_event_names: nasty })).toEqual({
       events: [],
       skewed: false,
     });
     for (const key of nasty) {
       const steps = [{ id: 'signup', properties: [{ key, value: key, type: 'event' }] }, { id: `purchase${key}` }];
-      expect(await correlate(teamId, { ...FUNNEL, events: steps })).toEqual({ events: [], skewed: true });
+      expect(await correlate(projectId, { ...FUNNEL, events: steps })).toEqual({ events: [], skewed: true });
     }
-    expect(await countEvents(ingestion.clickhouse, teamId)).toBe(events);
+    expect(await countEvents(ingestion.clickhouse, projectId)).toBe(events);
   });
 
   it('answers an empty funnel with nothing', async () => {
-    expect(await correlate(teamId, { ...FUNNEL, events: [] })).toEqual({ events: [], skewed: false });
+    expect(await correlate(projectId, { ...FUNNEL, events: [] })).toEqual({ events: [], skewed: false });
   });
 });
 
@@ -196,11 +196,11 @@ describe('funnel correlation totals and ranking', () => {
       ev(`s${i}`, 'purchase', 1),
       ev(`s${i}`, 'x', 2),
     ]).flat();
-    const { teamId } = await ingestion.ingest({ beforeMerges: [...successes, ev('f', 'signup', 0), ev('f', 'y', 0.5)], merges: [], afterMerges: [] });
+    const { projectId } = await ingestion.ingest({ beforeMerges: [...successes, ev('f', 'signup', 0), ev('f', 'y', 0.5)], merges: [], afterMerges: [] });
     // S = 11, F = 1; y: vs 11, vf 1 → (12·1)/(1·2). x comes after converting.
-    expect(await correlate(teamId, FUNNEL)).toEqual({ events: [entry('y', 11, 1, 6)], skewed: true });
+    expect(await correlate(projectId, FUNNEL)).toEqual({ events: [entry('y', 11, 1, 6)], skewed: true });
     // Everyone who buys goes on to x: no failures.
-    expect(await correlate(teamId, { ...FUNNEL, events: [{ id: 'purchase' }, { id: 'x' }] })).toEqual({ events: [], skewed: true });
+    expect(await correlate(projectId, { ...FUNNEL, events: [{ id: 'purchase' }, { id: 'x' }] })).toEqual({ events: [], skewed: true });
   }, 120_000);
 
   it('drops names below 2 % of the persons and keeps the top ten each way', async () => {
@@ -214,7 +214,7 @@ describe('funnel correlation totals and ranking', () => {
       ...spread('f', `f${String(k).padStart(2, '0')}`, k),
     ]);
     const dataset = [...persons('s', true), ...persons('f', false), ...named, ev('s0', 'rare', 1), ev('s1', 'pair', 1), ev('f1', 'pair', 1)];
-    const { teamId } = await ingestion.ingest({ beforeMerges: dataset, merges: [], afterMerges: [] });
+    const { projectId } = await ingestion.ingest({ beforeMerges: dataset, merges: [], afterMerges: [] });
     const ratio = (vs: number, vf: number) => ((vs + 1) * (30 - vf + 1)) / ((30 - vs + 1) * (vf + 1));
     const top = (prefix: 's' | 'f') =>
       [12, 11, 10, 9, 8, 7, 6, 5, 4, 3].map((k) => {
@@ -222,9 +222,9 @@ describe('funnel correlation totals and ranking', () => {
         return entry(`${prefix}${String(k).padStart(2, '0')}`, vs, vf, ratio(vs, vf));
       });
     // pair: (2·30)/(30·2) = 1, a failure ranked after every f.
-    expect(await correlate(teamId, FUNNEL)).toEqual({ events: [...top('s'), ...top('f')], skewed: false });
+    expect(await correlate(projectId, FUNNEL)).toEqual({ events: [...top('s'), ...top('f')], skewed: false });
     expect(
-      await correlate(teamId, { ...FUNNEL, funnel_correlation_exclude_event_names: ['f03', 'f04', 'f05', 'f06', 'f07', 'f08', 'f09', 'f10', 'f11', 'f12'] }),
+      await correlate(projectId, { ...FUNNEL, funnel_correlation_exclude_event_names: ['f03', 'f04', 'f05', 'f06', 'f07', 'f08', 'f09', 'f10', 'f11', 'f12'] }),
     ).toEqual({
       events: [...top('s'), entry('f02', 0, 3, ratio(0, 3)), entry('f01', 0, 2, ratio(0, 2)), entry('pair', 1, 1, 1)],
       skewed: false,
@@ -426,8 +426,8 @@ describe('funnel correlation against the TypeScript reference', () => {
         fc.array(requestArb, { minLength: REQUESTS, maxLength: REQUESTS }),
         fc.constantFrom('UTC', 'Europe/Berlin', 'America/New_York'),
         async (dataset, requests, timezone) => {
-          const { teamId, events } = await ingestion.ingest(dataset);
-          const ctx = context(teamId, timezone, new Date(START + 2 * DAY + 5 * HOUR));
+          const { projectId, events } = await ingestion.ingest(dataset);
+          const ctx = context(projectId, timezone, new Date(START + 2 * DAY + 5 * HOUR));
           for (const request of requests) {
             const input = parseCorrelationRequest({}, request);
             const actual = await runFunnelCorrelation(ingestion.clickhouse, input, ctx);
@@ -512,8 +512,8 @@ describe('funnel correlation from a query node', () => {
 
   it('gives the legacy answer, which is the reference answer, on a generated project', async () => {
     const [dataset] = fc.sample(datasetArb, { seed: 11, numRuns: 1 }) as [Dataset];
-    const { teamId, events } = await ingestion.ingest(dataset);
-    const ctx = context(teamId, 'Europe/Berlin', new Date(START + 2 * DAY + 5 * HOUR));
+    const { projectId, events } = await ingestion.ingest(dataset);
+    const ctx = context(projectId, 'Europe/Berlin', new Date(START + 2 * DAY + 5 * HOUR));
     let informative = 0;
     for (const legacy of fc.sample(requestArb, { seed: 5, numRuns: 12 })) {
       const expected = referenceCorrelation(parseCorrelationRequest({}, legacy), { timezone: ctx.timezone, now: ctx.now, cohorts: new Map() }, events);

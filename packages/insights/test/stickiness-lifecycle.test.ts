@@ -61,16 +61,16 @@ interface Fixture {
   group0?: string;
 }
 
-let nextTeam = 1;
+let nextProject = 1;
 let nextUuid = 1;
 
-/** A team holding `fixtures`, with `merges` (old person → surviving person); its events in plain form for the reference. */
+/** A project holding `fixtures`, with `merges` (old person → surviving person); its events in plain form for the reference. */
 async function project(
   ch: ClickHouse,
   fixtures: readonly Fixture[],
   merges: ReadonlyMap<number, number> = new Map(),
-): Promise<{ teamId: number; events: PersonEvent[] }> {
-  const teamId = nextTeam++;
+): Promise<{ projectId: number; events: PersonEvent[] }> {
+  const projectId = nextProject++;
   const events: PersonEvent[] = fixtures.map((fixture) => ({
     uuid: `00000000-0000-7000-8000-${(nextUuid++).toString(16).padStart(12, '0')}`,
     event: fixture.event,
@@ -87,20 +87,25 @@ async function project(
     eventRow({
       ...fixture,
       uuid: events[i]!.uuid,
-      teamId,
+      projectId,
       at: sqlTimestamp(fixture.at),
       person: person(fixture.person),
       personCreatedAt: sqlTimestamp(fixture.createdAt),
     }),
   );
   if (rows.length > 0) await insertEvents(ch, rows);
-  const overrides = [...merges].map(([old, survivor]) => ({ team_id: teamId, old_person_id: person(old), override_person_id: person(survivor), version: 1 }));
+  const overrides = [...merges].map(([old, survivor]) => ({
+    team_id: projectId,
+    old_person_id: person(old),
+    override_person_id: person(survivor),
+    version: 1,
+  }));
   if (overrides.length > 0) await insertPersonOverrides(ch, overrides);
-  return { teamId, events };
+  return { projectId, events };
 }
 
-function context(teamId: number, timezone: string, now: number): InsightContext {
-  return { teamId, timezone, now: new Date(now), cohortMembers: () => Promise.reject(new Error('no cohorts here')) };
+function context(projectId: number, timezone: string, now: number): InsightContext {
+  return { projectId, timezone, now: new Date(now), cohortMembers: () => Promise.reject(new Error('no cohorts here')) };
 }
 
 const series = (overrides: Partial<Series> = {}): Series => seriesOf('a', overrides);
@@ -130,7 +135,7 @@ describe.each(stores)('on $name', (store) => {
   describe('on hand-computed cases', () => {
     it('stickiness counts each person by the number of days they were active, a merged person once', async () => {
       // Person 1 on days 1, 2, 3 (twice on day 2); person 2 (merged into 3) on day 1 and person 3 on day 3; person 4 on day 2.
-      const { teamId } = await project(
+      const { projectId } = await project(
         ch,
         [
           { person: 1, event: 'a', at: at(1), createdAt: at(0) },
@@ -144,7 +149,7 @@ describe.each(stores)('on $name', (store) => {
         ],
         new Map([[2, 3]]),
       );
-      const ctx = context(teamId, 'UTC', at(5));
+      const ctx = context(projectId, 'UTC', at(5));
       const [result] = await runStickiness(ch, input({ dateFrom: '2025-03-02', dateTo: '2025-03-04' }), ctx);
       expect(result).toEqual({
         data: [1, 1, 1],
@@ -166,7 +171,7 @@ describe.each(stores)('on $name', (store) => {
       // Person 2: created and active 4 March → new, then 5 dormant. Person 3 (merged into 4, created 1 March) active 6 March;
       // person 4 created 5 March but merged: its created_at is the older one → resurrecting, not new.
       // Person 5 is personless ($process_person_profile false): never counted.
-      const { teamId } = await project(
+      const { projectId } = await project(
         ch,
         [
           { person: 1, event: 'a', at: at(1), createdAt: at(0) },
@@ -179,7 +184,7 @@ describe.each(stores)('on $name', (store) => {
         ],
         new Map([[3, 4]]),
       );
-      const results = await runLifecycle(ch, input({ dateFrom: '2025-03-03', dateTo: '2025-03-06' }), context(teamId, 'UTC', at(8)));
+      const results = await runLifecycle(ch, input({ dateFrom: '2025-03-03', dateTo: '2025-03-06' }), context(projectId, 'UTC', at(8)));
       expect(results.map(({ status, label, data, count }) => ({ status, label, data, count }))).toEqual([
         { status: 'new', label: 'a - new', data: [0, 1, 0, 0], count: 1 },
         { status: 'returning', label: 'a - returning', data: [1, 0, 0, 0], count: 1 },
@@ -194,7 +199,7 @@ describe.each(stores)('on $name', (store) => {
     });
 
     it('answers no series with no results', async () => {
-      const ctx = context(nextTeam++, 'UTC', at(5));
+      const ctx = context(nextProject++, 'UTC', at(5));
       expect(await runStickiness(ch, input({ series: [] }), ctx)).toEqual([]);
       expect(await runLifecycle(ch, input({ series: [] }), ctx)).toEqual([]);
     });
@@ -277,9 +282,9 @@ describe.each(stores)('on $name', (store) => {
             personProperties: Object.fromEntries(e.tier === null ? [] : [['tier', e.tier]]),
             group0: e.group,
           }));
-          const { teamId, events } = await project(ch, fixtures, merges);
+          const { projectId, events } = await project(ch, fixtures, merges);
           for (const request of requests) {
-            const ctx = context(teamId, request.timezone, NOW);
+            const ctx = context(projectId, request.timezone, NOW);
             const reference = { timezone: request.timezone, now: ctx.now, cohorts: new Map() };
             const stickiness = input({
               ...request.range,

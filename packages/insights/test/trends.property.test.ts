@@ -158,14 +158,18 @@ interface Project {
 }
 
 async function ingestWorld(ingestion: Ingestion, world: World): Promise<Project> {
-  const { teamId, events } = await ingestion.ingest(world.dataset);
+  const { projectId, events } = await ingestion.ingest(world.dataset);
   const persons = [...new Set(events.map((event) => event.person))].sort();
   const cohorts = new Map([[COHORT_ID, persons.filter((_, i) => world.cohortPicks.some((pick) => pick % persons.length === i))]]);
   const cohortMembers = (id: number) => {
     const members = cohorts.get(id);
     return members ? Promise.resolve(members) : Promise.reject(ApiError.validation(`no cohort ${id}`, 'properties'));
   };
-  return { events, ctx: { teamId, timezone: world.timezone, now: world.now, cohortMembers }, reference: { timezone: world.timezone, now: world.now, cohorts } };
+  return {
+    events,
+    ctx: { projectId, timezone: world.timezone, now: world.now, cohortMembers },
+    reference: { timezone: world.timezone, now: world.now, cohorts },
+  };
 }
 
 /** The engine's answer equals the reference's, or both refuse the input (400 naming the same field). */
@@ -277,7 +281,7 @@ describe('trends on ingested events', () => {
 
   describe('property keys, values and names that look like SQL', () => {
     const ODD_KEYS = ["x') OR 1=1 --", '`b`', '{p0:String}', 'ключ 🔑 \\\' "', "') UNION SELECT 1 --"] as const;
-    const ABSENT_KEYS = ["y') OR 1=1 --", '`', '{p1:String}', '{teamId:Int64}', 'properties'];
+    const ABSENT_KEYS = ["y') OR 1=1 --", '`', '{p1:String}', '{projectId:Int64}', 'properties'];
     const ODD_NAME = "x'); DROP TABLE events; --";
     const at = Date.parse('2025-03-10T08:00:00Z');
     const dataset: Dataset = {
@@ -297,10 +301,10 @@ describe('trends on ingested events', () => {
     let project: Project;
 
     beforeAll(async () => {
-      const { teamId, events } = await ingestion.ingest(dataset);
+      const { projectId, events } = await ingestion.ingest(dataset);
       const now = new Date('2025-03-10T12:00:00Z');
       const cohortMembers = () => Promise.resolve([]);
-      project = { events, ctx: { teamId, timezone: 'UTC', now, cohortMembers }, reference: { timezone: 'UTC', now, cohorts: new Map() } };
+      project = { events, ctx: { projectId, timezone: 'UTC', now, cohortMembers }, reference: { timezone: 'UTC', now, cohorts: new Map() } };
     });
 
     const total = (overrides: Partial<TrendsInput>) => input({ series: [series({ event: null })], dateFrom: '-1d', display: 'BoldNumber', ...overrides });

@@ -13,7 +13,7 @@ import { eventRow } from './support/event-row';
 
 let ch: ChdbClickHouse;
 let dir: string;
-let nextTeam = 1;
+let nextProject = 1;
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'plover-trends-'));
@@ -40,14 +40,14 @@ const PERSON_B = '00000000-0000-4000-8000-00000000000b';
 const PERSON_C = '00000000-0000-4000-8000-00000000000c';
 
 let uuidCounter = 0;
-function row(team: number, fixture: Fixture): EventRow {
+function row(projectId: number, fixture: Fixture): EventRow {
   uuidCounter += 1;
   const uuid = `00000000-0000-7000-8000-${uuidCounter.toString(16).padStart(12, '0')}`;
-  return eventRow({ ...fixture, uuid, teamId: team, event: fixture.event ?? '$pageview', person: fixture.person ?? PERSON_A });
+  return eventRow({ ...fixture, uuid, projectId, event: fixture.event ?? '$pageview', person: fixture.person ?? PERSON_A });
 }
 
-async function team(fixtures: Fixture[]): Promise<number> {
-  const id = nextTeam++;
+async function project(fixtures: Fixture[]): Promise<number> {
+  const id = nextProject++;
   await insertEvents(
     ch,
     fixtures.map((fixture) => row(id, fixture)),
@@ -55,8 +55,8 @@ async function team(fixtures: Fixture[]): Promise<number> {
   return id;
 }
 
-function context(teamId: number, timezone = 'UTC', now = '2025-01-07T12:00:00Z'): InsightContext {
-  return { teamId, timezone, now: new Date(now), cohortMembers: () => Promise.resolve([PERSON_A]) };
+function context(projectId: number, timezone = 'UTC', now = '2025-01-07T12:00:00Z'): InsightContext {
+  return { projectId, timezone, now: new Date(now), cohortMembers: () => Promise.resolve([PERSON_A]) };
 }
 
 function series(overrides: Partial<Series> = {}): Series {
@@ -90,7 +90,7 @@ function trend(overrides: Partial<TrendsInput> = {}): TrendsInput {
 
 describe('runTrends', () => {
   it('counts events per day in the range, with PostHog labels and days', async () => {
-    const teamId = await team([
+    const projectId = await project([
       { at: '2025-01-01 10:00:00' },
       { at: '2025-01-01 11:00:00' },
       { at: '2025-01-03 00:00:00' },
@@ -98,7 +98,7 @@ describe('runTrends', () => {
       { at: '2024-12-31 23:59:59' }, // before the range
       { event: 'other', at: '2025-01-02 10:00:00' },
     ]);
-    const [result] = await runTrends(ch, trend(), context(teamId));
+    const [result] = await runTrends(ch, trend(), context(projectId));
     expect(result).toMatchObject({
       data: [2, 0, 1, 0, 0, 0, 1],
       days: ['2025-01-01', '2025-01-02', '2025-01-03', '2025-01-04', '2025-01-05', '2025-01-06', '2025-01-07'],
@@ -111,21 +111,21 @@ describe('runTrends', () => {
 
   it('buckets by the project timezone', async () => {
     // 23:10 and 23:30 UTC on 1 January are 2 January in Berlin.
-    const teamId = await team([{ at: '2025-01-01 23:30:00' }, { at: '2025-01-01 23:10:00' }]);
-    const [utc] = await runTrends(ch, trend({ dateFrom: '2025-01-01', dateTo: '2025-01-02' }), context(teamId));
-    const [berlin] = await runTrends(ch, trend({ dateFrom: '2025-01-01', dateTo: '2025-01-02' }), context(teamId, 'Europe/Berlin'));
+    const projectId = await project([{ at: '2025-01-01 23:30:00' }, { at: '2025-01-01 23:10:00' }]);
+    const [utc] = await runTrends(ch, trend({ dateFrom: '2025-01-01', dateTo: '2025-01-02' }), context(projectId));
+    const [berlin] = await runTrends(ch, trend({ dateFrom: '2025-01-01', dateTo: '2025-01-02' }), context(projectId, 'Europe/Berlin'));
     expect(utc?.data).toEqual([2, 0]);
     expect(berlin?.data).toEqual([0, 2]);
   });
 
   it('counts a merged person once for DAU and keeps the person-property filter per event', async () => {
-    const teamId = await team([
+    const projectId = await project([
       { at: '2025-01-06 10:00:00', person: PERSON_A, personProperties: { plan: 'pro' } },
       { at: '2025-01-06 11:00:00', person: PERSON_B, personProperties: { plan: 'pro' } },
       { at: '2025-01-06 12:00:00', person: PERSON_C, personProperties: { plan: 'free' } },
     ]);
-    await insertPersonOverrides(ch, [{ team_id: teamId, old_person_id: PERSON_B, override_person_id: PERSON_A, version: 1 }]);
-    const [dau] = await runTrends(ch, trend({ series: [series({ math: 'dau' })], dateFrom: '2025-01-06', dateTo: '2025-01-06' }), context(teamId));
+    await insertPersonOverrides(ch, [{ team_id: projectId, old_person_id: PERSON_B, override_person_id: PERSON_A, version: 1 }]);
+    const [dau] = await runTrends(ch, trend({ series: [series({ math: 'dau' })], dateFrom: '2025-01-06', dateTo: '2025-01-06' }), context(projectId));
     expect(dau?.data).toEqual([2]);
     const [pro] = await runTrends(
       ch,
@@ -135,19 +135,19 @@ describe('runTrends', () => {
         dateTo: '2025-01-06',
         properties: { type: 'AND', values: [{ type: 'person', key: 'plan', operator: 'exact', value: 'pro' }] },
       }),
-      context(teamId),
+      context(projectId),
     );
     expect(pro?.data).toEqual([1]);
   });
 
   it('aggregates a numeric property: sum, avg, median with interpolation, p90', async () => {
-    const teamId = await team(
+    const projectId = await project(
       [1, 2, 3, 4]
         .map((price) => ({ at: '2025-01-07 01:00:00', properties: { price: price === 4 ? '4' : price } }))
         .concat([{ at: '2025-01-07 02:00:00', properties: { price: 'n/a' } }]),
     );
     const run = async (math: Series['math']) =>
-      (await runTrends(ch, trend({ series: [series({ math, mathProperty: 'price' })], dateFrom: 'dStart' }), context(teamId)))[0]?.data;
+      (await runTrends(ch, trend({ series: [series({ math, mathProperty: 'price' })], dateFrom: 'dStart' }), context(projectId)))[0]?.data;
     expect(await run('sum')).toEqual([10]);
     expect(await run('avg')).toEqual([2.5]);
     expect(await run('median')).toEqual([2.5]);
@@ -156,7 +156,7 @@ describe('runTrends', () => {
   });
 
   it('breaks down by an event property with a limit and an "other" series', async () => {
-    const teamId = await team([
+    const projectId = await project([
       ...['Chrome', 'Chrome', 'Chrome', 'Firefox', 'Firefox', 'Safari', 'Edge'].map((browser) => ({
         at: '2025-01-07 01:00:00',
         properties: { $browser: browser },
@@ -166,7 +166,7 @@ describe('runTrends', () => {
     const results = await runTrends(
       ch,
       trend({ dateFrom: 'dStart', breakdown: { property: '$browser', type: 'event', groupTypeIndex: null, limit: 2 } }),
-      context(teamId),
+      context(projectId),
     );
     expect(results.map((r) => [r.breakdown_value, r.label, r.data])).toEqual([
       ['Chrome', 'Chrome', [3]],
@@ -176,7 +176,7 @@ describe('runTrends', () => {
     const all = await runTrends(
       ch,
       trend({ dateFrom: 'dStart', breakdown: { property: '$browser', type: 'event', groupTypeIndex: null, limit: 25 } }),
-      context(teamId),
+      context(projectId),
     );
     expect(all.map((r) => [r.breakdown_value, r.data[0]])).toEqual([
       ['Chrome', 3],
@@ -188,20 +188,24 @@ describe('runTrends', () => {
   });
 
   it('shows running totals, total values, and compares with the previous period', async () => {
-    const teamId = await team([
+    const projectId = await project([
       { at: '2025-01-05 01:00:00', person: PERSON_A },
       { at: '2025-01-06 01:00:00', person: PERSON_A },
       { at: '2025-01-06 02:00:00', person: PERSON_B },
       { at: '2025-01-03 01:00:00', person: PERSON_A },
     ]);
     const range = { dateFrom: '2025-01-05', dateTo: '2025-01-06' };
-    const [cumulative] = await runTrends(ch, trend({ ...range, display: 'ActionsLineGraphCumulative' }), context(teamId));
+    const [cumulative] = await runTrends(ch, trend({ ...range, display: 'ActionsLineGraphCumulative' }), context(projectId));
     expect(cumulative).toMatchObject({ data: [1, 3], count: 3 });
-    const [uniqueSoFar] = await runTrends(ch, trend({ ...range, series: [series({ math: 'dau' })], display: 'ActionsLineGraphCumulative' }), context(teamId));
+    const [uniqueSoFar] = await runTrends(
+      ch,
+      trend({ ...range, series: [series({ math: 'dau' })], display: 'ActionsLineGraphCumulative' }),
+      context(projectId),
+    );
     expect(uniqueSoFar?.data).toEqual([1, 2]);
-    const [number] = await runTrends(ch, trend({ ...range, series: [series({ math: 'dau' })], display: 'BoldNumber' }), context(teamId));
+    const [number] = await runTrends(ch, trend({ ...range, series: [series({ math: 'dau' })], display: 'BoldNumber' }), context(projectId));
     expect(number).toMatchObject({ data: [], labels: [], days: [], count: 0, aggregated_value: 2 });
-    const compared = await runTrends(ch, trend({ ...range, compare: true }), context(teamId));
+    const compared = await runTrends(ch, trend({ ...range, compare: true }), context(projectId));
     expect(compared.map((r) => [r.compare_label, r.data, r.labels, r.days])).toEqual([
       ['current', [1, 2], ['day 0', 'day 1'], ['2025-01-05', '2025-01-06']],
       ['previous', [1, 0], ['day 0', 'day 1'], ['2025-01-03', '2025-01-04']],
@@ -209,17 +213,17 @@ describe('runTrends', () => {
   });
 
   it('counts weekly active users over the 7 days ending with each day', async () => {
-    const teamId = await team([
+    const projectId = await project([
       { at: '2024-12-31 10:00:00', person: PERSON_A },
       { at: '2025-01-06 10:00:00', person: PERSON_B },
     ]);
-    const [wau] = await runTrends(ch, trend({ series: [series({ math: 'weekly_active' })], dateFrom: '2025-01-05', dateTo: '2025-01-07' }), context(teamId));
+    const [wau] = await runTrends(ch, trend({ series: [series({ math: 'weekly_active' })], dateFrom: '2025-01-05', dateTo: '2025-01-07' }), context(projectId));
     // A's event on 31 Dec counts through 6 Jan; B's from 6 Jan.
     expect(wau?.data).toEqual([1, 2, 1]);
   });
 
   it('applies a formula per bucket, dividing by zero as 0', async () => {
-    const teamId = await team([
+    const projectId = await project([
       { at: '2025-01-06 01:00:00', event: 'signup' },
       { at: '2025-01-06 01:00:00' },
       { at: '2025-01-06 02:00:00' },
@@ -228,34 +232,34 @@ describe('runTrends', () => {
     const [ratio] = await runTrends(
       ch,
       trend({ dateFrom: '2025-01-06', series: [series({ event: 'signup', name: 'signup' }), series({ order: 1 })], formula: 'A / B * 100' }),
-      context(teamId),
+      context(projectId),
     );
     expect(ratio).toMatchObject({ label: 'Formula (A / B * 100)', data: [50, 0], count: 50 });
   });
 
   it('treats hostile property keys as ordinary keys', async () => {
     const key = "x') OR 1=1 -- {p0:String}`";
-    const teamId = await team([{ at: '2025-01-07 01:00:00', properties: { [key]: 'yes' } }, { at: '2025-01-07 01:00:00' }]);
+    const projectId = await project([{ at: '2025-01-07 01:00:00', properties: { [key]: 'yes' } }, { at: '2025-01-07 01:00:00' }]);
     const [filtered] = await runTrends(
       ch,
       trend({ dateFrom: 'dStart', properties: { type: 'AND', values: [{ type: 'event', key, operator: 'exact', value: 'yes' }] } }),
-      context(teamId),
+      context(projectId),
     );
     expect(filtered?.data).toEqual([1]);
     const broken = await runTrends(
       ch,
       trend({ dateFrom: 'dStart', breakdown: { property: key, type: 'event', groupTypeIndex: null, limit: 5 } }),
-      context(teamId),
+      context(projectId),
     );
     expect(broken.map((r) => r.breakdown_value)).toEqual(['none', 'yes']);
   });
 
   it('answers 400 for an invalid regular expression', async () => {
-    const teamId = await team([{ at: '2025-01-07 01:00:00', properties: { a: 'b' } }]);
+    const projectId = await project([{ at: '2025-01-07 01:00:00', properties: { a: 'b' } }]);
     const error = await runTrends(
       ch,
       trend({ properties: { type: 'AND', values: [{ type: 'event', key: 'a', operator: 'regex', value: '(' }] } }),
-      context(teamId),
+      context(projectId),
     ).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ApiError);
     expect(error).toMatchObject({ status: 400, attr: 'properties' });
@@ -266,13 +270,13 @@ describe('runTrends', () => {
     const fixtures = [...MATERIALIZED_PROPERTIES.keys()].flatMap((key) =>
       values.map((value) => ({ at: '2025-01-07 01:00:00', event: key, properties: value === undefined ? {} : { [key]: value } })),
     );
-    const teamId = await team(fixtures);
+    const projectId = await project(fixtures);
     for (const [key, column] of MATERIALIZED_PROPERTIES) {
       const params = new Params();
       const rows = await ch.query<{ materialized: string; json: string }>(
         'test.materialized',
-        `SELECT ${column} AS materialized, ${jsonPropertyText('properties', key, params)} AS json FROM events WHERE team_id = {team:Int64} AND event = {key:String}`,
-        { ...params.values, team: teamId, key },
+        `SELECT ${column} AS materialized, ${jsonPropertyText('properties', key, params)} AS json FROM events WHERE team_id = {projectId:Int64} AND event = {key:String}`,
+        { ...params.values, projectId, key },
       );
       expect(rows).toHaveLength(values.length);
       for (const row of rows) expect(row.materialized).toBe(row.json);
@@ -286,7 +290,7 @@ describe('runTrends', () => {
             dateFrom: 'dStart',
             properties: { type: 'AND', values: [{ type: 'event', key: '$browser', operator, value }] },
           }),
-          context(teamId),
+          context(projectId),
         )
       )[0]?.data;
     expect(await browser('exact', 'Chrome')).toEqual([1]);

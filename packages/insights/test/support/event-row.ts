@@ -3,7 +3,7 @@ import { NO_GROUPS, type EventRow } from '@plover/clickhouse';
 /** What an insight test says about one stored event; the rest of the row is what a personful event carries. */
 export interface StoredEvent {
   uuid: string;
-  teamId: number;
+  projectId: number;
   event: string;
   /** ClickHouse DateTime64 text, UTC. */
   at: string;
@@ -21,7 +21,7 @@ export function eventRow(event: StoredEvent): EventRow {
     event: event.event,
     properties: JSON.stringify(event.properties ?? {}),
     timestamp: event.at,
-    team_id: event.teamId,
+    team_id: event.projectId,
     distinct_id: event.person,
     elements_chain: '',
     created_at: event.at,

@@ -32,7 +32,7 @@ export interface Dataset {
 export interface Ingestion {
   readonly clickhouse: ClickHouse;
   /** A fresh project holding `dataset`, and its events as stored. */
-  ingest(dataset: Dataset): Promise<{ teamId: number; events: PlainEvent[] }>;
+  ingest(dataset: Dataset): Promise<{ projectId: number; events: PlainEvent[] }>;
   close(): Promise<void>;
 }
 
@@ -42,10 +42,10 @@ type DeadLetters = Awaited<ReturnType<typeof collectTopic>>;
 const DELIVERY_TIMEOUT_MS = 120_000;
 
 /** The dead letters of one project: ingestion refused these events, so waiting for them is pointless. */
-function refused(deadLetters: DeadLetters, teamId: number): { reason: string; detail: string }[] {
+function refused(deadLetters: DeadLetters, projectId: number): { reason: string; detail: string }[] {
   return deadLetters.received
     .map((message) => JSON.parse(message.value.toString()) as { team_id: number | null; reason: string; detail: string })
-    .filter((letter) => letter.team_id === teamId)
+    .filter((letter) => letter.team_id === projectId)
     .map(({ reason, detail }) => ({ reason, detail }));
 }
 
@@ -66,20 +66,20 @@ export async function openIngestion(): Promise<Ingestion> {
   const ingestion: Ingestion = {
     clickhouse,
     async ingest(dataset) {
-      const teamId = await createProject(sql);
+      const projectId = await createProject(sql);
       let expected = 0;
       for (const round of [dataset.beforeMerges, dataset.merges, dataset.afterMerges]) {
         if (round.length === 0) continue;
         const messages: OutgoingMessage[] = round.map((event) =>
-          captured(teamId, event.distinctId, event.event, event.properties, { timestamp: new Date(event.timestamp).toISOString() }),
+          captured(projectId, event.distinctId, event.event, event.properties, { timestamp: new Date(event.timestamp).toISOString() }),
         );
         await bus.produce(stack.description.settings.topics.events, messages);
         expected += round.length;
-        const stored = async () => refused(letters, teamId).length > 0 || (await countEvents(clickhouse, teamId)) >= expected;
-        await waitFor(`${expected} events of team ${teamId}`, stored, DELIVERY_TIMEOUT_MS);
-        if (refused(letters, teamId).length > 0) throw new Error(`ingestion refused events: ${JSON.stringify(refused(letters, teamId))}`);
+        const stored = async () => refused(letters, projectId).length > 0 || (await countEvents(clickhouse, projectId)) >= expected;
+        await waitFor(`${expected} events of project ${projectId}`, stored, DELIVERY_TIMEOUT_MS);
+        if (refused(letters, projectId).length > 0) throw new Error(`ingestion refused events: ${JSON.stringify(refused(letters, projectId))}`);
       }
-      return { teamId, events: await readEvents(clickhouse, teamId) };
+      return { projectId, events: await readEvents(clickhouse, projectId) };
     },
     async close() {
       await letters.stop();
@@ -109,18 +109,18 @@ type StoredEvent = {
 const GROUP_INDEXES = [0, 1, 2, 3, 4] as const;
 const parseJson = (text: string): Record<string, JsonValue> => (text === '' ? {} : (JSON.parse(text) as Record<string, JsonValue>));
 
-/** A team's events, each once, with its person resolved through person_overrides (plain selects only). */
-export async function readEvents(clickhouse: ClickHouse, teamId: number): Promise<PlainEvent[]> {
+/** A project's events, each once, with its person resolved through person_overrides (plain selects only). */
+export async function readEvents(clickhouse: ClickHouse, projectId: number): Promise<PlainEvent[]> {
   const groupColumns = GROUP_INDEXES.map((i) => `\`$group_${i}\`, group${i}_properties`).join(', ');
   const rows = await clickhouse.query<StoredEvent>(
     'test.insights.events',
-    `SELECT uuid, event, distinct_id, properties, timestamp, person_id, person_properties, ${groupColumns} FROM events FINAL WHERE team_id = {teamId:Int64}`,
-    { teamId },
+    `SELECT uuid, event, distinct_id, properties, timestamp, person_id, person_properties, ${groupColumns} FROM events FINAL WHERE team_id = {projectId:Int64}`,
+    { projectId },
   );
   const overrides = await clickhouse.query<{ old_person_id: string; override_person_id: string; version: string }>(
     'test.insights.overrides',
-    'SELECT old_person_id, override_person_id, version FROM person_overrides WHERE team_id = {teamId:Int64}',
-    { teamId },
+    'SELECT old_person_id, override_person_id, version FROM person_overrides WHERE team_id = {projectId:Int64}',
+    { projectId },
   );
   const current = new Map<string, { person: string; version: number }>();
   for (const row of overrides) {

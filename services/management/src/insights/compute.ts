@@ -77,7 +77,7 @@ async function cacheRequest(kind: string, ctx: InsightContext, input: unknown, r
       .update((await ctx.cohortMembers(id)).join(','))
       .digest('base64url');
   }
-  return { kind, teamId: ctx.teamId, input: { input, cohorts }, range: rangeKey(range) };
+  return { kind, projectId: ctx.projectId, input: { input, cohorts }, range: rangeKey(range) };
 }
 
 /**

@@ -91,5 +91,5 @@ export function cohortResolver(sql: Sql, projectId: number): (cohortId: number) 
 /** What a computation or an events filter needs about the project now: its timezone and, per request, its cohorts' members. */
 export function insightContext(sql: Sql, req: Request): InsightContext {
   const project = projectOf(req);
-  return { teamId: project.id, timezone: project.timezone, now: new Date(), cohortMembers: cohortResolver(sql, project.id) };
+  return { projectId: project.id, timezone: project.timezone, now: new Date(), cohortMembers: cohortResolver(sql, project.id) };
 }
