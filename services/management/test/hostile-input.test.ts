@@ -1,18 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { deflateSync, gzipSync } from 'node:zlib';
 import request from 'supertest';
-import { insertEvents, migrate as migrateClickHouse, NO_GROUPS, type ClickHouse, type EventRow } from '@plover/clickhouse';
-import { ChdbClickHouse } from '@plover/chdb';
-import { ApiError, createLogger, StorageError, uuidv7 } from '@plover/core';
+import { insertEvents, NO_GROUPS, type EventRow } from '@plover/clickhouse';
+import { ApiError, StorageError, uuidv7 } from '@plover/core';
 import { PersonStore } from '@plover/persons';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../src/http/body';
 import { unstorableInput } from '../src/http/errors';
 import { csvCell, CSV_EXPORT_TRUNCATED_HEADER, toCsv } from '../src/http/render';
 import { backends, useWorld, type World } from './support/app';
-import { label, recordingsClickHouse, ROUTES, seedFixture, snapshot, urlOf, type Fixture, type Route } from './support/routes';
+import { ownProjectIds, useChdb } from './support/recordings';
+import { label, ROUTES, seedFixture, snapshot, urlOf, type Fixture, type Route } from './support/routes';
 
 /**
  * What a hostile client sends: spreadsheet formulas that CSV exports must neutralize, NUL and deep or broken
@@ -135,8 +132,11 @@ describe('JSON depth and the storage backstop', () => {
   });
 });
 
-describe.each(backends)('hostile input on $name', (backend) => {
-  const world = useWorld(backend, { clickhouse: recordingsClickHouse });
+const recordings = useChdb();
+
+describe.each(backends.map((backend, index) => ({ ...backend, index })))('hostile input on $name', (backend) => {
+  const world = useWorld(backend, { clickhouse: recordings });
+  beforeAll(() => ownProjectIds(world.sql, backend.index));
 
   describe('every body route', () => {
     let f: Fixture;
@@ -500,19 +500,7 @@ describe.each(backends)('hostile input on $name', (backend) => {
 });
 
 describe('with chDB', () => {
-  const logger = createLogger({ service: 'test', level: 'silent' });
-  let clickhouse: ClickHouse;
-  let dir: string;
-  beforeAll(async () => {
-    dir = await mkdtemp(path.join(os.tmpdir(), 'plover-mgmt-hostile-'));
-    clickhouse = await ChdbClickHouse.open({ dataDir: dir });
-    await migrateClickHouse(clickhouse, { logger });
-  });
-  afterAll(async () => {
-    await clickhouse.close();
-    await rm(dir, { recursive: true, force: true });
-  });
-
+  const clickhouse = recordings;
   const zero = '1970-01-01 00:00:00.000';
   const event = (teamId: number, overrides: Partial<EventRow>): EventRow => ({
     uuid: randomUUID(),
@@ -535,7 +523,7 @@ describe('with chDB', () => {
   });
 
   describe.each(backends.map((backend, index) => ({ ...backend, index })))('on $name', (backend) => {
-    const world = useWorld(backend, { clickhouse: () => clickhouse });
+    const world = useWorld(backend, { clickhouse });
     // Both databases share one chDB: keep their project (team) ids apart (other suites use multiples of 100,000).
     beforeAll(() => world.sql.query('t.ids', `ALTER TABLE projects ALTER COLUMN id RESTART WITH ${(backend.index + 1) * 100_000 + 50_000}`));
 
@@ -549,7 +537,7 @@ describe('with chDB', () => {
           properties: JSON.stringify(i === 2099 ? Object.fromEntries(FORMULAS.map((payload) => [payload, payload])) : { n: i }),
         }),
       );
-      await insertEvents(clickhouse, rows);
+      await insertEvents(clickhouse(), rows);
       const base = `/api/projects/${t.projectId}/events/`;
       const res = await request(world.app).get(`${base}?format=csv`).set(t.auth);
       expectNeutralCsv(res);
@@ -564,7 +552,7 @@ describe('with chDB', () => {
 
     it('trend CSV neutralizes series names and labels', async () => {
       const t = await world.tenant();
-      await insertEvents(clickhouse, [event(t.projectId, { timestamp: '2024-03-02 12:00:00.000000' })]);
+      await insertEvents(clickhouse(), [event(t.projectId, { timestamp: '2024-03-02 12:00:00.000000' })]);
       const query = new URLSearchParams({
         date_from: '2024-03-01',
         date_to: '2024-03-03',

@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { backends, useWorld } from './support/app';
-import { label, recordingsClickHouse, ROUTES, seedFixture, snapshot, urlOf, type Fixture, type Route } from './support/routes';
+import { ownProjectIds, useChdb } from './support/recordings';
+import { label, ROUTES, seedFixture, snapshot, urlOf, type Fixture, type Route } from './support/routes';
 
 /**
  * JSON bodies only: every route that reads a body answers a non-JSON content type with PostHog's 415
@@ -47,8 +48,11 @@ describe('route table', () => {
   });
 });
 
-describe.each(backends)('media types on $name', (backend) => {
-  const world = useWorld(backend, { clickhouse: recordingsClickHouse });
+const recordings = useChdb();
+
+describe.each(backends.map((backend, index) => ({ ...backend, index })))('media types on $name', (backend) => {
+  const world = useWorld(backend, { clickhouse: recordings });
+  beforeAll(() => ownProjectIds(world.sql, backend.index));
 
   describe.each(BODY_ROUTES.map((route) => [label(route), route] as const))('%s', (_name, route) => {
     // One fixture per route: the refused requests must leave it as it is, and the control comes last.

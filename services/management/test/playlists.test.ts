@@ -1,25 +1,19 @@
 import request from 'supertest';
-import type { ClickHouse } from '@plover/clickhouse';
+import { insertSnapshotBatches } from '@plover/clickhouse';
 import { uuidv7 } from '@plover/core';
 import { PersonStore } from '@plover/persons';
-import { backends, bearer, noClickHouse, useWorld } from './support/app';
+import { backends, bearer, useWorld } from './support/app';
+import { ownProjectIds, recorded, useChdb } from './support/recordings';
 
-/** Answers the recordings metadata query for session "s1" only. */
-const fakeClickHouse = (): ClickHouse => ({
-  ...noClickHouse,
-  query: <R>(_name: string, _sql: string, params?: Record<string, unknown>) => {
-    const ids = (params?.ids ?? []) as string[];
-    const rows = ids.includes('s1')
-      ? [{ session_id: 's1', start_time: '2024-05-01 12:00:00.000000', end_time: '2024-05-01 12:01:30.000000', distinct_id: 'alice', event_count: '7' }]
-      : [];
-    return Promise.resolve(rows as R[]);
-  },
-});
+const clickhouse = useChdb();
+/** When the stored recordings start: recent (live), on a whole second. */
+const START = Math.floor((Date.now() - 3_600_000) / 1000) * 1000;
 
 const USER_FIELDS = ['id', 'uuid', 'distinct_id', 'first_name', 'last_name', 'email', 'is_email_verified', 'hedgehog_config', 'role_at_organization'];
 
-describe.each(backends)('session recording playlists on $name', (backend) => {
-  const world = useWorld(backend, { clickhouse: fakeClickHouse });
+describe.each(backends.map((backend, index) => ({ ...backend, index })))('session recording playlists on $name', (backend) => {
+  const world = useWorld(backend, { clickhouse });
+  beforeAll(() => ownProjectIds(world.sql, backend.index));
 
   async function setup() {
     const t = await world.tenant();
@@ -126,8 +120,13 @@ describe.each(backends)('session recording playlists on $name', (backend) => {
     expect((await request(world.app).get(`${s.base}/nope1234`).set(s.auth)).status).toBe(404);
   });
 
-  it('recordings: add (idempotent, stubs accepted), list with metadata, remove (204 / 404), watched_count', async () => {
+  it('recordings: add (idempotent, ids without a recording accepted), list the recordings, remove (204 / 404), counts', async () => {
     const s = await setup();
+    // s1 and s2 are recorded (90 s and 10 s, alice); "unknown" is added but has no recording.
+    await insertSnapshotBatches(clickhouse(), [
+      recorded(s.projectId, 's1', START, { seconds: 90, distinct_id: 'alice', click_count: 4 }),
+      recorded(s.projectId, 's2', START + 120_000, { seconds: 10, distinct_id: 'alice' }),
+    ]);
     const store = new PersonStore(world.sql);
     await store.processEvent(s.projectId, {
       uuid: uuidv7(),
@@ -141,20 +140,34 @@ describe.each(backends)('session recording playlists on $name', (backend) => {
     expect((await request(world.app).post(`${url}/s1/`).set(s.auth)).body).toEqual({ success: true });
     expect((await request(world.app).post(`${url}/s1`).set(s.auth)).status).toBe(200);
     expect((await request(world.app).post(`${url}/unknown`).set(s.auth)).status).toBe(200);
+    expect((await request(world.app).post(`${url}/s2`).set(s.auth)).status).toBe(200);
     const list = await request(world.app).get(url).set(s.auth);
     expect(list.status).toBe(200);
-    expect(list.body.has_next).toBe(false);
-    const byId = Object.fromEntries((list.body.results as Array<{ id: string }>).map((r) => [r.id, r]));
-    expect(byId.s1).toMatchObject({ distinct_id: 'alice', recording_duration: 90, event_count: 7, start_time: '2024-05-01T12:00:00.000Z', viewed: false });
-    expect((byId.s1 as unknown as { person: { name: string } }).person.name).toBe('a@x.io');
-    expect(byId.unknown).toMatchObject({ start_time: null, event_count: 0, person: null });
+    expect(list.body).toMatchObject({ has_next: false, version: 4 });
+    const results = list.body.results as Array<{ id: string; person: { name: string } }>;
+    // The same recording objects as the recordings API, newest first; an id without a recording is not one.
+    expect(results.map((r) => r.id)).toEqual(['s2', 's1']);
+    expect(results[1]).toMatchObject({
+      distinct_id: 'alice',
+      recording_duration: 90,
+      click_count: 4,
+      start_time: new Date(START).toISOString(),
+      viewed: false,
+    });
+    expect(results[1]!.person.name).toBe('a@x.io');
+    const recording = await request(world.app).get(`/api/environments/${s.projectId}/session_recordings/s1`).set(s.auth);
+    expect({ ...recording.body, viewed: false }).toEqual(results[1]);
+    const page = await request(world.app).get(`${url}?limit=1&offset=1`).set(s.auth);
+    expect([(page.body.results as Array<{ id: string }>).map((r) => r.id), page.body.has_next]).toEqual([['s1'], false]);
 
     let playlist = (await request(world.app).get(`${s.base}/${created.short_id}`).set(s.auth)).body;
-    expect(playlist.recordings_counts.collection).toEqual({ count: 2, watched_count: 0 });
-    expect((await request(world.app).get(`/api/environments/${s.projectId}/session_recordings/s1`).set(s.auth)).status).toBe(200);
-    expect((await request(world.app).get(`/api/environments/${s.projectId}/session_recordings/unknown`).set(s.auth)).status).toBe(404);
-    playlist = (await request(world.app).get(`${s.base}/${created.short_id}`).set(s.auth)).body;
+    // s1 was watched by the retrieve above.
     expect(playlist.recordings_counts.collection).toEqual({ count: 2, watched_count: 1 });
+    const listed = (await request(world.app).get(`${s.base}?short_id=${created.short_id}`).set(s.auth)).body.results[0];
+    expect(listed.recordings_counts.collection).toEqual({ count: 2, watched_count: 1 });
+    expect((await request(world.app).delete(`/api/environments/${s.projectId}/session_recordings/s2`).set(s.auth)).status).toBe(204);
+    playlist = (await request(world.app).get(`${s.base}/${created.short_id}`).set(s.auth)).body;
+    expect(playlist.recordings_counts.collection).toEqual({ count: 1, watched_count: 1 });
 
     expect((await request(world.app).delete(`${url}/unknown`).set(s.auth)).status).toBe(204);
     expect((await request(world.app).delete(`${url}/unknown`).set(s.auth)).status).toBe(404);

@@ -3,7 +3,8 @@ import { openApiDocument } from '../src/openapi';
 import { declaredTable } from './support/table';
 import { SCOPE_OBJECTS } from '../src/accounts/routes';
 import { backends, bearer, useWorld, type World } from './support/app';
-import { isProjectRoute, label, recordingsClickHouse, ROUTES, seedFixture, snapshot, urlOf, type Fixture, type Method, type Route } from './support/routes';
+import { ownProjectIds, useChdb } from './support/recordings';
+import { isProjectRoute, label, ROUTES, seedFixture, snapshot, urlOf, type Fixture, type Method, type Route } from './support/routes';
 
 /**
  * The scope matrix (docs/management.md#auth-and-scopes): for every management route, a key lacking its scope gets PostHog's 403 and
@@ -82,8 +83,11 @@ const UNSERVED = [...new Set(ROUTES.map(pathOf))].flatMap((path) => {
   return METHODS.filter((method) => !served.has(method)).map((method) => ({ method, path, scope: '*', status: 405 }) satisfies Route);
 });
 
-describe.each(backends)('management routes on $name', (backend) => {
-  const world = useWorld(backend, { clickhouse: recordingsClickHouse });
+const recordings = useChdb();
+
+describe.each(backends.map((backend, index) => ({ ...backend, index })))('management routes on $name', (backend) => {
+  const world = useWorld(backend, { clickhouse: recordings });
+  beforeAll(() => ownProjectIds(world.sql, backend.index));
 
   describe.each(ROUTES.map((route) => [label(route), route] as const))('scope matrix: %s', (_name, route) => {
     const [object, action] = route.scope.split(':');

@@ -1,9 +1,10 @@
 import request from 'supertest';
-import type { ClickHouse } from '@plover/clickhouse';
+import { insertSnapshotBatches } from '@plover/clickhouse';
 import { uuidv7 } from '@plover/core';
 import { PersonStore } from '@plover/persons';
 import type { Sql } from '@plover/postgres';
-import { noClickHouse, type World } from './app';
+import type { World } from './app';
+import { recorded } from './recordings';
 
 /**
  * Every management route with the scope it needs, the status a key holding that scope gets on a fresh
@@ -20,7 +21,7 @@ export interface Fixture {
   /** A second project of the same organization (for keys limited to a project). */
   otherProjectId: number;
   person: { id: number; uuid: string };
-  /** A playlist (collection) holding recording `s1`. */
+  /** A playlist (collection) holding recording `s1` (stored in the world's ClickHouse, which must be a real one). */
   shortId: string;
   /** A remote-configuration flag with a payload. */
   flagId: number;
@@ -82,7 +83,17 @@ export const ROUTES: Route[] = [
   { method: 'get', path: `${playlist}recordings/`, scope: 'session_recording_playlist:read', status: 200 },
   { method: 'post', path: `${playlist}recordings/s2/`, scope: 'session_recording_playlist:write', status: 200 },
   { method: 'delete', path: `${playlist}recordings/s1/`, scope: 'session_recording_playlist:write', status: 204 },
+  { method: 'get', path: `${P}/session_recordings/`, scope: 'session_recording:read', status: 200 },
   { method: 'get', path: `${P}/session_recordings/s1/`, scope: 'session_recording:read', status: 200 },
+  {
+    method: 'patch',
+    path: `${P}/session_recordings/s1/`,
+    scope: 'session_recording:write',
+    status: 200,
+    body: { viewed: true, player_metadata: { source: 'web' } },
+  },
+  { method: 'delete', path: `${P}/session_recordings/s1/`, scope: 'session_recording:write', status: 204 },
+  { method: 'get', path: `${P}/session_recordings/s1/snapshots/`, scope: 'session_recording:read', status: 200 },
 
   { method: 'get', path: `${P}/groups_types/`, scope: 'group:read', status: 200 },
   { method: 'get', path: `${P}/groups/?group_type_index=0`, scope: 'group:read', status: 200 },
@@ -142,18 +153,6 @@ export function urlOf(route: Route, f: Fixture): string {
   });
 }
 
-/** Answers the recording metadata query for session `s1` only (so `session_recordings/s1` exists). */
-export const recordingsClickHouse = (): ClickHouse => ({
-  ...noClickHouse,
-  query: <R>(_name: string, _sql: string, params?: Record<string, unknown>) => {
-    const ids = (params?.ids ?? []) as string[];
-    const rows = ids.includes('s1')
-      ? [{ session_id: 's1', start_time: '2024-05-01 12:00:00.000000', end_time: '2024-05-01 12:01:30.000000', distinct_id: 'alice', event_count: '3' }]
-      : [];
-    return Promise.resolve(rows as R[]);
-  },
-});
-
 /** A fresh tenant holding one object of every kind the routes name, created through the API where there is one. */
 export async function seedFixture(world: World): Promise<Fixture> {
   const t = await world.tenant();
@@ -167,6 +166,7 @@ export async function seedFixture(world: World): Promise<Fixture> {
     properties: { $set: { email: 'alice@example.com' } },
   });
   const person = (await store.getPersonByDistinctId(t.projectId, 'alice'))!;
+  await insertSnapshotBatches(world.clickhouse, [recorded(t.projectId, 's1', Date.now() - 60_000, { seconds: 30, distinct_id: 'alice' })]);
 
   const create = async (path: string, body: Record<string, unknown>): Promise<Record<string, unknown>> => {
     const res = await request(world.app).post(`/api/projects/${t.projectId}/${path}`).set(t.auth).send(body);
