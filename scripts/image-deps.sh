@@ -34,7 +34,7 @@ for S in "${SERVICES[@]}"; do
   source_copy "$deps"
 
   if ! (cd "$build" \
-    && npm ci --no-audit --no-fund --workspace "services/$S" --include-workspace-root \
+    && npm ci --no-audit --no-fund --workspace "services/$S" $([ "$S" != management ] || echo --workspace apps/console) --include-workspace-root \
     && npx tsc -b "services/$S/tsconfig.build.json" \
     && { [ "$S" != management ] || { node services/management/dist/replay-player/build.js && node services/management/dist/console/build.js; }; }); then
     fail "the build stage of $S failed"

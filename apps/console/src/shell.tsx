@@ -111,9 +111,9 @@ function ProjectSwitcher({ projects, projectId, rest }: { projects: Project[]; p
   // Another project has other objects: switch to the same section, not the same object.
   const section = rest.split('/')[0] ?? '';
   return (
-    <label class="project-switcher">
-      <span>Project</span>
-      <select value={projectId} onChange={(event) => navigate(projectPath(event.currentTarget.value, section))}>
+    <div class="project-switcher">
+      <label for="project-switcher">Project</label>
+      <select id="project-switcher" value={projectId} onChange={(event) => navigate(projectPath(event.currentTarget.value, section))}>
         {!projects.some((project) => String(project.id) === projectId) && <option value={projectId}>{projectId}</option>}
         {projects.map((project) => (
           <option key={project.id} value={String(project.id)}>
@@ -121,7 +121,7 @@ function ProjectSwitcher({ projects, projectId, rest }: { projects: Project[]; p
           </option>
         ))}
       </select>
-    </label>
+    </div>
   );
 }
 

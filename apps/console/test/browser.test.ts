@@ -74,6 +74,8 @@ describeWithBrowser()('the console in Chromium', () => {
   beforeEach(async () => {
     problems = [];
     context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    // A loaded 2-core machine may take a while to compute a trend; the default 30 s is not always enough.
+    context.setDefaultTimeout(90_000);
     page = await context.newPage();
     page.on('console', (message) => message.type() === 'error' && problems.push(message.text()));
     page.on('pageerror', (error) => problems.push(error.message));
@@ -183,7 +185,7 @@ describeWithBrowser()('the console in Chromium', () => {
 
   it('says which scope a key lacks instead of failing', async () => {
     const key = await target.console.newKey('no insights', ['project:read']);
-    await signIn(page, target.console.base, key);
+    await signIn(page, target.console.base, key.value);
     await page.waitForURL(`**/project/${target.console.plover.credentials.projectId}`);
     const alert = page.getByRole('alert').first();
     await expect(alert.textContent()).resolves.toContain('Missing scope: insight:read');
@@ -194,12 +196,38 @@ describeWithBrowser()('the console in Chromium', () => {
     const { plover } = target.console;
     const other = await target.console.api<{ id: number }>('POST', '/api/projects/', { name: 'Other project' });
     const key = await target.console.newKey('first project only', ['*'], [plover.credentials.projectId]);
-    await signIn(page, target.console.base, key);
+    await signIn(page, target.console.base, key.value);
     await page.waitForURL(`**/project/${plover.credentials.projectId}`);
     await page.goto(`${target.console.base}/project/${other.id}/insights`);
     const alert = page.getByRole('alert');
     await expect(alert.textContent()).resolves.toContain(`API key does not have access to the requested project: ID ${other.id}.`);
     await expect(alert.textContent()).resolves.toContain('No access');
     await screenshot(page, 'project-out-of-reach');
+  }, 240_000);
+
+  it('switches to another project, which shows how to send it events', async () => {
+    const { plover } = target.console;
+    const empty = await target.console.api<{ id: number; api_token: string }>('POST', '/api/projects/', { name: 'Empty project' });
+    await signIn(page, target.console.base, plover.credentials.personalKey);
+    await page.waitForURL(`**/project/${plover.credentials.projectId}`);
+    await page.getByLabel('Project', { exact: true }).selectOption({ label: 'Empty project' });
+    await page.waitForURL(`**/project/${empty.id}`);
+    await page.getByText('No events yet').waitFor();
+    const snippet = await page.getByLabel('posthog-js snippet').textContent();
+    expect(snippet).toContain(`posthog.init('${empty.api_token}'`);
+    expect(snippet).toContain(`api_host: '${target.console.base}'`);
+    await screenshot(page, 'overview-empty');
+    expect(problems).toEqual([]);
+  }, 240_000);
+
+  it('sends a key revoked while in use back to the sign-in form', async () => {
+    const key = await target.console.newKey('revoked soon', ['*']);
+    await signIn(page, target.console.base, key.value);
+    await page.locator('#events-per-day-title ~ figure canvas').waitFor();
+    await target.console.api('DELETE', `/api/personal_api_keys/${key.id}/`);
+    await page.getByRole('link', { name: 'Insights', exact: true }).click();
+    await expect(page.getByRole('alert').textContent()).resolves.toContain('no longer accepts this key');
+    await expect(page.getByLabel('Personal API key').inputValue()).resolves.toBe('');
+    await expect(page.evaluate('sessionStorage.length')).resolves.toBe(0);
   }, 240_000);
 });

@@ -35,14 +35,9 @@ export class ConsoleTarget {
     return (text === '' ? undefined : JSON.parse(text)) as T;
   }
 
-  /** A new personal API key of the admin with `scopes` (and optional project limits); its full value. */
-  async newKey(label: string, scopes: string[], scopedTeams?: number[]): Promise<string> {
-    const created = await this.api<{ value: string }>('POST', '/api/personal_api_keys/', {
-      label,
-      scopes,
-      ...(scopedTeams ? { scoped_teams: scopedTeams } : {}),
-    });
-    return created.value;
+  /** A new personal API key of the admin with `scopes` (and optional project limits): its id and full value. */
+  async newKey(label: string, scopes: string[], scopedTeams?: number[]): Promise<{ id: string; value: string }> {
+    return this.api<{ id: string; value: string }>('POST', '/api/personal_api_keys/', { label, scopes, ...(scopedTeams ? { scoped_teams: scopedTeams } : {}) });
   }
 
   /** Sends `events` to capture's `/batch/` with the project token, as posthog-node does. */

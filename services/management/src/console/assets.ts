@@ -51,7 +51,10 @@ export async function readConsole(dir: string): Promise<ConsoleAssets | undefine
   return assets;
 }
 
-/** The console workspace (a build-time dependency: absent from the management image, which carries the build). */
+/**
+ * The console workspace: linked by a full `npm install` and installed beside management in the image's build
+ * stage, never in its runtime stage, which carries the built files instead.
+ */
 function consoleSources(): string {
   return path.dirname(require.resolve('@plover/console/package.json'));
 }
