@@ -201,6 +201,36 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('sessio
     expect((await request(world.app).delete(`${s.base}/rec-b`).set(s.auth)).status).toBe(404);
   });
 
+  it('a person deleted with delete_recordings=true loses every recording of its distinct ids; without it they stay', async () => {
+    const s = await setup();
+    const persons = `/api/projects/${s.projectId}/persons`;
+    expect((await request(world.app).delete(`${persons}/${s.alice.uuid}/?delete_recordings=false`).set(s.auth)).status).toBe(204);
+    expect(await s.list('?date_from=-30d')).toEqual(['rec-a', 'rec-b', 'rec-old']);
+
+    const t = await setup();
+    const tPersons = `/api/projects/${t.projectId}/persons`;
+    expect((await request(world.app).delete(`${tPersons}/${t.alice.uuid}/?delete_recordings=true`).set(t.auth)).status).toBe(204);
+    expect(await t.list('?date_from=-30d')).toEqual(['rec-b']);
+    expect((await request(world.app).get(`${t.base}/rec-a/snapshots`).set(t.auth)).status).toBe(404);
+  });
+
+  it('bulk_delete with delete_recordings: true deletes the recordings of the persons it deletes', async () => {
+    const s = await setup();
+    await new PersonStore(world.sql).processEvent(s.projectId, {
+      uuid: uuidv7(),
+      event: '$identify',
+      distinctId: 'bob',
+      timestamp: new Date(START),
+      properties: {},
+    });
+    const res = await request(world.app)
+      .post(`/api/projects/${s.projectId}/persons/bulk_delete/`)
+      .set(s.auth)
+      .send({ distinct_ids: ['bob', 'nobody'], delete_recordings: true });
+    expect(res.status).toBe(202);
+    expect(await s.list('?date_from=-30d')).toEqual(['rec-a', 'rec-old']);
+  });
+
   it('snapshots: the blocks as blob_v2 sources, then their lines as JSONL, by key range or whole', async () => {
     const s = await setup();
     const [w1, w2] = s.batches;

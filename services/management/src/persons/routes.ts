@@ -1,9 +1,10 @@
 import { isUuid } from '@plover/core';
-import type { PersonListFilter } from '@plover/persons';
+import type { Person, PersonListFilter } from '@plover/persons';
 import type { ManagementDeps } from '../deps';
 import { principalOf, projectOf } from '../http/auth';
 import { errors } from '../http/errors';
 import { pageFrom, Q, updates, type Route } from '../http/route-table';
+import { RecordingsStore } from '../recordings/recordings-store';
 import { personBody } from '../shared/person-body';
 import { PersonsStore, type PersonRef } from './persons-store';
 
@@ -37,8 +38,18 @@ function bulkRefs(distinctIds: unknown, ids: unknown): PersonRef[] {
 }
 
 /** `/persons` under a project: the listing (and its streamed CSV), one person, its properties and deletion. */
-export function personRoutes({ sql }: ManagementDeps): Route[] {
+export function personRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
   const store = new PersonsStore(sql);
+  const recordings = new RecordingsStore(sql, clickhouse);
+
+  /**
+   * Deletes a person, with its recordings first when asked (while its distinct ids still name them), and queues
+   * its events' deletion when `queueEventsBy` is given. Whether the person was deleted.
+   */
+  async function remove(projectId: number, person: Person, options: { recordings: boolean; queueEventsBy: number | undefined }): Promise<boolean> {
+    if (options.recordings) await recordings.deleteOfDistinctIds(projectId, person.distinctIds);
+    return store.delete(projectId, person, options.queueEventsBy);
+  }
 
   return [
     {
@@ -79,16 +90,16 @@ export function personRoutes({ sql }: ManagementDeps): Route[] {
       method: 'post',
       path: '/persons/bulk_delete',
       scope: 'person:write',
-      summary: 'Delete up to 1000 persons',
+      summary: 'Delete up to 1000 persons; `delete_events` queues their events for deletion, `delete_recordings` deletes their recordings',
       body: 'PersonBulkDelete',
       response: { status: 202 },
       async handler(req, { body }) {
         const projectId = projectOf(req).id;
         const refs = bulkRefs(body.distinct_ids, body.ids);
-        const queueEventsBy = body.delete_events === true ? principalOf(req).user.id : undefined;
+        const options = { recordings: body.delete_recordings === true, queueEventsBy: body.delete_events === true ? principalOf(req).user.id : undefined };
         for (const ref of refs) {
           const person = await store.get(projectId, ref);
-          if (person) await store.delete(projectId, person, queueEventsBy);
+          if (person) await remove(projectId, person, options);
         }
       },
     },
@@ -126,14 +137,15 @@ export function personRoutes({ sql }: ManagementDeps): Route[] {
       method: 'delete',
       path: PERSON,
       scope: 'person:write',
-      summary: 'Delete a person; `delete_events=true` queues deletion of its events',
-      query: { properties: { delete_events: Q.boolean } },
+      summary: 'Delete a person; `delete_events=true` queues deletion of its events, `delete_recordings=true` deletes its recordings',
+      query: { properties: { delete_events: Q.boolean, delete_recordings: Q.boolean } },
       response: { status: 204 },
       async handler(req, { query }) {
         const projectId = projectOf(req).id;
         const person = await store.get(projectId, { ref: personRef(String(req.params.id)) });
         if (!person) throw errors.notFound();
-        if (!(await store.delete(projectId, person, query.delete_events === true ? principalOf(req).user.id : undefined))) throw errors.notFound();
+        const options = { recordings: query.delete_recordings === true, queueEventsBy: query.delete_events === true ? principalOf(req).user.id : undefined };
+        if (!(await remove(projectId, person, options))) throw errors.notFound();
       },
     },
   ];

@@ -1,5 +1,6 @@
 import {
   deleteSessions,
+  deleteSessionsOfDistinctIds,
   getSessionSummary,
   listSessionSummaries,
   listSnapshotBlocks,
@@ -59,6 +60,11 @@ export class RecordingsStore {
   /** Deletes the recording; false when there was none. */
   async delete(projectId: number, sessionId: string): Promise<boolean> {
     return (await deleteSessions(this.clickhouse, projectId, [sessionId])).length > 0;
+  }
+
+  /** Deletes every recording with data from one of the distinct ids (a person's recordings). */
+  async deleteOfDistinctIds(projectId: number, distinctIds: readonly string[]): Promise<void> {
+    await deleteSessionsOfDistinctIds(this.clickhouse, projectId, distinctIds);
   }
 
   /** The persons of the distinct ids that have one, by distinct id. */

@@ -139,6 +139,7 @@ export const bodySchemas = {
       distinct_ids: { type: ['array', 'null'], items: { type: 'string' }, description: 'at most 1000' },
       ids: { type: ['array', 'null'], items: { type: ['string', 'integer'] }, description: 'person uuids or ids; at most 1000' },
       delete_events: { type: 'boolean' },
+      delete_recordings: { type: 'boolean' },
     },
   },
   SessionRecordingPlaylistWrite: {
