@@ -72,7 +72,7 @@ const body = fc.oneof(
 
 function context(sentAt: number | undefined, invalidSentAt: string | undefined): RequestContext {
   return {
-    teamId: 7,
+    projectId: 7,
     ip: '203.0.113.9',
     ipJson: '"203.0.113.9"',
     now: NOW,

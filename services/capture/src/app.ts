@@ -136,7 +136,7 @@ export function captureRoutes(deps: CaptureDeps): FastRoute {
     const ip = clientIp(req, deps.trustProxy);
     const sentAt = request.sentAt ?? sentAtFromQuery(query.get('sent_at') ?? query.get('_'));
     const context: RequestContext = {
-      teamId: project.id,
+      projectId: project.id,
       ip,
       ipJson: JSON.stringify(ip),
       now,

@@ -11,7 +11,7 @@ import { eventTimestamp, type EventTime } from './timestamp';
 
 /** What is the same for every event of one request. */
 export interface RequestContext {
-  teamId: number;
+  projectId: number;
   ip: string | null;
   ipJson: string;
   /** Receive time, epoch ms. */
@@ -57,7 +57,7 @@ export function toBusMessage(raw: RawEvent, attrPrefix: string, context: Request
   // The message (CapturedEventMessage, with the CapturedEvent nested in `data`) is written by hand: only the
   // strings that need escaping and the properties go through JSON.stringify.
   const value = Buffer.from(
-    `{"uuid":"${uuid}","team_id":${context.teamId},"distinct_id":${distinctIdJson},"ip":${context.ipJson},"now":"${context.nowIso}",` +
+    `{"uuid":"${uuid}","team_id":${context.projectId},"distinct_id":${distinctIdJson},"ip":${context.ipJson},"now":"${context.nowIso}",` +
       `"sent_at":${context.sentAtJson},"data":{"uuid":"${uuid}","event":${JSON.stringify(name)},"distinct_id":${distinctIdJson},` +
       `"properties":${wellFormedJson(JSON.stringify(properties))},"timestamp":"${timestamp}"},"historical":${context.historical}` +
       `${warnings ? `,"warnings":${wellFormedJson(JSON.stringify(warnings))}` : ''}}`,
@@ -67,7 +67,7 @@ export function toBusMessage(raw: RawEvent, attrPrefix: string, context: Request
     const which = attr === null ? 'The event' : `Event ${attr}`;
     throw captureError.tooLarge(`${which} is ${value.length} bytes, above the limit of ${context.maxMessageBytes} bytes per event.`, attr);
   }
-  return { key: capturedEventKey(context.teamId, distinctId), value };
+  return { key: capturedEventKey(context.projectId, distinctId), value };
 }
 
 /**

@@ -33,7 +33,7 @@ export interface ReplayCaptureDeps {
 
 /** What is the same for every event of one request. */
 interface ReplayContext {
-  teamId: number;
+  projectId: number;
   now: number;
   nowIso: string;
   /** The request's `sent_at` (batch body, else query), epoch ms; an event's own `sent_at` wins over it. */
@@ -64,7 +64,7 @@ export function replayCapture(deps: ReplayCaptureDeps): (req: IncomingMessage, l
     const request = parseCaptureRequest(text);
     const project = await deps.lookUpProject(requestToken(request));
     const messages = snapshotMessages(request.events, {
-      teamId: project.id,
+      projectId: project.id,
       now,
       nowIso: new Date(now).toISOString(),
       sentAt: request.sentAt ?? sentAtFromQuery(query.get('sent_at') ?? query.get('_')),
@@ -112,7 +112,7 @@ function snapshotMessage(raw: RawEvent, attrPrefix: string, context: ReplayConte
   const sentAt = eventSentAt(raw) ?? context.sentAt;
   const message: SnapshotMessage = {
     uuid,
-    team_id: context.teamId,
+    team_id: context.projectId,
     distinct_id: distinctId,
     session_id: sessionId,
     window_id: windowId,
@@ -128,7 +128,7 @@ function snapshotMessage(raw: RawEvent, attrPrefix: string, context: ReplayConte
     const which = attr === null ? 'The snapshot event' : `Snapshot event ${attr}`;
     throw captureError.tooLarge(`${which} is ${value.length} bytes, above the limit of ${context.maxMessageBytes} bytes per event.`, attr);
   }
-  return { key: snapshotMessageKey(context.teamId, sessionId), value };
+  return { key: snapshotMessageKey(context.projectId, sessionId), value };
 }
 
 /**

@@ -5,7 +5,7 @@ import { toBusMessage, type RequestContext } from '../src/normalize';
 
 const NOW = Date.parse('2025-06-01T12:00:00.000Z');
 const context: RequestContext = {
-  teamId: 7,
+  projectId: 7,
   ip: '203.0.113.9',
   ipJson: '"203.0.113.9"',
   now: NOW,

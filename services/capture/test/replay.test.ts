@@ -1,6 +1,6 @@
 /**
  * Session replay capture (`/s/`) over HTTP against the embedded bus and PGlite: each accepted `$snapshot` event
- * lands on the replay topic as one SnapshotMessage keyed team:session; a rejected request leaves the topic as
+ * lands on the replay topic as one SnapshotMessage keyed project:session; a rejected request leaves the topic as
  * it was.
  */
 import { gzipSync } from 'node:zlib';
