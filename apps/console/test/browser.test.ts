@@ -3,6 +3,7 @@
  * events sent through capture, and Debian's Chromium signing in and using the screens as a person would. Also
  * checks the client's operations against the OpenAPI document the same server publishes.
  */
+import fs from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { operations } from '../src/api/operations';
 import { describeWithBrowser, launchBrowser } from '../../../test/support/browser';
@@ -139,6 +140,13 @@ describeWithBrowser()('the console in Chromium', () => {
       'Chrome56',
       'Firefox49',
     ]);
+    const [csv] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download CSV' }).click()]);
+    expect(csv.suggestedFilename()).toMatch(/^trends \(\d{4}-\d{2}-\d{2} \d{4}-\d{2}-\d{2}\)\.csv$/);
+    const rows = fs
+      .readFileSync(await csv.path(), 'utf8')
+      .trim()
+      .split('\r\n');
+    expect(rows.map((row) => row.split(',')[0])).toEqual(['series', 'Chrome', 'Firefox']);
     await page.getByLabel('Name').fill('Pageviews by browser');
     await page.getByRole('button', { name: 'Save insight' }).click();
     await page.waitForURL(/\/insights\/(?!new)[A-Za-z0-9]+$/);

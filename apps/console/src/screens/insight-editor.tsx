@@ -4,13 +4,13 @@
  * saved insight with the builder's legacy filters; the CSV is the trend endpoint's own `format=csv`.
  */
 import { useMemo, useState } from 'preact/hooks';
-import type { ApiClient } from '../api/client';
 import { operations } from '../api/operations';
 import type { Insight, TrendRequest } from '../api/types';
 import { Async } from '../components/async';
 import { PageHeader } from '../components/page-header';
 import { Problem } from '../components/problem';
 import { useConsole } from '../context';
+import { useDownload } from '../download';
 import { useDebounced, useLoad } from '../hooks';
 import { Builder } from '../insights/builder';
 import { defaultForm, describeForm, formFromFilters, formProblem, trendRequest, type TrendForm } from '../insights/query';
@@ -33,16 +33,6 @@ export function InsightEditor({ params }: ScreenProps) {
   return <Async value={insight}>{(saved) => <Editor key={saved?.short_id ?? 'new'} saved={saved} />}</Async>;
 }
 
-async function downloadCsv(client: ApiClient, projectId: string, body: TrendRequest): Promise<void> {
-  const { name, blob } = await client.csv(operations.trend, { project_id: projectId }, { body });
-  const url = URL.createObjectURL(blob);
-  const link = document.createElement('a');
-  link.href = url;
-  link.download = name;
-  link.click();
-  setTimeout(() => URL.revokeObjectURL(url), 0);
-}
-
 function Editor({ saved }: { saved: Insight | null }) {
   const { client, projectId } = useConsole();
   const [form, setForm] = useState<TrendForm>(() => (saved ? formFromFilters(saved.filters) : defaultForm()));
@@ -60,6 +50,7 @@ function Editor({ saved }: { saved: Insight | null }) {
     [client, projectId, settled],
     { keep: true },
   );
+  const [download, downloadError] = useDownload();
   const suggestions = useLoad((signal) => loadSuggestions(client, projectId, signal), [client, projectId]);
 
   const save = async (event: Event) => {
@@ -82,11 +73,7 @@ function Editor({ saved }: { saved: Insight | null }) {
   return (
     <>
       <PageHeader title={saved ? insightName(saved) : 'New insight'} subtitle="Trend">
-        <button
-          type="button"
-          class="secondary"
-          onClick={() => void downloadCsv(client, projectId, request).catch((error: unknown) => setStatus({ saving: false, error }))}
-        >
+        <button type="button" class="secondary" onClick={() => download(() => client.csv(operations.trend, { project_id: projectId }, { body: request }))}>
           Download CSV
         </button>
       </PageHeader>
@@ -101,6 +88,7 @@ function Editor({ saved }: { saved: Insight | null }) {
         </span>
       </form>
       {status.error !== undefined && <Problem error={status.error} />}
+      {downloadError !== undefined && <Problem error={downloadError} />}
       <div class="editor">
         <Builder form={form} onChange={setForm} suggestions={suggestions.status === 'ok' ? suggestions.data : { events: [], properties: [] }} />
         <section class="panel result" aria-labelledby="result-title" aria-busy={result.pending}>
