@@ -21,14 +21,14 @@ import { backends, bearer, useWorld } from './support/app';
 
 const logger = createLogger({ service: 'test', level: 'silent' });
 
-function event(teamId: number, personId: string, overrides: Partial<EventRow> = {}): EventRow {
+function event(projectId: number, personId: string, overrides: Partial<EventRow> = {}): EventRow {
   const zero = '1970-01-01 00:00:00.000';
   return {
     uuid: randomUUID(),
     event: '$pageview',
     properties: '{}',
     timestamp: '2024-03-01 12:00:00.000000',
-    team_id: teamId,
+    team_id: projectId,
     distinct_id: 'd',
     elements_chain: '',
     created_at: '2024-03-01 12:00:01.000000',

@@ -1,5 +1,6 @@
 import type { ClickHouse } from '@plover/clickhouse';
 import type { Logger } from '@plover/core';
+import { PersonReads } from '@plover/persons';
 import type { Sql, SqlExecutor } from '@plover/postgres';
 import { DELETION_TYPE_PERSON } from './queue';
 
@@ -63,19 +64,18 @@ export async function runEventDeletions(deps: { sql: Sql; clickhouse: ClickHouse
 async function deleteProjectEvents(tx: SqlExecutor, deps: { clickhouse: ClickHouse; logger: Logger }, projectId: number, rows: Pending[]): Promise<number> {
   // Each person uuid, and those merged into it, with the cutoff of its request (µs since the epoch).
   const cutoffs = new Map<string, number>();
-  const merged = await tx.query<{ old_person_uuid: string; override_person_uuid: string }>(
-    'deletions.overrides',
-    'SELECT old_person_uuid, override_person_uuid FROM person_overrides WHERE project_id = $1 AND override_person_uuid = ANY($2::uuid[])',
-    [projectId, rows.map((row) => row.key)],
-  );
   for (const row of rows) cutoffs.set(row.key, row.requested_at.getTime() * 1000);
-  for (const row of merged.rows) {
-    const cutoff = cutoffs.get(row.override_person_uuid);
-    if (cutoff !== undefined && !cutoffs.has(row.old_person_uuid)) cutoffs.set(row.old_person_uuid, cutoff);
+  const merged = await new PersonReads(tx).mergedInto(
+    projectId,
+    rows.map((row) => row.key),
+  );
+  for (const [survivor, mergedUuids] of merged) {
+    const cutoff = cutoffs.get(survivor);
+    for (const uuid of mergedUuids) if (cutoff !== undefined && !cutoffs.has(uuid)) cutoffs.set(uuid, cutoff);
   }
-  const params = { team: projectId, persons: [...cutoffs.keys()], cutoffs: [...cutoffs.values()] };
+  const params = { projectId, persons: [...cutoffs.keys()], cutoffs: [...cutoffs.values()] };
   // (µs since the epoch stay below 2^53 until the year 2255, so they bind as plain numbers.)
-  const condition = `team_id = {team:Int64} AND toString(person_id) IN {persons:Array(String)}
+  const condition = `team_id = {projectId:Int64} AND toString(person_id) IN {persons:Array(String)}
     AND toUnixTimestamp64Micro(timestamp) <= arrayElement({cutoffs:Array(Int64)}, indexOf({persons:Array(String)}, toString(person_id)))`;
   await deps.clickhouse.command('deletions.deleteEvents', `ALTER TABLE events DELETE WHERE ${condition} SETTINGS mutations_sync = 2`, params);
   const left = await deps.clickhouse.query<{ n: string }>('deletions.verify', `SELECT count() AS n FROM events WHERE ${condition}`, params);
