@@ -3,6 +3,7 @@ export * from './durable-files';
 export * from './errors';
 export * from './ids';
 export * from './logger';
+export * from './property-operators';
 export * from './token-buckets';
 export * from './time';
 export * from './timeout';

@@ -3,7 +3,7 @@
  * `TrendsQuery` node both become one `TrendsInput`. Every rejection is an `ApiError` 400 whose `attr` names the
  * offending field, nested names joined by `__`; the first problem found is the one reported.
  */
-import { ApiError } from '@plover/core';
+import { ApiError, PROPERTY_VALUE_OPERATORS } from '@plover/core';
 import {
   bodyFields,
   choice,
@@ -27,7 +27,6 @@ import {
   INTERVALS,
   MATH_TYPES,
   PROPERTY_MATH,
-  PROPERTY_OPERATORS,
   type Breakdown,
   type BreakdownType,
   type InsightKind,
@@ -300,7 +299,6 @@ function noSuchAction(id: unknown, attr: string): ApiError {
 
 const PROPERTY_TYPES: readonly PropertyType[] = ['event', 'person', 'group', 'cohort'];
 const COHORT_OPERATORS: readonly PropertyOperator[] = ['in', 'not_in'];
-const VALUE_OPERATORS = PROPERTY_OPERATORS.filter((operator) => !COHORT_OPERATORS.includes(operator));
 const NUMERIC_OPERATORS: readonly PropertyOperator[] = ['gt', 'gte', 'lt', 'lte'];
 const DATE_OPERATORS: readonly PropertyOperator[] = ['is_date_before', 'is_date_after', 'is_date_exact'];
 
@@ -336,7 +334,7 @@ function propertyFilter(fields: Fields, attr: string): PropertyFilter {
   const key = fields.key;
   if (isAbsent(key)) throw required(`${attr}__key`);
   if (typeof key !== 'string') throw ApiError.validation('Must be a string.', `${attr}__key`);
-  const operator = choice(fields.operator, VALUE_OPERATORS, `${attr}__operator`) ?? 'exact';
+  const operator = choice(fields.operator, PROPERTY_VALUE_OPERATORS, `${attr}__operator`) ?? 'exact';
   const groupTypeIndex = type === 'group' ? requiredGroupTypeIndex(fields.group_type_index, `${attr}__group_type_index`) : undefined;
   const filter: PropertyFilter = { type, key, operator };
   if (groupTypeIndex !== undefined) filter.groupTypeIndex = groupTypeIndex;

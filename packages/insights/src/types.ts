@@ -3,6 +3,7 @@
  * legacy filter fields or as a `TrendsQuery` node (filters.ts parses both into these), so the SQL side has one
  * shape to handle and "legacy parameter and query twin give identical results" holds by construction.
  */
+import type { PropertyValueOperator } from '@plover/core';
 
 export type JsonValue = null | boolean | number | string | readonly JsonValue[] | { readonly [key: string]: JsonValue };
 
@@ -30,44 +31,8 @@ export const MATH_TYPES: readonly MathType[] = [
 /** Math types that aggregate a numeric property and need `math_property`. */
 export const PROPERTY_MATH: readonly MathType[] = ['sum', 'avg', 'min', 'max', 'median', 'p75', 'p90', 'p95', 'p99'];
 
-export type PropertyOperator =
-  | 'exact'
-  | 'is_not'
-  | 'icontains'
-  | 'not_icontains'
-  | 'regex'
-  | 'not_regex'
-  | 'gt'
-  | 'gte'
-  | 'lt'
-  | 'lte'
-  | 'is_set'
-  | 'is_not_set'
-  | 'is_date_before'
-  | 'is_date_after'
-  | 'is_date_exact'
-  /** Cohort filters only. */
-  | 'in'
-  | 'not_in';
-export const PROPERTY_OPERATORS: readonly PropertyOperator[] = [
-  'exact',
-  'is_not',
-  'icontains',
-  'not_icontains',
-  'regex',
-  'not_regex',
-  'gt',
-  'gte',
-  'lt',
-  'lte',
-  'is_set',
-  'is_not_set',
-  'is_date_before',
-  'is_date_after',
-  'is_date_exact',
-  'in',
-  'not_in',
-];
+/** A value operator, or `in`/`not_in` (cohort filters only). */
+export type PropertyOperator = PropertyValueOperator | 'in' | 'not_in';
 
 /**
  * Where a filter's property lives: `event` → the event's properties, `person` → the person properties stored

@@ -1,4 +1,4 @@
-import { ApiError } from '@plover/core';
+import { ApiError, PROPERTY_VALUE_OPERATORS, type PropertyValueOperator } from '@plover/core';
 import { containsPattern, type SqlBuilder } from '@plover/postgres';
 
 /**
@@ -7,25 +7,6 @@ import { containsPattern, type SqlBuilder } from '@plover/postgres';
  * filters or groups. A filter: `{key, value, operator = "exact", type = "person"}`. Bad input is a 400 whose
  * `attr` names the offending part (`properties__0__value`, …).
  */
-const OPERATORS = [
-  'exact',
-  'is_not',
-  'icontains',
-  'not_icontains',
-  'regex',
-  'not_regex',
-  'gt',
-  'gte',
-  'lt',
-  'lte',
-  'is_set',
-  'is_not_set',
-  'is_date_exact',
-  'is_date_before',
-  'is_date_after',
-] as const;
-type Operator = (typeof OPERATORS)[number];
-
 const NUMERIC = `'^\\s*-?[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]+)?\\s*$'`;
 const MAX_DEPTH = 5;
 
@@ -56,8 +37,8 @@ export function filterCondition(filter: unknown, attr: string, sql: SqlBuilder):
   const type = item.type ?? 'person';
   if (type !== 'person') throw invalid(`Property filter type ${JSON.stringify(type)} is not supported here; use "person".`, `${attr}__type`, 'invalid_choice');
   if (typeof item.key !== 'string' || item.key === '') throw required(`${attr}__key`);
-  const operator = (item.operator ?? 'exact') as Operator;
-  if (!(OPERATORS as readonly string[]).includes(operator)) {
+  const operator = (item.operator ?? 'exact') as PropertyValueOperator;
+  if (!(PROPERTY_VALUE_OPERATORS as readonly string[]).includes(operator)) {
     throw invalid(`"${String(item.operator)}" is not a valid choice.`, `${attr}__operator`, 'invalid_choice');
   }
   const key = sql.bind(item.key);
