@@ -6,6 +6,9 @@
  */
 import type { ComponentType } from 'preact';
 import { Events } from './screens/events';
+import { FeatureFlagScreen } from './screens/feature-flag';
+import { FeatureFlags } from './screens/feature-flags';
+import { Cohorts, EarlyAccessFeatures, Surveys } from './screens/flag-lists';
 import { FunnelCorrelation } from './screens/funnel-correlation';
 import { InsightEditor } from './screens/insight-editor';
 import { InsightList } from './screens/insight-list';
@@ -36,4 +39,10 @@ export const screens: Screen[] = [
   { path: 'persons', title: 'Persons', nav: true, component: Persons },
   { path: 'persons/:id', title: 'Person', component: PersonScreen },
   { path: 'events', title: 'Events', nav: true, component: Events },
+  { path: 'feature_flags', title: 'Feature flags', nav: true, component: FeatureFlags },
+  { path: 'feature_flags/new', title: 'New feature flag', component: FeatureFlagScreen },
+  { path: 'feature_flags/cohorts', title: 'Cohorts', component: Cohorts },
+  { path: 'feature_flags/early_access', title: 'Early access features', component: EarlyAccessFeatures },
+  { path: 'feature_flags/surveys', title: 'Surveys', component: Surveys },
+  { path: 'feature_flags/:id', title: 'Feature flag', component: FeatureFlagScreen },
 ];

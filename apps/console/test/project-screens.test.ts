@@ -50,6 +50,26 @@ afterAll(async () => {
 
 const projectApi = (path: string) => `/api/projects/${target.projectId}/${path}`;
 
+interface FlagAnswer {
+  enabled: boolean;
+  metadata: { payload?: unknown };
+}
+
+/** What `/flags?v=2` answers for `distinctId` about flag `key`, once it is `enabled` (decide polls the definitions). */
+async function flagOnceIt(key: string, distinctId: string, enabled: boolean): Promise<FlagAnswer> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const response = await fetch(`${target.console.base}/flags?v=2`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ token: target.console.plover.credentials.token, distinct_id: distinctId }),
+    });
+    const answer = ((await response.json()) as { flags: Record<string, FlagAnswer> }).flags[key];
+    if ((answer?.enabled ?? false) === enabled || Date.now() > deadline) return answer ?? { enabled: false, metadata: {} };
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
 describeWithBrowser()('the console’s data screens in Chromium', () => {
   let browser: Browser;
   let context: BrowserContext;
@@ -177,6 +197,45 @@ describeWithBrowser()('the console’s data screens in Chromium', () => {
     await screenshot(page, 'event-json');
     await page.keyboard.press('Escape');
     await expect(dialog.isVisible()).resolves.toBe(false);
+    expect(problems).toEqual([]);
+  }, 240_000);
+
+  it('creates a flag with a release condition and a payload, and switching it off turns it off', async () => {
+    await open('Feature flags');
+    await page.getByRole('heading', { name: 'No feature flags yet' }).waitFor();
+    await screenshots('flags-empty');
+    await page.getByRole('link', { name: 'New feature flag' }).first().click();
+    await page.getByLabel('Key').fill('new-checkout');
+    await page.getByLabel('Description').fill('The new checkout');
+    await page.getByLabel('Payload when on (JSON, optional)').fill('{"color": "blue"}');
+    const condition = page.getByRole('group', { name: 'Condition set 1', exact: true });
+    await condition.getByRole('button', { name: 'Add filter' }).click();
+    await condition.getByLabel('Property', { exact: true }).fill('email');
+    await condition.getByLabel('Operator').selectOption('icontains');
+    await condition.getByLabel('Value').fill('example.com');
+    await screenshots('flag-editor');
+    await page.getByRole('button', { name: 'Create flag' }).click();
+    await page.waitForURL(/\/feature_flags\/\d+$/);
+    await page.getByRole('heading', { level: 1, name: 'new-checkout' }).waitFor();
+
+    // alice@example.com matches the condition; carol@example.org does not.
+    await expect(flagOnceIt('new-checkout', 'alice-1', true)).resolves.toEqual(
+      expect.objectContaining({ enabled: true, metadata: expect.objectContaining({ payload: '{"color": "blue"}' }) }),
+    );
+    await expect(flagOnceIt('new-checkout', 'carol-3', false)).resolves.toEqual(expect.objectContaining({ enabled: false }));
+
+    await open('Feature flags');
+    const flags = page.getByRole('region', { name: 'Feature flags' });
+    await expect(flags.getByRole('row', { name: /new-checkout/ }).textContent()).resolves.toContain('100% of users matching 1 filter');
+    await screenshots('flags');
+    await flags.getByRole('switch', { name: 'Enable new-checkout' }).click();
+    await expect(flagOnceIt('new-checkout', 'alice-1', false)).resolves.toEqual(expect.objectContaining({ enabled: false }));
+    const [stored] = (await target.console.api<{ results: Array<{ key: string; active: boolean }> }>('GET', projectApi('feature_flags/'))).results;
+    expect(stored).toEqual(expect.objectContaining({ key: 'new-checkout', active: false }));
+
+    await page.getByRole('navigation', { name: 'Feature flag sections' }).getByRole('link', { name: 'Cohorts' }).click();
+    await page.getByRole('heading', { name: 'No cohorts yet' }).waitFor();
+    await screenshot(page, 'cohorts-empty');
     expect(problems).toEqual([]);
   }, 240_000);
 });

@@ -14,6 +14,7 @@ export interface PropertyFiltersProps {
   types: readonly FilterType[];
   operators?: readonly OperatorChoice[];
   cohorts?: readonly Cohort[];
+  /** The group types a group filter may be of (the first is a new row's); with one, no choice is shown. */
   groupTypes?: readonly GroupType[];
   /** Names the rows for assistive technology: `${label} 1`, `${label} 2`… */
   label: string;
@@ -23,6 +24,7 @@ export interface PropertyFiltersProps {
 
 export function PropertyFilters({ filters, onChange, types, operators = OPERATORS, cohorts = [], groupTypes = [], label, keyList }: PropertyFiltersProps) {
   const replace = (index: number, filter: FilterForm) => onChange(filters.map((existing, position) => (position === index ? filter : existing)));
+  const fresh = (type: FilterType): FilterForm => ({ ...newFilter(type), groupTypeIndex: groupTypes[0]?.group_type_index ?? 0 });
   return (
     <div class="property-filters">
       {filters.map((filter, index) => {
@@ -33,7 +35,7 @@ export function PropertyFilters({ filters, onChange, types, operators = OPERATOR
             {types.length > 1 && (
               <label>
                 <span>Filter on</span>
-                <select value={filter.type} onChange={(event) => replace(index, newFilter(event.currentTarget.value as FilterType))}>
+                <select value={filter.type} onChange={(event) => replace(index, fresh(event.currentTarget.value as FilterType))}>
                   {types.map((type) => (
                     <option key={type} value={type}>
                       {TYPE_LABELS[type]}
@@ -42,7 +44,7 @@ export function PropertyFilters({ filters, onChange, types, operators = OPERATOR
                 </select>
               </label>
             )}
-            {filter.type === 'group' && (
+            {filter.type === 'group' && groupTypes.length > 1 && (
               <label>
                 <span>Group type</span>
                 <select value={filter.groupTypeIndex} onChange={(event) => set('groupTypeIndex', Number(event.currentTarget.value))}>
@@ -105,7 +107,7 @@ export function PropertyFilters({ filters, onChange, types, operators = OPERATOR
           </div>
         );
       })}
-      <button type="button" class="secondary" onClick={() => onChange([...filters, newFilter(types[0]!)])}>
+      <button type="button" class="secondary" onClick={() => onChange([...filters, fresh(types[0]!)])}>
         Add filter
       </button>
     </div>
