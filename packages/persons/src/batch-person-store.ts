@@ -2,12 +2,12 @@ import type { Sql } from '@plover/postgres';
 import { jsonEqual } from './json';
 import { selectPersonStates, updatePersonsIfUnchanged } from './person-repository';
 import { PersonSnapshot, type StagedPerson } from './person-snapshot';
-import type { Person } from './person-reads';
+import { PersonReads, type Person } from './person-reads';
 import type { EventPerson, PersonEvent, PersonStore } from './person-store';
 import { PersonWriteConflict, transactionWithReplays } from './transactions';
 
 /** The person store as event processing uses it: PersonStore itself, or a BatchPersonStore over it. */
-export type EventPersonStore = Pick<PersonStore, 'processEvent' | 'getPerson' | 'getPersonByDistinctId'>;
+export type EventPersonStore = Pick<PersonStore, 'processEvent'>;
 
 /**
  * One bus batch's view of a PersonStore, with the store's own interface (PostHog's BatchWritingPersonsStore):
@@ -24,6 +24,7 @@ export type EventPersonStore = Pick<PersonStore, 'processEvent' | 'getPerson' | 
 export class BatchPersonStore implements EventPersonStore {
   /** By project. */
   private readonly snapshots = new Map<number, PersonSnapshot>();
+  private readonly reads: PersonReads;
 
   constructor(
     private readonly store: PersonStore,
@@ -32,6 +33,7 @@ export class BatchPersonStore implements EventPersonStore {
     snapshots: readonly PersonSnapshot[],
   ) {
     for (const snapshot of snapshots) this.snapshots.set(snapshot.projectId, snapshot);
+    this.reads = new PersonReads(sql);
   }
 
   processEvent(projectId: number, event: PersonEvent): Promise<EventPerson> {
@@ -45,12 +47,12 @@ export class BatchPersonStore implements EventPersonStore {
 
   /** The stored person with the changes staged here on top. */
   async getPerson(projectId: number, personIdOrUuid: number | string): Promise<Person | undefined> {
-    return this.withStaged(projectId, await this.store.getPerson(projectId, personIdOrUuid));
+    return this.withStaged(projectId, await this.reads.get(projectId, personIdOrUuid));
   }
 
   /** The stored person with the changes staged here on top. */
   async getPersonByDistinctId(projectId: number, distinctId: string): Promise<Person | undefined> {
-    return this.withStaged(projectId, await this.store.getPersonByDistinctId(projectId, distinctId));
+    return this.withStaged(projectId, await this.reads.getByDistinctId(projectId, distinctId));
   }
 
   private withStaged(projectId: number, person: Person | undefined): Person | undefined {

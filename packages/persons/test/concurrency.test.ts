@@ -1,4 +1,4 @@
-import { PersonStore, personUuid } from '@plover/persons';
+import { PersonReads, PersonStore, personUuid } from '@plover/persons';
 import type { Sql } from '@plover/postgres';
 import { describeWith } from '../../../test/support/services';
 import { openMigratedPostgres } from '../../postgres/test/support/backends';
@@ -10,10 +10,12 @@ describeWith(postgres)('person writes racing on Postgres', () => {
   const N = 20;
   let database: { sql: Sql; close: () => Promise<void> };
   let persons: PersonStore;
+  let reads: PersonReads;
 
   beforeAll(async () => {
     database = await openMigratedPostgres(postgres.url!, N);
     persons = new PersonStore(database.sql);
+    reads = new PersonReads(database.sql);
   });
   afterAll(() => database.close());
 
@@ -25,7 +27,7 @@ describeWith(postgres)('person writes racing on Postgres', () => {
 
     await Promise.all(Array.from({ length: N }, (_, n) => persons.processEvent(projectId, event('user', '$pageview', { $set: { [`k${n}`]: n } }))));
 
-    const person = await persons.getPersonByDistinctId(projectId, 'user');
+    const person = await reads.getByDistinctId(projectId, 'user');
     expect(person).toMatchObject({ version: N, properties: keys(N, 'k') });
   });
 
@@ -34,7 +36,7 @@ describeWith(postgres)('person writes racing on Postgres', () => {
 
     await Promise.all(Array.from({ length: N }, (_, n) => persons.processEvent(projectId, event('new', '$pageview', { $set: { [`k${n}`]: n } }))));
 
-    expect(await persons.getPersonByDistinctId(projectId, 'new')).toMatchObject({ version: N - 1, properties: keys(N, 'k') });
+    expect(await reads.getByDistinctId(projectId, 'new')).toMatchObject({ version: N - 1, properties: keys(N, 'k') });
     expect(await countRows(database.sql, projectId)).toEqual({ persons: 1, distinctIds: 1, overrides: 0 });
   });
 
@@ -51,7 +53,7 @@ describeWith(postgres)('person writes racing on Postgres', () => {
       ),
     );
 
-    const person = await persons.getPerson(projectId, uuid);
+    const person = await reads.get(projectId, uuid);
     const expected = Object.fromEntries(Array.from({ length: N }, (_, n) => [n % 2 === 0 ? `api${n}` : `event${n}`, n]));
     expect(person).toMatchObject({ version: N, properties: expected });
   });
@@ -71,7 +73,7 @@ describeWith(postgres)('person writes racing on Postgres', () => {
       }),
     );
 
-    const a = await persons.getPersonByDistinctId(projectId, 'a');
+    const a = await reads.getByDistinctId(projectId, 'a');
     expect(a?.distinctIds.sort()).toEqual(['a', 'b']);
     const written = Object.keys(a!.properties).filter((key) => key !== '$creator_event_uuid');
     expect(written.sort()).toEqual(Array.from({ length: N }, (_, n) => (n % 4 < 2 ? `m${n}` : `u${n}`)).sort());

@@ -10,7 +10,7 @@ describe.each(backends)('identity on $name', (backend) => {
   const alias = (distinctId: string, aliasId: string, name = '$create_alias'): PersonEvent => event(distinctId, name, { alias: aliasId });
 
   async function personOf(projectId: number, distinctId: string) {
-    const person = await stores.persons.getPersonByDistinctId(projectId, distinctId);
+    const person = await stores.reads.getByDistinctId(projectId, distinctId);
     if (!person) throw new Error(`no person for ${distinctId}`);
     return person;
   }
@@ -83,7 +83,7 @@ describe.each(backends)('identity on $name', (backend) => {
       const merged = await personOf(projectId, 'a');
       expect(merged).toMatchObject({ id: b.id, uuid: b.uuid, isIdentified: true, createdAt: T0, version: 2, distinctIds: ['a', 'b'] });
       expect(merged.properties).toEqual({ ...a.properties, ...b.properties, email: 'b@example.com' });
-      await expect(stores.persons.getPerson(projectId, a.id)).resolves.toBeUndefined();
+      await expect(stores.reads.get(projectId, a.id)).resolves.toBeUndefined();
       expect(await distinctIdVersions(stores.sql, projectId)).toEqual({ a: 1, b: 0 });
       expect(result).toMatchObject({ personUuid: b.uuid, createdAt: T0, overrides: [{ oldPersonUuid: a.uuid, overridePersonUuid: b.uuid, version: 0 }] });
       expect(result.properties).toMatchObject({ shared: 'b', onlyA: 1, onlyB: 1, email: 'b@example.com' });

@@ -31,7 +31,7 @@ describe.each(backends)('personless events on $name', (backend) => {
     const result = await stores.persons.processEvent(projectId, event('user', '$pageview', { ...personless, $set: { a: 2 } }, { minutes: 1 }));
 
     expect(result).toMatchObject({ mode: 'propertyless', personUuid: personUuid(projectId, 'user'), createdAt: T0, properties: {} });
-    expect(await stores.persons.getPersonByDistinctId(projectId, 'user')).toMatchObject({ version: 0, properties: { a: 1 } });
+    expect(await stores.reads.getByDistinctId(projectId, 'user')).toMatchObject({ version: 0, properties: { a: 1 } });
   });
 
   it('force-upgrade when the person is more than a minute older than the event: its properties, mode force_upgrade', async () => {
@@ -41,7 +41,7 @@ describe.each(backends)('personless events on $name', (backend) => {
     const result = await stores.persons.processEvent(projectId, event('user', '$pageview', { ...personless, $set: { a: 2 } }, { minutes: 2 }));
 
     expect(result).toMatchObject({ mode: 'force_upgrade', personUuid: personUuid(projectId, 'user'), createdAt: T0, properties: { a: 1 } });
-    expect((await stores.persons.getPersonByDistinctId(projectId, 'user'))?.version).toBe(0);
+    expect((await stores.reads.getByDistinctId(projectId, 'user'))?.version).toBe(0);
   });
 
   it('a personless $identify merges nothing', async () => {
@@ -60,7 +60,7 @@ describe.each(backends)('personless events on $name', (backend) => {
       event('user', '$identify', { $anon_distinct_id: 'anon', $set: { email: 'u@example.com' } }, { minutes: 3 }),
     );
 
-    const user = await stores.persons.getPersonByDistinctId(projectId, 'anon');
+    const user = await stores.reads.getByDistinctId(projectId, 'anon');
     expect(user).toMatchObject({ uuid: personUuid(projectId, 'user'), isIdentified: true, distinctIds: ['user', 'anon'] });
     // The pageview was stored with anon's own uuid; the override maps it to the user.
     expect(await overrides(stores.sql, projectId)).toEqual([{ old: browsing.personUuid, override: user!.uuid, version: 0 }]);

@@ -6,7 +6,7 @@ describe.each(backends)('person properties on $name', (backend) => {
   const stores = useStores(backend);
 
   async function personOf(projectId: number, distinctId: string) {
-    const person = await stores.persons.getPersonByDistinctId(projectId, distinctId);
+    const person = await stores.reads.getByDistinctId(projectId, distinctId);
     if (!person) throw new Error(`no person for ${distinctId}`);
     return person;
   }
@@ -260,7 +260,7 @@ describe.each(backends)('person properties on $name', (backend) => {
       await expect(stores.persons.updateProperties(otherProject, id, { set: { a: 1 } })).resolves.toBeUndefined();
       await expect(stores.persons.updateProperties(projectId, id + 1000, { set: { a: 1 } })).resolves.toBeUndefined();
       await expect(stores.persons.updateProperties(projectId, 'u', { set: { a: 1 } })).resolves.toBeUndefined();
-      await expect(stores.persons.getPerson(projectId, 'not-a-uuid')).resolves.toBeUndefined();
+      await expect(stores.reads.get(projectId, 'not-a-uuid')).resolves.toBeUndefined();
     });
   });
 
@@ -273,7 +273,7 @@ describe.each(backends)('person properties on $name', (backend) => {
       const deleted = await stores.persons.deletePerson(projectId, person.uuid);
       expect(deleted).toMatchObject({ id: person.id, uuid: person.uuid, version: person.version });
       expect(deleted!.distinctIds.sort()).toEqual(['anon', 'u']);
-      await expect(stores.persons.getPerson(projectId, person.id)).resolves.toBeUndefined();
+      await expect(stores.reads.get(projectId, person.id)).resolves.toBeUndefined();
       await expect(stores.persons.deletePerson(projectId, person.id)).resolves.toBeUndefined();
 
       await stores.persons.processEvent(projectId, event('anon', '$pageview', { $set: { b: 1 } }, { minutes: 5 }));

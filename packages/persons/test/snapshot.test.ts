@@ -80,7 +80,7 @@ describe.each(backends)('person snapshots on $name', (backend) => {
       events: results.map(({ mode, properties, warnings }) => ({ mode, properties, warnings })),
       persons: await Promise.all(
         ids.map(async (id) => {
-          const person = await stores.persons.getPersonByDistinctId(projectId, id);
+          const person = await stores.reads.getByDistinctId(projectId, id);
           return { properties: person?.properties, version: person?.version };
         }),
       ),

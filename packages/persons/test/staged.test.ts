@@ -49,7 +49,7 @@ describe.each(backends)('staged person changes on $name', (backend) => {
   }
 
   async function state(projectId: number, distinctId: string) {
-    const person = await stores.persons.getPersonByDistinctId(projectId, distinctId);
+    const person = await stores.reads.getByDistinctId(projectId, distinctId);
     if (!person) return undefined;
     const { $creator_event_uuid: _creator, ...properties } = person.properties;
     return { properties, version: person.version, isIdentified: person.isIdentified, distinctIds: [...person.distinctIds].sort() };
@@ -191,7 +191,7 @@ describe.each(backends)('staged person changes on $name', (backend) => {
     expect(names).toEqual(['persons.findByDistinctIds']);
     expect([await state(projectId, 'user'), await state(projectId, 'other')]).toEqual(before);
     expect(results.map((result) => result.staged?.stored)).toEqual([false, false]);
-    expect(await staged.getPersonByDistinctId(projectId, 'user')).toEqual(await stores.persons.getPersonByDistinctId(projectId, 'user'));
+    expect(await staged.getPersonByDistinctId(projectId, 'user')).toEqual(await stores.reads.getByDistinctId(projectId, 'user'));
   });
 
   it("flush stores every project's staged changes in one transaction", async () => {

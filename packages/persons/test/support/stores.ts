@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { uuidv7 } from '@plover/core';
-import { GroupStore, PersonStore, type PersonEvent, type Properties } from '@plover/persons';
+import { GroupStore, PersonReads, PersonStore, type PersonEvent, type Properties } from '@plover/persons';
 import type { Sql } from '@plover/postgres';
 import { realService } from '../../../../test/support/services';
 import { sqlBackends } from '../../../postgres/test/support/backends';
@@ -22,6 +22,7 @@ export const backends: Backend[] = sqlBackends(postgres.url);
 export interface Stores {
   sql: Sql;
   persons: PersonStore;
+  reads: PersonReads;
   groups: GroupStore;
   /** A new project, so each test starts without persons or group types. */
   newProject(): Promise<number>;
@@ -36,6 +37,7 @@ export function useStores(backend: Backend): Stores {
     close = opened.close;
     stores.sql = opened.sql;
     stores.persons = new PersonStore(opened.sql);
+    stores.reads = new PersonReads(opened.sql);
     stores.groups = new GroupStore(opened.sql);
     stores.newProject = () => createProject(opened.sql);
   });
