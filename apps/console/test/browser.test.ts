@@ -4,11 +4,11 @@
  * checks the client's operations against the OpenAPI document the same server publishes.
  */
 import fs from 'node:fs';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { operations } from '../src/api/operations';
-import { describeWithBrowser, launchBrowser } from '../../../test/support/browser';
+import { describeWithBrowser } from '../../../test/support/browser';
 import { startEmbedded } from '../../../test/support/embedded';
-import { ConsoleTarget, screenshot, signIn, type CapturedEvent } from './support/console';
+import { ConsoleTarget, screenshot, signIn, usePage, type CapturedEvent } from './support/console';
 
 const DAY = 86_400_000;
 
@@ -60,34 +60,19 @@ describe('the console’s API client', () => {
 });
 
 describeWithBrowser()('the console in Chromium', () => {
-  let browser: Browser;
-  let context: BrowserContext;
+  const view = usePage();
   let page: Page;
   /** Console errors and Content-Security-Policy violations of the page: none are expected. */
   let problems: string[];
-
-  beforeAll(async () => {
-    browser = await launchBrowser();
+  beforeEach(() => {
+    ({ page, problems } = view);
   });
-  afterAll(async () => {
-    await browser?.close();
-  });
-  beforeEach(async () => {
-    problems = [];
-    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    // A loaded 2-core machine may take a while to compute a trend; the default 30 s is not always enough.
-    context.setDefaultTimeout(90_000);
-    page = await context.newPage();
-    page.on('console', (message) => message.type() === 'error' && problems.push(message.text()));
-    page.on('pageerror', (error) => problems.push(error.message));
-  });
-  afterEach(async () => {
+  afterEach(() => {
     // The key never travels in a URL, and the server never logs it (the first start prints it once, before listening).
     const key = target.console.plover.credentials.personalKey;
     const output = target.console.plover.output();
     expect(page.url()).not.toContain(key);
     expect(output.slice(output.indexOf('"msg":"listening"'))).not.toContain(key);
-    await context.close();
   });
 
   it('refuses a wrong key on the sign-in form', async () => {
@@ -132,7 +117,15 @@ describeWithBrowser()('the console in Chromium', () => {
     const legend = page.locator('.result .legend');
     await expect(legend.getByText('Firefox').waitFor()).resolves.toBeUndefined();
     await expect(legend.textContent()).resolves.toBe('Chrome56Firefox49');
+    // A filter on the path leaves the Firefox pageviews (all on /pricing); removing it brings Chrome back.
+    await page.getByRole('button', { name: 'Add filter' }).click();
+    const filter = page.getByRole('group', { name: 'Filter 1' });
+    await filter.getByLabel('Property', { exact: true }).fill('$pathname');
+    await filter.getByLabel('Value', { exact: true }).fill('/pricing');
+    await legend.filter({ hasText: /^Firefox49$/ }).waitFor();
     await screenshot(page, 'insight-builder');
+    await page.getByRole('button', { name: 'Remove filter 1' }).click();
+    await legend.filter({ hasText: /^Chrome56Firefox49$/ }).waitFor();
     await page.getByRole('radio', { name: 'Table' }).check();
     await page.getByRole('region', { name: 'Trend totals' }).waitFor();
     await expect(page.getByRole('region', { name: 'Trend totals' }).getByRole('row').allTextContents()).resolves.toEqual([

@@ -1,16 +1,8 @@
-import {
-  defaultForm,
-  describeForm,
-  formFromFilters,
-  formProblem,
-  newFilter,
-  newSeries,
-  trendRequest,
-  visualizationOf,
-  type TrendForm,
-} from '../src/insights/query';
+import { newFilter, type FilterForm } from '../src/filters/property-filter';
+import { defaultForm, describeForm, formFromFilters, formProblem, newSeries, trendRequest, visualizationOf, type TrendForm } from '../src/insights/query';
 
 const form = (changes: Partial<TrendForm>): TrendForm => ({ ...defaultForm(), ...changes });
+const filter = (fields: Omit<FilterForm, 'groupTypeIndex'>): FilterForm => ({ ...fields, groupTypeIndex: 0 });
 
 describe('trendRequest', () => {
   it('sends a default form as one $pageview count per day over the last 7 days, drawn as lines', () => {
@@ -35,12 +27,13 @@ describe('trendRequest', () => {
         dateFrom: '2026-01-01',
         dateTo: '2026-03-31',
         filters: [
-          { type: 'event', key: '$browser', operator: 'exact', value: 'Chrome, Firefox' },
-          { type: 'person', key: 'plan', operator: 'is_not', value: 'free' },
-          { type: 'event', key: 'amount', operator: 'gte', value: '10.5' },
-          { type: 'person', key: 'email', operator: 'is_set', value: 'ignored' },
-          { type: 'event', key: '$current_url', operator: 'icontains', value: ' /docs ' },
-          { ...newFilter(), key: '  ' },
+          filter({ type: 'event', key: '$browser', operator: 'exact', value: 'Chrome, Firefox' }),
+          filter({ type: 'person', key: 'plan', operator: 'is_not', value: 'free' }),
+          filter({ type: 'event', key: 'amount', operator: 'gte', value: '10.5' }),
+          filter({ type: 'person', key: 'email', operator: 'is_set', value: 'ignored' }),
+          filter({ type: 'event', key: '$current_url', operator: 'icontains', value: ' /docs ' }),
+          filter({ type: 'cohort', key: 'id', operator: 'not_in', value: '7' }),
+          { ...newFilter('event'), key: '  ' },
         ],
         breakdown: ' $os ',
         breakdownType: 'person',
@@ -65,6 +58,7 @@ describe('trendRequest', () => {
         { type: 'event', key: 'amount', operator: 'gte', value: 10.5 },
         { type: 'person', key: 'email', operator: 'is_set' },
         { type: 'event', key: '$current_url', operator: 'icontains', value: '/docs' },
+        { type: 'cohort', key: 'id', operator: 'not_in', value: 7 },
       ],
       breakdown: '$os',
       breakdown_type: 'person',
@@ -86,7 +80,10 @@ describe('formFromFilters', () => {
   it('reopens what trendRequest saved as the same form', () => {
     const saved = form({
       series: [{ ...newSeries('purchase'), math: 'sum', mathProperty: 'amount' }, newSeries('signup')],
-      filters: [{ type: 'person', key: 'plan', operator: 'exact', value: 'pro, team' }],
+      filters: [
+        filter({ type: 'person', key: 'plan', operator: 'exact', value: 'pro, team' }),
+        filter({ type: 'cohort', key: 'id', operator: 'in', value: '3' }),
+      ],
       breakdown: '$browser',
       compare: true,
       formula: 'A + B',
@@ -105,7 +102,12 @@ describe('formFromFilters', () => {
         { id: 'a', order: 0 },
       ],
       interval: 'fortnight',
-      properties: [{ type: 'cohort', key: 'id', value: 3 }, { key: 'x', operator: 'gt', value: 5 }, 'junk'],
+      properties: [
+        { type: 'cohort', key: 'id', value: 3 },
+        { key: 'x', operator: 'gt', value: 5 },
+        { type: 'group', key: 'industry', group_type_index: 0 },
+        'junk',
+      ],
       display: 'WorldMap',
     });
     expect(reopened.series.map((series) => [series.event, series.math])).toEqual([
@@ -113,7 +115,10 @@ describe('formFromFilters', () => {
       ['b', 'total'],
     ]);
     expect(reopened.interval).toBe('day');
-    expect(reopened.filters).toEqual([{ type: 'event', key: 'x', operator: 'gt', value: '5' }]);
+    expect(reopened.filters).toEqual([
+      filter({ type: 'cohort', key: 'id', operator: 'in', value: '3' }),
+      filter({ type: 'event', key: 'x', operator: 'gt', value: '5' }),
+    ]);
     expect(reopened.visualization).toBe('line');
     expect(formFromFilters({}).series).toEqual(defaultForm().series);
   });
@@ -123,9 +128,9 @@ describe('formProblem and describeForm', () => {
   it('names what the builder needs before sending', () => {
     expect(formProblem(defaultForm())).toBeNull();
     expect(formProblem(form({ series: [newSeries(), { ...newSeries(), math: 'avg' }] }))).toBe('Series B: choose the property to aggregate.');
-    expect(formProblem(form({ filters: [{ ...newFilter(), key: 'plan' }] }))).toBe('Filter on plan: enter a value.');
-    expect(formProblem(form({ filters: [{ ...newFilter(), key: 'n', operator: 'lt', value: 'ten' }] }))).toBe('Filter on n: ten is not a number.');
-    expect(formProblem(form({ filters: [{ ...newFilter(), key: 'n', operator: 'is_set' }] }))).toBeNull();
+    expect(formProblem(form({ filters: [{ ...newFilter('event'), key: 'plan' }] }))).toBe('Filter on plan: enter a value.');
+    expect(formProblem(form({ filters: [{ ...newFilter('person'), key: 'n', operator: 'lt', value: 'ten' }] }))).toBe('Filter on n: ten is not a number.');
+    expect(formProblem(form({ filters: [{ ...newFilter('event'), key: 'n', operator: 'is_set' }] }))).toBeNull();
   });
 
   it('names an unnamed insight after its series and breakdown', () => {

@@ -35,31 +35,7 @@ export type Interval = 'minute' | 'hour' | 'day' | 'week' | 'month';
 export type MathType =
   'total' | 'dau' | 'weekly_active' | 'monthly_active' | 'unique_group' | 'sum' | 'avg' | 'min' | 'max' | 'median' | 'p75' | 'p90' | 'p95' | 'p99';
 
-export type PropertyOperator =
-  | 'exact'
-  | 'is_not'
-  | 'icontains'
-  | 'not_icontains'
-  | 'regex'
-  | 'not_regex'
-  | 'gt'
-  | 'gte'
-  | 'lt'
-  | 'lte'
-  | 'is_set'
-  | 'is_not_set'
-  | 'is_date_before'
-  | 'is_date_after'
-  | 'is_date_exact';
-
 export type Display = 'ActionsLineGraph' | 'ActionsBar' | 'BoldNumber' | 'ActionsTable';
-
-export interface PropertyFilter {
-  type: 'event' | 'person';
-  key: string;
-  operator: PropertyOperator;
-  value?: string | number | (string | number)[];
-}
 
 /** One legacy series entity (`events[]`): `id` is the event name, null for every event. */
 export interface EventEntity {
@@ -80,7 +56,7 @@ export interface TrendRequest {
   interval: Interval;
   date_from: string;
   date_to?: string;
-  properties?: PropertyFilter[];
+  properties?: AnyPropertyFilter[];
   breakdown?: string;
   breakdown_type?: 'event' | 'person';
   breakdown_limit?: number;

@@ -4,7 +4,6 @@
  * type, an unknown shape) is kept apart by the caller and written back as it was.
  */
 import type { AnyPropertyFilter } from '../api/types';
-import { OPERATORS as INSIGHT_OPERATORS } from '../insights/query';
 
 export type FilterType = AnyPropertyFilter['type'];
 
@@ -24,8 +23,24 @@ export interface OperatorChoice {
   label: string;
 }
 
-/** The comparisons persons, events and flags all evaluate: the trend builder's and an exact date. */
-export const OPERATORS: readonly OperatorChoice[] = [...INSIGHT_OPERATORS, { value: 'is_date_exact', label: 'date is' }];
+/** The comparisons trends, persons, events and flags all evaluate (docs/insights.md, "Which events"). */
+export const OPERATORS: readonly OperatorChoice[] = [
+  { value: 'exact', label: 'equals' },
+  { value: 'is_not', label: 'does not equal' },
+  { value: 'icontains', label: 'contains' },
+  { value: 'not_icontains', label: 'does not contain' },
+  { value: 'regex', label: 'matches regex' },
+  { value: 'not_regex', label: 'does not match regex' },
+  { value: 'gt', label: '>' },
+  { value: 'gte', label: '≥' },
+  { value: 'lt', label: '<' },
+  { value: 'lte', label: '≤' },
+  { value: 'is_set', label: 'is set' },
+  { value: 'is_not_set', label: 'is not set' },
+  { value: 'is_date_before', label: 'date before' },
+  { value: 'is_date_after', label: 'date after' },
+  { value: 'is_date_exact', label: 'date is' },
+];
 
 /** Flags also compare versions. */
 export const FLAG_OPERATORS: readonly OperatorChoice[] = [

@@ -2,26 +2,15 @@
  * The trend builder's controls: series (event and math), property filters, breakdown, interval and date range,
  * comparison, formula and visualisation. Each edits a {@link TrendForm} and hands back the changed copy.
  */
-import type { Interval, MathType, PropertyOperator } from '../api/types';
-import {
-  DATE_RANGES,
-  INTERVALS,
-  MATHS,
-  OPERATORS,
-  PROPERTY_MATHS,
-  newFilter,
-  newSeries,
-  seriesLetter,
-  type FilterForm,
-  type SeriesForm,
-  type TrendForm,
-  type Visualization,
-} from './query';
+import type { Cohort, Interval, MathType } from '../api/types';
+import { PropertyFilters } from '../components/property-filters';
+import { DATE_RANGES, INTERVALS, MATHS, PROPERTY_MATHS, newSeries, seriesLetter, type SeriesForm, type TrendForm, type Visualization } from './query';
 
-/** Suggestions for the text fields, from the project's latest events. */
+/** Suggestions for the fields: names from the project's latest events, and its cohorts. */
 export interface Suggestions {
   events: string[];
   properties: string[];
+  cohorts: Cohort[];
 }
 
 const CUSTOM_RANGE = 'custom';
@@ -74,23 +63,14 @@ export function Builder({ form, onChange, suggestions }: { form: TrendForm; onCh
       <fieldset>
         <legend>Filters</legend>
         {form.filters.length === 0 && <p class="muted">Every event counts.</p>}
-        {form.filters.map((filter, index) => (
-          <FilterRow
-            key={index}
-            index={index}
-            filter={filter}
-            onChange={(next) => set('filters', replaceAt(form.filters, index, next))}
-            onRemove={() =>
-              set(
-                'filters',
-                form.filters.filter((_, position) => position !== index),
-              )
-            }
-          />
-        ))}
-        <button type="button" class="secondary" onClick={() => set('filters', [...form.filters, newFilter()])}>
-          Add filter
-        </button>
+        <PropertyFilters
+          filters={form.filters}
+          onChange={(filters) => set('filters', filters)}
+          types={['event', 'person', 'cohort']}
+          cohorts={suggestions.cohorts}
+          label="Filter"
+          keyList="property-keys"
+        />
       </fieldset>
 
       <fieldset>
@@ -246,45 +226,6 @@ function SeriesRow({
           ×
         </button>
       )}
-    </div>
-  );
-}
-
-function FilterRow({ index, filter, onChange, onRemove }: { index: number; filter: FilterForm; onChange: (filter: FilterForm) => void; onRemove: () => void }) {
-  const set = <K extends keyof FilterForm>(key: K, value: FilterForm[K]) => onChange({ ...filter, [key]: value });
-  const needsValue = filter.operator !== 'is_set' && filter.operator !== 'is_not_set';
-  return (
-    <div class="filter-row" role="group" aria-label={`Filter ${index + 1}`}>
-      <label>
-        <span>Of</span>
-        <select value={filter.type} onChange={(event) => set('type', event.currentTarget.value as FilterForm['type'])}>
-          <option value="event">event</option>
-          <option value="person">person</option>
-        </select>
-      </label>
-      <label class="grow">
-        <span>Property</span>
-        <input list="property-keys" value={filter.key} onInput={(event) => set('key', event.currentTarget.value)} />
-      </label>
-      <label>
-        <span>Operator</span>
-        <select value={filter.operator} onChange={(event) => set('operator', event.currentTarget.value as PropertyOperator)}>
-          {OPERATORS.map((operator) => (
-            <option key={operator.value} value={operator.value}>
-              {operator.label}
-            </option>
-          ))}
-        </select>
-      </label>
-      {needsValue && (
-        <label class="grow">
-          <span>Value</span>
-          <input value={filter.value} onInput={(event) => set('value', event.currentTarget.value)} />
-        </label>
-      )}
-      <button type="button" class="icon" onClick={onRemove} aria-label={`Remove filter ${index + 1}`}>
-        ×
-      </button>
     </div>
   );
 }

@@ -3,7 +3,8 @@
  * body of `insights/trend/` and a saved insight's `filters` (docs/insights.md says what each counts). Reading
  * saved filters back is lenient: whatever this builder cannot show is left at its default.
  */
-import type { Display, EventEntity, Interval, MathType, PropertyFilter, PropertyOperator, TrendRequest } from '../api/types';
+import type { Display, EventEntity, Interval, MathType, TrendRequest } from '../api/types';
+import { filterProblem, fromApiFilter, toApiFilters, type FilterForm } from '../filters/property-filter';
 
 export type Visualization = 'line' | 'bar' | 'number' | 'table';
 
@@ -24,14 +25,6 @@ export interface SeriesForm {
   groupTypeIndex: number;
 }
 
-export interface FilterForm {
-  type: 'event' | 'person';
-  key: string;
-  operator: PropertyOperator;
-  /** As typed; `exact` and `is_not` take several values separated by commas. */
-  value: string;
-}
-
 export interface TrendForm {
   series: SeriesForm[];
   interval: Interval;
@@ -39,6 +32,7 @@ export interface TrendForm {
   dateFrom: string;
   /** Empty for now. */
   dateTo: string;
+  /** Event, person and cohort filters (filters/property-filter.ts), all of which an event must match. */
   filters: FilterForm[];
   /** A property name; empty for no breakdown. */
   breakdown: string;
@@ -68,27 +62,6 @@ export const MATHS: ReadonlyArray<{ value: MathType; label: string }> = [
 
 export const PROPERTY_MATHS: readonly MathType[] = ['sum', 'avg', 'min', 'max', 'median', 'p75', 'p90', 'p95', 'p99'];
 
-export const OPERATORS: ReadonlyArray<{ value: PropertyOperator; label: string }> = [
-  { value: 'exact', label: 'equals' },
-  { value: 'is_not', label: 'does not equal' },
-  { value: 'icontains', label: 'contains' },
-  { value: 'not_icontains', label: 'does not contain' },
-  { value: 'regex', label: 'matches regex' },
-  { value: 'not_regex', label: 'does not match regex' },
-  { value: 'gt', label: '>' },
-  { value: 'gte', label: '≥' },
-  { value: 'lt', label: '<' },
-  { value: 'lte', label: '≤' },
-  { value: 'is_set', label: 'is set' },
-  { value: 'is_not_set', label: 'is not set' },
-  { value: 'is_date_before', label: 'date before' },
-  { value: 'is_date_after', label: 'date after' },
-];
-
-const VALUELESS: readonly PropertyOperator[] = ['is_set', 'is_not_set'];
-const NUMERIC: readonly PropertyOperator[] = ['gt', 'gte', 'lt', 'lte'];
-const LISTS: readonly PropertyOperator[] = ['exact', 'is_not'];
-
 export const INTERVALS: readonly Interval[] = ['minute', 'hour', 'day', 'week', 'month'];
 
 export const DATE_RANGES: ReadonlyArray<{ value: string; label: string; interval: Interval }> = [
@@ -105,10 +78,6 @@ export const DATE_RANGES: ReadonlyArray<{ value: string; label: string; interval
 
 export function newSeries(event = '$pageview'): SeriesForm {
   return { event, math: 'total', mathProperty: '', groupTypeIndex: 0 };
-}
-
-export function newFilter(): FilterForm {
-  return { type: 'event', key: '', operator: 'exact', value: '' };
 }
 
 export function defaultForm(): TrendForm {
@@ -136,28 +105,10 @@ export function formProblem(form: TrendForm): string | null {
   for (const [index, series] of form.series.entries()) {
     if (PROPERTY_MATHS.includes(series.math) && series.mathProperty.trim() === '') return `Series ${seriesLetter(index)}: choose the property to aggregate.`;
   }
-  for (const filter of form.filters) {
-    if (filter.key.trim() !== '' && !VALUELESS.includes(filter.operator) && filter.value.trim() === '') return `Filter on ${filter.key}: enter a value.`;
-    if (filter.key.trim() !== '' && NUMERIC.includes(filter.operator) && !Number.isFinite(Number(filter.value)))
-      return `Filter on ${filter.key}: ${filter.value} is not a number.`;
-  }
-  return null;
+  return form.filters.map(filterProblem).find((problem) => problem !== null) ?? null;
 }
 
-function filterValue(filter: FilterForm): PropertyFilter['value'] {
-  const text = filter.value.trim();
-  if (NUMERIC.includes(filter.operator)) return Number(text);
-  if (LISTS.includes(filter.operator)) {
-    const values = text
-      .split(',')
-      .map((value) => value.trim())
-      .filter((value) => value !== '');
-    return values.length === 1 ? values[0] : values;
-  }
-  return text;
-}
-
-/** The legacy trend request of a form; filters without a key are left out. */
+/** The legacy trend request of a form; blank filters are left out. */
 export function trendRequest(form: TrendForm): TrendRequest {
   const events = form.series.map((series, order): EventEntity => {
     const event = series.event.trim();
@@ -168,13 +119,7 @@ export function trendRequest(form: TrendForm): TrendRequest {
   });
   const request: TrendRequest = { insight: 'TRENDS', events, interval: form.interval, date_from: form.dateFrom, display: DISPLAYS[form.visualization] };
   if (form.dateTo.trim() !== '') request.date_to = form.dateTo.trim();
-  const properties = form.filters
-    .filter((filter) => filter.key.trim() !== '')
-    .map((filter): PropertyFilter => {
-      const property: PropertyFilter = { type: filter.type, key: filter.key.trim(), operator: filter.operator };
-      if (!VALUELESS.includes(filter.operator)) property.value = filterValue(filter);
-      return property;
-    });
+  const properties = toApiFilters(form.filters);
   if (properties.length > 0) request.properties = properties;
   if (form.breakdown.trim() !== '') {
     request.breakdown = form.breakdown.trim();
@@ -210,18 +155,8 @@ export function formFromFilters(filters: Record<string, unknown>): TrendForm {
       groupTypeIndex: typeof entity.math_group_type_index === 'number' ? entity.math_group_type_index : 0,
     }));
   const filtersList = asList(filters.properties)
-    .map(asObject)
-    .filter((filter) => typeof filter.key === 'string' && (filter.type === undefined || filter.type === 'event' || filter.type === 'person'))
-    .map((filter): FilterForm => ({
-      type: filter.type === 'person' ? 'person' : 'event',
-      key: filter.key as string,
-      operator: oneOf(
-        filter.operator,
-        OPERATORS.map((operator) => operator.value),
-        'exact',
-      ),
-      value: Array.isArray(filter.value) ? filter.value.map((value) => text(value, '')).join(', ') : text(filter.value, ''),
-    }));
+    .map(fromApiFilter)
+    .filter((filter): filter is FilterForm => filter !== null && filter.type !== 'group');
   return {
     series: entities.length > 0 ? entities : defaults.series,
     interval: oneOf(filters.interval, INTERVALS, defaults.interval),

@@ -5,16 +5,26 @@ import type { Suggestions } from './builder';
 const SAMPLE = 500;
 
 /**
- * Event names and property keys seen in the project's latest events, most frequent first, to suggest in the
- * builder's fields. Only a convenience: without `query:read` there are no suggestions.
+ * Event names and property keys seen in the project's latest events, most frequent first, and the project's
+ * cohorts, to offer in the builder's fields. Only a convenience: without `query:read` there are no names, without
+ * `cohort:read` no cohorts.
  */
 export async function loadSuggestions(client: ApiClient, projectId: string, signal: AbortSignal): Promise<Suggestions> {
-  try {
-    const { results } = await client.call(operations.listEvents, { project_id: projectId }, { query: { limit: SAMPLE }, signal });
-    return { events: byFrequency(results.map((event) => event.event)), properties: byFrequency(results.flatMap((event) => Object.keys(event.properties))) };
-  } catch {
-    return { events: [], properties: [] };
-  }
+  const [events, cohorts] = await Promise.all([
+    client.call(operations.listEvents, { project_id: projectId }, { query: { limit: SAMPLE }, signal }).then(
+      ({ results }) => results,
+      () => [],
+    ),
+    client.call(operations.listCohorts, { project_id: projectId }, { query: { limit: 1000 }, signal }).then(
+      ({ results }) => results,
+      () => [],
+    ),
+  ]);
+  return {
+    events: byFrequency(events.map((event) => event.event)),
+    properties: byFrequency(events.flatMap((event) => Object.keys(event.properties))),
+    cohorts,
+  };
 }
 
 function byFrequency(values: string[]): string[] {

@@ -90,7 +90,7 @@ function Editor({ saved }: { saved: Insight | null }) {
       {status.error !== undefined && <Problem error={status.error} />}
       {downloadError !== undefined && <Problem error={downloadError} />}
       <div class="editor">
-        <Builder form={form} onChange={setForm} suggestions={suggestions.status === 'ok' ? suggestions.data : { events: [], properties: [] }} />
+        <Builder form={form} onChange={setForm} suggestions={suggestions.status === 'ok' ? suggestions.data : { events: [], properties: [], cohorts: [] }} />
         <section class="panel result" aria-labelledby="result-title" aria-busy={result.pending}>
           <h2 id="result-title">Result {result.pending && <span class="muted">· calculating…</span>}</h2>
           {problem ? (

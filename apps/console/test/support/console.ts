@@ -5,8 +5,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Page } from 'playwright-core';
-import { ARTIFACTS_DIR } from '../../../../test/support/browser';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { ARTIFACTS_DIR, launchBrowser } from '../../../../test/support/browser';
 import type { EmbeddedPlover } from '../../../../test/support/embedded';
 
 export interface CapturedEvent {
@@ -82,4 +82,38 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   // From the top: a full-page shot of a scrolled page draws the sticky top bar where the viewport was.
   await page.evaluate('window.scrollTo(0, 0)');
   await page.screenshot({ path: path.join(dir, `${name}.png`), fullPage: true });
+}
+
+/**
+ * One Chromium for the calling describe block and a fresh context and page for each of its tests (1280×800, 90 s
+ * waits: a loaded 2-core machine may take a while to compute a trend), collecting the page's console errors and
+ * uncaught exceptions — Content-Security-Policy violations among them — in `problems`.
+ */
+export function usePage(): { readonly page: Page; readonly problems: string[] } {
+  const state = {} as { browser: Browser; context: BrowserContext; page: Page; problems: string[] };
+  beforeAll(async () => {
+    state.browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await state.browser?.close();
+  });
+  beforeEach(async () => {
+    state.problems = [];
+    state.context = await state.browser.newContext({ viewport: { width: 1280, height: 800 } });
+    state.context.setDefaultTimeout(90_000);
+    state.page = await state.context.newPage();
+    state.page.on('console', (message) => message.type() === 'error' && state.problems.push(message.text()));
+    state.page.on('pageerror', (error) => state.problems.push(error.message));
+  });
+  afterEach(async () => {
+    await state.context.close();
+  });
+  return {
+    get page() {
+      return state.page;
+    },
+    get problems() {
+      return state.problems;
+    },
+  };
 }
