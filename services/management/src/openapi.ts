@@ -45,11 +45,15 @@ function operationOf(route: Route, path: string): Record<string, unknown> {
     ...(route.paginated
       ? [queryParam('limit', { type: 'integer', minimum: 1, maximum: MAX_LIMIT }), queryParam('offset', { type: 'integer', minimum: 0 })]
       : []),
-    ...(route.csv ? [queryParam('format', { enum: ['json', 'csv'] })] : []),
+    ...(route.csv ? [queryParam('format', { enum: route.jsonl ? ['json', 'csv', 'jsonl'] : ['json', 'csv'] })] : []),
     ...Object.entries(query?.properties ?? {}).map(([name, schema]) => queryParam(name, schema, query?.required?.includes(name))),
   ];
   const schema = successBody(route);
-  const content = schema && { 'application/json': { schema }, ...(route.csv ? { 'text/csv': { schema: { type: 'string' } } } : {}) };
+  const content = schema && {
+    'application/json': { schema },
+    ...(route.csv ? { 'text/csv': { schema: { type: 'string' } } } : {}),
+    ...(route.jsonl ? { 'application/jsonl': { schema: { type: 'string' } } } : {}),
+  };
   return {
     summary: route.summary,
     ...(route.scope ? { 'x-required-scope': route.scope } : {}),

@@ -109,10 +109,11 @@ export function dataRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
         properties: { event: Q.string, distinct_id: Q.string, person_id: Q.string, properties: Q.string, after: Q.string, before: Q.string },
       },
       csv: { file: 'events', rows: 'export' },
+      jsonl: true,
       response: { status: 200 },
       async handler(req, { page, query, format }) {
         const condition = await eventsCondition(req, query);
-        if (format === 'csv') {
+        if (format !== 'json') {
           return csvStream<EventRow>(async (after, size) =>
             (await store.events(condition, size, page.offset, after)).map((row) => ({ row: eventBody(row), cursor: row })),
           );

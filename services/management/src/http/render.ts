@@ -102,12 +102,13 @@ export function toCsv(rows: readonly unknown[]): string {
   return `${header.map(csvCell).join(',')}\r\n${flat.map((row) => csvLine(header, row)).join('')}`;
 }
 
-export type Format = 'json' | 'csv';
+/** `jsonl` is served only by the streamed listings (persons, events): every matching row, one JSON object a line. */
+export type Format = 'json' | 'csv' | 'jsonl';
 
 export function formatOf(req: Request): Format {
   const raw = queryValue(req, 'format');
   if (raw === undefined || raw === 'json') return 'json';
-  if (raw === 'csv') return 'csv';
+  if (raw === 'csv' || raw === 'jsonl') return raw;
   throw errors.notFound(`Format "${raw}" is not supported; use json or csv.`);
 }
 
@@ -139,16 +140,28 @@ const EXPORT_BATCH = 1000;
  */
 export type ExportBatch<C> = (after: C | undefined, size: number) => Promise<Array<{ row: unknown; cursor: C }>>;
 
-async function* exportRows<C>(batch: ExportBatch<C>, max: number): AsyncGenerator<Array<Record<string, unknown>>> {
+async function* exportRows<C>(batch: ExportBatch<C>, max: number): AsyncGenerator<unknown[]> {
   let after: C | undefined;
   for (let written = 0; written < max;) {
     const size = Math.min(EXPORT_BATCH, max - written);
     const rows = await batch(after, size);
-    if (rows.length > 0) yield rows.map(({ row }) => flatten(row));
+    if (rows.length > 0) yield rows.map(({ row }) => row);
     written += rows.length;
     if (rows.length < size) return;
     after = rows[rows.length - 1]!.cursor;
   }
+}
+
+/** Writes `text`, then waits until the client drained it (or went away): memory holds one batch, never the export. */
+async function writeDrained(res: Response, text: string): Promise<void> {
+  if (res.write(text)) return;
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      res.off('drain', done).off('close', done);
+      resolve();
+    };
+    res.on('drain', done).on('close', done);
+  });
 }
 
 /**
@@ -164,7 +177,7 @@ export async function streamCsv<C>(req: Request, res: Response, filename: string
   const columns = new Set<string>();
   let seen = 0;
   for await (const rows of exportRows(batch, max + 1)) {
-    for (const row of rows.slice(0, max - seen)) for (const key of Object.keys(row)) columns.add(key);
+    for (const row of rows.slice(0, max - seen)) for (const key of Object.keys(flatten(row))) columns.add(key);
     seen += rows.length;
   }
   const header = [...columns].sort();
@@ -176,15 +189,29 @@ export async function streamCsv<C>(req: Request, res: Response, filename: string
   res.write(`${header.map(csvCell).join(',')}\r\n`);
   for await (const rows of exportRows(batch, max)) {
     if (res.destroyed) return;
-    if (!res.write(rows.map((row) => csvLine(header, row)).join(''))) {
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          res.off('drain', done).off('close', done);
-          resolve();
-        };
-        res.on('drain', done).on('close', done);
-      });
+    await writeDrained(res, rows.map((row) => csvLine(header, flatten(row))).join(''));
+  }
+  res.end();
+}
+
+/**
+ * `format=jsonl` of a listing: every matching row as one JSON object a line (`application/jsonl`), from `offset`,
+ * `limit` rows when the request names a limit and without a cap otherwise. One pass in keyset batches, written
+ * as the client drains them, so an export of any size holds one batch in memory. A failure after the first row
+ * ends the response early; the client sees the body cut off, not a 200 that looks whole.
+ */
+export async function streamJsonl<C>(req: Request, res: Response, filename: string, batch: ExportBatch<C>): Promise<void> {
+  const max = queryValue(req, 'limit') ? pageOf(req).limit : Number.MAX_SAFE_INTEGER;
+  res.status(200).type('application/jsonl; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="${filename}.jsonl"`);
+  try {
+    for await (const rows of exportRows(batch, max)) {
+      if (res.destroyed) return;
+      await writeDrained(res, rows.map((row) => `${JSON.stringify(row)}\n`).join(''));
     }
+  } catch (error) {
+    if (!res.headersSent) throw error;
+    res.destroy(error as Error);
+    return;
   }
   res.end();
 }

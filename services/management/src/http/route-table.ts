@@ -3,7 +3,20 @@ import { valueValidator, validateBody, type BodySchemaName, type JsonSchema, typ
 import { requireScope } from './auth';
 import { bodyOf, type Body } from './body';
 import { errors } from './errors';
-import { csvResponse, DEFAULT_LIMIT, envelope, formatOf, pageOf, queryValue, sendCsv, streamCsv, type ExportBatch, type Format, type Page } from './render';
+import {
+  csvResponse,
+  DEFAULT_LIMIT,
+  envelope,
+  formatOf,
+  pageOf,
+  queryValue,
+  sendCsv,
+  streamCsv,
+  streamJsonl,
+  type ExportBatch,
+  type Format,
+  type Page,
+} from './render';
 
 /**
  * The management API as data: every route is one {@link Route} in a feature's table (`src/<feature>/routes.ts`),
@@ -73,6 +86,11 @@ export interface Route {
   query?: QuerySchema;
   paginated?: Pagination;
   csv?: CsvShape;
+  /**
+   * `format=jsonl`: the listing streamed whole as JSON lines (`csv.file`.jsonl), uncapped. Only on a route whose
+   * handler answers both streamed formats with a {@link ListingExport} (`csvStream`); elsewhere `format=jsonl` is a 404.
+   */
+  jsonl?: true;
   /** The status of success and the schema of its body (a paginated route: of one result). */
   response: { status: number; schema?: ResponseSchemaName; array?: boolean };
   /**
@@ -106,8 +124,15 @@ export class Written {
   constructor(readonly write: (res: Response) => Promise<void>) {}
 }
 
-/** Every matching row of a listing, streamed in keyset batches (http/render.ts's streamCsv). */
-export const csvStream = <C>(batch: ExportBatch<C>): CsvExport => new CsvExport((req, res, file) => streamCsv(req, res, file, batch));
+/** Every matching row of a listing, read in keyset batches: as CSV, or as JSON lines on a route that declares `jsonl`. */
+export class ListingExport<C = unknown> extends CsvExport {
+  constructor(readonly batch: ExportBatch<C>) {
+    super((req, res, file) => streamCsv(req, res, file, batch));
+  }
+}
+
+/** A streamed listing (http/render.ts's streamCsv and streamJsonl), for `format=csv` and `format=jsonl`. */
+export const csvStream = <C>(batch: ExportBatch<C>): ListingExport<C> => new ListingExport(batch);
 
 /** A CSV text of the handler's own, under its own file name. */
 export const csvText = (file: string, text: string): CsvExport =>
@@ -160,6 +185,10 @@ async function answer(route: Route, req: Request, res: Response, input: RouteInp
     await result.write(res);
     return;
   }
+  if (result instanceof ListingExport && input.format === 'jsonl') {
+    await streamJsonl(req, res, route.csv!.file, result.batch);
+    return;
+  }
   if (result instanceof CsvExport) {
     await result.write(req, res, route.csv!.file);
     return;
@@ -185,6 +214,7 @@ function handle(route: Route): RequestHandler {
     if (route.scope !== null) requireScope(req, route.scope);
     const format = formatOf(req);
     if (format === 'csv' && !route.csv) throw errors.notFound('Format "csv" is not supported here; use json.');
+    if (format === 'jsonl' && !route.jsonl) throw errors.notFound('Format "jsonl" is not supported here; use json.');
     const page = route.paginated ? pageOf(req) : FIRST_PAGE;
     const query = route.query ? queryValues(req, route.query) : {};
     checkQuery?.(query);

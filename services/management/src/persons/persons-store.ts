@@ -2,7 +2,7 @@ import { PersonReads, PersonStore, type ListedPerson, type Person, type PersonLi
 import type { Sql } from '@plover/postgres';
 import { queueEventDeletion, unqueueEventDeletion } from '../deletions/queue';
 import type { Page } from '../http/render';
-import { csvStream, type CsvExport } from '../http/route-table';
+import { csvStream, type ListingExport } from '../http/route-table';
 import { personBody } from '../shared/person-body';
 
 /** A person of a request: by integer id, uuid or distinct id. */
@@ -31,7 +31,7 @@ export class PersonsStore {
   }
 
   /** Every person of the listing from `offset`, as a streamed CSV (keyset batches). */
-  export(projectId: number, filter: PersonListFilter, offset: number): CsvExport {
+  export(projectId: number, filter: PersonListFilter, offset: number): ListingExport<ListedPerson> {
     return csvStream<ListedPerson>(async (after, size) =>
       (await this.reads.list(projectId, filter, after ? { limit: size, after: after.cursor } : { limit: size, offset })).map((person) => ({
         row: personBody(person),

@@ -60,6 +60,7 @@ export function personRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
       paginated: 'envelope',
       query: { properties: { distinct_id: Q.string, email: Q.string, search: Q.string, properties: Q.string, include_total: Q.boolean } },
       csv: { file: 'persons', rows: 'export' },
+      jsonl: true,
       response: { status: 200, schema: 'Person' },
       async handler(req, { page, query, format }) {
         const projectId = projectOf(req).id;
@@ -69,7 +70,7 @@ export function personRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
           search: query.search as string | undefined,
           properties: query.properties as string | undefined,
         };
-        if (format === 'csv') return store.export(projectId, filter, page.offset);
+        if (format !== 'json') return store.export(projectId, filter, page.offset);
         const paged = pageFrom(await store.list(projectId, filter, page), page, personBody);
         // A page that is not full tells the count without another query.
         const told = !paged.hasMore && (paged.results.length > 0 || page.offset === 0);

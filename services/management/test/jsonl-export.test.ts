@@ -1,0 +1,118 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import request from 'supertest';
+import { insertEvents, migrate as migrateClickHouse, NO_GROUPS, type ClickHouse, type EventRow } from '@plover/clickhouse';
+import { ChdbClickHouse } from '@plover/chdb';
+import { silentLogger, uuidv7 } from '@plover/core';
+import { PersonStore } from '@plover/persons';
+import { openApiDocument } from '../src/openapi';
+import { backends, useWorld } from './support/app';
+import { declaredTable } from './support/table';
+
+/**
+ * `format=jsonl` on the streamed listings (events, persons): every matching row once, as one JSON object a line,
+ * across the keyset batches the stream reads (1,000 rows each), with the listing's filters; a 404 elsewhere.
+ */
+
+jest.setTimeout(180_000);
+
+function event(projectId: number, n: number, timestamp: string): EventRow {
+  return {
+    uuid: randomUUID(),
+    event: n % 10 === 0 ? 'signup' : '$pageview',
+    properties: JSON.stringify({ n }),
+    timestamp,
+    team_id: projectId,
+    distinct_id: `d${n % 7}`,
+    elements_chain: '',
+    created_at: timestamp,
+    person_id: randomUUID(),
+    person_properties: '{}',
+    person_created_at: '1970-01-01 00:00:00.000',
+    person_mode: 'full',
+    ...NO_GROUPS,
+    session_id: '',
+    window_id: '',
+    historical_migration: false,
+  };
+}
+
+function lines(text: string): Array<Record<string, unknown>> {
+  expect(text.endsWith('\n')).toBe(true);
+  return text
+    .slice(0, -1)
+    .split('\n')
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+let clickhouse: ClickHouse;
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'plover-mgmt-jsonl-'));
+  clickhouse = await ChdbClickHouse.open({ dataDir: dir });
+  await migrateClickHouse(clickhouse, { logger: silentLogger() });
+});
+afterAll(async () => {
+  await clickhouse.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe.each(backends.map((backend, index) => ({ ...backend, index })))('format=jsonl on $name', (backend) => {
+  const world = useWorld(backend, { clickhouse: () => clickhouse });
+  // chDB is shared by the backends: their projects must not share ids.
+  beforeAll(() => world.sql.query('t.ids', `ALTER TABLE projects ALTER COLUMN id RESTART WITH ${(backend.index + 1) * 100_000 + 70_000}`));
+
+  it('streams every event of the listing once, across keyset batches and equal timestamps, with its filters', async () => {
+    const t = await world.tenant();
+    // 2,500 events on 250 distinct times: batches of 1,000 end inside runs of equal timestamps.
+    const rows = Array.from({ length: 2500 }, (_, n) =>
+      event(t.projectId, n, `2024-03-01 10:${String(Math.floor(n / 10) % 60).padStart(2, '0')}:0${Math.floor(n / 600)}.000000`),
+    );
+    await insertEvents(clickhouse, rows);
+    const base = `/api/projects/${t.projectId}/events/`;
+
+    const all = await request(world.app).get(`${base}?format=jsonl`).set(t.auth);
+    expect(all.status).toBe(200);
+    expect(all.headers['content-type']).toBe('application/jsonl; charset=utf-8');
+    expect(all.headers['content-disposition']).toBe('attachment; filename="events.jsonl"');
+    const exported = lines(all.text);
+    expect(exported).toHaveLength(2500);
+    expect(new Set(exported.map((row) => row.uuid))).toEqual(new Set(rows.map((row) => row.uuid)));
+    expect(exported[0]).toEqual(expect.objectContaining({ event: expect.any(String), distinct_id: expect.any(String), properties: { n: expect.any(Number) } }));
+
+    const signups = lines((await request(world.app).get(`${base}?format=jsonl&event=signup`).set(t.auth)).text);
+    expect(signups).toHaveLength(250);
+    expect(signups.every((row) => row.event === 'signup')).toBe(true);
+    const limited = await request(world.app).get(`${base}?format=jsonl&limit=5&offset=10`).set(t.auth);
+    expect(lines(limited.text).map((row) => row.uuid)).toEqual(exported.slice(10, 15).map((row) => row.uuid));
+
+    const empty = await request(world.app).get(`${base}?format=jsonl&event=nothing`).set(t.auth);
+    expect({ status: empty.status, text: empty.text }).toEqual({ status: 200, text: '' });
+  });
+
+  it('streams persons as JSON lines; other listings answer format=jsonl with 404', async () => {
+    const t = await world.tenant();
+    const store = new PersonStore(world.sql);
+    for (const name of ['alice', 'bob', 'carol']) {
+      await store.processEvent(t.projectId, { uuid: uuidv7(), event: '$identify', distinctId: name, timestamp: new Date(), properties: { $set: { name } } });
+    }
+    const persons = lines((await request(world.app).get(`/api/projects/${t.projectId}/persons/?format=jsonl`).set(t.auth)).text);
+    expect(persons.map((person) => (person.properties as { name: string }).name).sort()).toEqual(['alice', 'bob', 'carol']);
+    expect(persons[0]).toEqual(expect.objectContaining({ uuid: expect.any(String), distinct_ids: [expect.any(String)] }));
+
+    for (const listing of ['groups_types/', 'ingestion_warnings/', 'feature_flags/']) {
+      const res = await request(world.app).get(`/api/projects/${t.projectId}/${listing}?format=jsonl`).set(t.auth);
+      expect({ listing, status: res.status, code: (res.body as { code: string }).code }).toEqual({ listing, status: 404, code: 'not_found' });
+    }
+  });
+});
+
+it('publishes format=jsonl in the OpenAPI document of the streamed listings only', () => {
+  const paths = openApiDocument(declaredTable()).paths as Record<string, { get?: { parameters: Array<{ name: string; schema: { enum?: string[] } }> } }>;
+  const formats = (url: string) => paths[url]?.get?.parameters.find((parameter) => parameter.name === 'format')?.schema.enum;
+  expect(formats('/api/projects/{project_id}/events/')).toEqual(['json', 'csv', 'jsonl']);
+  expect(formats('/api/projects/{project_id}/persons/')).toEqual(['json', 'csv', 'jsonl']);
+  expect(formats('/api/projects/{project_id}/ingestion_warnings/')).toEqual(['json', 'csv']);
+});
