@@ -7,4 +7,3 @@ export * from './property-operators';
 export * from './token-buckets';
 export * from './time';
 export * from './timeout';
-export * from './utc-text';

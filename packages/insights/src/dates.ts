@@ -3,7 +3,8 @@
  * here is wall-clock arithmetic (a local date-time held as epoch milliseconds as if it were UTC); ClickHouse
  * turns the resulting local times into instants with the timezone, so DST never enters this code.
  */
-import { ApiError, fromWallClock, sqlTimestamp, toWallClock } from '@plover/core';
+import { ApiError, fromWallClock, toWallClock } from '@plover/core';
+import { sqlTimestamp } from '@plover/core/utc-text';
 import type { InsightContext, Interval, ResolvedRange } from './types';
 
 const SECOND = 1000;

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { HttpClickHouse, insertEvents, insertPersonOverrides, migrate, type ClickHouse } from '@plover/clickhouse';
 import { ChdbClickHouse } from '@plover/chdb';
-import { sqlTimestamp } from '@plover/core';
+import { sqlTimestamp } from '@plover/core/utc-text';
 import fc from 'fast-check';
 import { runLifecycle, runStickiness, type InsightContext, type Interval, type JsonValue, type PropertyGroup, type Series, type TrendsInput } from '../src';
 import { startChdbHttpServer } from '../../clickhouse/test/support/chdb-http-server';

@@ -3,7 +3,8 @@ import type { ProjectTokenCache } from '@plover/accounts';
 import type { EventBus, OutgoingMessage } from '@plover/bus';
 import type { CaptureConfig } from '@plover/config';
 import { CAPTURE_TOPICS, REPLAY_TOPIC } from '@plover/contracts';
-import { ApiError, isoTimestamp, TokenBuckets, withTimeout, type Logger } from '@plover/core';
+import { ApiError, TokenBuckets, withTimeout, type Logger } from '@plover/core';
+import { isoTimestamp } from '@plover/core/utc-text';
 import {
   createServiceApp,
   decompressionBudget,

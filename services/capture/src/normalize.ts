@@ -5,7 +5,8 @@
  */
 import type { OutgoingMessage } from '@plover/bus';
 import { capturedEventKey, distinctIdOf, exceedsJsonDepth, firstChars, wellFormedJson, type CapturedEventWarning, type RawEvent } from '@plover/contracts';
-import { isoTimestamp, uuidv7 } from '@plover/core';
+import { uuidv7 } from '@plover/core';
+import { isoTimestamp } from '@plover/core/utc-text';
 import { captureError } from './errors';
 import { eventTimestamp, type EventTime } from './timestamp';
 

@@ -2,7 +2,7 @@
  * When an event happened, from what the client says and when we received it: PostHog's clock-skew rule
  * (Rust `rust/common/types/src/timestamp.rs` `parse_event_timestamp`; docs/capture.md#timestamps).
  */
-import { isoTimestampMs, utcDateMs } from '@plover/core';
+import { isoTimestampMs, utcDateMs } from '@plover/core/utc-text';
 
 /** A client more than this far ahead of us is not believed: the event is stamped `now` instead. */
 export const MAX_FUTURE_MS = 23 * 60 * 60 * 1000;

@@ -2,7 +2,8 @@
  * The ClickHouse rows of one processed event: its `events` row (PostHog's create-event.ts),
  * the warnings raised on the way, and copies of the person overrides Postgres wrote.
  */
-import { sqlTimestamp, uuidv5 } from '@plover/core';
+import { uuidv5 } from '@plover/core';
+import { sqlTimestamp } from '@plover/core/utc-text';
 import type { EventRow, IngestionWarningRow, PersonOverrideRow } from '@plover/clickhouse';
 import type { EventGroup, EventPerson, PersonOverride } from '@plover/persons';
 import type { CapturedInput } from './message';
