@@ -166,6 +166,9 @@ describeWithBrowser()('the console in Chromium', () => {
     await page.getByRole('radio', { name: 'Bar' }).check();
     await page.locator('.result canvas').waitFor();
     await screenshot(page, 'insight-reopened');
+    await page.setViewportSize({ width: 390, height: 844 });
+    await screenshot(page, 'insight-phone');
+    await page.setViewportSize({ width: 1280, height: 800 });
     await page.getByRole('link', { name: 'Insights', exact: true }).click();
     await page.getByRole('region', { name: 'Saved insights' }).getByRole('link', { name: 'Pageviews by browser' }).waitFor();
     await screenshot(page, 'insights-list');
