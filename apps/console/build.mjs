@@ -66,13 +66,27 @@ export async function buildConsole(outDir) {
     },
   });
   await fs.writeFile(path.join(staging, HASH_FILE), `${hash}\n`);
-  const previous = `${outDir}.previous-${process.pid}`;
-  await fs.rename(outDir, previous).catch((error) => {
-    if (error.code !== 'ENOENT') throw error;
-  });
-  await fs.rename(staging, outDir);
-  await fs.rm(previous, { recursive: true, force: true });
+  await swapIn(staging, outDir, hash);
   return true;
+}
+
+/**
+ * Moves the staged build to `outDir`, the old one aside first. Two processes may build the same sources at once
+ * (two servers started together): when the other one's build lands in between, it is the same, and ours goes.
+ */
+async function swapIn(staging, outDir, hash) {
+  const previous = `${outDir}.previous-${process.pid}`;
+  try {
+    await fs.rename(outDir, previous).catch((error) => {
+      if (error.code !== 'ENOENT') throw error;
+    });
+    await fs.rename(staging, outDir);
+  } catch (error) {
+    if ((error.code !== 'ENOTEMPTY' && error.code !== 'EEXIST') || (await readHash(outDir)) !== hash) throw error;
+  } finally {
+    await fs.rm(staging, { recursive: true, force: true });
+    await fs.rm(previous, { recursive: true, force: true });
+  }
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
