@@ -1,6 +1,6 @@
 import { countEvents, countPersons, listEvents, listIngestionWarnings, type EventRow } from '@plover/clickhouse';
 import type { IngestionConsumer } from '@plover/ingestion/consumer';
-import { GroupStore, PersonStore, personUuid } from '@plover/persons';
+import { GroupStore, PersonReads, personUuid } from '@plover/persons';
 import { createProject } from '../../../packages/persons/test/support/stores';
 import type { DeadLetter } from '../src/dead-letter';
 import { CAPTURED_AT, captured, T0, uuidOf } from './support/captured';
@@ -48,12 +48,12 @@ function readable(row: EventRow) {
 describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
   let stack: Stack;
   let consumer: IngestionConsumer;
-  let persons: PersonStore;
+  let persons: PersonReads;
 
   beforeAll(async () => {
     stack = await factory.open();
     consumer = await startConsumer(stack);
-    persons = new PersonStore(stack.stores.sql);
+    persons = new PersonReads(stack.stores.sql);
   });
 
   afterAll(async () => {
@@ -262,7 +262,7 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
     });
 
     it('leaves the persons and groups in Postgres as PostHog would', async () => {
-      expect(await persons.getPersonByDistinctId(projectId, 'anon-1')).toEqual({
+      expect(await persons.getByDistinctId(projectId, 'anon-1')).toEqual({
         id: expect.any(Number),
         uuid: personUuid(projectId, 'user-1'),
         properties: {
@@ -279,7 +279,7 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
         version: 1,
         distinctIds: ['user-1', 'anon-1'],
       });
-      expect(await persons.getPersonByDistinctId(projectId, 'user-2')).toMatchObject({
+      expect(await persons.getByDistinctId(projectId, 'user-2')).toMatchObject({
         version: 0,
         isIdentified: false,
         properties: { $creator_event_uuid: uuids.illegal },
@@ -331,7 +331,7 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
 
       expect(await countEvents(stack.stores.clickhouse, projectId)).toBe(3);
       expect((await listEvents(stack.stores.clickhouse, projectId)).map((row) => row.uuid)).toEqual([uuidOf(identify), uuidOf(later), expect.any(String)]);
-      expect(await persons.getPersonByDistinctId(projectId, 'dup')).toMatchObject({ version: 0, properties: { plan: 'pro' } });
+      expect(await persons.getByDistinctId(projectId, 'dup')).toMatchObject({ version: 0, properties: { plan: 'pro' } });
     });
   });
 
@@ -350,7 +350,7 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
         [uuidOf(before), 'upgraded', expect.objectContaining({ $browser: 'Chrome', $set: expect.objectContaining({ plan: 'free' }) })],
         [uuidOf(after), 'upgraded', expect.objectContaining({ $set: expect.objectContaining({ plan: 'pro' }) })],
       ]);
-      expect(await persons.getPersonByDistinctId(projectId, 'upgraded')).toMatchObject({ properties: { plan: 'pro' } });
+      expect(await persons.getByDistinctId(projectId, 'upgraded')).toMatchObject({ properties: { plan: 'pro' } });
     });
   });
 
@@ -377,7 +377,7 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
       ]);
       await waitForEvents(projectId, 4);
 
-      expect(await persons.getPersonByDistinctId(projectId, 'user\ufffd')).toMatchObject({
+      expect(await persons.getByDistinctId(projectId, 'user\ufffd')).toMatchObject({
         properties: { list: ['a\ufffd', { 'n\ufffd': 'b\ufffd' }], 'once\ufffd': 'x\ufffd', email: 'e\ufffd', $creator_event_uuid: uuidOf(pageview) },
         isIdentified: true,
         distinctIds: ['anon\ufffd', 'user\ufffd'],
@@ -417,7 +417,7 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
         ['$group_identify', undefined, ''],
         ['report viewed', undefined, 'initech'],
       ]);
-      expect((await persons.getPersonByDistinctId(projectId, 'u'))?.properties).not.toHaveProperty('ignored');
+      expect((await persons.getByDistinctId(projectId, 'u'))?.properties).not.toHaveProperty('ignored');
     });
 
     it("records the warnings capture raised for a client time it did not use, under the client's uuid", async () => {

@@ -1,6 +1,6 @@
 import { countEvents, listEvents } from '@plover/clickhouse';
 import { StorageError } from '@plover/core';
-import { PersonStore, personUuid } from '@plover/persons';
+import { PersonReads, PersonStore, personUuid } from '@plover/persons';
 import type { Sql, SqlExecutor } from '@plover/postgres';
 import { Registry } from 'prom-client';
 import { createProject } from '../../../packages/persons/test/support/stores';
@@ -68,7 +68,7 @@ describe.each(stackFactories)('staged person changes: $name', (factory) => {
       await consumer.stop();
     }
 
-    const person = await persons.getPersonByDistinctId(projectId, 'user');
+    const person = await new PersonReads(stack.stores.sql).getByDistinctId(projectId, 'user');
     expect(person).toMatchObject({ properties: { api: true, counter: count - 1 }, version: count + 1 });
     // Each event's snapshot is the person after it, the PATCH included: they were decided again after it.
     const clicked = (await listEvents(stack.stores.clickhouse, projectId)).filter((row) => row.event === 'clicked');

@@ -5,7 +5,7 @@
  */
 import type { OutgoingMessage } from '@plover/bus';
 import { parseCapturedEventMessage } from '@plover/contracts';
-import { PersonStore, type Person } from '@plover/persons';
+import { PersonReads, PersonStore, type Person } from '@plover/persons';
 import { migrate, type Sql } from '@plover/postgres';
 import { PGliteSql } from '@plover/postgres/pglite';
 import { createProject } from '../../../../packages/persons/test/support/stores';
@@ -16,10 +16,10 @@ import { captured } from './captured';
 export type PersonState = Pick<Person, 'properties' | 'version' | 'isIdentified' | 'createdAt' | 'distinctIds'>;
 
 export async function personStates(sql: Sql, projectId: number, distinctIds: readonly string[]): Promise<Record<string, PersonState | undefined>> {
-  const persons = new PersonStore(sql);
+  const reads = new PersonReads(sql);
   const states: Record<string, PersonState | undefined> = {};
   for (const distinctId of distinctIds) {
-    const person = await persons.getPersonByDistinctId(projectId, distinctId);
+    const person = await reads.getByDistinctId(projectId, distinctId);
     states[distinctId] = person && {
       properties: person.properties,
       version: person.version,
