@@ -33,6 +33,15 @@ describe('chartModel', () => {
     ]);
   });
 
+  it('totals in the legend only series whose buckets add up: counts and sums, not distinct counts or averages', () => {
+    const of = (name: string, math: 'total' | 'sum' | 'dau' | 'avg' | 'weekly_active') =>
+      series({ label: name, data: [2, 3], action: { id: name, order: 0, name, custom_name: null, math } });
+    const totals = chartModel([of('a', 'total'), of('b', 'sum'), of('c', 'dau'), of('d', 'avg'), of('e', 'weekly_active')], 'day').series.map(
+      (item) => item.total,
+    );
+    expect(totals).toEqual([5, 5, null, null, null]);
+  });
+
   it('puts a comparison’s previous period on the current period’s buckets, marked previous', () => {
     const previous = series({
       label: '$pageview',

@@ -100,7 +100,7 @@ export function Chart({ model, kind, label, height = 260 }: { model: ChartModel;
       plot.destroy();
     };
   }, [model, kind, height, dark]);
-  const summary = model.series.map((series) => `${series.label}: ${series.total.toLocaleString()}`).join('; ');
+  const summary = model.series.map((series) => (series.total === null ? series.label : `${series.label}: ${series.total.toLocaleString()}`)).join('; ');
   return (
     <figure class="chart">
       <div ref={container} class="chart-canvas" role="img" aria-label={`${label}. ${summary}`} />
@@ -126,7 +126,7 @@ export function Legend({ model }: { model: ChartModel }) {
             aria-hidden="true"
           />
           <span class="legend-label">{series.label}</span>
-          <span class="legend-total">{series.total.toLocaleString()}</span>
+          {series.total !== null && <span class="legend-total">{series.total.toLocaleString()}</span>}
         </li>
       ))}
     </ul>

@@ -3,7 +3,7 @@
  * its legend label and total, and the rows of the number and table displays. No DOM here, so the mapping is
  * unit-tested on its own.
  */
-import type { Interval, TrendSeries } from '../api/types';
+import type { Interval, MathType, TrendSeries } from '../api/types';
 
 /** The breakdown value of the series that sums the values past `breakdown_limit` (docs/insights.md). */
 export const BREAKDOWN_OTHER = '$$_posthog_breakdown_other_$$';
@@ -11,8 +11,11 @@ export const BREAKDOWN_OTHER = '$$_posthog_breakdown_other_$$';
 export interface ChartSeries {
   label: string;
   values: number[];
-  /** The sum shown in the legend: `count`, or the running total's last value for cumulative data. */
-  total: number;
+  /**
+   * The series' `count` for the legend, when adding up its buckets means something (counts of events, sums of
+   * a property); null for distinct counts and averages, whose buckets do not add up to the range's figure.
+   */
+  total: number | null;
   /** A previous-period series of a comparison: drawn dashed. */
   previous: boolean;
 }
@@ -28,6 +31,9 @@ export interface TotalRow {
   value: number;
   previous: boolean;
 }
+
+/** Maths whose bucket values add up to the range's value. */
+const ADDITIVE: ReadonlySet<MathType> = new Set(['total', 'sum']);
 
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 
@@ -64,7 +70,7 @@ export function chartModel(result: readonly TrendSeries[], interval: Interval): 
     series: result.map((series) => ({
       label: seriesLabel(series),
       values: labels.map((_, index) => series.data[index] ?? 0),
-      total: series.count,
+      total: series.action && !ADDITIVE.has(series.action.math) ? null : series.count,
       previous: series.compare_label === 'previous',
     })),
   };
