@@ -14,7 +14,7 @@ import {
 } from '@plover/clickhouse';
 import { ChdbClickHouse } from '@plover/chdb';
 import { createLogger, uuidv7 } from '@plover/core';
-import { GroupStore, PersonStore } from '@plover/persons';
+import { GroupStore, PersonReads, PersonStore } from '@plover/persons';
 import { runEventDeletions } from '../src/deletions/job';
 import { DEFAULT_DELETION_CRON, startSchedules } from '../src/deletions/schedule';
 import { backends, bearer, useWorld } from './support/app';
@@ -64,6 +64,7 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('event 
   it('DELETE ?delete_events=true → job removes that person’s events up to the request time, verifies, marks done', async () => {
     const t = await world.tenant();
     const store = new PersonStore(world.sql);
+    const reads = new PersonReads(world.sql);
     for (const id of ['victim', 'bystander']) {
       await store.processEvent(t.projectId, {
         uuid: uuidv7(),
@@ -73,8 +74,8 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('event 
         properties: { $set: { id } },
       });
     }
-    const victim = (await store.getPersonByDistinctId(t.projectId, 'victim'))!;
-    const bystander = (await store.getPersonByDistinctId(t.projectId, 'bystander'))!;
+    const victim = (await reads.getByDistinctId(t.projectId, 'victim'))!;
+    const bystander = (await reads.getByDistinctId(t.projectId, 'bystander'))!;
     await insertEvents(clickhouse, [
       event(t.projectId, victim.uuid, { distinct_id: 'victim' }),
       event(t.projectId, victim.uuid, { distinct_id: 'victim', timestamp: '2024-03-02 12:00:00.000000' }),
@@ -144,6 +145,7 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('event 
   it('lists events newest first with filters, paginated and as CSV', async () => {
     const t = await world.tenant();
     const store = new PersonStore(world.sql);
+    const reads = new PersonReads(world.sql);
     await store.processEvent(t.projectId, {
       uuid: uuidv7(),
       event: '$pageview',
@@ -151,7 +153,7 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('event 
       timestamp: new Date('2024-03-01T00:00:00Z'),
       properties: {},
     });
-    const u1 = (await store.getPersonByDistinctId(t.projectId, 'u1'))!;
+    const u1 = (await reads.getByDistinctId(t.projectId, 'u1'))!;
     await insertEvents(clickhouse, [
       event(t.projectId, u1.uuid, {
         distinct_id: 'u1',

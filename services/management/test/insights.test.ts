@@ -5,7 +5,7 @@ import request from 'supertest';
 import { migrate as migrateClickHouse, type ClickHouse } from '@plover/clickhouse';
 import { ChdbClickHouse } from '@plover/chdb';
 import { silentLogger, uuidv7 } from '@plover/core';
-import { PersonStore } from '@plover/persons';
+import { PersonReads, PersonStore } from '@plover/persons';
 import { cohortResolver } from '../src/shared/insight-context';
 import { backends, bearer, useWorld } from './support/app';
 
@@ -417,6 +417,7 @@ describe.each(backends)('insight cohort members on $name', (backend) => {
   it('static, dynamic (with negation, not_in and nested cohorts) and the 400s', async () => {
     const t = await world.tenant();
     const store = new PersonStore(world.sql);
+    const reads = new PersonReads(world.sql);
     const people: Record<string, { id: number; uuid: string }> = {};
     for (const [id, props] of Object.entries({
       ann: { plan: 'pro', country: 'DE' },
@@ -431,7 +432,7 @@ describe.each(backends)('insight cohort members on $name', (backend) => {
         timestamp: new Date('2024-01-01T00:00:00Z'),
         properties: { $set: props },
       });
-      people[id] = (await store.getPersonByDistinctId(t.projectId, id))!;
+      people[id] = (await reads.getByDistinctId(t.projectId, id))!;
     }
     const cohort = async (filters: unknown, options: { isStatic?: boolean; deleted?: boolean; projectId?: number } = {}) =>
       (
@@ -530,6 +531,7 @@ describe('insight computations with chDB', () => {
     async function setup(events: Array<[string, string, number]>) {
       const t = await world.tenant();
       const store = new PersonStore(world.sql);
+      const reads = new PersonReads(world.sql);
       const persons: Record<string, { id: number; uuid: string }> = {};
       for (const id of ['ann', 'bob']) {
         await store.processEvent(t.projectId, {
@@ -539,7 +541,7 @@ describe('insight computations with chDB', () => {
           timestamp: new Date('2024-03-01T00:00:00Z'),
           properties: { $set: { name: id } },
         });
-        persons[id] = (await store.getPersonByDistinctId(t.projectId, id))!;
+        persons[id] = (await reads.getByDistinctId(t.projectId, id))!;
       }
       const add = async (distinctId: string, event: string, day: number) =>
         clickhouse.command(

@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { uuidv7 } from '@plover/core';
-import { PersonStore } from '@plover/persons';
+import { PersonReads, PersonStore } from '@plover/persons';
 import { backends, bearer, useWorld } from './support/app';
 
 const T0 = Date.parse('2024-05-01T12:00:00.000Z');
@@ -8,8 +8,10 @@ const T0 = Date.parse('2024-05-01T12:00:00.000Z');
 describe.each(backends)('persons API on $name', (backend) => {
   const world = useWorld(backend);
   let store: PersonStore;
+  let reads: PersonReads;
   beforeAll(() => {
     store = new PersonStore(world.sql);
+    reads = new PersonReads(world.sql);
   });
 
   async function person(projectId: number, distinctId: string, properties: Record<string, unknown>, minutes: number) {
@@ -20,7 +22,7 @@ describe.each(backends)('persons API on $name', (backend) => {
       timestamp: new Date(T0 + minutes * 60_000),
       properties: { $set: properties },
     });
-    return (await store.getPersonByDistinctId(projectId, distinctId))!;
+    return (await reads.getByDistinctId(projectId, distinctId))!;
   }
 
   async function seeded() {
@@ -186,7 +188,7 @@ describe.each(backends)('persons API on $name', (backend) => {
       .send({ properties: { plan: 'enterprise', new: 1 } });
     expect(res.status).toBe(200);
     expect(res.body.properties).toMatchObject({ email: 'alice@example.com', plan: 'enterprise', new: 1 });
-    const stored = await store.getPerson(s.projectId, s.alice.id);
+    const stored = await reads.get(s.projectId, s.alice.id);
     expect(stored!.version).toBe(s.alice.version + 1);
   });
 
@@ -199,7 +201,7 @@ describe.each(backends)('persons API on $name', (backend) => {
     const res = await request(world.app).patch(`${s.base}/${s.alice.id}`).set(s.auth).send(body);
     expect(res.status).toBe(400);
     expect(res.body).toMatchObject({ type: 'validation_error', attr, code });
-    expect((await store.getPerson(s.projectId, s.alice.id))!.version).toBe(s.alice.version);
+    expect((await reads.get(s.projectId, s.alice.id))!.version).toBe(s.alice.version);
   });
 
   it('PATCH racing ingestion on the same person loses no update', async () => {
@@ -221,7 +223,7 @@ describe.each(backends)('persons API on $name', (backend) => {
         }),
       ),
     ]);
-    const stored = (await store.getPerson(s.projectId, s.alice.id))!;
+    const stored = (await reads.get(s.projectId, s.alice.id))!;
     for (let i = 0; i < 5; i++) {
       expect(stored.properties[`api${i}`]).toBe(i);
       expect(stored.properties[`ingest${i}`]).toBe(i);
@@ -242,8 +244,8 @@ describe.each(backends)('persons API on $name', (backend) => {
   it('DELETE → 204, distinct ids freed; delete_events queues one deletion', async () => {
     const s = await seeded();
     expect((await request(world.app).delete(`${s.base}/${s.alice.id}/`).set(s.auth)).status).toBe(204);
-    expect(await store.getPerson(s.projectId, s.alice.id)).toBeUndefined();
-    expect(await store.getPersonByDistinctId(s.projectId, 'alice')).toBeUndefined();
+    expect(await reads.get(s.projectId, s.alice.id)).toBeUndefined();
+    expect(await reads.getByDistinctId(s.projectId, 'alice')).toBeUndefined();
     expect((await request(world.app).delete(`${s.base}/${s.alice.id}/`).set(s.auth)).status).toBe(404);
     const reborn = await person(s.projectId, 'alice', { again: true }, 10);
     expect(reborn.id).not.toBe(s.alice.id);
@@ -264,7 +266,7 @@ describe.each(backends)('persons API on $name', (backend) => {
       .set(s.auth)
       .send({ distinct_ids: ['alice', 'nobody'], delete_events: true });
     expect(res.status).toBe(202);
-    expect(await store.getPerson(s.projectId, s.alice.id)).toBeUndefined();
+    expect(await reads.get(s.projectId, s.alice.id)).toBeUndefined();
     expect(
       (
         await request(world.app)
@@ -273,7 +275,7 @@ describe.each(backends)('persons API on $name', (backend) => {
           .send({ ids: [s.bob.uuid] })
       ).status,
     ).toBe(202);
-    expect(await store.getPerson(s.projectId, s.bob.id)).toBeUndefined();
+    expect(await reads.get(s.projectId, s.bob.id)).toBeUndefined();
     const queued = await world.sql.query<{ key: string }>('t.q', 'SELECT key FROM async_deletions WHERE project_id = $1', [s.projectId]);
     expect(queued.rows.map((r) => r.key)).toEqual([s.alice.uuid]);
 
@@ -292,7 +294,7 @@ describe.each(backends)('persons API on $name', (backend) => {
     expect(badId.status).toBe(400);
     expect(badId.body).toMatchObject({ type: 'validation_error', attr: 'ids__1' });
     // Validation happens before any deletion.
-    expect(await store.getPerson(s.projectId, s.anon.id)).toBeDefined();
+    expect(await reads.get(s.projectId, s.anon.id)).toBeDefined();
   });
 
   it('scope matrix: read for GET, write for PATCH/DELETE/bulk_delete; scoped keys', async () => {
@@ -314,7 +316,7 @@ describe.each(backends)('persons API on $name', (backend) => {
       expect(res.status).toBe(403);
       expect(res.body.detail).toBe("API key missing required scope 'person:write'");
     }
-    expect(await store.getPerson(s.projectId, s.alice.id)).toBeDefined();
+    expect(await reads.get(s.projectId, s.alice.id)).toBeDefined();
     const other = await world.newProject(s.organizationId);
     const scoped = bearer(await world.newKey(s.userId, ['person:read'], { projects: [other.id] }));
     expect((await request(world.app).get(s.base).set(scoped)).status).toBe(403);
