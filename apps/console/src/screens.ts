@@ -15,6 +15,9 @@ import { InsightList } from './screens/insight-list';
 import { Overview } from './screens/overview';
 import { PersonScreen } from './screens/person';
 import { Persons } from './screens/persons';
+import { PlaylistScreen } from './screens/playlist';
+import { Playlists } from './screens/playlists';
+import { Recordings } from './screens/recordings';
 
 export interface ScreenProps {
   /** The `:name` parts of the matched path. */
@@ -45,4 +48,7 @@ export const screens: Screen[] = [
   { path: 'feature_flags/early_access', title: 'Early access features', component: EarlyAccessFeatures },
   { path: 'feature_flags/surveys', title: 'Surveys', component: Surveys },
   { path: 'feature_flags/:id', title: 'Feature flag', component: FeatureFlagScreen },
+  { path: 'recordings', title: 'Recordings', nav: true, component: Recordings },
+  { path: 'recordings/playlists', title: 'Playlists', component: Playlists },
+  { path: 'recordings/playlists/:shortId', title: 'Playlist', component: PlaylistScreen },
 ];

@@ -6,6 +6,7 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { describeWithBrowser, launchBrowser } from '../../../test/support/browser';
 import { startEmbedded } from '../../../test/support/embedded';
+import { flushes, recordingEvents, SNAPSHOT_REQUEST_HEADERS, snapshotEvent, snapshotRequestBody, type RrwebEvent } from '../../../test/support/recording';
 import { ConsoleTarget, screenshot, signIn, type CapturedEvent } from './support/console';
 
 interface ApiPerson {
@@ -68,6 +69,52 @@ async function flagOnceIt(key: string, distinctId: string, enabled: boolean): Pr
     if ((answer?.enabled ?? false) === enabled || Date.now() > deadline) return answer ?? { enabled: false, metadata: {} };
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
+}
+
+/** Whether an rrweb event is a console error (rrweb's console plugin, level `error`). */
+const isConsoleError = (event: RrwebEvent) => event.type === 6 && (event.data as { payload?: { level?: string } }).payload?.level === 'error';
+
+/**
+ * Two recordings uploaded to `/s/` as posthog-js does, once the project records sessions: a minute of Alice's visit
+ * without console errors and two minutes of Carol's with some. Resolves when the recordings API lists both.
+ */
+async function recordTwoSessions(): Promise<Array<{ sessionId: string; distinctId: string }>> {
+  await target.console.api('PATCH', projectApi(''), { session_recording_opt_in: true });
+  let seed = 7;
+  const random = () => (seed = (seed * 16_807) % 2_147_483_647) / 2_147_483_647;
+  const sessions = [
+    { sessionId: '0190a1b2-c3d4-7e5f-8a9b-0000000000a1', distinctId: 'alice-1', minutes: 1, errors: false },
+    { sessionId: '0190a1b2-c3d4-7e5f-8a9b-0000000000c3', distinctId: 'carol-3', minutes: 2, errors: true },
+  ];
+  const recorded = [];
+  for (const session of sessions) {
+    const start = Date.now() - 10 * 60_000;
+    const events = recordingEvents({ random, start, durationMs: session.minutes * 60_000, sections: 6 }).filter(
+      (event) => session.errors || !isConsoleError(event),
+    );
+    expect(events.some(isConsoleError)).toBe(session.errors);
+    const snapshotTarget = {
+      token: target.console.plover.credentials.token,
+      distinctId: session.distinctId,
+      sessionId: session.sessionId,
+      windowId: session.sessionId,
+    };
+    for (const flush of flushes(events, start, 10_000)) {
+      const response = await fetch(`${target.console.base}/s/`, {
+        method: 'POST',
+        headers: SNAPSHOT_REQUEST_HEADERS,
+        body: snapshotRequestBody([snapshotEvent(snapshotTarget, flush)]),
+      });
+      if (!response.ok) throw new Error(`/s/: ${response.status} ${await response.text()}`);
+    }
+    recorded.push({ sessionId: session.sessionId, distinctId: session.distinctId });
+  }
+  const deadline = Date.now() + 60_000;
+  while ((await target.console.api<{ results: unknown[] }>('GET', projectApi('session_recordings/'))).results.length < sessions.length) {
+    if (Date.now() > deadline) throw new Error('the recordings were not listed in time');
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return recorded;
 }
 
 describeWithBrowser()('the console’s data screens in Chromium', () => {
@@ -236,6 +283,64 @@ describeWithBrowser()('the console’s data screens in Chromium', () => {
     await page.getByRole('navigation', { name: 'Feature flag sections' }).getByRole('link', { name: 'Cohorts' }).click();
     await page.getByRole('heading', { name: 'No cohorts yet' }).waitFor();
     await screenshot(page, 'cohorts-empty');
+    expect(problems).toEqual([]);
+  }, 240_000);
+
+  it('lists recordings with their filters, plays one, and keeps one in a playlist', async () => {
+    const [, carol] = await recordTwoSessions();
+    await open('Recordings');
+    const list = page.getByRole('region', { name: 'Recordings', exact: true });
+    await list.getByRole('link', { name: 'carol@example.org' }).waitFor();
+    await expect(list.getByRole('row').count()).resolves.toBe(3);
+    await screenshots('recordings');
+
+    await page.getByLabel('Person (distinct ID)').fill('alice-1');
+    await expect(list.getByRole('link', { name: 'carol@example.org' }).waitFor({ state: 'detached' })).resolves.toBeUndefined();
+    await expect(list.getByRole('row').count()).resolves.toBe(2);
+    await page.getByLabel('Person (distinct ID)').fill('');
+    await page.getByLabel('At least (seconds)').fill('90');
+    await list.getByRole('link', { name: 'alice@example.com' }).waitFor({ state: 'detached' });
+    await expect(list.getByRole('link', { name: 'carol@example.org' }).isVisible()).resolves.toBe(true);
+    await page.getByLabel('At least (seconds)').fill('');
+    await page.getByLabel('With console errors').check();
+    await page.waitForURL(/errors=1/);
+    await list.getByRole('link', { name: 'alice@example.com' }).waitFor({ state: 'detached' });
+    await expect(list.getByRole('link', { name: 'carol@example.org' }).isVisible()).resolves.toBe(true);
+    await page.getByLabel('With console errors').uncheck();
+
+    await list
+      .getByRole('row', { name: /carol@example\.org/ })
+      .getByRole('button', { name: /to a playlist$/ })
+      .click();
+    const dialog = page.getByRole('dialog', { name: 'Add to playlist' });
+    await dialog.getByLabel('New playlist').fill('Checkout bugs');
+    await dialog.getByRole('button', { name: 'Create and add' }).click();
+    await dialog.getByRole('status').filter({ hasText: 'Added to Checkout bugs.' }).waitFor();
+    await screenshot(page, 'recording-add-to-playlist');
+    await page.keyboard.press('Escape');
+    const playlists = await target.console.api<{ results: Array<{ short_id: string; name: string }> }>('GET', projectApi('session_recording_playlists/'));
+    const [playlist] = playlists.results;
+    const kept = await target.console.api<{ results: Array<{ id: string }> }>(
+      'GET',
+      projectApi(`session_recording_playlists/${playlist!.short_id}/recordings/`),
+    );
+    expect([playlist!.name, kept.results.map((recording) => recording.id)]).toEqual(['Checkout bugs', [carol!.sessionId]]);
+
+    await page.getByRole('navigation', { name: 'Recording sections' }).getByRole('link', { name: 'Playlists' }).click();
+    await page.getByRole('link', { name: 'Checkout bugs' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Checkout bugs' }).waitFor();
+    await page.getByRole('button', { name: 'Pin' }).click();
+    await page.getByRole('button', { name: 'Unpin' }).waitFor();
+    await screenshots('playlist');
+    await expect(target.console.api('GET', projectApi(`session_recording_playlists/${playlist!.short_id}/`))).resolves.toEqual(
+      expect.objectContaining({ pinned: true }),
+    );
+    await page.getByRole('link', { name: /^Play the recording/ }).click();
+    await page.waitForURL(`**/replay/${carol!.sessionId}?project=${target.projectId}`);
+    // The replay page finds the console's key in the tab's sessionStorage: no second sign-in.
+    await expect(page.locator('dd[data-field="distinct_id"]').textContent()).resolves.toBe('carol-3');
+    await page.locator('.rr-player').waitFor();
+    await screenshot(page, 'recording-player');
     expect(problems).toEqual([]);
   }, 240_000);
 });

@@ -1,5 +1,6 @@
 import type { ComponentChildren } from 'preact';
-import { useEffect, useRef } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { Problem } from './problem';
 
 /**
  * A modal dialog (the browser's `<dialog>`: focus moves in and stays there, Escape closes it, focus goes back to
@@ -36,5 +37,54 @@ export function Dialog({
       </div>
       {open && children}
     </dialog>
+  );
+}
+
+/**
+ * A dialog that asks before a destructive action: `children` say what happens, Cancel closes, the danger button
+ * runs `onConfirm`; a failure is shown in the dialog, which stays open.
+ */
+export function ConfirmDialog({
+  open,
+  title,
+  confirm,
+  onConfirm,
+  onClose,
+  children,
+}: {
+  open: boolean;
+  title: string;
+  /** The danger button's label. */
+  confirm: string;
+  onConfirm: () => Promise<void>;
+  onClose: () => void;
+  children: ComponentChildren;
+}) {
+  const [state, setState] = useState<{ busy: boolean; error?: unknown }>({ busy: false });
+  const run = async (event: Event) => {
+    event.preventDefault();
+    setState({ busy: true });
+    try {
+      await onConfirm();
+      setState({ busy: false });
+    } catch (error) {
+      setState({ busy: false, error });
+    }
+  };
+  return (
+    <Dialog open={open} title={title} onClose={onClose}>
+      <form onSubmit={(event) => void run(event)}>
+        {children}
+        {state.error !== undefined && <Problem error={state.error} />}
+        <div class="dialog-actions">
+          <button type="button" class="secondary" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="submit" class="danger" disabled={state.busy}>
+            {state.busy ? 'Working…' : confirm}
+          </button>
+        </div>
+      </form>
+    </Dialog>
   );
 }

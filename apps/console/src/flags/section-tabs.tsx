@@ -1,6 +1,4 @@
-import { useConsole } from '../context';
-import { projectPath } from '../paths';
-import { Link, useLocation } from '../router';
+import { Tabs } from '../components/tabs';
 
 const SECTIONS = [
   { path: 'feature_flags', label: 'Flags' },
@@ -11,22 +9,5 @@ const SECTIONS = [
 
 /** The lists under Feature flags: flags and the objects that target users alongside them. */
 export function SectionTabs() {
-  const { projectId } = useConsole();
-  const { path } = useLocation();
-  return (
-    <nav class="tabs" aria-label="Feature flag sections">
-      <ul>
-        {SECTIONS.map((section) => {
-          const href = projectPath(projectId, section.path);
-          return (
-            <li key={section.path}>
-              <Link href={href} aria-current={path === href ? 'page' : undefined}>
-                {section.label}
-              </Link>
-            </li>
-          );
-        })}
-      </ul>
-    </nav>
-  );
+  return <Tabs label="Feature flag sections" tabs={SECTIONS} />;
 }

@@ -7,7 +7,7 @@ import { useRef, useState } from 'preact/hooks';
 import { operations } from '../api/operations';
 import type { Cohort, FeatureFlag, GroupType } from '../api/types';
 import { Async } from '../components/async';
-import { Dialog } from '../components/dialog';
+import { ConfirmDialog } from '../components/dialog';
 import { PageHeader } from '../components/page-header';
 import { Problem } from '../components/problem';
 import { PropertyFilters } from '../components/property-filters';
@@ -372,30 +372,15 @@ function Condition({
 
 function DeleteFlag({ flag, open, onClose }: { flag: FeatureFlag; open: boolean; onClose: () => void }) {
   const { client, projectId } = useConsole();
-  const [state, setState] = useState<{ busy: boolean; error?: unknown }>({ busy: false });
   const remove = async () => {
-    setState({ busy: true });
-    try {
-      await client.call(operations.updateFlag, { project_id: projectId, id: flag.id }, { body: { deleted: true } });
-      navigate(projectPath(projectId, 'feature_flags'));
-    } catch (error) {
-      setState({ busy: false, error });
-    }
+    await client.call(operations.updateFlag, { project_id: projectId, id: flag.id }, { body: { deleted: true } });
+    navigate(projectPath(projectId, 'feature_flags'));
   };
   return (
-    <Dialog open={open} title={`Delete ${flag.key}?`} onClose={onClose}>
+    <ConfirmDialog open={open} title={`Delete ${flag.key}?`} confirm="Delete flag" onConfirm={remove} onClose={onClose}>
       <p>
         Your app gets <code>false</code> for <code>{flag.key}</code> from now on, as for a flag that does not exist.
       </p>
-      {state.error !== undefined && <Problem error={state.error} />}
-      <div class="dialog-actions">
-        <button type="button" class="secondary" onClick={onClose}>
-          Cancel
-        </button>
-        <button type="button" class="danger" disabled={state.busy} onClick={() => void remove()}>
-          {state.busy ? 'Deleting…' : 'Delete flag'}
-        </button>
-      </div>
-    </Dialog>
+    </ConfirmDialog>
   );
 }

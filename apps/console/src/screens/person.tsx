@@ -6,9 +6,9 @@ import { useState } from 'preact/hooks';
 import { operations } from '../api/operations';
 import type { EventRow, Person } from '../api/types';
 import { Async } from '../components/async';
-import { Dialog } from '../components/dialog';
+import { ConfirmDialog } from '../components/dialog';
 import { PageHeader } from '../components/page-header';
-import { NextPagination, Pagination } from '../components/pagination';
+import { Pagination } from '../components/pagination';
 import { Panel } from '../components/panel';
 import { Problem } from '../components/problem';
 import { DataTable } from '../components/table';
@@ -217,17 +217,12 @@ function PersonRecordings({ person }: { person: Person }) {
             <RecordingTable
               caption={`Recordings of ${person.name}`}
               projectId={projectId}
-              recordings={page.results}
-              person={false}
-              empty="No recordings of this person. Turn on session replay in Settings to record visits."
-            />
-            <NextPagination
-              label="Recording pages"
+              page={page}
               offset={offset}
               limit={RECORDINGS_PAGE}
-              shown={page.results.length}
-              hasNext={page.has_next}
-              onChange={setOffset}
+              onOffset={setOffset}
+              person={false}
+              empty="No recordings of this person. Turn on session replay in Settings to record visits."
             />
           </>
         )}
@@ -240,46 +235,28 @@ function DeletePerson({ person, open, onClose }: { person: Person; open: boolean
   const { client, projectId } = useConsole();
   const [events, setEvents] = useState(false);
   const [recordings, setRecordings] = useState(false);
-  const [status, setStatus] = useState<{ busy: boolean; error?: unknown }>({ busy: false });
-  const remove = async (event: Event) => {
-    event.preventDefault();
-    setStatus({ busy: true });
-    try {
-      await client.call(
-        operations.deletePerson,
-        { project_id: projectId, id: person.uuid },
-        { query: { delete_events: events || undefined, delete_recordings: recordings || undefined } },
-      );
-      navigate(projectPath(projectId, 'persons'));
-    } catch (error) {
-      setStatus({ busy: false, error });
-    }
+  const remove = async () => {
+    await client.call(
+      operations.deletePerson,
+      { project_id: projectId, id: person.uuid },
+      { query: { delete_events: events || undefined, delete_recordings: recordings || undefined } },
+    );
+    navigate(projectPath(projectId, 'persons'));
   };
   return (
-    <Dialog open={open} title={`Delete ${person.name}?`} onClose={onClose}>
-      <form onSubmit={(event) => void remove(event)}>
-        <p>
-          The person and their {person.distinct_ids.length === 1 ? 'distinct ID' : `${person.distinct_ids.length} distinct IDs`} go at once. An event sent later
-          with one of those IDs creates a new person.
-        </p>
-        <label class="checkbox">
-          <input type="checkbox" checked={events} onChange={(event) => setEvents(event.currentTarget.checked)} />
-          <span>Also delete their events (queued for the weekly deletion job)</span>
-        </label>
-        <label class="checkbox">
-          <input type="checkbox" checked={recordings} onChange={(event) => setRecordings(event.currentTarget.checked)} />
-          <span>Also delete their recordings</span>
-        </label>
-        {status.error !== undefined && <Problem error={status.error} />}
-        <div class="dialog-actions">
-          <button type="button" class="secondary" onClick={onClose}>
-            Cancel
-          </button>
-          <button type="submit" class="danger" disabled={status.busy}>
-            {status.busy ? 'Deleting…' : 'Delete person'}
-          </button>
-        </div>
-      </form>
-    </Dialog>
+    <ConfirmDialog open={open} title={`Delete ${person.name}?`} confirm="Delete person" onConfirm={remove} onClose={onClose}>
+      <p>
+        The person and their {person.distinct_ids.length === 1 ? 'distinct ID' : `${person.distinct_ids.length} distinct IDs`} go at once. An event sent later
+        with one of those IDs creates a new person.
+      </p>
+      <label class="checkbox">
+        <input type="checkbox" checked={events} onChange={(event) => setEvents(event.currentTarget.checked)} />
+        <span>Also delete their events (queued for the weekly deletion job)</span>
+      </label>
+      <label class="checkbox">
+        <input type="checkbox" checked={recordings} onChange={(event) => setRecordings(event.currentTarget.checked)} />
+        <span>Also delete their recordings</span>
+      </label>
+    </ConfirmDialog>
   );
 }
