@@ -10,7 +10,8 @@ import { describeWithBrowser } from '../../../test/support/browser';
 import { startEmbedded } from '../../../test/support/embedded';
 import { ConsoleTarget, screenshot, signIn, usePage, type CapturedEvent } from './support/console';
 
-const DAY = 86_400_000;
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
 
 /**
  * Pageviews over the last 14 days: on day d before today (d = 0 … 13) d + 1 of them, the even ones from Chrome on
@@ -24,7 +25,8 @@ function dataset(now: number): CapturedEvent[] {
       events.push({
         event: '$pageview',
         distinct_id: `user-${i % 3}`,
-        timestamp: new Date(Math.min(now - 60_000, today - d * DAY + i * 1000)).toISOString(),
+        // Never in the last hour, which holds the signups only (soon after midnight, today's move to yesterday).
+        timestamp: new Date(Math.min(now - 2 * HOUR, today - d * DAY + i * 1000)).toISOString(),
         properties: { $browser: i % 2 === 0 ? 'Chrome' : 'Firefox', $pathname: i % 2 === 0 ? '/' : '/pricing' },
       });
     }
