@@ -115,10 +115,11 @@ export class Api {
     }
   }
 
-  /** A JSON answer of the API; any other status is a UserError naming the request and the server's reason. */
+  /** A JSON answer of the API (undefined for 204); any other status is a UserError naming the request and the server's reason. */
   async json<T>(pathAndQuery: string, init: RequestInit = {}): Promise<T> {
     const response = await this.fetch(pathAndQuery, init);
     if (!response.ok) throw userErrorOf(`${init.method ?? 'GET'} /${pathAndQuery.replace(/^\//, '').split('?')[0]}`, await failureOf(response));
+    if (response.status === 204) return undefined as T;
     return (await response.json()) as T;
   }
 

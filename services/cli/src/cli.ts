@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { Command } from 'commander';
+import { exportCommand } from './export';
 import { importCommand } from './import/command';
 
 /**
@@ -12,5 +13,6 @@ const program = new Command('plover')
   .configureOutput({ outputError: (text, write) => write(`plover: ${text.replace(/^error: /, '')}`) });
 
 importCommand(program);
+exportCommand(program);
 
 void program.parseAsync(process.argv);

@@ -1,7 +1,7 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { Api, resolveApiKey } from './api';
 import { EXIT, UserError } from './errors';
-import { Progress, type ProgressOptions } from './progress';
+import { Progress, type ProgressFactory } from './progress';
 
 /** The options every command that talks to a running Plover takes. */
 export interface ConnectionOptions {
@@ -41,8 +41,8 @@ export function apiOf(options: ConnectionOptions): Api {
 }
 
 /** A progress display on stderr: a bar on a terminal, plain lines every 5 s otherwise (`--no-progress`: none beyond the last line). */
-export function progressFactory(options: { progress: boolean }) {
-  return (display: Pick<ProgressOptions, 'label' | 'unit' | 'measure'>): Progress =>
+export function progressFactory(options: { progress: boolean }): ProgressFactory {
+  return (display) =>
     new Progress({
       ...display,
       tty: options.progress && process.stderr.isTTY === true,

@@ -117,3 +117,6 @@ export class Progress {
     }
   }
 }
+
+/** Makes the progress display of one run: a command's runner gets one, so that it never decides about terminals. */
+export type ProgressFactory = (options: Pick<ProgressOptions, 'label' | 'unit' | 'measure'>) => Progress;

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Api } from '../api';
 import { EXIT, UserError } from '../errors';
-import type { Progress, ProgressOptions } from '../progress';
+import type { ProgressFactory } from '../progress';
 import { toEvent } from './event';
 import { InputError } from './input';
 import { formatOfName, openRecords, type Format, type SourceRecord } from './records';
@@ -98,9 +98,6 @@ class RejectedFile {
     if (this.fd !== undefined) fs.closeSync(this.fd);
   }
 }
-
-/** The runner's view of the terminal: a progress display for the run and where messages go. */
-export type ProgressFactory = (options: Pick<ProgressOptions, 'label' | 'unit' | 'measure'>) => Progress;
 
 /**
  * `plover import`: reads each file as a stream (gzip by its magic bytes), turns its records into events and sends
