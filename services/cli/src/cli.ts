@@ -2,6 +2,7 @@
 import { Command } from 'commander';
 import { exportCommand } from './export';
 import { importCommand } from './import/command';
+import { keysCommand } from './keys';
 
 /**
  * `plover`: one program for everything an operator does from a shell (docs/cli.md). The commands that work on
@@ -14,5 +15,6 @@ const program = new Command('plover')
 
 importCommand(program);
 exportCommand(program);
+keysCommand(program);
 
 void program.parseAsync(process.argv);
