@@ -3,6 +3,7 @@ import { Command } from 'commander';
 import { exportCommand } from './export';
 import { importCommand } from './import/command';
 import { keysCommand } from './keys';
+import { statusCommand } from './status';
 
 /**
  * `plover`: one program for everything an operator does from a shell (docs/cli.md). The commands that work on
@@ -16,5 +17,6 @@ const program = new Command('plover')
 importCommand(program);
 exportCommand(program);
 keysCommand(program);
+statusCommand(program);
 
 void program.parseAsync(process.argv);

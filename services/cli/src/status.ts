@@ -1,0 +1,166 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Command } from 'commander';
+import type { Api } from './api';
+import { action, apiOf, positiveInteger, withConnection, type ConnectionOptions } from './command';
+import { EXIT, UserError } from './errors';
+
+/** One Prometheus sample: `name{label="value",…} number`. */
+export interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** The samples of a Prometheus text exposition (comments skipped; label values unescaped). */
+export function parseMetrics(text: string): Sample[] {
+  const samples: Sample[] = [];
+  for (const line of text.split('\n')) {
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/.exec(line);
+    if (!match) continue;
+    const labels: Record<string, string> = {};
+    for (const label of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) {
+      labels[label[1]!] = label[2]!.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
+    }
+    samples.push({ name: match[1]!, labels, value: Number(match[3]) });
+  }
+  return samples;
+}
+
+export interface Status {
+  host: string;
+  health: { ok: boolean; status: number };
+  ready: { ok: boolean; status: number; checks: Record<string, string> };
+  /** Per bus topic the ingestion consumer reads: age of the newest message of its last batch, messages handled. */
+  ingestion: Array<{ topic: string; lagSeconds: number | null; messages: number }>;
+  /** Events stored with a timestamp today, in the project's timezone (the trend API's "All events"); null without an API key. */
+  eventsToday: number | null;
+  /** Ingestion warnings of the last hour, by type; null without an API key. */
+  warningsLastHour: Record<string, number> | null;
+  /** Why the project's part is missing, when it is. */
+  projectError?: string;
+}
+
+const LAG = 'plover_ingestion_lag_seconds';
+const MESSAGES = 'plover_ingestion_messages_total';
+
+async function probe(api: Api, path: string): Promise<{ status: number; body: unknown }> {
+  const response = await api.fetch(path);
+  const text = await response.text();
+  try {
+    return { status: response.status, body: JSON.parse(text) as unknown };
+  } catch {
+    return { status: response.status, body: text };
+  }
+}
+
+async function projectPart(api: Api): Promise<Pick<Status, 'eventsToday' | 'warningsLastHour'>> {
+  const trend = await api.json<{ result: Array<{ count: number }> }>(
+    `${api.projectPath('insights/trend/')}?${new URLSearchParams({ events: JSON.stringify([{ id: null }]), date_from: 'dStart', refresh: 'true' }).toString()}`,
+  );
+  const since = Date.now() - 3_600_000;
+  const warnings = await api.json<{ results: Array<{ type: string; timestamp: string }> }>(`${api.projectPath('ingestion_warnings/')}?limit=1000`);
+  const byType: Record<string, number> = {};
+  for (const warning of warnings.results) {
+    if (Date.parse(warning.timestamp) < since) break;
+    byType[warning.type] = (byType[warning.type] ?? 0) + 1;
+  }
+  return { eventsToday: trend.result[0]?.count ?? 0, warningsLastHour: byType };
+}
+
+/** What `plover status` shows: the process's health and readiness, the consumer's progress, today's events. */
+export async function readStatus(api: Api): Promise<Status> {
+  const health = await probe(api, '_health');
+  const ready = await probe(api, '_ready');
+  const metrics = await api.fetch('metrics');
+  const samples = metrics.ok ? parseMetrics(await metrics.text()) : [];
+  const topics = new Map<string, { lagSeconds: number | null; messages: number }>();
+  const topic = (name: string) => topics.get(name) ?? topics.set(name, { lagSeconds: null, messages: 0 }).get(name)!;
+  for (const sample of samples) {
+    if (sample.name === LAG && sample.labels.topic) topic(sample.labels.topic).lagSeconds = sample.value;
+    if (sample.name === MESSAGES && sample.labels.topic) topic(sample.labels.topic).messages += sample.value;
+  }
+  const status: Status = {
+    host: api.base.origin,
+    health: { ok: health.status === 200, status: health.status },
+    ready: { ok: ready.status === 200, status: ready.status, checks: (ready.body as { checks?: Record<string, string> }).checks ?? {} },
+    ingestion: [...topics].map(([name, values]) => ({ topic: name, ...values })).sort((a, b) => a.topic.localeCompare(b.topic)),
+    eventsToday: null,
+    warningsLastHour: null,
+  };
+  if (!api.connection.apiKey) {
+    status.projectError = 'no personal API key (--api-key, PLOVER_API_KEY): events and warnings not shown';
+    return status;
+  }
+  try {
+    Object.assign(status, await projectPart(api));
+  } catch (error) {
+    if (!(error instanceof UserError)) throw error;
+    status.projectError = error.message;
+  }
+  return status;
+}
+
+export function describeStatus(status: Status): string {
+  const checks = Object.entries(status.ready.checks)
+    .map(([name, state]) => `${name} ${state}`)
+    .join(', ');
+  const lines = [
+    `Plover at ${status.host}`,
+    `  health      ${status.health.ok ? 'ok' : `failing (${status.health.status})`}`,
+    `  ready       ${status.ready.ok ? 'ok' : `NOT READY (${status.ready.status})`}${checks ? ` — ${checks}` : ''}`,
+  ];
+  if (status.ingestion.length === 0) lines.push('  ingestion   no batch handled since the process started (or not exposed by this host)');
+  for (const topic of status.ingestion) {
+    const lag = topic.lagSeconds === null ? 'no batch yet' : `lag ${topic.lagSeconds.toFixed(1)} s`;
+    lines.push(`  ingestion   ${topic.topic}: ${lag}, ${topic.messages} messages handled`);
+  }
+  if (status.projectError) {
+    lines.push(`  project     ${status.projectError}`);
+  } else {
+    lines.push(`  events      ${status.eventsToday} today`);
+    const warnings = Object.entries(status.warningsLastHour ?? {});
+    lines.push(`  warnings    ${warnings.length === 0 ? 'none in the last hour' : warnings.map(([type, n]) => `${type} ×${n}`).join(', ')}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+interface StatusOptions extends ConnectionOptions {
+  watch?: boolean;
+  interval: number;
+}
+
+export function statusCommand(program: Command): void {
+  withConnection(program.command('status'))
+    .summary('health, readiness, ingestion lag, today’s events and recent ingestion warnings')
+    .description(
+      'Asks a running Plover for /_health, /_ready (each dependency), /metrics (per bus topic the ingestion consumer reads: ' +
+        'the age of the newest message it handled, and how many), the events stored today (the trend API, project timezone) ' +
+        'and the ingestion warnings of the last hour. Exit code 0 when ready, 1 when not ready or unreachable.',
+    )
+    .option('--watch', 'refresh until interrupted')
+    .option('--interval <seconds>', 'seconds between refreshes with --watch', positiveInteger('--interval'), 2)
+    .addHelpText('after', '\nExamples:\n  $ plover status\n  $ plover status --watch --interval 5\n  $ plover status --json | jq .ready.ok')
+    .action(
+      action(async (options: StatusOptions) => {
+        const api = apiOf(options);
+        if (!options.watch) {
+          const status = await readStatus(api);
+          process.stdout.write(options.json ? `${JSON.stringify(status, null, 2)}\n` : describeStatus(status));
+          return status.ready.ok ? EXIT.ok : EXIT.user;
+        }
+        for (;;) {
+          // A server that goes away while watched is shown as such, and watched until it is back.
+          const text = await readStatus(api).then(
+            (status) => (options.json ? `${JSON.stringify(status)}\n` : describeStatus(status)),
+            (error: unknown) => {
+              if (!(error instanceof UserError)) throw error;
+              return options.json ? `${JSON.stringify({ host: api.base.origin, error: error.message })}\n` : `${error.message}\n`;
+            },
+          );
+          const clear = process.stdout.isTTY && !options.json ? '\x1b[2J\x1b[H' : '';
+          process.stdout.write(`${clear}${text}${options.json ? '' : `(every ${options.interval} s; Ctrl-C to stop)\n`}`);
+          await sleep(options.interval * 1000);
+        }
+      }),
+    );
+}
