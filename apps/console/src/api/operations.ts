@@ -94,8 +94,6 @@ export const operations = {
   deletePersonalKey: op<undefined>()('DELETE', '/api/personal_api_keys/{id}/', 'personal_api_key:write'),
 } as const;
 
-export type OperationName = keyof typeof operations;
-
 /** `{project_id}` and the like in a path template, as the names of an object type. */
 export type PathParams<Path extends string> = Path extends `${string}{${infer Name}}${infer Rest}`
   ? { [K in Name]: string | number } & PathParams<Rest>

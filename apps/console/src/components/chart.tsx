@@ -27,7 +27,7 @@ function useColourScheme(): boolean {
 }
 
 /** `--series-N` of the stylesheet, for series `index`. */
-export function seriesColour(element: Element, index: number): string {
+function seriesColour(element: Element, index: number): string {
   return getComputedStyle(element)
     .getPropertyValue(`--series-${index % SERIES_COLOURS}`)
     .trim();
@@ -109,7 +109,7 @@ export function Chart({ model, kind, label, height = 260 }: { model: ChartModel;
   );
 }
 
-export function Legend({ model }: { model: ChartModel }) {
+function Legend({ model }: { model: ChartModel }) {
   const ref = useRef<HTMLUListElement>(null);
   const [colours, setColours] = useState<string[]>([]);
   const dark = useColourScheme();

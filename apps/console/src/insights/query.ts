@@ -8,7 +8,7 @@ import { filterProblem, fromApiFilter, toApiFilters, type FilterForm } from '../
 
 export type Visualization = 'line' | 'bar' | 'number' | 'table';
 
-export const DISPLAYS: Record<Visualization, Display> = { line: 'ActionsLineGraph', bar: 'ActionsBar', number: 'BoldNumber', table: 'ActionsTable' };
+const DISPLAYS: Record<Visualization, Display> = { line: 'ActionsLineGraph', bar: 'ActionsBar', number: 'BoldNumber', table: 'ActionsTable' };
 
 /** The visualisation of a legacy `display`; a line for any other. */
 export function visualizationOf(display: unknown): Visualization {

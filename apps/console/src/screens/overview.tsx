@@ -26,7 +26,7 @@ const TOP = 10;
 
 const ALL_EVENTS = { id: null, type: 'events', name: 'All events' } as const;
 
-export const OVERVIEW_QUERIES = {
+const OVERVIEW_QUERIES = {
   daily: {
     insight: 'TRENDS',
     events: [
@@ -52,7 +52,7 @@ export const OVERVIEW_QUERIES = {
 } satisfies Record<string, TrendRequest>;
 
 /** Top events over the range: the names among the latest events, each counted by the trend endpoint. */
-export function topEventsQuery(names: string[]): TrendRequest {
+function topEventsQuery(names: string[]): TrendRequest {
   return {
     insight: 'TRENDS',
     events: names.map((name, order) => ({ id: name, type: 'events', name, order, math: 'total' })),
@@ -182,7 +182,7 @@ function TopPages() {
 }
 
 /** posthog-js set up for this server and project. */
-export function posthogSnippet(token: string, host: string): string {
+function posthogSnippet(token: string, host: string): string {
   return `import posthog from 'posthog-js'\n\nposthog.init('${token}', {\n  api_host: '${host}',\n  person_profiles: 'identified_only',\n})`;
 }
 
