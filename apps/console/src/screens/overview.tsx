@@ -182,7 +182,7 @@ function TopPages() {
 }
 
 /** posthog-js set up for this server and project. */
-function posthogSnippet(token: string, host: string): string {
+export function posthogSnippet(token: string, host: string): string {
   return `import posthog from 'posthog-js'\n\nposthog.init('${token}', {\n  api_host: '${host}',\n  person_profiles: 'identified_only',\n})`;
 }
 
