@@ -1,8 +1,9 @@
 /**
  * Builds the console with Vite: `node apps/console/build.mjs <output dir>`. The output holds `source-hash`, the
- * sha256 of every input (index.html, src/, this file and package.json, which pins the bundled libraries); when
- * it matches the sources, nothing is built, so a start that finds a current build costs one hash. A new build is
- * written beside the output and renamed into place, so a reader never sees half of one.
+ * sha256 of every input (index.html, src/, this file, package.json, which pins the bundled libraries, and the
+ * TypeScript settings src/tsconfig.json extends); when it matches the sources, nothing is built, so a start that
+ * finds a current build costs one hash. A new build is written beside the output and renamed into place, so a
+ * reader never sees half of one.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
@@ -10,7 +11,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = path.dirname(fileURLToPath(import.meta.url));
-const INPUTS = ['index.html', 'package.json', 'build.mjs', 'src'];
+// src/tsconfig.json extends the repository's base config, which Vite's transform reads too.
+const INPUTS = ['index.html', 'package.json', 'build.mjs', 'src', '../../tsconfig.base.json'];
 export const HASH_FILE = 'source-hash';
 
 async function filesOf(entry) {
