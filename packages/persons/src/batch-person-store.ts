@@ -3,11 +3,8 @@ import { jsonEqual } from './json';
 import { selectPersonStates, updatePersonsIfUnchanged } from './person-repository';
 import { PersonSnapshot, type StagedPerson } from './person-snapshot';
 import { PersonReads, type Person } from './person-reads';
-import type { EventPerson, PersonEvent, PersonStore } from './person-store';
+import type { EventPerson, EventPersonStore, PersonEvent } from './person-event';
 import { PersonWriteConflict, transactionWithReplays } from './transactions';
-
-/** The person store as event processing uses it: PersonStore itself, or a BatchPersonStore over it. */
-export type EventPersonStore = Pick<PersonStore, 'processEvent'>;
 
 /**
  * One bus batch's view of a PersonStore, with the store's own interface (PostHog's BatchWritingPersonsStore):
@@ -27,7 +24,8 @@ export class BatchPersonStore implements EventPersonStore {
   private readonly reads: PersonReads;
 
   constructor(
-    private readonly store: PersonStore,
+    /** PersonStore.processEvent. */
+    private readonly process: (projectId: number, event: PersonEvent, snapshot: PersonSnapshot) => Promise<EventPerson>,
     private readonly sql: Sql,
     readonly stagesWrites: boolean,
     snapshots: readonly PersonSnapshot[],
@@ -42,7 +40,7 @@ export class BatchPersonStore implements EventPersonStore {
       snapshot = new PersonSnapshot(projectId, this.stagesWrites);
       this.snapshots.set(projectId, snapshot);
     }
-    return this.store.processEvent(projectId, event, snapshot);
+    return this.process(projectId, event, snapshot);
   }
 
   /** The stored person with the changes staged here on top. */

@@ -1,7 +1,8 @@
 export type { Properties } from './json';
 export type { PersonWarning } from './warnings';
 export type { PersonOverride } from './person-repository';
-export { PersonStore, type DeletedPerson, type EventPerson, type PersonEvent, type PersonMode, type PropertiesUpdate } from './person-store';
+export { PersonStore, type DeletedPerson, type PropertiesUpdate } from './person-store';
+export type { EventPerson, EventPersonStore, PersonEvent, PersonMode } from './person-event';
 export {
   EXACT_COUNT_CAP,
   PersonReads,
@@ -12,7 +13,7 @@ export {
   type PersonListFilter,
   type PersonPage,
 } from './person-reads';
-export type { BatchPersonStore, EventPersonStore } from './batch-person-store';
+export type { BatchPersonStore } from './batch-person-store';
 export type { StagedChange } from './person-snapshot';
 export { PersonWriteConflict } from './transactions';
 export { GroupStore, type EventGroup, type Group, type GroupEvent, type GroupTypeMapping } from './group-store';

@@ -1,5 +1,5 @@
 import type { Sql, SqlExecutor } from '@plover/postgres';
-import { storableText, type Properties } from './json';
+import { storableText } from './json';
 import {
   attachDistinctId,
   deleteDistinctIds,
@@ -30,45 +30,15 @@ import {
 import { newPersonState, nextPersonState, type ChangeOptions, type PersonChange } from './rules/person-state';
 import { MAX_PROPERTIES_BYTES, eventPersonProperties, normalizeUpdate, propertyUpdateOf, writesEveryChange, type PropertyUpdate } from './rules/properties';
 import { BatchPersonStore } from './batch-person-store';
+import type { EventPerson, PersonEvent } from './person-event';
 import { KnownPersons } from './known-persons';
 import { PersonReads, type Person } from './person-reads';
-import { PersonSnapshot, type LockedWrite, type StagedChange } from './person-snapshot';
+import { PersonSnapshot, type LockedWrite } from './person-snapshot';
 import { LostRaceError, PersonWriteConflict, transactionWithReplays } from './transactions';
 import type { PersonWarning } from './warnings';
 
 /** Persons whose properties readPersons keeps between batches: ≈ 1–3 KB each, so tens of MiB at most. */
 const KNOWN_PERSONS = 10_000;
-
-/** An event as person processing needs it: capture's normalized event (distinct_id a string, timestamp computed). */
-export interface PersonEvent {
-  uuid: string;
-  event: string;
-  distinctId: string;
-  timestamp: Date;
-  properties: Properties;
-}
-
-/** The events table's person_mode (PostHog's `posthog/models/event/sql.py`; docs/ingestion.md#personless-events). */
-export type PersonMode = 'full' | 'propertyless' | 'force_upgrade';
-
-/** What the stored event row needs from person processing, plus what to record beside it. */
-export interface EventPerson {
-  mode: PersonMode;
-  /** events.person_id. */
-  personUuid: string;
-  /** The Postgres id; undefined for a personless event of a distinct id that has no person. */
-  personId: number | undefined;
-  /** events.person_created_at. */
-  createdAt: Date;
-  /** events.person_properties: the person after this event, with its $set on top ({} when personless). */
-  properties: Properties;
-  /** Ingestion warnings to record; the event is still stored. */
-  warnings: PersonWarning[];
-  /** Override rows this event wrote (new or re-pointed), for a copy kept next to the events. */
-  overrides: PersonOverride[];
-  /** Set when this result relied on a person change staged in a BatchPersonStore: it holds once that is stored. */
-  staged?: StagedChange;
-}
 
 export type { Person };
 
@@ -125,7 +95,7 @@ export class PersonStore {
    */
   async batch(distinctIds: ReadonlyMap<number, readonly string[]>, options: { stageWrites: boolean }): Promise<BatchPersonStore> {
     const snapshots = await Promise.all([...distinctIds].map(([projectId, ids]) => this.readPersons(projectId, ids, options)));
-    return new BatchPersonStore(this, this.sql, options.stageWrites, snapshots);
+    return new BatchPersonStore((projectId, event, snapshot) => this.processEvent(projectId, event, snapshot), this.sql, options.stageWrites, snapshots);
   }
 
   /**
