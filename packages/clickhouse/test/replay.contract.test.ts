@@ -1,5 +1,4 @@
 /** The session replay tables (src/replay.ts), on every adapter (test/support/variants.ts). */
-import { randomUUID } from 'node:crypto';
 import {
   deleteSessions,
   deleteSessionsOfDistinctIds,
@@ -14,6 +13,7 @@ import {
   type SessionSummary,
   type SnapshotBatch,
 } from '@plover/clickhouse';
+import { snapshotBatch } from './support/snapshot-batch';
 import { variants, type Target } from './support/variants';
 
 const SECOND = 1000;
@@ -26,34 +26,9 @@ const dayPlus = (ms: number, days: number) => iso(Math.floor(ms / DAY) * DAY + d
 
 let nextProject = 1_000;
 
-/** A stored message: `at` seconds after T0, lasting `seconds`, with its JSONL block built from `events`. */
-function batch(projectId: number, sessionId: string, overrides: Partial<SnapshotBatch> & { at?: number; seconds?: number } = {}): SnapshotBatch {
-  const { at = 0, seconds = 1, ...rest } = overrides;
-  const windowId = rest.window_id ?? 'w1';
-  return {
-    team_id: projectId,
-    session_id: sessionId,
-    window_id: windowId,
-    batch_uuid: randomUUID(),
-    distinct_id: 'user-1',
-    first_timestamp: T0 + at * SECOND,
-    last_timestamp: T0 + (at + seconds) * SECOND,
-    data: `${JSON.stringify([windowId, { type: 3, data: { source: 1 }, timestamp: T0 + at * SECOND }])}\n`,
-    snapshot_source: 'web',
-    snapshot_library: 'web',
-    click_count: 0,
-    keypress_count: 0,
-    mouse_activity_count: 0,
-    active_milliseconds: 0,
-    console_log_count: 0,
-    console_warn_count: 0,
-    console_error_count: 0,
-    event_count: 1,
-    first_url: null,
-    urls: [],
-    ...rest,
-  };
-}
+/** A stored message `at` seconds after T0 (snapshotBatch). */
+const batch = (projectId: number, sessionId: string, overrides: Parameters<typeof snapshotBatch>[3] = {}): SnapshotBatch =>
+  snapshotBatch(projectId, sessionId, T0, overrides);
 
 describe.each(variants)('session replay storage: $name', (variant) => {
   let target: Target;

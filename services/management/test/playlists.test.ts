@@ -3,7 +3,8 @@ import { insertSnapshotBatches } from '@plover/clickhouse';
 import { uuidv7 } from '@plover/core';
 import { PersonStore } from '@plover/persons';
 import { backends, bearer, useWorld } from './support/app';
-import { ownProjectIds, recorded, useChdb } from './support/recordings';
+import { snapshotBatch } from '../../../packages/clickhouse/test/support/snapshot-batch';
+import { ownProjectIds, useChdb } from './support/recordings';
 
 const clickhouse = useChdb();
 /** When the stored recordings start: recent (live), on a whole second. */
@@ -124,8 +125,8 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('sessio
     const s = await setup();
     // s1 and s2 are recorded (90 s and 10 s, alice); "unknown" is added but has no recording.
     await insertSnapshotBatches(clickhouse(), [
-      recorded(s.projectId, 's1', START, { seconds: 90, distinct_id: 'alice', click_count: 4 }),
-      recorded(s.projectId, 's2', START + 120_000, { seconds: 10, distinct_id: 'alice' }),
+      snapshotBatch(s.projectId, 's1', START, { seconds: 90, distinct_id: 'alice', click_count: 4 }),
+      snapshotBatch(s.projectId, 's2', START + 120_000, { seconds: 10, distinct_id: 'alice' }),
     ]);
     const store = new PersonStore(world.sql);
     await store.processEvent(s.projectId, {

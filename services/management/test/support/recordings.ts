@@ -1,14 +1,13 @@
 /**
  * Stored recordings for the management suites: one migrated chDB per suite, shared by its database backends
- * (each backend's projects numbered in a range of their own, so their rows never meet), and recorded messages
- * as the replay consumer stores them.
+ * (each backend's projects numbered in a range of their own, so their rows never meet). Recorded messages come
+ * from the replay store's own test support (snapshotBatch).
  */
-import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { ChdbClickHouse } from '@plover/chdb';
-import { migrate, type ClickHouse, type SnapshotBatch } from '@plover/clickhouse';
+import { migrate, type ClickHouse } from '@plover/clickhouse';
 import { createLogger } from '@plover/core';
 import type { Sql } from '@plover/postgres';
 
@@ -31,42 +30,4 @@ export function useChdb(): () => ClickHouse {
 /** Numbers the backend's next projects from its own range: backends sharing one ClickHouse keep their teams apart. */
 export async function ownProjectIds(sql: Sql, backendIndex: number): Promise<void> {
   await sql.query('t.ids', `ALTER TABLE projects ALTER COLUMN id RESTART WITH ${(backendIndex + 1) * 100_000}`);
-}
-
-const SECOND = 1000;
-
-/** One recorded message of a session: `at` seconds after `start`, lasting `seconds`, one line per second. */
-export function recorded(
-  teamId: number,
-  sessionId: string,
-  start: number,
-  overrides: Partial<SnapshotBatch> & { at?: number; seconds?: number } = {},
-): SnapshotBatch {
-  const { at = 0, seconds = 1, ...rest } = overrides;
-  const windowId = rest.window_id ?? `${sessionId}-window`;
-  const first = start + at * SECOND;
-  const lines = Array.from({ length: seconds + 1 }, (_, i) => JSON.stringify([windowId, { type: 3, data: { source: 1 }, timestamp: first + i * SECOND }]));
-  return {
-    team_id: teamId,
-    session_id: sessionId,
-    window_id: windowId,
-    batch_uuid: randomUUID(),
-    distinct_id: 'anonymous',
-    first_timestamp: first,
-    last_timestamp: first + seconds * SECOND,
-    data: `${lines.join('\n')}\n`,
-    snapshot_source: 'web',
-    snapshot_library: 'web',
-    click_count: 0,
-    keypress_count: 0,
-    mouse_activity_count: 0,
-    active_milliseconds: 0,
-    console_log_count: 0,
-    console_warn_count: 0,
-    console_error_count: 0,
-    event_count: seconds + 1,
-    first_url: null,
-    urls: [],
-    ...rest,
-  };
 }

@@ -4,7 +4,7 @@ import { uuidv7 } from '@plover/core';
 import { PersonStore } from '@plover/persons';
 import type { Sql } from '@plover/postgres';
 import type { World } from './app';
-import { recorded } from './recordings';
+import { snapshotBatch } from '../../../../packages/clickhouse/test/support/snapshot-batch';
 
 /**
  * Every management route with the scope it needs, the status a key holding that scope gets on a fresh
@@ -61,6 +61,8 @@ export const ROUTES: Route[] = [
   { method: 'post', path: '/api/projects/', scope: 'project:write', status: 201, body: { name: 'Created' } },
 
   { method: 'get', path: `${P}/`, scope: 'project:read', status: 200 },
+  { method: 'patch', path: `${P}/`, scope: 'project:write', status: 200, body: { name: 'Renamed' } },
+  { method: 'put', path: `${P}/`, scope: 'project:write', status: 200, body: { name: 'Renamed' } },
   { method: 'patch', path: `${P}/reset_token/`, scope: 'project:write', status: 200 },
   { method: 'post', path: `${P}/reset_token/`, scope: 'project:write', status: 200 },
 
@@ -166,7 +168,7 @@ export async function seedFixture(world: World): Promise<Fixture> {
     properties: { $set: { email: 'alice@example.com' } },
   });
   const person = (await store.getPersonByDistinctId(t.projectId, 'alice'))!;
-  await insertSnapshotBatches(world.clickhouse, [recorded(t.projectId, 's1', Date.now() - 60_000, { seconds: 30, distinct_id: 'alice' })]);
+  await insertSnapshotBatches(world.clickhouse, [snapshotBatch(t.projectId, 's1', Date.now() - 60_000, { seconds: 30, distinct_id: 'alice' })]);
 
   const create = async (path: string, body: Record<string, unknown>): Promise<Record<string, unknown>> => {
     const res = await request(world.app).post(`/api/projects/${t.projectId}/${path}`).set(t.auth).send(body);
