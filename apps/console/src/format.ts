@@ -4,6 +4,11 @@ export function dateTime(iso: string | null | undefined): string {
   return iso ? new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' }) : '—';
 }
 
+/** A number for people: grouped digits, at most two decimals (`1,234`, `0.33`). */
+export function figure(value: number): string {
+  return value.toLocaleString(undefined, { maximumFractionDigits: 2 });
+}
+
 /** `42 s ago`, `5 min ago`, `3 h ago`, then the date. */
 export function timeAgo(iso: string, now = Date.now()): string {
   const seconds = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));

@@ -7,6 +7,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
+import { figure } from '../format';
 import { barSlot, compactNumber, type ChartModel } from '../insights/chart-data';
 
 export type ChartKind = 'line' | 'bar';
@@ -100,7 +101,7 @@ export function Chart({ model, kind, label, height = 260 }: { model: ChartModel;
       plot.destroy();
     };
   }, [model, kind, height, dark]);
-  const summary = model.series.map((series) => (series.total === null ? series.label : `${series.label}: ${series.total.toLocaleString()}`)).join('; ');
+  const summary = model.series.map((series) => (series.total === null ? series.label : `${series.label}: ${figure(series.total)}`)).join('; ');
   return (
     <figure class="chart">
       <div ref={container} class="chart-canvas" role="img" aria-label={`${label}. ${summary}`} />
@@ -126,7 +127,7 @@ function Legend({ model }: { model: ChartModel }) {
             aria-hidden="true"
           />
           <span class="legend-label">{series.label}</span>
-          {series.total !== null && <span class="legend-total">{series.total.toLocaleString()}</span>}
+          {series.total !== null && <span class="legend-total">{figure(series.total)}</span>}
         </li>
       ))}
     </ul>

@@ -4,6 +4,7 @@ import type { TrendRequest, TrendSeries } from '../api/types';
 import { Chart } from '../components/chart';
 import { EmptyState } from '../components/empty-state';
 import { DataTable } from '../components/table';
+import { figure } from '../format';
 import { chartModel, totalRows } from './chart-data';
 import { visualizationOf } from './query';
 
@@ -19,7 +20,7 @@ export function TrendResult({ result, request }: { result: TrendSeries[]; reques
       <ul class="numbers">
         {rows.map((row, index) => (
           <li key={index}>
-            <span class="big-number">{row.value.toLocaleString()}</span>
+            <span class="big-number">{figure(row.value)}</span>
             <span class="muted">{row.label}</span>
           </li>
         ))}
@@ -33,7 +34,7 @@ export function TrendResult({ result, request }: { result: TrendSeries[]; reques
       rowKey={(_, index) => index}
       columns={[
         { label: 'Series', cell: (row) => <span class="cell-name">{row.label}</span> },
-        { label: 'Value', numeric: true, cell: (row) => row.value.toLocaleString() },
+        { label: 'Value', numeric: true, cell: (row) => figure(row.value) },
       ]}
     />
   );

@@ -12,6 +12,7 @@ import { PageHeader } from '../components/page-header';
 import { Panel } from '../components/panel';
 import { DataTable } from '../components/table';
 import { useConsole } from '../context';
+import { figure } from '../format';
 import { useLoad } from '../hooks';
 import {
   CORRELATION_TYPES,
@@ -194,7 +195,7 @@ function CorrelationTable({ caption, rows }: { caption: string; rows: Correlatio
         { label: 'Event or property', cell: (entry) => <span class="cell-name">{correlationName(entry.event.event)}</span> },
         { label: 'Converted', numeric: true, cell: (entry) => entry.success_count.toLocaleString() },
         { label: 'Dropped off', numeric: true, cell: (entry) => entry.failure_count.toLocaleString() },
-        { label: 'Odds ratio', numeric: true, cell: (entry) => entry.odds_ratio.toLocaleString(undefined, { maximumFractionDigits: 2 }) },
+        { label: 'Odds ratio', numeric: true, cell: (entry) => figure(entry.odds_ratio) },
       ]}
     />
   );

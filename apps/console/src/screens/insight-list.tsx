@@ -9,6 +9,7 @@ import { Pagination } from '../components/pagination';
 import { Panel } from '../components/panel';
 import { DataTable } from '../components/table';
 import { useConsole } from '../context';
+import { dateTime } from '../format';
 import { useLoad } from '../hooks';
 import { projectPath } from '../paths';
 import { Link } from '../router';
@@ -16,8 +17,6 @@ import { Link } from '../router';
 const PAGE_SIZE = 20;
 
 export const insightName = (insight: Insight): string => insight.name || insight.derived_name || `Insight ${insight.short_id}`;
-
-const dateTime = (iso: string | null): string => (iso ? new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' }) : '—');
 
 export function InsightList() {
   const { client, projectId } = useConsole();
