@@ -9,7 +9,9 @@ const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
 const child = spawn(process.execPath, ['--conditions=plover-source', '--import', import.meta.resolve('tsx'), cli, ...process.argv.slice(2)], {
   stdio: 'inherit',
 });
-for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
+// A terminal's Ctrl-C reaches the child itself (same process group); a SIGTERM or SIGHUP sent to this process is passed on.
+process.on('SIGINT', () => undefined);
+for (const signal of ['SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
 child.on('exit', (code, signal) => {
   if (signal) {
     process.removeAllListeners(signal);

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { Command } from 'commander';
+import { embeddedCommands } from './embedded';
 import { exportCommand } from './export';
 import { importCommand } from './import/command';
 import { keysCommand } from './keys';
@@ -18,5 +19,6 @@ importCommand(program);
 exportCommand(program);
 keysCommand(program);
 statusCommand(program);
+embeddedCommands(program, process.env);
 
 void program.parseAsync(process.argv);

@@ -10,8 +10,8 @@ import { openEmbeddedStores } from './stores';
 /**
  * `npm run migrate`: brings the embedded data dir to the current schema without starting the server.
  * `cli.ts delete-events`: runs the queued person event deletions now (the server must be stopped: it holds the data dir).
- * `npm run repair-log [-- --cut]`: shows, and with --cut repairs, damage that keeps the local log from opening
- * (see repairLocalLog; the server must be stopped).
+ * `npm run repair-log [-- --cut] [--json]`: shows, and with --cut repairs, damage that keeps the local log from opening
+ * (see repairLocalLog; the server must be stopped); --json prints what was found as JSON.
  * `npm run backup -- <dir>` / `npm run restore -- <dir>`: copies the data dir into an empty <dir>, or a backup
  * into an empty data dir (see backup.ts; the server must be stopped).
  */
@@ -55,6 +55,10 @@ async function run(command: string | undefined): Promise<void> {
     const unlock = lockDataDir(config.data.dataDir);
     try {
       const damaged = await repairLocalLog(path.join(config.data.dataDir, 'bus'), { cut });
+      if (process.argv.slice(3).includes('--json')) {
+        process.stdout.write(`${JSON.stringify({ cut, damaged })}\n`);
+        return;
+      }
       for (const found of damaged) {
         process.stdout.write(
           `${found.file}: damaged record at byte ${found.byte} (offset ${found.offset}); ${cut ? 'dropped' : 'a cut drops'} ${found.droppedBytes} bytes` +
@@ -69,7 +73,7 @@ async function run(command: string | undefined): Promise<void> {
     return;
   }
   if (command !== 'migrate') {
-    process.stderr.write('usage: cli.ts migrate|delete-events|repair-log [--cut]|backup <dir>|restore <dir>\n');
+    process.stderr.write('usage: cli.ts migrate|delete-events|repair-log [--cut] [--json]|backup <dir>|restore <dir>\n');
     process.exitCode = 2;
     return;
   }
