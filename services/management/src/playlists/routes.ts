@@ -186,7 +186,7 @@ export function playlistRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
       summary: 'Recordings in a playlist',
       paginated: 'has_next',
       csv: { file: 'recordings' },
-      response: { status: 200 },
+      response: { status: 200, schema: 'SessionRecording' },
       async handler(req, { page }): Promise<Paged> {
         const playlist = await load(req);
         const caller = callerOf(req);

@@ -64,7 +64,7 @@ export function recordingRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
       query: LIST_QUERY,
       paginated: 'has_next',
       csv: { file: 'session_recordings' },
-      response: { status: 200 },
+      response: { status: 200, schema: 'SessionRecording' },
       async handler(req, { page, query }): Promise<Paged> {
         const project = projectOf(req);
         const listing = await listQuery(query, {
@@ -86,7 +86,7 @@ export function recordingRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
       scope: 'session_recording:read',
       summary: 'A recording; marks it watched by the caller',
       csv: { file: 'session_recording' },
-      response: { status: 200 },
+      response: { status: 200, schema: 'SessionRecording' },
       async handler(req) {
         const recording = await one(req);
         await store.markViewed(callerOf(req), recording.id);
