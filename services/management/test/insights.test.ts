@@ -547,8 +547,8 @@ describe('insight computations with chDB', () => {
         clickhouse.command(
           't.event',
           `INSERT INTO events (uuid, team_id, event, distinct_id, person_id, timestamp)
-           VALUES (generateUUIDv4(), {team:Int64}, {event:String}, {distinct:String}, {person:UUID}, {ts:DateTime64(6)})`,
-          { team: t.projectId, event, distinct: distinctId, person: persons[distinctId]!.uuid, ts: `2024-03-0${day} 12:00:00` },
+           VALUES (generateUUIDv4(), {projectId:Int64}, {event:String}, {distinct:String}, {person:UUID}, {ts:DateTime64(6)})`,
+          { projectId: t.projectId, event, distinct: distinctId, person: persons[distinctId]!.uuid, ts: `2024-03-0${day} 12:00:00` },
         );
       for (const [distinctId, event, day] of events) await add(distinctId, event, day);
       return { ...t, persons, add, base: `/api/projects/${t.projectId}/insights` };

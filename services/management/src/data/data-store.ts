@@ -94,16 +94,16 @@ export class DataStore {
 
   /** One page (and one row more) of the project's ingestion warnings, newest first, with their count. */
   async ingestionWarnings(projectId: number, page: Page): Promise<{ rows: IngestionWarningRow[]; count: number }> {
-    const params: ClickHouseParams = { team: projectId };
+    const params: ClickHouseParams = { projectId };
     const rows = await this.clickhouse.query<IngestionWarningRow>(
       'management.listIngestionWarnings',
       `SELECT type, details, toString(timestamp) AS ts, toString(event_uuid) AS event_uuid_text FROM ingestion_warnings FINAL
-        WHERE team_id = {team:Int64} ORDER BY timestamp DESC, type, event_uuid LIMIT ${page.limit + 1} OFFSET ${page.offset}`,
+        WHERE team_id = {projectId:Int64} ORDER BY timestamp DESC, type, event_uuid LIMIT ${page.limit + 1} OFFSET ${page.offset}`,
       params,
     );
     const counted = await this.clickhouse.query<{ n: string }>(
       'management.countIngestionWarnings',
-      'SELECT count() AS n FROM ingestion_warnings FINAL WHERE team_id = {team:Int64}',
+      'SELECT count() AS n FROM ingestion_warnings FINAL WHERE team_id = {projectId:Int64}',
       params,
     );
     return { rows, count: Number(counted[0]?.n ?? 0) };

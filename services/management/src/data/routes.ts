@@ -35,8 +35,8 @@ export function dataRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
   /** The events listing's condition from its query parameters. */
   async function eventsCondition(req: Request, query: RouteInput['query']): Promise<EventsCondition> {
     const project = projectOf(req);
-    const params: EventsCondition['params'] = { team: project.id };
-    const where = ['team_id = {team:Int64}'];
+    const params: EventsCondition['params'] = { projectId: project.id };
+    const where = ['team_id = {projectId:Int64}'];
     if (query.event !== undefined) {
       params.event = query.event;
       where.push('event = {event:String}');
