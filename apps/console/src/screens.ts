@@ -18,6 +18,7 @@ import { Persons } from './screens/persons';
 import { PlaylistScreen } from './screens/playlist';
 import { Playlists } from './screens/playlists';
 import { Recordings } from './screens/recordings';
+import { Settings } from './screens/settings';
 
 export interface ScreenProps {
   /** The `:name` parts of the matched path. */
@@ -51,4 +52,5 @@ export const screens: Screen[] = [
   { path: 'recordings', title: 'Recordings', nav: true, component: Recordings },
   { path: 'recordings/playlists', title: 'Playlists', component: Playlists },
   { path: 'recordings/playlists/:shortId', title: 'Playlist', component: PlaylistScreen },
+  { path: 'settings', title: 'Settings', nav: true, component: Settings },
 ];

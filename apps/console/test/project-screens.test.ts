@@ -343,4 +343,54 @@ describeWithBrowser()('the console’s data screens in Chromium', () => {
     await screenshot(page, 'recording-player');
     expect(problems).toEqual([]);
   }, 240_000);
+
+  it('changes the project and its replay settings, and creates a scoped key shown once, then revokes it', async () => {
+    await open('Settings');
+    const projectPanel = page.getByRole('region', { name: 'Project', exact: true });
+    await projectPanel.getByLabel('Name', { exact: true }).fill('Shop');
+    await projectPanel.getByLabel('Timezone').selectOption('Europe/Paris');
+    await projectPanel.getByRole('button', { name: 'Save project' }).click();
+    await projectPanel.getByRole('status').filter({ hasText: 'Europe/Paris' }).waitFor();
+
+    const replay = page.getByRole('region', { name: 'Session replay' });
+    await replay.getByLabel('Record sessions').uncheck();
+    await replay.getByLabel('Sample rate (%)').fill('50');
+    await replay.getByLabel('Minimum duration (s)').fill('2.5');
+    await replay.getByLabel('Keep recordings for').selectOption('90d');
+    await replay.getByLabel('Capture console logs').uncheck();
+    await replay.getByRole('button', { name: 'Save replay settings' }).click();
+    await replay.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
+    await expect(target.console.api('GET', projectApi(''))).resolves.toEqual(
+      expect.objectContaining({
+        name: 'Shop',
+        timezone: 'Europe/Paris',
+        session_recording_opt_in: false,
+        session_recording_sample_rate: 0.5,
+        session_recording_minimum_duration_milliseconds: 2500,
+        session_recording_retention_period: '90d',
+        capture_console_log_opt_in: false,
+      }),
+    );
+
+    const keys = page.getByRole('region', { name: 'Personal API keys' });
+    await keys.getByLabel('Label', { exact: true }).fill('persons reader');
+    await keys.getByLabel('Persons').selectOption('read');
+    await keys.getByRole('button', { name: 'Create key' }).click();
+    const created = page.getByRole('region', { name: 'New personal API key' });
+    const value = (await created.locator('pre').textContent())!;
+    expect(value).toMatch(/^phx_/);
+    await expect(keys.getByRole('row', { name: /^persons reader/ }).textContent()).resolves.toContain('Persons: read');
+    await screenshots('settings');
+    await created.getByRole('button', { name: 'Done' }).click();
+    await expect(created.count()).resolves.toBe(0);
+    await expect(keys.getByText(value).count()).resolves.toBe(0);
+
+    await expect(target.console.api('GET', projectApi('persons/'), undefined, value)).resolves.toEqual(expect.objectContaining({ results: expect.any(Array) }));
+    await expect(target.console.api('GET', projectApi('feature_flags/'), undefined, value)).rejects.toThrow(/403/);
+    await keys.getByRole('button', { name: 'Revoke persons reader' }).click();
+    await page.getByRole('dialog', { name: 'Revoke persons reader?' }).getByRole('button', { name: 'Revoke key' }).click();
+    await keys.getByRole('row', { name: /^persons reader/ }).waitFor({ state: 'detached' });
+    await expect(target.console.api('GET', projectApi('persons/'), undefined, value)).rejects.toThrow(/401/);
+    expect(problems).toEqual([]);
+  }, 240_000);
 });

@@ -23,6 +23,8 @@ import type {
   Playlist,
   PlaylistWrite,
   Project,
+  ProjectPatch,
+  ProjectSettings,
   Recording,
   Survey,
   TrendRequest,
@@ -52,7 +54,8 @@ const PROJECT = '/api/projects/{project_id}';
 export const operations = {
   currentUser: op<User>()('GET', '/api/users/@me/', 'user:read'),
   listProjects: op<Page<Project>>()('GET', '/api/projects/', 'project:read'),
-  getProject: op<Project>()('GET', `${PROJECT}/`, 'project:read'),
+  getProject: op<ProjectSettings>()('GET', `${PROJECT}/`, 'project:read'),
+  updateProject: op<ProjectSettings, ProjectPatch>()('PATCH', `${PROJECT}/`, 'project:write'),
   trend: op<TrendResponse, TrendRequest>()('POST', `${PROJECT}/insights/trend/`, 'insight:read'),
   funnelCorrelation: op<{ result: CorrelationResult }, CorrelationRequest>()('POST', `${PROJECT}/insights/funnel/correlation/`, 'insight:read'),
   listInsights: op<Page<Insight>>()('GET', `${PROJECT}/insights/`, 'insight:read'),

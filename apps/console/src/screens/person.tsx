@@ -18,7 +18,7 @@ import { EventDialog } from '../events/event-dialog';
 import { dateTime, parsePropertyValue, propertyText } from '../format';
 import { useLoad } from '../hooks';
 import { projectPath } from '../paths';
-import { navigate } from '../router';
+import { Link, navigate } from '../router';
 import type { ScreenProps } from '../screens';
 import { RecordingTable } from '../recordings/recording-table';
 
@@ -222,7 +222,11 @@ function PersonRecordings({ person }: { person: Person }) {
               limit={RECORDINGS_PAGE}
               onOffset={setOffset}
               person={false}
-              empty="No recordings of this person. Turn on session replay in Settings to record visits."
+              empty={
+                <>
+                  No recordings of this person. Session replay records visits while it is on in <Link href={projectPath(projectId, 'settings')}>Settings</Link>.
+                </>
+              }
             />
           </>
         )}
