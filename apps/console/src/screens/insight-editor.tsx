@@ -40,10 +40,12 @@ function Editor({ saved }: { saved: Insight | null }) {
   const [status, setStatus] = useState<{ saving: boolean; error?: unknown; message?: string }>({ saving: false });
   const request = useMemo(() => trendRequest(form), [form]);
   const problem = formProblem(form);
-  const settled = useDebounced(JSON.stringify(request), RECOMPUTE_AFTER_MS);
+  // Nothing is asked while the form lacks something (it says what instead).
+  const settled = useDebounced(problem === null ? JSON.stringify(request) : null, RECOMPUTE_AFTER_MS);
   // The answer keeps the request it answers: while the next one computes, the chart shown is still this one's.
   const result = useLoad(
     async (signal) => {
+      if (settled === null) return null;
       const body = JSON.parse(settled) as TrendRequest;
       return { body, response: await client.call(operations.trend, { project_id: projectId }, { body, signal }) };
     },
@@ -99,7 +101,7 @@ function Editor({ saved }: { saved: Insight | null }) {
             </p>
           ) : (
             <Async value={result} onRetry={result.reload} label="Calculating…">
-              {({ body, response }) => <TrendResult result={response.result} request={body} />}
+              {(answer) => answer && <TrendResult result={answer.response.result} request={answer.body} />}
             </Async>
           )}
         </section>
