@@ -1,3 +1,4 @@
+import type { ProjectTokenCache } from '@plover/accounts';
 import type { ClickHouse } from '@plover/clickhouse';
 import type { Logger } from '@plover/core';
 import type { MetricsRegistry } from '@plover/http';
@@ -13,4 +14,9 @@ export interface ManagementDeps {
   trustProxy: boolean;
   /** Failed authentications per client address before 429 (tests pass their own). */
   authThrottle?: AuthFailureThrottle;
+  /**
+   * The project token cache of capture and decide when they share this process (embedded mode): a rotated-away
+   * token is dropped from it at once. Other processes notice at their cache's next refresh.
+   */
+  projectTokens?: ProjectTokenCache;
 }

@@ -270,7 +270,7 @@ export function accountRoutes({ sql }: ManagementDeps): Route[] {
  * its changes and its token rotation. Both writes are for the organization's admins, as PostHog's strict team
  * management has them.
  */
-export function projectRoutes({ sql }: ManagementDeps): Route[] {
+export function projectRoutes({ sql, projectTokens }: ManagementDeps): Route[] {
   const store = new AccountsStore(sql);
   const current = async (req: Request) => {
     const id = projectOf(req).id;
@@ -290,7 +290,10 @@ export function projectRoutes({ sql }: ManagementDeps): Route[] {
     response: { status: 200, schema: 'Project' },
     async handler(req) {
       adminOnly(req);
-      await store.rotateToken(projectOf(req).id);
+      const id = projectOf(req).id;
+      const rotated = await store.project(id);
+      await store.rotateToken(id);
+      if (rotated) projectTokens?.invalidate(rotated.api_token);
       return current(req);
     },
   });
