@@ -9,6 +9,7 @@ export type {
   HttpConfig,
   IngestionConfig,
   KafkaConfig,
+  LogFormat,
   LoggingConfig,
   PostgresConfig,
 } from './sections';

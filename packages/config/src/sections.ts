@@ -3,15 +3,25 @@ import { ConfigError, type Section } from './load';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
+/** `auto`: readable text when the log goes to a terminal, JSON lines otherwise. */
+export type LogFormat = 'auto' | 'pretty' | 'json';
+
 export interface LoggingConfig {
   level: string;
+  format: LogFormat;
 }
 
 export const logging: Section<LoggingConfig> = {
   variables: {
     LOG_LEVEL: { description: 'pino log level', type: 'string', enum: LOG_LEVELS, default: 'info' },
+    LOG_FORMAT: {
+      description: 'Embedded mode: auto (readable text on a terminal, JSON lines otherwise), pretty or json',
+      type: 'string',
+      enum: ['auto', 'pretty', 'json'],
+      default: 'auto',
+    },
   },
-  read: (v) => ({ level: v.LOG_LEVEL as string }),
+  read: (v) => ({ level: v.LOG_LEVEL as string, format: v.LOG_FORMAT as LogFormat }),
 };
 
 export interface HttpConfig {

@@ -5,9 +5,12 @@ export type Logger = pino.Logger;
 /** Keys and tokens never reach the logs, whatever object carries them. */
 const REDACT = ['req.headers.authorization', 'req.headers.cookie', '*.api_token', '*.api_key', '*.token', '*.password', '*.secret', '*.personal_api_key'];
 
-/** Services log to stdout; command-line tools log to stderr so their stdout stays a clean result. */
-export function createLogger(options: { service: string; level: string; toStderr?: boolean }): Logger {
-  const destination = pino.destination({ fd: options.toStderr ? 2 : 1, sync: true });
+/**
+ * Services log JSON lines to stdout; command-line tools to stderr so their stdout stays a clean result. `stream`
+ * replaces the destination (embedded mode's readable text on a terminal).
+ */
+export function createLogger(options: { service: string; level: string; toStderr?: boolean; stream?: pino.DestinationStream }): Logger {
+  const destination = options.stream ?? pino.destination({ fd: options.toStderr ? 2 : 1, sync: true });
   return pino({ name: options.service, level: options.level, redact: { paths: REDACT, censor: '[redacted]' } }, destination);
 }
 

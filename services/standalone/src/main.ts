@@ -11,6 +11,7 @@ import { startSchedules } from '@plover/management/schedule';
 import { createApp } from './app';
 import { lockDataDir, writeCredentials } from './data-dir';
 import { openEmbeddedStores } from './stores';
+import { firstStartText, prettyLogStream, readyBanner } from './terminal';
 
 const config = loadConfigOrExit(process.env, {
   logging: sections.logging,
@@ -22,7 +23,9 @@ const config = loadConfigOrExit(process.env, {
   management: sections.management,
   ingestion: sections.ingestion,
 });
-const logger = createLogger({ service: 'plover', level: config.logging.level });
+// On a terminal: readable log lines and a banner once ready (terminal.ts); elsewhere JSON lines.
+const pretty = prettyLogStream(config.logging.format);
+const logger = createLogger({ service: 'plover', level: config.logging.level, stream: pretty });
 exitOnUncaughtErrors(logger);
 
 async function main(): Promise<void> {
@@ -32,16 +35,7 @@ async function main(): Promise<void> {
   if (credentials) {
     const file = writeCredentials(config.data.dataDir, credentials);
     // Printed once, on the first start only: the personal API key is not recoverable from the database.
-    process.stdout.write(
-      [
-        '',
-        'Plover is set up. Keep these; they are also in ' + file + ' (readable by you only):',
-        `  project API key (SDKs):        ${credentials.project.api_token}`,
-        `  personal API key (management): ${credentials.personal_api_key.value}`,
-        `  admin user:                    ${credentials.user.email}`,
-        '',
-      ].join('\n'),
-    );
+    if (!pretty) process.stdout.write(firstStartText(credentials, file));
   }
   const metrics = createMetricsRegistry('plover');
   const definitions = new DefinitionsCache(stores.sql, { logger, pollIntervalMs: config.decide.definitionsPollMs });
@@ -65,7 +59,7 @@ async function main(): Promise<void> {
     settings: { retryBackoffMs: config.ingestion.retryBackoffMs },
   });
   const schedules = startSchedules({ sql: stores.sql, clickhouse: stores.clickhouse, logger }, { deletionCron: config.management.deletionJobSchedule });
-  await serve(app, {
+  const running = await serve(app, {
     ...config.http,
     logger,
     closeResources: async () => {
@@ -77,6 +71,7 @@ async function main(): Promise<void> {
       unlock();
     },
   });
+  if (pretty) process.stdout.write(readyBanner({ host: config.http.host, port: running.port, dataDir: config.data.dataDir, created: credentials }));
 }
 
 main().catch((error: unknown) => {
