@@ -344,6 +344,28 @@ describeWithBrowser()('the console’s data screens in Chromium', () => {
     expect(problems).toEqual([]);
   }, 240_000);
 
+  it('says which scope a key lacks, panel by panel, instead of failing', async () => {
+    const { value } = await target.console.newKey('persons only', ['person:read', 'project:read']);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await signIn(page, target.console.base, value);
+    await open('Persons');
+    await page.getByRole('region', { name: 'Persons', exact: true }).getByRole('link', { name: 'alice@example.com' }).click();
+    await page.getByRole('heading', { level: 1, name: 'alice@example.com' }).waitFor();
+    await expect(page.getByRole('region', { name: 'Events' }).getByRole('alert').textContent()).resolves.toContain('Missing scope: query:read');
+    await expect(page.getByRole('region', { name: 'Recordings' }).getByRole('alert').textContent()).resolves.toContain('Missing scope: session_recording:read');
+    await expect(
+      page
+        .getByRole('region', { name: 'Properties', exact: true })
+        .getByRole('row', { name: /^email/ })
+        .textContent(),
+    ).resolves.toContain('alice@example.com');
+    await screenshot(page, 'person-missing-scopes');
+    await open('Feature flags');
+    await expect(page.getByRole('alert').textContent()).resolves.toContain('Missing scope: feature_flag:read');
+    // The browser reports the refused requests themselves; nothing else may go wrong.
+    expect(problems.filter((text) => !text.includes('403'))).toEqual([]);
+  }, 240_000);
+
   it('changes the project and its replay settings, and creates a scoped key shown once, then revokes it', async () => {
     await open('Settings');
     const projectPanel = page.getByRole('region', { name: 'Project', exact: true });
@@ -374,7 +396,7 @@ describeWithBrowser()('the console’s data screens in Chromium', () => {
 
     const keys = page.getByRole('region', { name: 'Personal API keys' });
     await keys.getByLabel('Label', { exact: true }).fill('persons reader');
-    await keys.getByLabel('Persons').selectOption('read');
+    await keys.getByRole('combobox', { name: 'Persons' }).selectOption('read');
     await keys.getByRole('button', { name: 'Create key' }).click();
     const created = page.getByRole('region', { name: 'New personal API key' });
     const value = (await created.locator('pre').textContent())!;
