@@ -95,8 +95,11 @@ describeWithBrowser()('the console in Chromium', () => {
     await expect(page.getByTestId('live-count').textContent()).resolves.toBe('3');
     await expect(page.locator('#events-per-day-title ~ figure .legend').textContent()).resolves.toBe(`Events${target.events}`);
     const pages = page.getByRole('region', { name: 'Top pages by pageviews, last 14 days' });
+    // Each table is its own request: wait for its last row before reading them all.
+    await pages.getByRole('row', { name: '/pricing' }).waitFor();
     await expect(pages.getByRole('row').allTextContents()).resolves.toEqual(['PathEvents', '/56', '/pricing49']);
     const topEvents = page.getByRole('region', { name: 'Top events, last 14 days' });
+    await topEvents.getByRole('row', { name: 'signup' }).waitFor();
     await expect(topEvents.getByRole('row').allTextContents()).resolves.toEqual(['EventEvents', '$pageview105', 'signup3']);
     await screenshot(page, 'overview-light');
     await page.emulateMedia({ colorScheme: 'dark' });
@@ -152,7 +155,7 @@ describeWithBrowser()('the console in Chromium', () => {
     await page.getByLabel('Name').fill('Pageviews by browser');
     await page.getByRole('button', { name: 'Save insight' }).click();
     await page.waitForURL(/\/insights\/(?!new)[A-Za-z0-9]+$/);
-    await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toBe('Pageviews by browser');
+    await page.getByRole('heading', { level: 1, name: 'Pageviews by browser' }).waitFor();
     const saved = await target.console.api<{ results: Array<{ name: string; filters: Record<string, unknown> }> }>(
       'GET',
       `/api/projects/${plover.credentials.projectId}/insights/?saved=true`,
