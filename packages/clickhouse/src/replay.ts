@@ -131,9 +131,9 @@ async function sessionStarts(ch: ClickHouse, batches: readonly SnapshotBatch[]):
   const rows = await ch.query<{ team_id: string; session_id: string; start: string }>(
     'replay.sessionStarts',
     `SELECT team_id, session_id, toUnixTimestamp64Milli(min(first_timestamp)) AS start FROM session_replay_summaries
-      WHERE team_id IN {teams:Array(Int64)} AND session_id IN {sessions:Array(String)}
+      WHERE team_id IN {projectIds:Array(Int64)} AND session_id IN {sessions:Array(String)}
       GROUP BY team_id, session_id`,
-    { teams: [...new Set(batches.map((batch) => batch.team_id))], sessions: [...new Set(batches.map((batch) => batch.session_id))] },
+    { projectIds: [...new Set(batches.map((batch) => batch.team_id))], sessions: [...new Set(batches.map((batch) => batch.session_id))] },
   );
   return new Map(rows.map((row) => [sessionKey(Number(row.team_id), row.session_id), Number(row.start)]));
 }

@@ -109,13 +109,13 @@ async function storedAmong(ch: ClickHouse, inputs: readonly CapturedInput[]): Pr
   const rows = await ch.query<{ uuid: string }>(
     'ingestion.storedEventUuids',
     `SELECT DISTINCT uuid FROM events
-      WHERE team_id IN {teams:Array(Int64)}
+      WHERE team_id IN {projectIds:Array(Int64)}
         AND toDate(timestamp) IN {days:Array(Date)}
         AND event IN {events:Array(String)}
         AND cityHash64(distinct_id) IN (SELECT cityHash64(arrayJoin({distinctIds:Array(String)})))
         AND uuid IN {uuids:Array(UUID)}`,
     {
-      teams: distinct(inputs.map((input) => input.projectId)),
+      projectIds: distinct(inputs.map((input) => input.projectId)),
       days: distinct(inputs.map((input) => input.timestamp.toISOString().slice(0, 10))),
       events: distinct(inputs.map((input) => clickHouseText(input.event))),
       distinctIds: distinct(inputs.map((input) => clickHouseText(input.distinctId))),
