@@ -15,7 +15,7 @@ import { DataTable } from '../components/table';
 import { useConsole } from '../context';
 import { useDownload } from '../download';
 import { propertiesParam, type FilterForm } from '../filters/property-filter';
-import { dateTime, propertyText } from '../format';
+import { dateTime } from '../format';
 import { useDebounced, useLoad } from '../hooks';
 import { projectPath } from '../paths';
 import { Link } from '../router';
@@ -116,13 +116,15 @@ export function Persons() {
               </EmptyState>
             ) : (
               <>
-                <DataTable
-                  caption="Persons"
-                  rows={page.results}
-                  rowKey={(person) => person.uuid}
-                  empty="No person matches this search."
-                  columns={personColumns(projectId)}
-                />
+                <div class="compact-table">
+                  <DataTable
+                    caption="Persons"
+                    rows={page.results}
+                    rowKey={(person) => person.uuid}
+                    empty="No person matches this search."
+                    columns={personColumns(projectId)}
+                  />
+                </div>
                 <Pagination
                   label="Persons pages"
                   count={page.count}
@@ -145,8 +147,7 @@ function personColumns(projectId: string) {
       label: 'Person',
       cell: (person: Person) => <Link href={projectPath(projectId, `persons/${person.uuid}`)}>{person.name}</Link>,
     },
-    { label: 'Distinct ID', cell: (person: Person) => <span class="cell-name">{person.distinct_ids[0] ?? '—'}</span> },
-    { label: 'Email', cell: (person: Person) => (person.properties.email === undefined ? '—' : propertyText(person.properties.email)) },
-    { label: 'First seen', cell: (person: Person) => dateTime(person.created_at) },
+    { label: 'Distinct ID', cell: (person: Person) => <span class="cell-name nowrap">{person.distinct_ids[0] ?? '—'}</span> },
+    { label: 'First seen', cell: (person: Person) => <span class="nowrap">{dateTime(person.created_at)}</span> },
   ];
 }
