@@ -3,11 +3,11 @@
  * `npm start` runs it, events sent through capture, and Debian's Chromium using each screen as a person would;
  * what a screen changes is then read back through the API or the SDK endpoints.
  */
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { describeWithBrowser, launchBrowser } from '../../../test/support/browser';
+import type { Page } from 'playwright-core';
+import { describeWithBrowser } from '../../../test/support/browser';
 import { startEmbedded } from '../../../test/support/embedded';
 import { flushes, recordingEvents, SNAPSHOT_REQUEST_HEADERS, snapshotEvent, snapshotRequestBody, type RrwebEvent } from '../../../test/support/recording';
-import { ConsoleTarget, screenshot, signIn, type CapturedEvent } from './support/console';
+import { ConsoleTarget, screenshot, signIn, usePage, type CapturedEvent } from './support/console';
 
 interface ApiPerson {
   uuid: string;
@@ -118,29 +118,15 @@ async function recordTwoSessions(): Promise<Array<{ sessionId: string; distinctI
 }
 
 describeWithBrowser()('the console’s data screens in Chromium', () => {
-  let browser: Browser;
-  let context: BrowserContext;
+  const session = usePage();
   let page: Page;
   /** Console errors and Content-Security-Policy violations of the page: none are expected. */
   let problems: string[];
 
-  beforeAll(async () => {
-    browser = await launchBrowser();
-  });
-  afterAll(async () => {
-    await browser?.close();
-  });
   beforeEach(async () => {
-    problems = [];
-    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    page = await context.newPage();
-    page.on('console', (message) => message.type() === 'error' && problems.push(message.text()));
-    page.on('pageerror', (error) => problems.push(error.message));
+    ({ page, problems } = session);
     await signIn(page, target.console.base, target.console.plover.credentials.personalKey);
     await page.waitForURL(`**/project/${target.projectId}`);
-  });
-  afterEach(async () => {
-    await context.close();
   });
 
   /** The screen of a main navigation link. */
