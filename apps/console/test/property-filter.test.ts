@@ -9,7 +9,11 @@ describe('property filter forms as API filters', () => {
     ['several values of equals', { key: 'plan', value: 'pro, team,' }, { type: 'person', key: 'plan', operator: 'exact', value: ['pro', 'team'] }],
     ['a number to compare', { key: 'seats', operator: 'gte', value: '12' }, { type: 'person', key: 'seats', operator: 'gte', value: 12 }],
     ['no value for is set', { key: 'email', operator: 'is_set', value: 'ignored' }, { type: 'person', key: 'email', operator: 'is_set' }],
-    ['text for contains, commas kept', { key: 'name', operator: 'icontains', value: 'a, b' }, { type: 'person', key: 'name', operator: 'icontains', value: 'a, b' }],
+    [
+      'text for contains, commas kept',
+      { key: 'name', operator: 'icontains', value: 'a, b' },
+      { type: 'person', key: 'name', operator: 'icontains', value: 'a, b' },
+    ],
     [
       'a group filter with its type',
       { type: 'group', key: 'industry', groupTypeIndex: 1, value: 'retail' },
@@ -43,7 +47,13 @@ describe('property filter forms as API filters', () => {
       { ...newFilter('cohort'), value: '4' },
     ];
     expect(forms.map((filter) => fromApiFilter(toApiFilter(filter)))).toEqual(forms);
-    expect(fromApiFilter({ key: '$browser', value: 'Chrome' })).toEqual({ type: 'event', key: '$browser', operator: 'exact', value: 'Chrome', groupTypeIndex: 0 });
+    expect(fromApiFilter({ key: '$browser', value: 'Chrome' })).toEqual({
+      type: 'event',
+      key: '$browser',
+      operator: 'exact',
+      value: 'Chrome',
+      groupTypeIndex: 0,
+    });
     expect(fromApiFilter({ type: 'flag', key: '12', value: true })).toBeNull();
     expect(fromApiFilter({ type: 'group', key: 'size' })).toBeNull();
     expect(fromApiFilter({ type: 'AND', values: [] })).toBeNull();
