@@ -63,7 +63,8 @@ export async function* linesOf(input: OpenedInput, maxBytes: number): AsyncGener
   const finish = (tail: Buffer): Line => {
     let bytes = pending.length === 0 ? tail : Buffer.concat([...pending, tail]);
     if (bytes.length > 0 && bytes[bytes.length - 1] === 0x0d) bytes = bytes.subarray(0, bytes.length - 1);
-    const line: Line = tooLong ? { number: ++number, bytes: bytes.subarray(0, maxBytes), tooLong } : { number: ++number, bytes };
+    const line: Line =
+      tooLong || bytes.length > maxBytes ? { number: ++number, bytes: bytes.subarray(0, maxBytes), tooLong: true } : { number: ++number, bytes };
     pending = [];
     pendingBytes = 0;
     tooLong = false;

@@ -1,0 +1,297 @@
+/**
+ * `plover import` and `plover export` against embedded Plover in a child process, as a user runs them: a
+ * PostHog-export-shaped file (JSON lines, gzip, and the same rows as CSV) stores the same events, persons and
+ * trend as the same events sent by an SDK to /batch/; a second run doubles nothing; a CLI killed with SIGKILL
+ * and run again with --resume loses and doubles nothing; bad files say what and where; an export imported into
+ * a fresh data dir gives the same trend; the progress display is a bar on a terminal and lines in a pipe.
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startEmbedded, type EmbeddedPlover } from '../../../test/support/embedded';
+import { exportRows, sdkEvent, type ExportRow } from '../../../test/support/export-events';
+import { CLI, Plover, ROOT, runCli, spawnCli } from './support/cli';
+
+jest.setTimeout(300_000);
+
+const EVENTS = 5000;
+
+let embedded: EmbeddedPlover;
+let plover: Plover;
+let env: Record<string, string>;
+let dir: string;
+let rows: ExportRow[];
+
+function csvCell(value: unknown): string {
+  const text = value === null || value === undefined ? '' : typeof value === 'string' ? value : JSON.stringify(value);
+  return /[",\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+const COLUMNS: Array<keyof ExportRow> = [
+  'uuid',
+  'event',
+  'properties',
+  'distinct_id',
+  'timestamp',
+  'team_id',
+  'elements_chain',
+  'created_at',
+  'person_id',
+  'set',
+  'set_once',
+];
+
+function write(name: string, content: string | Buffer): string {
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, content);
+  return file;
+}
+
+interface Summary {
+  accepted: number;
+  rejected: number;
+  files: Array<{ skipped: number; error?: string }>;
+  firstRejections: Array<{ index: number; field?: string; reason: string }>;
+  rejectedFile?: string;
+}
+
+async function importJson(args: string[], expectedCode = 0): Promise<Summary> {
+  const run = await runCli(['import', ...args, '--json', '--no-progress', '--rejected', path.join(dir, 'rejected.jsonl')], env);
+  expect({ code: run.code, stderr: run.stderr }).toEqual({ code: expectedCode, stderr: expect.any(String) as string });
+  return JSON.parse(run.stdout) as Summary;
+}
+
+const historical = () => plover.metric('plover_ingestion_messages_total', { topic: 'events_historical' });
+
+beforeAll(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'plover-cli-e2e-'));
+  embedded = await startEmbedded();
+  plover = new Plover(`http://127.0.0.1:${embedded.port}`, embedded.credentials.personalKey);
+  env = { PLOVER_HOST: plover.host, PLOVER_API_KEY: embedded.credentials.personalKey };
+  rows = exportRows({ count: EVENTS, seed: 7 });
+  write('events.jsonl.gz', zlib.gzipSync(rows.map((row) => JSON.stringify(row)).join('\n') + '\n'));
+  write('events.csv', [COLUMNS.join(','), ...rows.map((row) => COLUMNS.map((column) => csvCell(row[column])).join(','))].join('\r\n') + '\r\n');
+});
+
+afterAll(async () => {
+  await embedded?.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe('an import', () => {
+  let viaBatch: { id: number; token: string };
+  let viaCsv: { id: number; token: string };
+
+  it('stores the same events, persons and trend as the same events sent to /batch/, from JSON lines and from CSV', async () => {
+    const project = embedded.credentials.projectId;
+    viaBatch = await plover.project('through /batch/');
+    viaCsv = await plover.project('from CSV');
+
+    const fromJsonl = await importJson([path.join(dir, 'events.jsonl.gz'), '--project', String(project)]);
+    expect({ accepted: fromJsonl.accepted, rejected: fromJsonl.rejected }).toEqual({ accepted: EVENTS, rejected: 0 });
+    const fromCsv = await importJson([path.join(dir, 'events.csv'), '--project', String(viaCsv.id)]);
+    expect({ accepted: fromCsv.accepted, rejected: fromCsv.rejected }).toEqual({ accepted: EVENTS, rejected: 0 });
+    await plover.batch(viaBatch.token, rows.map(sdkEvent));
+
+    for (const id of [project, viaBatch.id, viaCsv.id])
+      await plover.until(
+        () => plover.eventCount(id),
+        (n) => n === EVENTS,
+        `events of project ${id}`,
+      );
+    const expectedPersons = await plover.persons(viaBatch.id);
+    expect(expectedPersons.length).toBeGreaterThan(500);
+    expect(await plover.persons(project)).toEqual(expectedPersons);
+    expect(await plover.persons(viaCsv.id)).toEqual(expectedPersons);
+    const expectedTrend = await plover.trend(viaBatch.id);
+    expect(await plover.trend(project)).toEqual(expectedTrend);
+    expect(await plover.trend(viaCsv.id)).toEqual(expectedTrend);
+  });
+
+  it('run twice stores nothing twice, whether the rows carry uuids or get them from the file', async () => {
+    const project = embedded.credentials.projectId;
+    const trend = await plover.trend(project);
+    const before = await historical();
+    await importJson([path.join(dir, 'events.jsonl.gz'), '--project', String(project)]);
+    await plover.until(historical, (n) => n >= before + EVENTS, 'the second import consumed');
+    expect(await plover.eventCount(project)).toBe(EVENTS);
+    expect(await plover.trend(project)).toEqual(trend);
+
+    const noUuids = await plover.project('rows without uuids');
+    const file = write(
+      'no-uuids.jsonl',
+      exportRows({ count: 300, seed: 9, withUuids: false })
+        .map((row) => JSON.stringify(row))
+        .join('\n'),
+    );
+    const start = await historical();
+    for (let run = 0; run < 2; run++) expect((await importJson([file, '--project', String(noUuids.id)])).accepted).toBe(300);
+    await plover.until(historical, (n) => n >= start + 600, 'both imports consumed');
+    expect(await plover.eventCount(noUuids.id)).toBe(300);
+  });
+
+  it('killed with SIGKILL mid-import and run again with --resume: nothing lost, nothing doubled', async () => {
+    const target = await plover.project('resumed');
+    const file = path.join(dir, 'events.jsonl.gz');
+    const stateFile = `${file}.plover-import.json`;
+    fs.rmSync(stateFile, { force: true });
+    const child = spawnCli(
+      ['import', file, '--project', String(target.id), '--batch-size', '100', '--no-progress', '--rejected', path.join(dir, 'r.jsonl')],
+      env,
+    );
+    const through = () => {
+      try {
+        return (JSON.parse(fs.readFileSync(stateFile, 'utf8')) as { through: number; project: number }).project === target.id
+          ? (JSON.parse(fs.readFileSync(stateFile, 'utf8')) as { through: number }).through
+          : 0;
+      } catch {
+        return 0;
+      }
+    };
+    await plover.until(
+      () => Promise.resolve(through()),
+      (n) => n >= 1000,
+      'the first batches acknowledged',
+      120_000,
+    );
+    child.kill('SIGKILL');
+    await new Promise((resolve) => child.on('close', resolve));
+    const acknowledged = through();
+    expect(acknowledged).toBeLessThan(EVENTS);
+
+    const resumed = await importJson([file, '--project', String(target.id), '--resume']);
+    expect(resumed.files[0]!.skipped).toBeGreaterThanOrEqual(acknowledged);
+    expect(resumed.accepted).toBe(EVENTS);
+    await plover.until(
+      () => plover.eventCount(target.id),
+      (n) => n === EVENTS,
+      'every event stored',
+    );
+    // What the killed run had sent past its last saved state was sent again: it must not count twice.
+    await sleep(2000);
+    expect(await plover.eventCount(target.id)).toBe(EVENTS);
+    expect(await plover.trend(target.id)).toEqual(await plover.trend(viaBatch.id));
+  });
+});
+
+describe('bad files', () => {
+  it('name the line and field, import the rest and exit 2; with --strict send nothing and exit 1', async () => {
+    const target = await plover.project('bad files');
+    const gz = zlib.gzipSync(
+      rows
+        .slice(0, 2000)
+        .map((row) => JSON.stringify(row))
+        .join('\n'),
+    );
+    const truncated = write('truncated.jsonl.gz', gz.subarray(0, Math.floor(gz.length / 2)));
+    const lines = [
+      JSON.stringify({ event: 'fine', distinct_id: 'bad-files-1' }),
+      JSON.stringify({ event: 'wrong column', distinct_id: 'bad-files-2', properties: ['not', 'an', 'object'] }),
+      Buffer.concat([Buffer.from('{"event":"latin1","distinct_id":"bad-files-3","properties":{"city":"M'), Buffer.from([0xfc]), Buffer.from('nchen"}}')]),
+      JSON.stringify({ event: 'fine', distinct_id: 'bad-files-4' }),
+    ];
+    const mixed = write('mixed.jsonl', Buffer.concat(lines.flatMap((line) => [Buffer.from(line), Buffer.from('\n')])));
+
+    const captured = () => plover.metric('plover_capture_events_total');
+    const before = await captured();
+    const strict = await runCli(
+      ['import', mixed, truncated, '--project', String(target.id), '--strict', '--no-progress', '--rejected', path.join(dir, 's.jsonl')],
+      env,
+    );
+    expect(strict.code).toBe(1);
+    expect(strict.stderr).toContain('plover: --strict: nothing was sent: 2 records cannot be imported, 1 files cannot be read to their end');
+    expect(strict.stderr).toMatch(/truncated\.jsonl\.gz: the gzip data ends early \(truncated file\) \(after line \d+\)/);
+    expect(await captured()).toBe(before);
+
+    const summary = await importJson([mixed, truncated, '--project', String(target.id)], 2);
+    expect(summary.firstRejections.map(({ index, field, reason }) => ({ index, field, reason }))).toEqual([
+      { index: 2, field: 'properties', reason: 'must be a JSON object' },
+      { index: 3, field: 'properties.city', reason: 'not valid UTF-8 (byte 0xfc at byte 70 of the line)' },
+    ]);
+    expect(summary.files[1]!.error).toMatch(/^the gzip data ends early/);
+    expect(summary.accepted).toBeGreaterThan(2);
+    const rejected = fs.readFileSync(summary.rejectedFile!, 'utf8').trim().split('\n');
+    expect(rejected.map((line) => (JSON.parse(line) as { index: number }).index)).toEqual([2, 3]);
+    await plover.until(
+      () => plover.eventCount(target.id),
+      (n) => n === summary.accepted,
+      'the readable events stored',
+    );
+
+    const human = await runCli(['import', mixed, '--project', String(target.id), '--no-progress', '--rejected', path.join(dir, 'h.jsonl')], env);
+    expect(human.code).toBe(2);
+    expect(human.stdout).toContain('mixed.jsonl line 3, field properties.city: not valid UTF-8 (byte 0xfc at byte 70 of the line)');
+    expect(human.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('one line for a file that is not there, a key that is refused, a server that is not running', async () => {
+    const missing = await runCli(['import', path.join(dir, 'nope.jsonl')], env);
+    expect({ code: missing.code, stderr: missing.stderr }).toEqual({ code: 1, stderr: `plover: ${path.join(dir, 'nope.jsonl')}: no such file\n` });
+    const refused = await runCli(['import', path.join(dir, 'mixed.jsonl'), '--api-key', 'phx_wrong'], env);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^plover: GET \/api\/projects\/@current\/ answered 401 authentication_failed: .*\n$/);
+    const down = await runCli(['import', path.join(dir, 'mixed.jsonl'), '--host', 'http://127.0.0.1:9'], env);
+    expect(down.code).toBe(1);
+    expect(down.stderr).toMatch(/^plover: cannot reach Plover at http:\/\/127\.0\.0\.1:9 \(.+\); is it running\? \(plover start\)\n$/);
+  });
+});
+
+describe('the progress display', () => {
+  it('redraws a bar on a terminal and prints plain lines into a pipe', async () => {
+    const target = await plover.project('progress');
+    const file = write(
+      'progress.jsonl',
+      rows
+        .slice(0, 2000)
+        .map((row) => JSON.stringify(row))
+        .join('\n'),
+    );
+    const quote = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`;
+    const command = [process.execPath, ...CLI, 'import', file, '--project', String(target.id), '--batch-size', '200', '--rejected', path.join(dir, 'p.jsonl')]
+      .map(quote)
+      .join(' ');
+    // util-linux's script gives the CLI a pseudo-terminal; its output is what the terminal received.
+    const terminal = execFileSync('script', ['-q', '-e', '-c', command, '/dev/null'], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8' });
+    expect(terminal).toMatch(/import \[[█░]+\] \d+% \| /);
+    expect(terminal).toContain('\x1b[');
+    expect(terminal).toContain('imported 2,000 events');
+
+    const piped = await runCli(['import', file, '--project', String(target.id), '--rejected', path.join(dir, 'p.jsonl')], env);
+    expect(piped.code).toBe(0);
+    expect(piped.stderr).toMatch(/^import: 2,000 events \| [\d,]+ events\/s \| .* of .*\n$/m);
+    expect(piped.stderr).not.toContain('\x1b');
+  });
+});
+
+describe('an export', () => {
+  it('imported into a fresh data dir gives the same trend', async () => {
+    const project = embedded.credentials.projectId;
+    const out = path.join(dir, 'exported.jsonl');
+    const exported = await runCli(['export', 'events', '--project', String(project), '--out', out, '--json', '--no-progress'], env);
+    expect(exported.code).toBe(0);
+    expect(JSON.parse(exported.stdout)).toMatchObject({ kind: 'events', format: 'jsonl', rows: EVENTS, truncated: false });
+    expect(fs.existsSync(`${out}.partial`)).toBe(false);
+
+    const fresh = await startEmbedded();
+    try {
+      const other = new Plover(`http://127.0.0.1:${fresh.port}`, fresh.credentials.personalKey);
+      const run = await runCli(['import', out, '--json', '--no-progress', '--rejected', path.join(dir, 'x.jsonl')], {
+        PLOVER_HOST: other.host,
+        PLOVER_API_KEY: fresh.credentials.personalKey,
+      });
+      expect(run.code).toBe(0);
+      await other.until(
+        () => other.eventCount(fresh.credentials.projectId),
+        (n) => n === EVENTS,
+        'the exported events stored',
+      );
+      expect(await other.trend(fresh.credentials.projectId)).toEqual(await plover.trend(project));
+      expect(await other.persons(fresh.credentials.projectId)).toEqual(await plover.persons(project));
+    } finally {
+      await fresh.stop();
+    }
+  });
+});
