@@ -186,7 +186,7 @@ function parquetRows(file: string, skipThrough: number): RecordSource {
         done = end;
       }
     } catch (error) {
-      throw new InputError(`not readable as Parquet after row ${done} (${error instanceof Error ? error.message : String(error)})`);
+      throw new InputError(`not readable as Parquet (${error instanceof Error ? error.message : String(error)})`);
     }
   }
   return { records: rows(), bytesRead: () => Math.round((size * done) / total), unit: 'row' };

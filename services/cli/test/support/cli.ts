@@ -58,15 +58,18 @@ export class Plover {
     return { id: created.id, token: created.api_token };
   }
 
-  /** Events as an SDK sends them, through `/batch/`, `size` per request, in order. */
+  /** Events as an SDK sends them, through `/batch/`, `size` per request, in order; 429 and 503 retried as SDKs do. */
   async batch(token: string, events: Array<Record<string, unknown>>, size = 500): Promise<void> {
     for (let i = 0; i < events.length; i += size) {
-      const response = await fetch(`${this.host}/batch/`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ api_key: token, batch: events.slice(i, i + size) }),
-      });
-      if (response.status !== 200) throw new Error(`/batch/ answered ${response.status}: ${await response.text()}`);
+      const body = JSON.stringify({ api_key: token, batch: events.slice(i, i + size) });
+      for (let attempt = 0; ; attempt++) {
+        const response = await fetch(`${this.host}/batch/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+        if (response.status === 200) break;
+        if ((response.status !== 503 && response.status !== 429) || attempt === 20) {
+          throw new Error(`/batch/ answered ${response.status}: ${await response.text()}`);
+        }
+        await sleep(500);
+      }
     }
   }
 
