@@ -3,7 +3,8 @@
 # (`npm ci` of the service and the root, then `tsc -b`) and the deps stage (`npm ci --omit=dev`), each in its
 # own clean copy. Then it checks that chDB, which belongs to embedded mode only, is in neither part the
 # runtime stage copies, and that the assembled runtime loads every module of the service: with no settings,
-# its main must stop at the configuration check, not at a missing module.
+# its main must stop at the configuration check, not at a missing module. The plover CLI every image carries must
+# load too.
 # The copies come from `git archive HEAD`: commit first, uncommitted changes are not checked.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,13 +35,13 @@ for S in "${SERVICES[@]}"; do
   source_copy "$deps"
 
   if ! (cd "$build" \
-    && npm ci --no-audit --no-fund --workspace "services/$S" $([ "$S" != management ] || echo --workspace apps/console) --include-workspace-root \
-    && npx tsc -b "services/$S/tsconfig.build.json" \
+    && npm ci --no-audit --no-fund --workspace "services/$S" --workspace services/cli $([ "$S" != management ] || echo --workspace apps/console) --include-workspace-root \
+    && npx tsc -b "services/$S/tsconfig.build.json" services/cli/tsconfig.build.json \
     && { [ "$S" != management ] || { node services/management/dist/replay-player/build.js && node services/management/dist/console/build.js; }; }); then
     fail "the build stage of $S failed"
     continue
   fi
-  if ! (cd "$deps" && npm ci --no-audit --no-fund --omit=dev --workspace "services/$S"); then
+  if ! (cd "$deps" && npm ci --no-audit --no-fund --omit=dev --workspace "services/$S" --workspace services/cli); then
     fail "the deps stage of $S failed"
     continue
   fi
@@ -65,6 +66,11 @@ for S in "${SERVICES[@]}"; do
   output=$(cd "$runtime" && env -i PATH="$PATH" NODE_ENV=production node "services/$S/dist/main.js" 2>&1) || status=$?
   [ "$status" -eq 1 ] && [[ "$output" == "Invalid configuration: "* ]] \
     || fail "the $S runtime did not load (exit $status): $output"
+  # The plover CLI loads, and its embedded-only commands say there is no embedded Plover here.
+  status=0
+  output=$(cd "$runtime" && env -i PATH="$PATH" node services/cli/dist/cli.js start 2>&1) || status=$?
+  [ "$status" -eq 1 ] && [[ "$output" == "plover: embedded Plover (services/standalone with chDB) is not installed here"* ]] \
+    || fail "the plover CLI in the $S runtime did not load (exit $status): $output"
 done
 if [ ${#failures[@]} -gt 0 ]; then
   printf 'image-deps: %s\n' "${failures[@]}" >&2
