@@ -61,7 +61,7 @@ export function embeddedCommands(program: Command, env: NodeJS.ProcessEnv): void
 
   program
     .command('start')
-    .summary('run embedded Plover (every service in this process, data under --data-dir)')
+    .summary('run embedded Plover on --data-dir')
     .description(
       'Runs embedded Plover as `npm start` does: capture, decide, management, the web console and ingestion on one port, over PGlite, ' +
         'chDB and a local log in the data dir. Configuration is the environment (README, Configuration); on a terminal the log is ' +
@@ -80,6 +80,7 @@ export function embeddedCommands(program: Command, env: NodeJS.ProcessEnv): void
 
   program
     .command('migrate')
+    .summary('migrate the data dir (server stopped)')
     .description('bring the data dir to the current schema without starting (the server must be stopped); prints the migrations as JSON')
     .addOption(dataDirOption())
     .addHelpText('after', '\nExamples:\n  $ plover migrate --data-dir /srv/plover')
@@ -87,6 +88,7 @@ export function embeddedCommands(program: Command, env: NodeJS.ProcessEnv): void
 
   program
     .command('delete-events')
+    .summary('run queued person event deletions now (server stopped)')
     .description('run the queued event deletions of deleted persons now, instead of at the weekly schedule (the server must be stopped)')
     .addOption(dataDirOption())
     .addHelpText('after', '\nExamples:\n  $ plover delete-events')
@@ -94,6 +96,7 @@ export function embeddedCommands(program: Command, env: NodeJS.ProcessEnv): void
 
   program
     .command('repair-log')
+    .summary('check or repair the local log (server stopped)')
     .description('show, and with --cut repair, damage that keeps the local log from opening (the server must be stopped)')
     .addOption(dataDirOption())
     .option('--cut', 'truncate each damaged partition at its first damaged record and move back consumer groups past it')
@@ -107,6 +110,7 @@ export function embeddedCommands(program: Command, env: NodeJS.ProcessEnv): void
 
   program
     .command('backup')
+    .summary('back the data dir up (server stopped)')
     .description('copy the data dir into an empty directory, with the server stopped (README, Durability and backups); prints its manifest as JSON')
     .argument('<dir>', 'an empty (or new) directory')
     .addOption(dataDirOption())
@@ -115,6 +119,7 @@ export function embeddedCommands(program: Command, env: NodeJS.ProcessEnv): void
 
   program
     .command('restore')
+    .summary('restore a backup into an empty data dir')
     .description('restore a backup into an empty data dir, then start on it; prints the manifest as JSON')
     .argument('<dir>', 'a directory written by plover backup')
     .addOption(dataDirOption())

@@ -145,15 +145,7 @@ function summaryOf(counter: Counter, options: ExportOptions, truncated: boolean)
   return { kind: options.kind, format: options.format, out: options.out, rows, bytes: counter.bytes, truncated, exitCode: truncated ? EXIT.partial : EXIT.ok };
 }
 
-interface ExportCommandOptions extends ConnectionOptions {
-  format: 'jsonl' | 'csv';
-  out: string;
-  from?: string;
-  to?: string;
-  event?: string;
-  distinctId?: string;
-  where: string[];
-}
+type ExportCommandOptions = ConnectionOptions & Omit<ExportOptions, 'kind'>;
 
 const collect = (value: string, previous: string[]) => [...previous, value];
 const count = new Intl.NumberFormat('en-US');
