@@ -54,7 +54,5 @@ it('reports a Parquet file cut short as one message, exit 2', async () => {
   fs.writeFileSync(cut, fs.readFileSync(file).subarray(0, 5000));
   const run = await runCli(['import', cut, '--dry-run', '--json', '--no-progress', '--rejected', path.join(dir, 'r2.jsonl')]);
   expect(run.code).toBe(2);
-  expect((JSON.parse(run.stdout) as { files: Array<{ error: string }> }).files[0]!.error).toMatch(
-    /^not readable as Parquet \(.+\) \(after row 0\)$/,
-  );
+  expect((JSON.parse(run.stdout) as { files: Array<{ error: string }> }).files[0]!.error).toMatch(/^not readable as Parquet \(.+\) \(after row 0\)$/);
 });
