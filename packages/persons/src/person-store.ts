@@ -32,7 +32,7 @@ import { MAX_PROPERTIES_BYTES, eventPersonProperties, normalizeUpdate, propertyU
 import { BatchPersonStore } from './batch-person-store';
 import type { EventPerson, PersonEvent } from './person-event';
 import { KnownPersons } from './known-persons';
-import { PersonReads, type Person } from './person-reads';
+import type { Person } from './person-reads';
 import { PersonSnapshot, type LockedWrite } from './person-snapshot';
 import { LostRaceError, PersonWriteConflict, transactionWithReplays } from './transactions';
 import type { PersonWarning } from './warnings';
@@ -83,11 +83,8 @@ interface EventContext {
 export class PersonStore {
   /** The properties readPersons read last: a batch then fetches only those of the persons written since. */
   private readonly known = new KnownPersons(KNOWN_PERSONS);
-  private readonly reads: PersonReads;
 
-  constructor(private readonly sql: Sql) {
-    this.reads = new PersonReads(sql);
-  }
+  constructor(private readonly sql: Sql) {}
 
   /**
    * A bus batch's view of this store, its persons read first: `distinctIds` by project (ids as events carry
@@ -209,16 +206,6 @@ export class PersonStore {
       if (!deleted) throw new LostRaceError('person merged away while being deleted');
       return { id: deleted.id, uuid: deleted.uuid, version: deleted.version, distinctIds };
     });
-  }
-
-  /** PersonReads.get: by integer id, or by uuid when given a string. */
-  getPerson(projectId: number, personIdOrUuid: number | string): Promise<Person | undefined> {
-    return this.reads.get(projectId, personIdOrUuid);
-  }
-
-  /** PersonReads.getByDistinctId. */
-  getPersonByDistinctId(projectId: number, distinctId: string): Promise<Person | undefined> {
-    return this.reads.getByDistinctId(projectId, distinctId);
   }
 
   /**

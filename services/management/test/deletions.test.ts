@@ -124,24 +124,6 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('event 
     expect(after.rows[0]!.n).toBe(0);
   });
 
-  it('recording metadata comes from events sharing $session_id', async () => {
-    const t = await world.tenant();
-    await insertEvents(clickhouse, [
-      event(t.projectId, randomUUID(), { distinct_id: 'viewer', session_id: 'sess-1', timestamp: '2024-03-01 12:00:00.000000' }),
-      event(t.projectId, randomUUID(), { distinct_id: 'viewer', session_id: 'sess-1', timestamp: '2024-03-01 12:02:00.000000' }),
-    ]);
-    const playlist = (await request(world.app).post(`/api/projects/${t.projectId}/session_recording_playlists`).set(t.auth).send({ name: 'x' })).body;
-    await request(world.app).post(`/api/projects/${t.projectId}/session_recording_playlists/${playlist.short_id}/recordings/sess-1`).set(t.auth);
-    const list = await request(world.app).get(`/api/projects/${t.projectId}/session_recording_playlists/${playlist.short_id}/recordings`).set(t.auth);
-    expect(list.body.results[0]).toMatchObject({
-      id: 'sess-1',
-      distinct_id: 'viewer',
-      event_count: 2,
-      recording_duration: 120,
-      start_time: '2024-03-01T12:00:00.000Z',
-    });
-  });
-
   it('lists events newest first with filters, paginated and as CSV', async () => {
     const t = await world.tenant();
     const store = new PersonStore(world.sql);

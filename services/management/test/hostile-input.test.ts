@@ -3,7 +3,7 @@ import { deflateSync, gzipSync } from 'node:zlib';
 import request from 'supertest';
 import { insertEvents, NO_GROUPS, type EventRow } from '@plover/clickhouse';
 import { ApiError, StorageError, uuidv7 } from '@plover/core';
-import { PersonStore } from '@plover/persons';
+import { PersonReads, PersonStore } from '@plover/persons';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../src/http/body';
 import { unstorableInput } from '../src/http/errors';
 import { csvCell, CSV_EXPORT_TRUNCATED_HEADER, toCsv } from '../src/http/render';
@@ -202,7 +202,7 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('hostil
         timestamp: new Date('2024-03-01T00:00:00Z'),
         properties: { $set: properties },
       });
-      return (await store.getPersonByDistinctId(projectId, distinctId))!;
+      return (await new PersonReads(w.sql).getByDistinctId(projectId, distinctId))!;
     }
 
     it('PATCH properties: a NUL is stored as U+FFFD, as ingestion stores the same $set', async () => {

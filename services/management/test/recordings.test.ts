@@ -5,7 +5,7 @@
 import request from 'supertest';
 import { insertSnapshotBatches } from '@plover/clickhouse';
 import { uuidv7 } from '@plover/core';
-import { PersonStore } from '@plover/persons';
+import { PersonReads, PersonStore } from '@plover/persons';
 import { backends, bearer, useWorld } from './support/app';
 import { snapshotBatch } from '../../../packages/clickhouse/test/support/snapshot-batch';
 import { ownProjectIds, useChdb } from './support/recordings';
@@ -61,7 +61,7 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('sessio
       expect(res.status).toBe(200);
       return idsOf(res.body);
     };
-    const alice = (await persons.getPersonByDistinctId(p, 'alice'))!;
+    const alice = (await new PersonReads(world.sql).getByDistinctId(p, 'alice'))!;
     return { ...t, base, batches, list, alice };
   }
 

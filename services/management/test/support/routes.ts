@@ -1,7 +1,7 @@
 import request from 'supertest';
 import { insertSnapshotBatches } from '@plover/clickhouse';
 import { uuidv7 } from '@plover/core';
-import { PersonStore } from '@plover/persons';
+import { PersonReads, PersonStore } from '@plover/persons';
 import type { Sql } from '@plover/postgres';
 import type { World } from './app';
 import { snapshotBatch } from '../../../../packages/clickhouse/test/support/snapshot-batch';
@@ -167,7 +167,7 @@ export async function seedFixture(world: World): Promise<Fixture> {
     timestamp: new Date(),
     properties: { $set: { email: 'alice@example.com' } },
   });
-  const person = (await store.getPersonByDistinctId(t.projectId, 'alice'))!;
+  const person = (await new PersonReads(world.sql).getByDistinctId(t.projectId, 'alice'))!;
   await insertSnapshotBatches(world.clickhouse, [snapshotBatch(t.projectId, 's1', Date.now() - 60_000, { seconds: 30, distinct_id: 'alice' })]);
 
   const create = async (path: string, body: Record<string, unknown>): Promise<Record<string, unknown>> => {
