@@ -36,22 +36,22 @@
 import '@plover/config/threadpool';
 import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Session as InspectorSession } from 'node:inspector/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
-import { LocalLogBus, type EventBus, type OutgoingMessage } from '@plover/bus';
+import type { OutgoingMessage } from '@plover/bus';
 import { KafkaBus } from '@plover/bus/kafka';
 import { countEvents, HttpClickHouse, migrate as migrateClickHouse, type ClickHouse } from '@plover/clickhouse';
 import { capturedEventKey, type CapturedEvent, type CapturedEventMessage } from '@plover/contracts';
 import { createLogger, silentLogger, uuidv7 } from '@plover/core';
-import { createConsumer, DEFAULT_INGESTION_SETTINGS, type IngestionConsumer, type IngestionSettings } from '@plover/ingestion/consumer';
-import { migrate as migratePostgres, PgSql, type Sql } from '@plover/postgres';
+import { createConsumer, DEFAULT_INGESTION_SETTINGS, type IngestionConsumer } from '@plover/ingestion/consumer';
+import { migrate as migratePostgres, PgSql } from '@plover/postgres';
 import { Registry } from 'prom-client';
 import { deleteTopics } from '../packages/bus/test/support/kafka-factory';
 import { createTestDatabase } from '../packages/postgres/test/support/database';
+import { createProject, embeddedStack, mainThreadCpuSeconds, observeInserts, openChdb, waitUntil, type Stack } from './stacks';
 
 const EVENTS = Number(process.env.BENCH_INGESTION_EVENTS ?? 50_000);
 const RATE = Number(process.env.BENCH_INGESTION_RATE ?? 1_000);
@@ -66,42 +66,6 @@ const PROFILE_DIR = process.env.BENCH_INGESTION_PROFILE_DIR;
 /** Events per produce call, as capture produces one request's batch. */
 const REQUEST_EVENTS = 100;
 const PRODUCERS = 8;
-
-interface Stack {
-  name: string;
-  sql: Sql;
-  clickhouse: ClickHouse;
-  bus: EventBus;
-  settings: Partial<IngestionSettings>;
-  close(): Promise<void>;
-}
-
-/** Loaded only where used: the native chDB library would count in the memory of the distributed run. */
-async function openChdb(dataDir: string): Promise<ClickHouse> {
-  const { ChdbClickHouse } = await import('@plover/chdb');
-  return ChdbClickHouse.open({ dataDir: path.join(dataDir, 'clickhouse') });
-}
-
-async function embeddedStack(): Promise<Stack> {
-  const { PGliteSql } = await import('@plover/postgres/pglite');
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'plover-bench-ingestion-'));
-  const sql = await PGliteSql.open({ dataDir: path.join(dataDir, 'postgres'), guardTransactions: false }); // as embedded mode opens it
-  const clickhouse = await openChdb(dataDir);
-  const bus = await LocalLogBus.open({ dataDir: path.join(dataDir, 'bus') });
-  return {
-    name: 'embedded (LocalLogBus, PGlite, chDB)',
-    sql,
-    clickhouse,
-    bus,
-    settings: {},
-    async close() {
-      await bus.close();
-      await clickhouse.close();
-      await sql.close();
-      await rm(dataDir, { recursive: true, force: true });
-    },
-  };
-}
 
 /** ClickHouse's HTTP interface on chDB in a child process (the test helper behind the distributed suites). */
 async function chdbServer(dataDir: string): Promise<{ url: string; stop: () => Promise<void> }> {
@@ -164,24 +128,16 @@ class LagMeter {
 
   /** The ClickHouse the consumer writes to: events inserts are timed as they complete. */
   wrap(inner: ClickHouse): ClickHouse {
-    return {
-      command: (name, sql, params) => inner.command(name, sql, params),
-      query: (name, sql, params) => inner.query(name, sql, params),
-      insert: async (table, rows) => {
-        await inner.insert(table, rows);
-        if (table !== 'events') return;
-        const now = performance.now();
-        for (const row of rows) {
-          const at = this.producedAt.get(row.uuid as string);
-          if (at !== undefined) this.lags.push(now - at);
-        }
-        this.stored += rows.length;
-        this.lastStoredAt = now;
-      },
-      sync: inner.sync?.bind(inner),
-      ping: () => inner.ping(),
-      close: () => inner.close(),
-    };
+    return observeInserts(inner, (table, rows) => {
+      if (table !== 'events') return;
+      const now = performance.now();
+      for (const row of rows) {
+        const at = this.producedAt.get(row.uuid as string);
+        if (at !== undefined) this.lags.push(now - at);
+      }
+      this.stored += rows.length;
+      this.lastStoredAt = now;
+    });
   }
 }
 
@@ -233,18 +189,6 @@ function pageview(teamId: number, i: number, people: number): { message: Outgoin
   return { message: { key: capturedEventKey(teamId, distinctId), value: Buffer.from(JSON.stringify(envelope)) }, uuid };
 }
 
-async function createProject(sql: Sql): Promise<number> {
-  const organization = await sql.query<{ id: string }>('bench.organization', `INSERT INTO organizations (name) VALUES ('Bench') RETURNING id`);
-  const project = await sql.query<{ id: number }>(
-    'bench.project',
-    `INSERT INTO projects (organization_id, name, api_token) VALUES ($1, 'Bench', $2) RETURNING id`,
-    [organization.rows[0]?.id, `phc_${randomUUID()}`],
-  );
-  const id = project.rows[0]?.id;
-  if (id === undefined) throw new Error('no project created');
-  return id;
-}
-
 /** Produces events `from`…`from+count-1` in requests of REQUEST_EVENTS, PRODUCERS requests at a time. */
 async function produceAll(stack: Stack, meter: LagMeter, teamId: number, from: number, count: number): Promise<void> {
   let next = from;
@@ -270,14 +214,6 @@ async function produceAll(stack: Stack, meter: LagMeter, teamId: number, from: n
   );
 }
 
-async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 }
@@ -297,21 +233,6 @@ async function batchCount(metrics: Registry): Promise<number> {
 async function chdbTrackedBytes(clickhouse: ClickHouse): Promise<number> {
   const [row] = await clickhouse.query<{ value: string }>('bench.memory', `SELECT value FROM system.metrics WHERE metric = 'MemoryTracking'`);
   return Number(row?.value ?? 0);
-}
-
-/**
- * CPU seconds of this process's main thread (Linux: /proc/self/task/<pid>/stat, utime + stime in clock ticks of
- * 1/100 s), which runs the consumer, the producer and PGlite; chDB's work runs on other threads. Undefined elsewhere.
- */
-function mainThreadCpuSeconds(): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
-    // Fields after the command name (which may hold spaces), from the third: utime and stime are the 14th and 15th.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return undefined;
-  }
 }
 
 /** Starts a CPU profile of this process's main thread; the returned function writes it to PROFILE_DIR. */
@@ -453,7 +374,7 @@ async function main(): Promise<void> {
   for (const name of selected) {
     const stack =
       name === 'embedded'
-        ? await embeddedStack()
+        ? await embeddedStack('ingestion')
         : await distributedStack(KAFKA_BROKERS as string, DATABASE_URL as string, name === 'distributed' ? 'http' : 'chdb');
     try {
       console.log(JSON.stringify(await run(stack)));
