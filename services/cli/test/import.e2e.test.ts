@@ -295,3 +295,97 @@ describe('an export', () => {
     }
   });
 });
+
+describe('keys, status, CSV export and the data-dir commands', () => {
+  it('creates a key shown once, lists it masked, and revokes it', async () => {
+    const created = await runCli(
+      [
+        'keys',
+        'create',
+        '--scopes',
+        'query:read,project:read',
+        '--label',
+        'cli test',
+        '--limit-to-project',
+        '--project',
+        String(embedded.credentials.projectId),
+        '--json',
+      ],
+      env,
+    );
+    expect(created.code).toBe(0);
+    const key = JSON.parse(created.stdout) as { id: string; value: string; scoped_teams: number[] };
+    expect(key.value).toMatch(/^phx_/);
+    expect(key.scoped_teams).toEqual([embedded.credentials.projectId]);
+
+    const listed = await runCli(['keys', 'list'], env);
+    expect(listed.stdout).toContain(`${key.id}  phx_...${key.value.slice(-4)}  "cli test"  query:read,project:read projects ${embedded.credentials.projectId}`);
+    expect(listed.stdout).not.toContain(key.value);
+    // The new key works, within its project.
+    const status = await runCli(['status', '--json', '--project', String(embedded.credentials.projectId)], {
+      PLOVER_HOST: plover.host,
+      PLOVER_API_KEY: key.value,
+    });
+    expect(status.code).toBe(0);
+
+    expect((await runCli(['keys', 'revoke', key.id], env)).stdout).toBe(`revoked ${key.id}\n`);
+    expect((await runCli(['keys', 'list'], env)).stdout).not.toContain(key.id);
+    const refused = await runCli(['keys', 'create', '--scopes', 'nope:read'], env);
+    expect({ code: refused.code, stderr: refused.stderr }).toEqual({
+      code: 1,
+      stderr: 'plover: POST /api/personal_api_keys/ answered 400 invalid_input: Invalid scope: nope:read [scopes]\n',
+    });
+  });
+
+  it('status: ready with each dependency, ingestion per topic, today’s events and the last hour’s warnings', async () => {
+    const target = await plover.project('status');
+    await plover.batch(target.token, [{ event: 'now', distinct_id: 'status-1', properties: {} }]);
+    await plover.until(
+      () => plover.eventCount(target.id),
+      (n) => n === 1,
+      'the event stored',
+    );
+    const run = await runCli(['status', '--json', '--project', String(target.id)], env);
+    expect(run.code).toBe(0);
+    const status = JSON.parse(run.stdout) as {
+      ready: unknown;
+      ingestion: Array<{ topic: string; messages: number }>;
+      eventsToday: number;
+      warningsLastHour: unknown;
+    };
+    expect(status.ready).toEqual({ ok: true, status: 200, checks: { postgres: 'ok', clickhouse: 'ok', bus: 'ok' } });
+    expect(status.ingestion.map((topic) => topic.topic)).toEqual(expect.arrayContaining(['events', 'events_historical']));
+    expect(status.eventsToday).toBe(1);
+    expect(status.warningsLastHour).toEqual({});
+    const human = await runCli(['status', '--project', String(target.id)], env);
+    expect(human.stdout).toMatch(/ready +ok — postgres ok, clickhouse ok, bus ok\n/);
+    expect(human.stdout).toContain('events      1 today');
+  });
+
+  it('exports CSV with formula cells neutralized, to stdout', async () => {
+    const target = await plover.project('csv export');
+    await plover.batch(target.token, [{ event: 'signup', distinct_id: 'csv-1', properties: { plan: '=HYPERLINK("http://evil")' } }]);
+    await plover.until(
+      () => plover.eventCount(target.id),
+      (n) => n === 1,
+      'the event stored',
+    );
+    const run = await runCli(
+      ['export', 'events', '--format', 'csv', '--where', 'plan==HYPERLINK("http://evil")', '--project', String(target.id), '--no-progress'],
+      env,
+    );
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(`"'=HYPERLINK(""http://evil"")"`);
+    expect(run.stderr).toContain('exported 1 events');
+  });
+
+  it('migrate on a new data dir prints the migrations; backup of the running server’s data dir is refused in one line', async () => {
+    const fresh = path.join(dir, 'fresh-data');
+    const migrated = await runCli(['migrate', '--data-dir', fresh]);
+    expect(migrated.code).toBe(0);
+    expect(JSON.parse(migrated.stdout.trim().split('\n').pop()!)).toMatchObject({ postgres: expect.arrayContaining(['001_accounts']) as string[] });
+    const refused = await runCli(['backup', path.join(dir, 'backup'), '--data-dir', embedded.dataDir]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/is in use by process \d+; stop it or set PLOVER_DATA_DIR to another directory\n$/);
+  });
+});
