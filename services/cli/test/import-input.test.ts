@@ -205,4 +205,10 @@ describe('the resume state', () => {
     expect(() => readState(at, { ...identity, size: 11 })).toThrow(/the file changed since; remove it to import from the start/);
     expect(() => readState(at, { ...identity, project: 2 })).toThrow(/it is for project 1 on http:\/\/localhost:8000/);
   });
+
+  it('that cannot be written is one line saying where to put it instead', () => {
+    expect(() => writeState(path.join(dir, 'missing', 'a.state.json'), state)).toThrow(
+      `cannot write the import state ${path.join(dir, 'missing', 'a.state.json')} (ENOENT); pass --state-dir DIR`,
+    );
+  });
 });

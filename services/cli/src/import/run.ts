@@ -90,7 +90,13 @@ class RejectedFile {
 
   write(records: ReadonlyArray<RejectedRecord & { raw: string }>): void {
     if (records.length === 0) return;
-    this.fd ??= fs.openSync(this.path, 'a');
+    try {
+      this.fd ??= fs.openSync(this.path, 'a');
+    } catch (error) {
+      throw new UserError(
+        `cannot write rejected records to ${this.path} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); pass --rejected FILE`,
+      );
+    }
     fs.writeSync(this.fd, records.map((record) => `${JSON.stringify(record)}\n`).join(''));
   }
 

@@ -52,6 +52,12 @@ export function readState(stateFile: string, expected: Pick<ImportState, 'file' 
 /** Replaces the state file atomically (a kill leaves the old state or the new, never half of one). */
 export function writeState(stateFile: string, state: ImportState): void {
   const temp = `${stateFile}.${process.pid}.tmp`;
-  fs.writeFileSync(temp, `${JSON.stringify(state)}\n`);
-  fs.renameSync(temp, stateFile);
+  try {
+    fs.writeFileSync(temp, `${JSON.stringify(state)}\n`);
+    fs.renameSync(temp, stateFile);
+  } catch (error) {
+    throw new UserError(
+      `cannot write the import state ${stateFile} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); pass --state-dir DIR`,
+    );
+  }
 }
