@@ -252,6 +252,27 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('sessio
     expect((await request(world.app).get(`${s.base}/rec-a/snapshots?source=blob_v2`).set(s.auth)).text).toBe(whole);
   });
 
+  it('snapshots of a long recording stream whole and in order across several reads (by count and by bytes)', async () => {
+    const t = await world.tenant();
+    const p = t.projectId;
+    // 250 blocks (more than one read's count) of which a few hold 3 MiB of lines (more than one read's bytes).
+    const batches = Array.from({ length: 250 }, (_, i) => {
+      const batch = snapshotBatch(p, 'long', START, { at: i * 2, seconds: 1 });
+      if (i % 60 === 7)
+        batch.data = `${JSON.stringify(['w1', { type: 3, data: { source: 1, pad: 'x'.repeat(3 * 1024 * 1024) }, timestamp: START + i * 2 * SECOND }])}\n`;
+      return batch;
+    });
+    await insertSnapshotBatches(clickhouse(), batches);
+    const whole = await request(world.app).get(`/api/projects/${p}/session_recordings/long/snapshots?source=blob_v2`).set(t.auth);
+    expect(whole.status).toBe(200);
+    expect(whole.text).toBe(
+      batches
+        .map((b) => b.data)
+        .join('')
+        .slice(0, -1),
+    );
+  });
+
   it.each([
     ['source=blob', 400],
     ['source=blob_v2&start_blob_key=0', 400],
