@@ -252,10 +252,10 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('sessio
     expect((await request(world.app).get(`${s.base}/rec-a/snapshots?source=blob_v2`).set(s.auth)).text).toBe(whole);
   });
 
-  it('snapshots of a long recording stream whole and in order across several reads (by count and by bytes)', async () => {
+  it('snapshots of a long recording stream whole and in order across several reads', async () => {
     const t = await world.tenant();
     const p = t.projectId;
-    // 250 blocks (more than one read's count) of which a few hold 3 MiB of lines (more than one read's bytes).
+    // 250 blocks of which five hold 3 MiB of lines each: more than one read's bytes, so several reads.
     const batches = Array.from({ length: 250 }, (_, i) => {
       const batch = snapshotBatch(p, 'long', START, { at: i * 2, seconds: 1 });
       if (i % 60 === 7)

@@ -19,7 +19,7 @@ const MAX_BLOB_KEY_SPAN = 20;
  * chDB), so reading by bytes rather than by a small count keeps a long recording to a few queries.
  */
 const BYTES_PER_READ = 8 * 1024 * 1024;
-const MAX_BLOCKS_PER_READ = 100;
+const MAX_BLOCKS_PER_READ = 1000;
 
 const notFound = () => errors.notFound('Recording not found');
 
