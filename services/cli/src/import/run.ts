@@ -122,7 +122,9 @@ export async function runImport(api: Api | undefined, options: ImportOptions, pr
     }
     if (!stat.isFile()) throw new UserError(`${file}: not a file`);
   }
-  if (options.strict && !options.dryRun) {
+  // The project first: a refused key or an unknown project is said before any file is read.
+  const target = api && !options.dryRun ? { api, project: await api.projectToken() } : undefined;
+  if (options.strict && target) {
     const checked = await importFiles(undefined, { ...options, resume: false }, progressOf, 'check');
     if (checked.rejected > 0 || checked.files.some((file) => file.error)) {
       const first = checked.firstRejections.map(describeRejection);
@@ -133,11 +135,16 @@ export async function runImport(api: Api | undefined, options: ImportOptions, pr
       );
     }
   }
-  return importFiles(options.dryRun ? undefined : api, options, progressOf, options.dryRun ? 'check' : 'import');
+  return importFiles(target, options, progressOf, target ? 'import' : 'check');
 }
 
-async function importFiles(api: Api | undefined, options: ImportOptions, progressOf: ProgressFactory, mode: 'check' | 'import'): Promise<ImportSummary> {
-  const project = api ? await api.projectToken() : undefined;
+interface Target {
+  api: Api;
+  project: { id: number; token: string };
+}
+
+async function importFiles(target: Target | undefined, options: ImportOptions, progressOf: ProgressFactory, mode: 'check' | 'import'): Promise<ImportSummary> {
+  const project = target?.project;
   const sizes = options.files.map((file) => fs.statSync(file).size);
   const total = sizes.reduce((a, b) => a + b, 0);
   const progress = progressOf({ label: mode === 'check' ? 'check' : 'import', unit: 'events', measure: 'bytes' });
@@ -146,7 +153,7 @@ async function importFiles(api: Api | undefined, options: ImportOptions, progres
     requestTimeoutMs: 60_000,
     onRetry: (reason: string, waitMs: number) => progress.log(`retrying in ${waitMs} ms: ${reason}`),
   };
-  const sender = api && project ? new BatchSender(api, project.token, retry) : undefined;
+  const sender = target ? new BatchSender(target.api, target.project.token, retry) : undefined;
   const rejectedFile = new RejectedFile(path.resolve(options.rejectedFile));
   const summary: ImportSummary = {
     dryRun: mode === 'check',
@@ -165,7 +172,7 @@ async function importFiles(api: Api | undefined, options: ImportOptions, progres
         options,
         sender,
         project: project?.id,
-        host: api?.base.origin ?? '',
+        host: target?.api.base.origin ?? '',
         reject: (records) => {
           rejectedFile.write(records);
           for (const record of records) {
