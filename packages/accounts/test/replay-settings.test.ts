@@ -12,23 +12,7 @@ import { migrate, PgSql, type Sql } from '@plover/postgres';
 import { PGliteSql } from '@plover/postgres/pglite';
 import { describeWith, realService } from '../../../test/support/services';
 import { createTestDatabase, type TestDatabase } from '../../postgres/test/support/database';
-
-const DEFAULTS: SessionReplaySettings = {
-  session_recording_opt_in: false,
-  session_recording_sample_rate: null,
-  session_recording_minimum_duration_milliseconds: null,
-  session_recording_linked_flag: null,
-  session_recording_network_payload_capture_config: null,
-  session_recording_masking_config: null,
-  session_recording_url_trigger_config: [],
-  session_recording_url_blocklist_config: [],
-  session_recording_event_trigger_config: [],
-  session_recording_trigger_match_type_config: null,
-  session_replay_config: null,
-  capture_console_log_opt_in: true,
-  capture_performance_opt_in: true,
-  session_recording_retention_period: '30d',
-};
+import { NEW_PROJECT_REPLAY_SETTINGS as DEFAULTS } from './support/replay-settings';
 
 const EVERY_SETTING: SessionReplaySettings = {
   session_recording_opt_in: true,

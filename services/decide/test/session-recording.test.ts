@@ -1,23 +1,9 @@
 import type { SessionReplaySettings } from '@plover/accounts';
+import { NEW_PROJECT_REPLAY_SETTINGS } from '../../../packages/accounts/test/support/replay-settings';
 import { capturePerformanceConfig, sessionRecordingConfig } from '../src/session-recording';
 
 /** A new project's settings (the migration's defaults), opted in. */
-const ON: SessionReplaySettings = {
-  session_recording_opt_in: true,
-  session_recording_sample_rate: null,
-  session_recording_minimum_duration_milliseconds: null,
-  session_recording_linked_flag: null,
-  session_recording_network_payload_capture_config: null,
-  session_recording_masking_config: null,
-  session_recording_url_trigger_config: [],
-  session_recording_url_blocklist_config: [],
-  session_recording_event_trigger_config: [],
-  session_recording_trigger_match_type_config: null,
-  session_replay_config: null,
-  capture_console_log_opt_in: true,
-  capture_performance_opt_in: true,
-  session_recording_retention_period: '30d',
-};
+const ON: SessionReplaySettings = { ...NEW_PROJECT_REPLAY_SETTINGS, session_recording_opt_in: true };
 
 describe('sessionRecordingConfig', () => {
   it('is false for a project that has not opted in, or whose settings are unknown', () => {
