@@ -7,8 +7,7 @@ import { compressToBase64 } from 'lz-string';
 import request from 'supertest';
 import type { EventBus } from '@plover/bus';
 import { StorageError } from '@plover/core';
-import { listen, type RunningServer } from '@plover/http';
-import { NOW, openHarness, type CaptureHarness } from './support/harness';
+import { NOW, openHarness, useListeningHarness, type CaptureHarness } from './support/harness';
 
 const UUID = '0190b0f2-0e5f-7a2c-9d4e-6f1a2b3c4d5e';
 
@@ -398,28 +397,14 @@ describe('capture limits', () => {
 });
 
 describe('capture with the real 20 MiB body limit', () => {
-  let h: CaptureHarness;
-  let server: RunningServer;
-
-  beforeAll(async () => {
-    h = await openHarness();
-    // Over a real socket with fetch: superagent takes seconds to push 21 MiB at a server that answered early.
-    server = await listen(h.app, { port: 0, host: '127.0.0.1' });
-  });
-
-  afterAll(async () => {
-    await server.close();
-    await h.close();
-  });
+  const { harness, post } = useListeningHarness();
 
   it.each(['/e/', '/i/v0/e/', '/batch/', '/capture/', '/track/', '/engage/'])('%s: a 21 MiB body → 413, a 4 MiB batch → 200', async (path) => {
-    const send = (body: string | Buffer) =>
-      fetch(`http://127.0.0.1:${server.port}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
-    const refused = await send(Buffer.alloc(21 * 1024 * 1024, 0x20));
+    const refused = await post(path, Buffer.alloc(21 * 1024 * 1024, 0x20));
     expect(refused.status).toBe(413);
     expect(await refused.json()).toMatchObject({ code: 'payload_too_large' });
     const batch = Array.from({ length: 8 }, (_, i) => ({ event: 'e', distinct_id: `d${i}`, properties: { blob: 'y'.repeat(512 * 1024) } }));
-    expect((await send(JSON.stringify({ api_key: h.token, batch }))).status).toBe(200);
+    expect((await post(path, JSON.stringify({ api_key: harness().token, batch }))).status).toBe(200);
   });
 });
 

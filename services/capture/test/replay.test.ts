@@ -9,8 +9,7 @@ import request from 'supertest';
 import type { EventBus } from '@plover/bus';
 import { parseSnapshotMessage, type SnapshotMessage } from '@plover/contracts';
 import { StorageError } from '@plover/core';
-import { listen, type RunningServer } from '@plover/http';
-import { NOW, openHarness, type CaptureHarness } from './support/harness';
+import { NOW, openHarness, useListeningHarness, type CaptureHarness } from './support/harness';
 
 const SESSION = '0198c0dd-7a3e-7c1b-9a52-0b6f2d3f1e11';
 const WINDOW = '0198c0dd-7a40-7e55-b1d8-6cfd2a9b7c20';
@@ -325,34 +324,20 @@ describe('session replay capture on the embedded bus', () => {
 });
 
 describe('session replay capture with the real 25 MiB body limit', () => {
-  let h: CaptureHarness;
-  let server: RunningServer;
-
-  beforeAll(async () => {
-    h = await openHarness();
-    server = await listen(h.app, { port: 0, host: '127.0.0.1' });
-  });
-
-  afterAll(async () => {
-    await server.close();
-    await h.close();
-  });
-
-  const send = (path: string, body: string | Buffer) =>
-    fetch(`http://127.0.0.1:${server.port}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+  const { harness, post: send } = useListeningHarness();
 
   it('a 26 MiB body → 413; a 22 MiB request of 0.9 MiB snapshots → 200 on /s/, where /e/ refuses it', async () => {
     const refused = await send('/s/', Buffer.alloc(26 * 1024 * 1024, 0x20));
     expect(refused.status).toBe(413);
     expect(await refused.json()).toMatchObject({ code: 'payload_too_large' });
     const events = Array.from({ length: 24 }, (_, i) =>
-      snapshot(h.token, `${SESSION.slice(0, -2)}${String(i).padStart(2, '0')}`, { $snapshot_data: [{ type: 3, data: 'y'.repeat(920 * 1024) }] }),
+      snapshot(harness().token, `${SESSION.slice(0, -2)}${String(i).padStart(2, '0')}`, { $snapshot_data: [{ type: 3, data: 'y'.repeat(920 * 1024) }] }),
     );
     const body = JSON.stringify(events);
     expect(body.length).toBeGreaterThan(21 * 1024 * 1024);
     expect((await send('/e/', body)).status).toBe(413);
     expect((await send('/s/', body)).status).toBe(200);
-    expect(await h.readRaw(h.replayTopic, 24)).toHaveLength(24);
+    expect(await harness().readRaw(harness().replayTopic, 24)).toHaveLength(24);
   });
 });
 

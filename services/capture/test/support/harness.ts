@@ -11,7 +11,7 @@ import { LocalLogBus, type BusMessage, type EventBus } from '@plover/bus';
 import { createApp, DEFAULT_CAPTURE_SETTINGS, type CaptureSettings } from '@plover/capture/app';
 import { parseCapturedEventMessage, type CapturedEvent, type CapturedEventMessage } from '@plover/contracts';
 import { silentLogger } from '@plover/core';
-import { createMetricsRegistry, type ServiceApp } from '@plover/http';
+import { createMetricsRegistry, listen, type RunningServer, type ServiceApp } from '@plover/http';
 import { migrate } from '@plover/postgres';
 import { PGliteSql } from '@plover/postgres/pglite';
 
@@ -139,4 +139,26 @@ async function readMessages(bus: EventBus, topic: string, count: number, options
     await consumer.stop();
   }
   return received;
+}
+
+/**
+ * A harness whose app listens on a real socket, opened before the suite's tests and closed after them, for
+ * bodies of tens of MiB: over fetch, since superagent takes seconds to push them at a server that answered early.
+ * `harness()` is the open harness; `post(path, body)` posts a JSON body to it.
+ */
+export function useListeningHarness(): { harness: () => CaptureHarness; post: (path: string, body: string | Buffer) => Promise<Response> } {
+  let h: CaptureHarness;
+  let server: RunningServer;
+  beforeAll(async () => {
+    h = await openHarness();
+    server = await listen(h.app, { port: 0, host: '127.0.0.1' });
+  });
+  afterAll(async () => {
+    await server.close();
+    await h.close();
+  });
+  return {
+    harness: () => h,
+    post: (path, body) => fetch(`http://127.0.0.1:${server.port}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body }),
+  };
 }
