@@ -1,46 +1,13 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startChdbHttpServer, type ChdbHttpServer } from '../packages/clickhouse/test/support/chdb-http-server';
 import { createTestDatabase, type TestDatabase } from '../packages/postgres/test/support/database';
+import { run, startService } from './support/processes';
 import { describeWith, realService } from './support/services';
 
-const ROOT = path.resolve(__dirname, '..');
 const postgres = realService('TEST_DATABASE_URL');
 const kafka = realService('TEST_KAFKA_BROKERS');
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  output: string;
-}
-
-function run(script: string, args: string[], env: Record<string, string>): Promise<Run> & { kill(): void; output(): string } {
-  const child = spawn(process.execPath, ['--conditions=plover-source', '--import', 'tsx', script, ...args], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-  });
-  let output = '';
-  let stdout = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-    output += chunk.toString();
-  });
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const done = new Promise<Run>((resolve) => child.on('close', (code) => resolve({ code, stdout, output })));
-  return Object.assign(done, { kill: () => child.kill('SIGTERM'), output: () => output });
-}
-
-async function waitForPort(output: () => string): Promise<number> {
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    const match = /"port":(\d+).*"msg":"listening"/.exec(output());
-    if (match) return Number(match[1]);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`service did not listen in time:\n${output()}`);
-}
 
 // Distributed mode: each service's main.ts on real Postgres and Kafka, and ClickHouse's HTTP interface
 // (served by chDB: no ClickHouse server exists on this machine).
@@ -88,14 +55,12 @@ describeWith({ url: postgres.url && kafka.url })('distributed services', () => {
   });
 
   it.each(['capture', 'decide', 'management', 'ingestion'])('%s starts on real adapters and is ready', async (service) => {
-    const child = run(`services/${service}/src/main.ts`, [], env);
+    const running = await startService(service, env);
     try {
-      const port = await waitForPort(() => child.output());
-      const ready = await fetch(`http://127.0.0.1:${port}/_ready`);
+      const ready = await fetch(`http://127.0.0.1:${running.port}/_ready`);
       expect({ status: ready.status, body: await ready.json() }).toMatchObject({ status: 200, body: { status: 'ok' } });
     } finally {
-      child.kill();
-      expect((await child).code).toBe(0);
+      expect(await running.stop()).toBe(0);
     }
   });
 
