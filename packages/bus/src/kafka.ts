@@ -22,8 +22,16 @@ export interface KafkaBusOptions {
   brokers: string[];
   clientId: string;
   logger?: Logger;
-  /** Partitions of the topics that `ensureTopics` creates (default 4). */
+  /**
+   * Partitions of the topics that `ensureTopics` creates (default 4): the most consumers of one group that
+   * share a topic's work. Topics that exist keep theirs.
+   */
   partitions?: number;
+  /**
+   * Put before every topic and consumer group name on the broker, so that several installations (or test runs)
+   * share one cluster. Callers name topics and groups without it, and batches carry the names without it.
+   */
+  topicPrefix?: string;
   /** Client-side timeout of one request, also the broker's wait for replica acks of a produce (default 30 s). */
   requestTimeoutMs?: number;
   /**
@@ -56,6 +64,7 @@ export class KafkaBus implements EventBus {
   private readonly kafka: Kafka;
   private readonly logger: Logger;
   private readonly partitions: number;
+  private readonly prefix: string;
   private readonly requestTimeoutMs: number;
   private producer: ProducerSession | undefined;
   private admin: Promise<Admin> | undefined;
@@ -65,6 +74,7 @@ export class KafkaBus implements EventBus {
   constructor(options: KafkaBusOptions) {
     this.logger = (options.logger ?? createLogger({ service: options.clientId, level: 'info' })).child({ component: 'kafka-bus' });
     this.partitions = options.partitions ?? DEFAULT_PARTITIONS;
+    this.prefix = options.topicPrefix ?? '';
     this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     const { retries, initialRetryTimeMs } = options.retry ?? {};
     this.kafka = new Kafka({
@@ -90,7 +100,7 @@ export class KafkaBus implements EventBus {
       this.requestTimeoutMs,
     ));
     try {
-      await session.send(topic, messages);
+      await session.send(this.prefix + topic, messages);
     } catch (error) {
       // After a failure the broker may hold messages whose acknowledgement never arrived, while kafkajs will
       // number the next batch as if they were lost; the broker would then discard that batch as a duplicate.
@@ -109,12 +119,13 @@ export class KafkaBus implements EventBus {
     }
     const consumer = new KafkaBusConsumer(
       this.kafka.consumer({
-        groupId: options.groupId,
+        groupId: this.prefix + options.groupId,
         sessionTimeout: SESSION_TIMEOUT_MS,
         heartbeatInterval: HEARTBEAT_INTERVAL_MS,
         maxWaitTimeInMs: FETCH_MAX_WAIT_MS,
       }),
       options,
+      this.prefix,
       this.logger,
       () => this.consumers.delete(consumer),
     );
@@ -134,7 +145,7 @@ export class KafkaBus implements EventBus {
     try {
       const admin = await this.connectedAdmin();
       const existing = new Set(await admin.listTopics());
-      const missing = [...new Set(topics)].filter((topic) => !existing.has(topic));
+      const missing = [...new Set(topics.map((topic) => this.prefix + topic))].filter((topic) => !existing.has(topic));
       if (missing.length === 0) return;
       // Creating only the missing topics keeps waitForLeaders meaningful: kafkajs skips that wait when any
       // topic of the request already existed. A topic created concurrently elsewhere still just returns false.
@@ -331,16 +342,18 @@ function byTopic(group: readonly QueuedSend[]): { topic: string; messages: Kafka
 class KafkaBusConsumer implements Consumer {
   private paused = false;
   private stopping: Promise<void> | undefined;
+  /** The topics as the broker names them (prefixed). */
   private readonly topics: { topic: string }[];
   private readonly logger: Logger;
 
   constructor(
     private readonly consumer: KafkaConsumer,
     private readonly options: ConsumeOptions,
+    private readonly prefix: string,
     logger: Logger,
     private readonly onStopped: () => void,
   ) {
-    this.topics = options.topics.map((topic) => ({ topic }));
+    this.topics = options.topics.map((topic) => ({ topic: prefix + topic }));
     this.logger = logger.child({ groupId: options.groupId });
   }
 
@@ -353,7 +366,7 @@ class KafkaBusConsumer implements Consumer {
     await this.consumer.connect();
     // A group without committed offsets starts at the beginning: messages produced before the first
     // consumer of a group joined are still handled.
-    await this.consumer.subscribe({ topics: this.options.topics, fromBeginning: true });
+    await this.consumer.subscribe({ topics: this.topics.map(({ topic }) => topic), fromBeginning: true });
     // Resolves once the group is joined and partitions are assigned.
     await this.consumer.run({
       autoCommit: false,
@@ -385,6 +398,7 @@ class KafkaBusConsumer implements Consumer {
 
   private async eachBatch(payload: EachBatchPayload): Promise<void> {
     const { batch } = payload;
+    const topic = batch.topic.slice(this.prefix.length);
     const heartbeat = () => payload.heartbeat();
     // A kafkajs batch is whatever one fetch returned for the partition (up to 1 MB); handleBatch gets it in slices.
     const size = this.options.maxBatchSize ?? DEFAULT_MAX_BATCH_SIZE;
@@ -398,18 +412,15 @@ class KafkaBusConsumer implements Consumer {
       if (!payload.isRunning()) return;
       const chunk = batch.messages.slice(start, start + size);
       const busBatch: Batch = {
-        topic: batch.topic,
+        topic,
         partition: batch.partition,
-        messages: chunk.map((message) => toBusMessage(batch.topic, batch.partition, message)),
+        messages: chunk.map((message) => toBusMessage(topic, batch.partition, message)),
       };
       try {
         await this.withHeartbeats(heartbeat, () => this.options.handleBatch(busBatch));
       } catch (error) {
         const backoffMs = this.options.retryBackoffMs ?? DEFAULT_RETRY_BACKOFF_MS;
-        this.logger.warn(
-          { err: error, topic: batch.topic, partition: batch.partition, offset: chunk[0]?.offset, backoffMs },
-          'batch failed; it will be delivered again',
-        );
+        this.logger.warn({ err: error, topic, partition: batch.partition, offset: chunk[0]?.offset, backoffMs }, 'batch failed; it will be delivered again');
         await sleepWithHeartbeats(backoffMs, heartbeat, () => payload.isRunning());
         return;
       }

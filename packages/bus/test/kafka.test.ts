@@ -319,6 +319,46 @@ describeWith(kafka)('KafkaBus against a broker', () => {
     expect(deliveries).toEqual(['slow', 'next']);
   }, 60_000);
 
+  it('with a topic prefix, names topics and groups on the broker with it and hands batches without it', async () => {
+    const prefix = `${unique('prefix')}.`;
+    const prefixed = new KafkaBus({ brokers, clientId: 'plover-kafka-test', logger: silentLogger(), partitions: 3, topicPrefix: prefix });
+    topics.push(`${prefix}events`);
+    const groupId = 'ingestion';
+    const received: { topic: string; value: string }[] = [];
+    try {
+      await prefixed.ensureTopics(['events']);
+      await prefixed.produce('events', [{ key: 'k', value: Buffer.from('one') }]);
+      consumers.push(
+        await prefixed.consume({
+          groupId,
+          topics: ['events'],
+          handleBatch: (batch) => {
+            received.push(...batch.messages.map((message) => ({ topic: message.topic, value: message.value.toString() })));
+            expect(batch.topic).toBe('events');
+            return Promise.resolve();
+          },
+        }),
+      );
+      await until(() => received.length === 1, 30_000, 'the message');
+      expect(received).toEqual([{ topic: 'events', value: 'one' }]);
+
+      const admin = new Kafka({ clientId: 'plover-kafka-test-raw', brokers, logLevel: logLevel.NOTHING }).admin();
+      await admin.connect();
+      try {
+        const [metadata] = (await admin.fetchTopicMetadata({ topics: [`${prefix}events`] })).topics;
+        expect(metadata?.partitions).toHaveLength(3);
+        // The group committed its offset under the prefixed name.
+        const committed = await admin.fetchOffsets({ groupId: `${prefix}${groupId}`, topics: [`${prefix}events`] });
+        expect(committed[0]?.partitions.reduce((sum, partition) => sum + Math.max(0, Number(partition.offset)), 0)).toBe(1);
+      } finally {
+        await admin.disconnect();
+      }
+    } finally {
+      await Promise.all(consumers.splice(0).map((consumer) => consumer.stop()));
+      await prefixed.close();
+    }
+  });
+
   it('reports itself reachable', async () => {
     await expect(bus.ping()).resolves.toBeUndefined();
   });

@@ -96,6 +96,8 @@ export const clickhouse: Section<ClickHouseConfig> = {
 export interface KafkaConfig {
   brokers: string[];
   clientId: string;
+  topicPrefix: string;
+  partitions: number;
 }
 
 export const kafka: Section<KafkaConfig> = {
@@ -106,9 +108,29 @@ export const kafka: Section<KafkaConfig> = {
       pattern: '^[^,:\\s]+:\\d+(,[^,:\\s]+:\\d+)*$',
     },
     KAFKA_CLIENT_ID: { description: 'Kafka client id', type: 'string', minLength: 1, default: 'plover' },
+    KAFKA_TOPIC_PREFIX: {
+      description: 'Put before every Kafka topic and consumer group name, so that several installations share one cluster',
+      type: 'string',
+      // Kafka's legal name characters; the longest topic name is 249 characters.
+      pattern: '^[A-Za-z0-9._-]*$',
+      maxLength: 200,
+      default: '',
+    },
+    KAFKA_TOPIC_PARTITIONS: {
+      description: 'Partitions of the topics Plover creates: the most ingestion processes that share the work',
+      type: 'integer',
+      minimum: 1,
+      maximum: 1000,
+      default: 4,
+    },
   },
   required: ['KAFKA_BROKERS'],
-  read: (v) => ({ brokers: (v.KAFKA_BROKERS as string).split(','), clientId: v.KAFKA_CLIENT_ID as string }),
+  read: (v) => ({
+    brokers: (v.KAFKA_BROKERS as string).split(','),
+    clientId: v.KAFKA_CLIENT_ID as string,
+    topicPrefix: v.KAFKA_TOPIC_PREFIX as string,
+    partitions: v.KAFKA_TOPIC_PARTITIONS as number,
+  }),
 };
 
 /** A token bucket per key (capture: project, events per second; decide: token, requests per second); undefined when off. */

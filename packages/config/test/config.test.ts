@@ -17,9 +17,14 @@ describe('loadConfig', () => {
   it('coerces values and applies defaults', () => {
     const config = loadConfig({ ...valid, PORT: '9001', TRUST_PROXY: 'true' }, distributed);
     expect(config.http).toEqual({ port: 9001, host: '0.0.0.0', trustProxy: true });
-    expect(config.kafka).toEqual({ brokers: ['a:9092', 'b:9093'], clientId: 'plover' });
+    expect(config.kafka).toEqual({ brokers: ['a:9092', 'b:9093'], clientId: 'plover', topicPrefix: '', partitions: 4 });
     expect(config.postgres.poolSize).toBe(10);
     expect(config.logging.level).toBe('info');
+  });
+
+  it('reads the Kafka topic prefix and partition count', () => {
+    const config = loadConfig({ ...valid, KAFKA_TOPIC_PREFIX: 'staging.', KAFKA_TOPIC_PARTITIONS: '12' }, distributed);
+    expect(config.kafka).toMatchObject({ topicPrefix: 'staging.', partitions: 12 });
   });
 
   it('treats an empty value as unset', () => {
@@ -37,6 +42,8 @@ describe('loadConfig', () => {
     ['PORT', '70000', 'must be <= 65535'],
     ['TRUST_PROXY', 'yes', 'must be boolean'],
     ['KAFKA_BROKERS', 'localhost', 'must match pattern'],
+    ['KAFKA_TOPIC_PREFIX', 'a/b', 'must match pattern'],
+    ['KAFKA_TOPIC_PARTITIONS', '0', 'must be >= 1'],
     ['DATABASE_URL', 'mysql://x', 'must match pattern'],
     ['LOG_LEVEL', 'loud', 'must be equal to one of the allowed values'],
   ])('rejects %s=%s naming the variable and the value', (variable, value, message) => {
