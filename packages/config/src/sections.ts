@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 import { ConfigError, type Section } from './load';
 
@@ -156,6 +157,27 @@ function rateLimit(
     },
   };
 }
+
+/**
+ * How many processes serve a distributed HTTP service on its one port (`node:cluster` workers behind a primary
+ * that shares their limits and metrics): an integer, or `auto` for one per core (`os.availableParallelism()`).
+ */
+function workers(variable: string, service: string): Section<number> {
+  return {
+    variables: {
+      [variable]: {
+        description: `Processes serving ${service} on its port (node:cluster workers): an integer, or auto for one per core`,
+        type: 'string',
+        pattern: '^(auto|[1-9][0-9]{0,2})$',
+        default: '1',
+      },
+    },
+    read: (v) => (v[variable] === 'auto' ? os.availableParallelism() : Number(v[variable])),
+  };
+}
+
+export const captureWorkers = workers('CAPTURE_WORKERS', 'capture');
+export const decideWorkers = workers('DECIDE_WORKERS', 'decide');
 
 export interface CaptureConfig {
   /** How long capture waits for the bus to acknowledge a request's events before answering 503. */

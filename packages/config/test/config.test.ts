@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { ConfigError, loadConfig, sections } from '@plover/config';
 
 const distributed = { logging: sections.logging, http: sections.http(8000), postgres: sections.postgres, kafka: sections.kafka };
@@ -60,5 +61,20 @@ describe('loadConfig', () => {
 
   it('resolves the data dir to an absolute path', () => {
     expect(loadConfig({ PLOVER_DATA_DIR: 'rel/dir' }, { d: sections.dataDir }).d.dataDir).toBe(`${process.cwd()}/rel/dir`);
+  });
+
+  it.each([
+    [undefined, 1],
+    ['3', 3],
+    ['auto', os.availableParallelism()],
+  ])('reads DECIDE_WORKERS=%s as %s processes', (value, expected) => {
+    expect(loadConfig({ DECIDE_WORKERS: value }, { workers: sections.decideWorkers }).workers).toBe(expected);
+    expect(loadConfig({ CAPTURE_WORKERS: value }, { workers: sections.captureWorkers }).workers).toBe(expected);
+  });
+
+  it.each(['0', '-1', '1.5', 'all', 'auto2', '1000'])('rejects DECIDE_WORKERS=%s naming it', (value) => {
+    const error = errorOf(() => loadConfig({ DECIDE_WORKERS: value }, { workers: sections.decideWorkers }));
+    expect(error.variable).toBe('DECIDE_WORKERS');
+    expect(error.message).toContain('must match pattern');
   });
 });

@@ -12,8 +12,10 @@ const every = variablesOf({
   kafka: sections.kafka,
   bootstrap: sections.bootstrap,
   capture: sections.capture,
+  captureWorkers: sections.captureWorkers,
   ingestion: sections.ingestion,
   decide: sections.decide,
+  decideWorkers: sections.decideWorkers,
   management: sections.management,
 });
 
