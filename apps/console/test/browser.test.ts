@@ -15,7 +15,8 @@ const DAY = 24 * HOUR;
 
 /**
  * Pageviews over the last 14 days: on day d before today (d = 0 … 13) d + 1 of them, the even ones from Chrome on
- * `/`, the odd ones from Firefox on `/pricing` (105 in all: 56 and 49), three users; plus 3 signups in the last hour.
+ * `/`, the odd ones from Firefox on `/pricing` (105 in all: 56 and 49), three users; plus 3 signups in the last hour,
+ * 1,000 autocaptures 3 to 6 hours ago and one invitation 5 days ago (older than the latest 1,000 events).
  */
 function dataset(now: number): CapturedEvent[] {
   const events: CapturedEvent[] = [];
@@ -33,6 +34,9 @@ function dataset(now: number): CapturedEvent[] {
   }
   for (let i = 0; i < 3; i++)
     events.push({ event: 'signup', distinct_id: `user-${i}`, timestamp: new Date(now - (i + 1) * 60_000).toISOString(), properties: {} });
+  for (let i = 0; i < 1000; i++)
+    events.push({ event: '$autocapture', distinct_id: `user-${i % 3}`, timestamp: new Date(now - 3 * HOUR - i * 10_000).toISOString(), properties: {} });
+  events.push({ event: 'invited', distinct_id: 'user-0', timestamp: new Date(now - 5 * DAY).toISOString(), properties: {} });
   return events;
 }
 
@@ -93,14 +97,15 @@ describeWithBrowser()('the console in Chromium', () => {
     await page.locator('#events-per-day-title ~ figure canvas').waitFor();
     await expect(page.locator('#events-14-days-title ~ .big-number').textContent()).resolves.toBe(target.events.toLocaleString('en-US'));
     await expect(page.getByTestId('live-count').textContent()).resolves.toBe('3');
-    await expect(page.locator('#events-per-day-title ~ figure .legend').textContent()).resolves.toBe(`Events${target.events}`);
+    await expect(page.locator('#events-per-day-title ~ figure .legend').textContent()).resolves.toBe(`Events${target.events.toLocaleString('en-US')}`);
     const pages = page.getByRole('region', { name: 'Top pages by pageviews, last 14 days' });
     // Each table is its own request: wait for its last row before reading them all.
     await pages.getByRole('row', { name: '/pricing' }).waitFor();
     await expect(pages.getByRole('row').allTextContents()).resolves.toEqual(['PathEvents', '/56', '/pricing49']);
+    // Every event name of the range, counted over all of it: also one that none of the latest 1,000 events has.
     const topEvents = page.getByRole('region', { name: 'Top events, last 14 days' });
-    await topEvents.getByRole('row', { name: 'signup' }).waitFor();
-    await expect(topEvents.getByRole('row').allTextContents()).resolves.toEqual(['EventEvents', '$pageview105', 'signup3']);
+    await topEvents.getByRole('row', { name: 'invited' }).waitFor();
+    await expect(topEvents.getByRole('row').allTextContents()).resolves.toEqual(['EventEvents', '$autocapture1,000', '$pageview105', 'signup3', 'invited1']);
     await screenshot(page, 'overview-light');
     await page.emulateMedia({ colorScheme: 'dark' });
     await page.waitForTimeout(300);

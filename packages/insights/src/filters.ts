@@ -203,7 +203,8 @@ function isIsoDate(text: string): boolean {
   return calendar.getUTCMonth() === month - 1 && calendar.getUTCDate() === day;
 }
 
-const BREAKDOWN_TYPES: readonly BreakdownType[] = ['event', 'person', 'group'];
+/** `hogql` is accepted for the one expression Plover knows, `event`, and read as `event_metadata`. */
+const BREAKDOWN_TYPES: readonly (BreakdownType | 'hogql')[] = ['event', 'person', 'group', 'event_metadata', 'hogql'];
 const DEFAULT_BREAKDOWN_LIMIT = 25;
 const MAX_BREAKDOWN_LIMIT = 1000;
 
@@ -213,7 +214,12 @@ function parseBreakdown({ fields, attr }: Section): Breakdown | null {
   if (typeof property !== 'string' || (property.startsWith('[') && Array.isArray(tryJson(property)))) {
     throw ApiError.validation('Breakdown must be a property name: cohort breakdowns are not supported.', attr('breakdown'));
   }
-  const type = choice(fields.breakdown_type, BREAKDOWN_TYPES, attr('breakdown_type')) ?? 'event';
+  const given = choice(fields.breakdown_type, BREAKDOWN_TYPES, attr('breakdown_type')) ?? 'event';
+  const type = given === 'hogql' ? 'event_metadata' : given;
+  if (type === 'event_metadata' && property !== 'event') {
+    const what = given === 'hogql' ? 'HogQL breakdowns support only the expression' : 'Event metadata breakdowns support only';
+    throw ApiError.validation(`${what} "event" (the event name).`, attr('breakdown'));
+  }
   const groupTypeIndex = type === 'group' ? requiredGroupTypeIndex(fields.breakdown_group_type_index, attr('breakdown_group_type_index')) : null;
   const limit = integer(fields.breakdown_limit, attr('breakdown_limit')) ?? DEFAULT_BREAKDOWN_LIMIT;
   if (limit < 1 || limit > MAX_BREAKDOWN_LIMIT) {

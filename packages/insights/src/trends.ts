@@ -122,6 +122,7 @@ export class SeriesQuery {
   breakdownValue(): string {
     const breakdown = this.input.breakdown;
     if (breakdown === null) return "''";
+    if (breakdown.type === 'event_metadata') return 'e.event';
     return propertyText(propertyColumn(breakdown.type, breakdown.groupTypeIndex), breakdown.property, this.params);
   }
 

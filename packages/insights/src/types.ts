@@ -78,9 +78,15 @@ export interface Series {
   properties: PropertyGroup | null;
 }
 
-export type BreakdownType = 'event' | 'person' | 'group';
+/**
+ * Where a breakdown's value comes from: a property of the event, the person or a group, or (`event_metadata`) a
+ * field of the event row itself — the event's name, PostHog's `{breakdown: "event", breakdown_type:
+ * "event_metadata"}` (also accepted as a `hogql` breakdown of the expression `event`).
+ */
+export type BreakdownType = 'event' | 'person' | 'group' | 'event_metadata';
 
 export interface Breakdown {
+  /** A property name; for `event_metadata` always `event`. */
   property: string;
   type: BreakdownType;
   /** Group breakdowns only. */

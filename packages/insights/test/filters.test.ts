@@ -134,6 +134,8 @@ const twins: [string, Fields][] = [
   ['event breakdown', { events: [pageview], breakdown: '$browser' }],
   ['person breakdown with limit', { events: [pageview], breakdown: 'plan', breakdown_type: 'person', breakdown_limit: 5 }],
   ['group breakdown', { events: [pageview], breakdown: 'industry', breakdown_type: 'group', breakdown_group_type_index: 1, breakdown_limit: 1000 }],
+  ['event name breakdown of all events', { events: [{ id: null }], breakdown: 'event', breakdown_type: 'event_metadata', breakdown_limit: 10 }],
+  ['event name breakdown as HogQL', { events: [{ id: null }], breakdown: 'event', breakdown_type: 'hogql' }],
   ['compare', { events: [pageview], compare: true }],
   ['no compare', { events: [pageview], compare: false }],
   ['formula', { events: [pageview, signup], formula: 'A+B' }],
@@ -294,6 +296,15 @@ describe('parseTrendsRequest', () => {
       formula: 'A*2',
       display: 'ActionsLineGraph',
     });
+  });
+
+  test('PostHog’s breakdowns by event name, event_metadata and HogQL `event`, are one breakdown', () => {
+    const expected = { property: 'event', type: 'event_metadata', groupTypeIndex: null, limit: 10 };
+    for (const breakdown_type of ['event_metadata', 'hogql']) {
+      expect(parseTrendsRequest({}, { events: [{ id: null }], breakdown: 'event', breakdown_type, breakdown_limit: 10 }).breakdown).toEqual(expected);
+    }
+    // Without a type, `event` is an event property of that name, as in PostHog.
+    expect(parseTrendsRequest({}, { events: [{ id: null }], breakdown: 'event' }).breakdown).toMatchObject({ property: 'event', type: 'event' });
   });
 
   test('the body wins over the query string', () => {
@@ -546,10 +557,20 @@ const legacyErrors: [string, Fields, ErrorCase][] = [
   ],
   ['cohort breakdown list as text', { events: [pageview], breakdown: '[3]' }, { code: 'invalid_input', attr: 'breakdown' }],
   ['numeric breakdown', { events: [pageview], breakdown: 3 }, { code: 'invalid_input', attr: 'breakdown', bodyOnly: true }],
-  ...['cohort', 'session', 'hogql', 'data_warehouse'].map((type): [string, Fields, ErrorCase] => [
+  ...['cohort', 'session', 'data_warehouse', 'Event_metadata'].map((type): [string, Fields, ErrorCase] => [
     `breakdown_type ${type}`,
     { events: [pageview], breakdown: 'x', breakdown_type: type },
     { code: 'invalid_choice', attr: 'breakdown_type' },
+  ]),
+  ...[
+    ['event_metadata', '$browser'],
+    ['event_metadata', 'distinct_id'],
+    ['hogql', 'properties.$browser'],
+    ['hogql', 'lower(event)'],
+  ].map(([type, breakdown]): [string, Fields, ErrorCase] => [
+    `${type} breakdown of ${breakdown}`,
+    { events: [pageview], breakdown, breakdown_type: type },
+    { code: 'invalid_input', attr: 'breakdown', detail: /only .*"event"/ },
   ]),
   ['group breakdown without index', { events: [pageview], breakdown: 'x', breakdown_type: 'group' }, { code: 'required', attr: 'breakdown_group_type_index' }],
   [
@@ -737,8 +758,13 @@ const queryErrors: [string, unknown, ErrorCase][] = [
   ],
   [
     'breakdown_type',
-    trendsQuery({ breakdownFilter: { breakdown: 'x', breakdown_type: 'hogql' } }),
+    trendsQuery({ breakdownFilter: { breakdown: 'x', breakdown_type: 'session' } }),
     { code: 'invalid_choice', attr: 'query__breakdownFilter__breakdown_type' },
+  ],
+  [
+    'HogQL breakdown other than event',
+    trendsQuery({ breakdownFilter: { breakdown: 'x', breakdown_type: 'hogql' } }),
+    { code: 'invalid_input', attr: 'query__breakdownFilter__breakdown' },
   ],
   [
     'cohort breakdown',

@@ -187,6 +187,39 @@ describe('runTrends', () => {
     ]);
   });
 
+  it('breaks all events down by their name (event_metadata), over the range, as totals and per day', async () => {
+    const projectId = await project([
+      ...['signup', 'signup', 'purchase', '$pageview', '$pageview', '$pageview', 'error shown'].map((event) => ({ event, at: '2025-01-07 01:00:00' })),
+      { event: 'purchase', at: '2025-01-06 01:00:00' },
+      // An event property called `event` is not the event's name.
+      { event: 'signup', at: '2025-01-06 02:00:00', properties: { event: 'purchase' } },
+      { event: 'purchase', at: '2024-12-01 00:00:00' }, // before the range
+    ]);
+    const byName = { property: 'event', type: 'event_metadata' as const, groupTypeIndex: null, limit: 3 };
+    const all = series({ event: null, name: 'All events' });
+    const table = await runTrends(ch, trend({ series: [all], dateFrom: '-1d', breakdown: byName, display: 'ActionsTable' }), context(projectId));
+    expect(table.map((r) => [r.breakdown_value, r.label, r.aggregated_value])).toEqual([
+      ['$pageview', '$pageview', 3],
+      ['signup', 'signup', 3],
+      ['purchase', 'purchase', 2],
+      [BREAKDOWN_OTHER, BREAKDOWN_OTHER, 1],
+    ]);
+    const daily = await runTrends(ch, trend({ series: [all], dateFrom: '-1d', breakdown: { ...byName, limit: 25 } }), context(projectId));
+    expect(daily.map((r) => [r.breakdown_value, r.data])).toEqual([
+      ['$pageview', [0, 3]],
+      ['signup', [1, 2]],
+      ['purchase', [1, 1]],
+      ['error shown', [0, 1]],
+    ]);
+    // Unique users per event name: the rank query path (active-user math reads days before the range).
+    const [weekly] = await runTrends(
+      ch,
+      trend({ series: [series({ event: null, math: 'weekly_active' })], dateFrom: 'dStart', breakdown: { ...byName, limit: 1 }, display: 'BoldNumber' }),
+      context(projectId),
+    );
+    expect(weekly).toMatchObject({ breakdown_value: '$pageview', aggregated_value: 1 });
+  });
+
   it('shows running totals, total values, and compares with the previous period', async () => {
     const projectId = await project([
       { at: '2025-01-05 01:00:00', person: PERSON_A },

@@ -662,6 +662,56 @@ describe('insight computations with chDB', () => {
       expect(refused.body).toMatchObject({ type: 'validation_error', attr: 'breakdown' });
     });
 
+    it('trend: all events broken down by event name (PostHog’s event_metadata breakdown), legacy and TrendsQuery; other expressions → 400', async () => {
+      const s = await setup([
+        ['ann', '$pageview', 1],
+        ['bob', '$pageview', 2],
+        ['ann', '$pageview', 3],
+        ['ann', 'signup', 2],
+        ['bob', 'signup', 3],
+        ['ann', 'purchase', 3],
+      ]);
+      const legacy = new URLSearchParams({
+        ...RANGE,
+        events: JSON.stringify([{ id: null, name: 'All events' }]),
+        breakdown: 'event',
+        breakdown_type: 'event_metadata',
+        breakdown_limit: '2',
+        display: 'ActionsTable',
+      });
+      const totals = await request(world.app).get(`${s.base}/trend/?${legacy.toString()}`).set(s.auth);
+      expect(totals.status).toBe(200);
+      expect(
+        (totals.body.result as Array<Record<string, unknown>>).map(({ breakdown_value, aggregated_value }) => [breakdown_value, aggregated_value]),
+      ).toEqual([
+        ['$pageview', 3],
+        ['signup', 2],
+        ['$$_posthog_breakdown_other_$$', 1],
+      ]);
+      const query = {
+        kind: 'TrendsQuery',
+        series: [{ kind: 'EventsNode', event: null }],
+        dateRange: { date_from: RANGE.date_from, date_to: RANGE.date_to },
+        breakdownFilter: { breakdown: 'event', breakdown_type: 'hogql' },
+      };
+      const daily = await request(world.app).post(`${s.base}/trend/`).set(s.auth).send({ query });
+      expect(daily.status).toBe(200);
+      expect((daily.body.result as Array<Record<string, unknown>>).map(({ label, data }) => [label, data])).toEqual([
+        ['$pageview', [1, 1, 1]],
+        ['signup', [0, 1, 1]],
+        ['purchase', [0, 0, 1]],
+      ]);
+      legacy.set('breakdown', 'distinct_id');
+      const refused = await request(world.app).get(`${s.base}/trend/?${legacy.toString()}`).set(s.auth);
+      expect(refused.status).toBe(400);
+      expect(refused.body).toEqual({
+        type: 'validation_error',
+        code: 'invalid_input',
+        detail: 'Event metadata breakdowns support only "event" (the event name).',
+        attr: 'breakdown',
+      });
+    });
+
     it('trend: cohort filters use Postgres membership (a change of members is a new result); unknown cohort → 400', async () => {
       const s = await setup([
         ['ann', '$pageview', 1],

@@ -57,8 +57,9 @@ export interface TrendRequest {
   date_from: string;
   date_to?: string;
   properties?: AnyPropertyFilter[];
+  /** A property name; with `breakdown_type: event_metadata`, `event` (the event's name). */
   breakdown?: string;
-  breakdown_type?: 'event' | 'person';
+  breakdown_type?: 'event' | 'person' | 'event_metadata';
   breakdown_limit?: number;
   compare?: boolean;
   formula?: string;

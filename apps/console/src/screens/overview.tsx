@@ -1,7 +1,7 @@
 /**
  * The project's landing screen, every number from the trend endpoint: events and unique users per day over the
- * last 14 days, the events of the last hour (refreshed every 15 s), the top events and the top pages. With no
- * event in the range it shows how to send some instead.
+ * last 14 days, the events of the last hour (refreshed every 15 s), the top events (every event broken down by
+ * its name) and the top pages. With no event in the range it shows how to send some instead.
  */
 import { useMemo } from 'preact/hooks';
 import type { ApiClient } from '../api/client';
@@ -20,8 +20,6 @@ import { chartModel, totalRows, type TotalRow } from '../insights/chart-data';
 
 const DAYS = '-13d'; // today and the 13 days before it
 const LIVE_REFRESH_MS = 15_000;
-/** How many of the latest events name the candidates for "top events". */
-const EVENT_SAMPLE = 1000;
 const TOP = 10;
 
 const ALL_EVENTS = { id: null, type: 'events', name: 'All events' } as const;
@@ -49,31 +47,25 @@ const OVERVIEW_QUERIES = {
     breakdown_limit: TOP,
     display: 'ActionsTable',
   },
-} satisfies Record<string, TrendRequest>;
-
-/** Top events over the range: the names among the latest events, each counted by the trend endpoint. */
-function topEventsQuery(names: string[]): TrendRequest {
-  return {
+  topEvents: {
     insight: 'TRENDS',
-    events: names.map((name, order) => ({ id: name, type: 'events', name, order, math: 'total' })),
+    events: [{ ...ALL_EVENTS, order: 0, math: 'total' }],
     interval: 'day',
     date_from: DAYS,
+    breakdown: 'event',
+    breakdown_type: 'event_metadata',
+    breakdown_limit: TOP,
     display: 'ActionsTable',
-  };
-}
+  },
+} satisfies Record<string, TrendRequest>;
 
 function trend(client: ApiClient, projectId: string, body: TrendRequest, signal: AbortSignal): Promise<TrendResponse> {
   return client.call(operations.trend, { project_id: projectId }, { body, signal });
 }
 
-async function topEvents(client: ApiClient, projectId: string, signal: AbortSignal): Promise<TotalRow[]> {
-  const latest = await client.call(operations.listEvents, { project_id: projectId }, { query: { limit: EVENT_SAMPLE }, signal });
-  const names = [...new Set(latest.results.map((event) => event.event))];
-  if (names.length === 0) return [];
-  const { result } = await trend(client, projectId, topEventsQuery(names), signal);
-  return totalRows(result)
-    .filter((row) => row.value > 0)
-    .slice(0, TOP);
+/** A breakdown's values with their totals over the range, largest first (the rest last, as "Other"). */
+async function breakdownTotals(client: ApiClient, projectId: string, body: TrendRequest, signal: AbortSignal): Promise<TotalRow[]> {
+  return totalRows((await trend(client, projectId, body, signal)).result);
 }
 
 export function Overview() {
@@ -159,7 +151,7 @@ function TotalsTable({ caption, rows, column }: { caption: string; rows: TotalRo
 
 function TopEvents() {
   const { client, projectId } = useConsole();
-  const rows = useLoad((signal) => topEvents(client, projectId, signal), [client, projectId]);
+  const rows = useLoad((signal) => breakdownTotals(client, projectId, OVERVIEW_QUERIES.topEvents, signal), [client, projectId]);
   return (
     <Panel id="top-events" title="Top events">
       <Async value={rows} onRetry={rows.reload}>
@@ -171,7 +163,7 @@ function TopEvents() {
 
 function TopPages() {
   const { client, projectId } = useConsole();
-  const rows = useLoad((signal) => trend(client, projectId, OVERVIEW_QUERIES.topPages, signal).then(({ result }) => totalRows(result)), [client, projectId]);
+  const rows = useLoad((signal) => breakdownTotals(client, projectId, OVERVIEW_QUERIES.topPages, signal), [client, projectId]);
   return (
     <Panel id="top-pages" title="Top pages">
       <Async value={rows} onRetry={rows.reload}>

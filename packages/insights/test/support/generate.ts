@@ -255,9 +255,9 @@ const seriesArb = (order: number): fc.Arbitrary<Series> =>
       properties,
     }));
 
-const BREAKDOWN_KEYS: Record<BreakdownType, readonly string[]> = { event: EVENT_KEYS, person: PERSON_KEYS, group: GROUP_KEYS };
+const BREAKDOWN_KEYS: Record<BreakdownType, readonly string[]> = { event: EVENT_KEYS, person: PERSON_KEYS, group: GROUP_KEYS, event_metadata: ['event'] };
 
-const breakdownArb: fc.Arbitrary<Breakdown> = fc.constantFrom<BreakdownType>('event', 'event', 'person', 'group').chain((type) =>
+const breakdownArb: fc.Arbitrary<Breakdown> = fc.constantFrom<BreakdownType>('event', 'event', 'person', 'group', 'event_metadata').chain((type) =>
   fc.record({
     type: fc.constant(type),
     property: fc.constantFrom(...BREAKDOWN_KEYS[type]),
