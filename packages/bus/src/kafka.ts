@@ -59,6 +59,10 @@ const HEARTBEAT_INTERVAL_MS = 3_000;
  * effect on an idle consumer; delivery latency is unaffected (a fetch returns as soon as data arrives).
  */
 const FETCH_MAX_WAIT_MS = 500;
+/** Pause before `ensureTopics` looks again at topics the broker did not know a moment after their creation. */
+const TOPIC_RETRY_MS = 100;
+/** What the broker answers about a topic whose creation it has not finished taking in. */
+const TOPIC_NOT_READY = new Set(['UNKNOWN_TOPIC_OR_PARTITION', 'LEADER_NOT_AVAILABLE']);
 
 export class KafkaBus implements EventBus {
   private readonly kafka: Kafka;
@@ -140,22 +144,39 @@ export class KafkaBus implements EventBus {
     return consumer;
   }
 
+  /**
+   * Resolves once every topic exists with a leader for each partition. Services starting together create
+   * overlapping sets of topics at once; the broker then answers, for a moment, as if a topic that another
+   * request has just created did not exist (or had no leader yet), and kafkajs gives up on that answer. So
+   * the topics are looked at again until they are all there, within the request timeout.
+   */
   async ensureTopics(topics: readonly string[]): Promise<void> {
     this.assertOpen();
-    try {
-      const admin = await this.connectedAdmin();
-      const existing = new Set(await admin.listTopics());
-      const missing = [...new Set(topics.map((topic) => this.prefix + topic))].filter((topic) => !existing.has(topic));
-      if (missing.length === 0) return;
-      // Creating only the missing topics keeps waitForLeaders meaningful: kafkajs skips that wait when any
-      // topic of the request already existed. A topic created concurrently elsewhere still just returns false.
-      await admin.createTopics({
-        topics: missing.map((topic) => ({ topic, numPartitions: this.partitions })),
-        waitForLeaders: true,
-        timeout: this.requestTimeoutMs,
-      });
-    } catch (error) {
-      throw toStorageError(`creating topics ${topics.join(', ')} failed`, error);
+    const names = [...new Set(topics.map((topic) => this.prefix + topic))];
+    const deadline = Date.now() + this.requestTimeoutMs;
+    for (;;) {
+      try {
+        const admin = await this.connectedAdmin();
+        const existing = new Set(await admin.listTopics());
+        const missing = names.filter((topic) => !existing.has(topic));
+        // Creating only the missing topics keeps waitForLeaders meaningful: kafkajs skips that wait when any
+        // topic of the request already existed. A topic created concurrently elsewhere still just returns false.
+        if (missing.length > 0) {
+          await admin.createTopics({
+            topics: missing.map((topic) => ({ topic, numPartitions: this.partitions })),
+            waitForLeaders: true,
+            timeout: this.requestTimeoutMs,
+          });
+        }
+        const { topics: found } = await admin.fetchTopicMetadata({ topics: names });
+        if (found.every((topic) => topic.partitions.length > 0 && topic.partitions.every((partition) => partition.leader >= 0))) return;
+      } catch (error) {
+        const failure = toStorageError(`creating topics ${topics.join(', ')} failed`, error);
+        if (!TOPIC_NOT_READY.has(failure.code ?? '') || Date.now() >= deadline) throw failure;
+      }
+      if (Date.now() >= deadline)
+        throw new StorageError(`creating topics ${topics.join(', ')} failed: no leader within ${this.requestTimeoutMs} ms`, true, 'LEADER_NOT_AVAILABLE');
+      await new Promise((resolve) => setTimeout(resolve, TOPIC_RETRY_MS));
     }
   }
 

@@ -319,6 +319,34 @@ describeWith(kafka)('KafkaBus against a broker', () => {
     expect(deliveries).toEqual(['slow', 'next']);
   }, 60_000);
 
+  it('creates the topics that services starting together ask for at once, none of them failing', async () => {
+    // As distributed mode starts: captures ask for the capture topics, consumers for theirs, which overlap. The
+    // broker answers some of these requests as if a topic created a moment before did not exist.
+    const [events, historical, recordings, deadLetters, recordingDeadLetters] = ['events', 'historical', 'recordings', 'dlq', 'recordings-dlq'].map(
+      uniqueTopic,
+    );
+    const capture = [events!, historical!, recordings!];
+    const ingestion = [events!, historical!, deadLetters!];
+    const replay = [recordings!, recordingDeadLetters!];
+    const buses = Array.from({ length: 5 }, () => new KafkaBus({ brokers, clientId: 'plover-kafka-test', logger: silentLogger(), partitions: 12 }));
+    try {
+      const results = await Promise.allSettled(
+        buses.map((service, index) => (index < 2 ? service.ensureTopics(capture) : service.ensureTopics(ingestion).then(() => service.ensureTopics(replay)))),
+      );
+      expect(results.filter((result) => result.status === 'rejected')).toEqual([]);
+      const admin = new Kafka({ clientId: 'plover-kafka-test-raw', brokers, logLevel: logLevel.NOTHING }).admin();
+      await admin.connect();
+      try {
+        const { topics: found } = await admin.fetchTopicMetadata({ topics: [...new Set([...capture, ...ingestion, ...replay])] });
+        expect(found.map((topic) => topic.partitions.length)).toEqual([12, 12, 12, 12, 12]);
+      } finally {
+        await admin.disconnect();
+      }
+    } finally {
+      await Promise.all(buses.map((service) => service.close()));
+    }
+  });
+
   it('with a topic prefix, names topics and groups on the broker with it and hands batches without it', async () => {
     const prefix = `${unique('prefix')}.`;
     const prefixed = new KafkaBus({ brokers, clientId: 'plover-kafka-test', logger: silentLogger(), partitions: 3, topicPrefix: prefix });
