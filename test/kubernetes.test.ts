@@ -30,7 +30,9 @@ const EVERY_SECTION = {
   clickhouse: sections.clickhouse,
   kafka: sections.kafka,
   capture: sections.capture,
+  captureWorkers: sections.captureWorkers,
   decide: sections.decide,
+  decideWorkers: sections.decideWorkers,
   ingestion: sections.ingestion,
   management: sections.management,
 };
@@ -194,7 +196,24 @@ describeKubectl('Kubernetes manifests (deploy/k8s)', () => {
       expect(autoscaler.spec.metrics).toEqual([{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 60 } } }]);
       expect(find<Workload>(example, 'Deployment', `plover-${service}`).spec.replicas).toBeUndefined();
     }
-    expect(find<Workload>(example, 'Deployment', 'plover-ingestion').spec.replicas).toBe(4);
+  });
+
+  it('ingestion runs one process per partition at most (a consumer beyond the partition count idles)', () => {
+    const ingestion = find<Workload>(example, 'Deployment', 'plover-ingestion');
+    const env = environmentOf(example, ingestion.spec.template.spec.containers[0]!);
+    const { kafka } = loadConfig(env, { kafka: sections.kafka });
+    expect([ingestion.spec.replicas, kafka.partitions]).toEqual([4, 16]);
+    const baseIngestion = find<Workload>(base, 'Deployment', 'plover-ingestion');
+    const baseConfig = find<KubeObject>(base, 'ConfigMap', 'plover-config').data!;
+    expect(baseIngestion.spec.replicas).toBeLessThanOrEqual(loadConfig(baseConfig, { kafka: sections.kafka }).kafka.partitions);
+  });
+
+  it('capture and decide run one process per pod, which their CPU requests are sized for', () => {
+    const config = loadConfig(environmentOf(example, find<Workload>(example, 'Deployment', 'plover-decide').spec.template.spec.containers[0]!), {
+      capture: sections.captureWorkers,
+      decide: sections.decideWorkers,
+    });
+    expect(config).toEqual({ capture: 1, decide: 1 });
   });
 
   it('the migration Job runs the command of docker-compose.yml`s migrate service, with the management image, once', () => {
