@@ -6,13 +6,19 @@ import { Option, type Command } from 'commander';
 import { userErrorOf, ApiFailure, type Api } from './api';
 import { action, apiOf, progressFactory, withConnection, type ConnectionOptions } from './command';
 import { EXIT, UserError } from './errors';
+import { formatOfName } from './import/records';
+import { PARQUET_COMPRESSIONS, parquetStage, type ParquetCompression, type ParquetOutput } from './parquet';
 import { formatBytes, type ProgressFactory } from './progress';
 
 export type ExportKind = 'events' | 'persons';
+export type ExportFormat = 'jsonl' | 'csv' | 'parquet';
 
 export interface ExportOptions {
   kind: ExportKind;
-  format: 'jsonl' | 'csv';
+  /** By `out`'s extension when not given (`.csv`, `.parquet`), else JSON lines. */
+  format?: ExportFormat;
+  /** Parquet's page compression: Snappy when not given. */
+  compression?: ParquetCompression;
   /** A file, or `-` for stdout. */
   out: string;
   from?: string;
@@ -24,9 +30,10 @@ export interface ExportOptions {
 
 export interface ExportSummary {
   kind: ExportKind;
-  format: 'jsonl' | 'csv';
+  format: ExportFormat;
   out: string;
   rows: number;
+  /** Bytes written: the body as it arrived (JSON lines, CSV), or the Parquet file. */
   bytes: number;
   /** CSV only: the server stops a CSV export at 100,000 rows; JSON lines have no cap. */
   truncated: boolean;
@@ -106,30 +113,49 @@ class Counter extends Transform {
 /**
  * `plover export`: the management API's streamed listing (`format=jsonl`: every row, no cap; `format=csv`: the
  * API's flattened CSV, formula-neutralized, at most 100,000 rows) copied to a file or stdout as it arrives, in
- * constant memory. A file is written as `FILE.partial` and renamed once the whole body arrived.
+ * constant memory; Parquet is made from the JSON lines as they arrive, a row group at a time (src/parquet.ts). A
+ * file is written as `FILE.partial` and renamed once the whole body arrived.
  */
 export async function runExport(api: Api, options: ExportOptions, progressOf: ProgressFactory): Promise<ExportSummary> {
+  const format = options.format ?? (options.out === '-' ? 'jsonl' : formatOfName(options.out));
+  if (options.compression && format !== 'parquet') throw new UserError('--compression is for --format parquet');
+  if (format === 'parquet' && options.out === '-' && process.stdout.isTTY) {
+    throw new UserError('Parquet is binary: pass --out FILE, or send stdout to a pipe or a file');
+  }
   const filters = query(options);
   const listing = api.projectPath(`${options.kind}/`);
   const total = (await api.json<{ count?: number }>(`${listing}?${filters}${filters ? '&' : ''}limit=1`)).count;
   let response: Response;
   try {
-    response = await api.ok(`${listing}?${query(options, options.format)}`);
+    response = await api.ok(`${listing}?${query(options, format === 'parquet' ? 'jsonl' : format)}`);
   } catch (error) {
     throw error instanceof ApiFailure ? userErrorOf(`GET /${listing}`, error) : error;
   }
   const truncated = response.headers.get('x-plover-export-truncated') === 'true';
   const progress = progressOf({ label: `export ${options.kind}`, unit: 'rows', measure: 'items' });
-  const header = options.format === 'csv' ? 1 : 0;
+  const header = format === 'csv' ? 1 : 0;
   const counter = new Counter(() => progress.update({ done: Math.max(0, counter.lines - header), total, items: Math.max(0, counter.lines - header) }));
+  const parquet: ParquetOutput | undefined = format === 'parquet' ? { rows: 0, bytes: 0 } : undefined;
+  const encode = parquet ? await parquetStage(options.kind, options.compression ?? 'snappy', parquet) : undefined;
   const partial = options.out === '-' ? undefined : `${options.out}.partial`;
   const sink: Writable = partial ? fs.createWriteStream(partial) : process.stdout;
+  const summary = (): ExportSummary => {
+    const rows = Math.max(0, counter.lines - header);
+    const bytes = parquet ? parquet.bytes : counter.bytes;
+    return { kind: options.kind, format, out: options.out, rows, bytes, truncated, exitCode: truncated ? EXIT.partial : EXIT.ok };
+  };
   try {
-    await pipeline(Readable.fromWeb(response.body as WebReadableStream), counter, sink, { end: partial !== undefined });
-    if (options.format === 'jsonl' && counter.bytes > 0 && counter.last !== 0x0a) throw new Error('the last line is incomplete');
+    // The body's last line is checked before Parquet's footer is written: a cut-off body makes no valid file.
+    const checked = async function* (source: AsyncIterable<Buffer>) {
+      yield* source;
+      if (format !== 'csv' && counter.bytes > 0 && counter.last !== 0x0a) throw new Error('the last line is incomplete');
+    };
+    const body = Readable.fromWeb(response.body as WebReadableStream);
+    const end = { end: partial !== undefined };
+    await (encode ? pipeline(body, counter, checked, encode, sink, end) : pipeline(body, counter, checked, sink, end));
   } catch (error) {
     // stdout closed by its reader (`| head`): the reader has what it wanted.
-    if ((error as NodeJS.ErrnoException).code === 'EPIPE' && !partial) return summaryOf(counter, options, truncated);
+    if ((error as NodeJS.ErrnoException).code === 'EPIPE' && !partial) return summary();
     throw new UserError(
       `the export was cut off after ${counter.lines - header} rows (${(error as Error).message})${partial ? `; what arrived is in ${partial}` : ''}`,
     );
@@ -137,12 +163,7 @@ export async function runExport(api: Api, options: ExportOptions, progressOf: Pr
     progress.stop();
   }
   if (partial) fs.renameSync(partial, options.out);
-  return summaryOf(counter, options, truncated);
-}
-
-function summaryOf(counter: Counter, options: ExportOptions, truncated: boolean): ExportSummary {
-  const rows = Math.max(0, counter.lines - (options.format === 'csv' ? 1 : 0));
-  return { kind: options.kind, format: options.format, out: options.out, rows, bytes: counter.bytes, truncated, exitCode: truncated ? EXIT.partial : EXIT.ok };
+  return summary();
 }
 
 type ExportCommandOptions = ConnectionOptions & Omit<ExportOptions, 'kind'>;
@@ -152,14 +173,22 @@ const count = new Intl.NumberFormat('en-US');
 
 export function exportCommand(program: Command): void {
   withConnection(program.command('export'))
-    .summary('export events or persons as JSON lines or CSV')
+    .summary('export events or persons as JSON lines, CSV or Parquet')
     .description(
       'Streams the events or persons of a project from the management API to a file or stdout, in constant memory. ' +
         'JSON lines (the default) hold every matching row in the API’s JSON shape and import back with plover import; ' +
-        'CSV is the API’s flattened CSV (cells that a spreadsheet would run as formulas are neutralized), at most 100,000 rows.',
+        'CSV is the API’s flattened CSV (cells that a spreadsheet would run as formulas are neutralized), at most 100,000 rows; ' +
+        'Parquet holds every matching row, events with the columns of a PostHog batch export, and imports back with plover import.',
     )
     .argument('<what>', 'events or persons')
-    .addOption(new Option('--format <format>', 'output format').choices(['jsonl', 'csv']).default('jsonl'))
+    .addOption(
+      new Option('--format <format>', 'output format (default: by the --out file’s extension, .csv or .parquet, else jsonl)').choices([
+        'jsonl',
+        'csv',
+        'parquet',
+      ]),
+    )
+    .addOption(new Option('--compression <codec>', 'Parquet page compression (default: snappy)').choices(PARQUET_COMPRESSIONS))
     .option('--out <file>', 'where to write; - for stdout', '-')
     .option('--from <time>', 'events at or after this time: 2024-05-01, 2024-05-01T12:00:00Z, -7d, -12h')
     .option('--to <time>', 'events before this time (same forms)')
@@ -175,6 +204,7 @@ Examples:
   $ plover export events --where plan=pro --where '$browser=Chrome' --format csv --out pro.csv
   $ plover export persons --where '[{"key":"email","operator":"icontains","value":"@example.com","type":"person"}]'
   $ plover export events --out - | gzip > events.jsonl.gz
+  $ plover export events --from 2024-05-01 --out may.parquet --compression gzip
 
 Exit codes: 0 done; 1 bad arguments, unreachable server, refused key, or the stream was cut off; 2 the CSV stopped
 at the server's 100,000-row cap (use --format jsonl for every row).`,

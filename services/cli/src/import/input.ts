@@ -55,7 +55,7 @@ export interface Line {
  * The lines of a byte stream (LF or CRLF), in constant memory: a line longer than `maxBytes` is reported with
  * its first `maxBytes` and the rest skipped up to the next line break. A stream error becomes an InputError.
  */
-export async function* linesOf(input: OpenedInput, maxBytes: number): AsyncGenerator<Line> {
+export async function* linesOf(input: { stream: AsyncIterable<Buffer>; gzip: boolean }, maxBytes: number): AsyncGenerator<Line> {
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   let tooLong = false;
@@ -71,7 +71,7 @@ export async function* linesOf(input: OpenedInput, maxBytes: number): AsyncGener
     return line;
   };
   try {
-    for await (const chunk of input.stream as AsyncIterable<Buffer>) {
+    for await (const chunk of input.stream) {
       let start = 0;
       for (let end = chunk.indexOf(0x0a); end !== -1; end = chunk.indexOf(0x0a, start)) {
         yield finish(tooLong ? Buffer.alloc(0) : chunk.subarray(start, end));

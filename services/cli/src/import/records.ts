@@ -161,29 +161,53 @@ function plain(value: unknown): unknown {
   return value;
 }
 
-const PARQUET_ROWS_PER_READ = 2000;
+/** A row group up to this size (uncompressed) is decoded once, whole; a larger one a slice at a time. */
+const PARQUET_GROUP_BYTES = 64 * 1024 * 1024;
+const PARQUET_ROWS_PER_SLICE = 2000;
 
-/** Parquet rows through hyparquet, read a slice of rows at a time so that memory holds one slice, not the file. */
+/**
+ * A Parquet file's footer (its schema and row groups): the file is not Parquet, or is cut short (the footer is at
+ * its end), when this fails. Checked before an import sends anything, like a missing file.
+ */
+export async function parquetFooter(file: string) {
+  const hyparquet = await import('hyparquet');
+  const buffer = await hyparquet.asyncBufferFromFile(file);
+  return { hyparquet, buffer, metadata: await hyparquet.parquetMetadataAsync(buffer) };
+}
+
+/**
+ * Parquet rows through hyparquet, column by column: a row group of up to 64 MiB uncompressed is decoded once, a
+ * larger one is decoded 2,000 rows at a time (which re-reads its pages unless the
+ * file has page indexes), so memory holds at most one such group's columns, never the file. Pages compressed
+ * with any codec but LZO are read: Snappy by hyparquet, the others (ZSTD, which PostHog's batch exports write,
+ * GZIP, BROTLI, LZ4, LZ4_RAW) by hyparquet-compressors.
+ */
 function parquetRows(file: string, skipThrough: number): RecordSource {
   const size = fs.statSync(file).size;
   let done = 0;
   let total = 1;
   async function* rows(): AsyncGenerator<SourceRecord> {
-    let metadata;
-    let hyparquet;
     try {
-      hyparquet = await import('hyparquet');
-      const buffer = await hyparquet.asyncBufferFromFile(file);
-      metadata = await hyparquet.parquetMetadataAsync(buffer);
+      const { hyparquet, buffer, metadata } = await parquetFooter(file);
+      const { compressors } = await import('hyparquet-compressors');
+      const scan = await hyparquet.parquetScan({ file: buffer, metadata, compressors });
+      const names = hyparquet.parquetSchema(metadata).children.map((child) => child.element.name);
       total = Math.max(1, Number(metadata.num_rows));
-      for (let start = skipThrough; start < Number(metadata.num_rows); start += PARQUET_ROWS_PER_READ) {
-        const end = Math.min(Number(metadata.num_rows), start + PARQUET_ROWS_PER_READ);
-        const objects = (await hyparquet.parquetReadObjects({ file: buffer, metadata, rowStart: start, rowEnd: end })) as Array<Record<string, unknown>>;
-        for (const [i, object] of objects.entries()) {
-          const fields = plain(object) as Record<string, unknown>;
-          yield { index: start + i + 1, raw: JSON.stringify(fields), fields };
+      let groupStart = 0;
+      for (const group of metadata.row_groups) {
+        const groupEnd = groupStart + Number(group.num_rows);
+        const step = group.total_byte_size <= PARQUET_GROUP_BYTES ? groupEnd - groupStart : PARQUET_ROWS_PER_SLICE;
+        for (let start = Math.max(groupStart, skipThrough); start < groupEnd; start += step) {
+          const end = Math.min(groupEnd, start + step);
+          const columns = await Promise.all(names.map((column) => scan.readColumn({ column, rowStart: start, rowEnd: end })));
+          for (let at = start; at < end; at++) {
+            const fields: Record<string, unknown> = {};
+            names.forEach((name, i) => (fields[name] = plain(columns[i]![at - start])));
+            done = at + 1;
+            yield { index: at + 1, raw: JSON.stringify(fields), fields };
+          }
         }
-        done = end;
+        groupStart = groupEnd;
       }
     } catch (error) {
       throw new InputError(`not readable as Parquet (${error instanceof Error ? error.message : String(error)})`);

@@ -5,7 +5,7 @@ import { EXIT, UserError } from '../errors';
 import type { ProgressFactory } from '../progress';
 import { toEvent } from './event';
 import { InputError } from './input';
-import { formatOfName, openRecords, type Format, type SourceRecord } from './records';
+import { formatOfName, openRecords, parquetFooter, type Format, type SourceRecord } from './records';
 import { BatchSender, type Outgoing, type Rejection } from './sender';
 import { readState, statePath, writeState, type ImportState } from './state';
 
@@ -121,6 +121,14 @@ export async function runImport(api: Api | undefined, options: ImportOptions, pr
       throw new UserError(`${file}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message}`);
     }
     if (!stat.isFile()) throw new UserError(`${file}: not a file`);
+    // A Parquet file is read from its footer, at its end: without one nothing of it can be read.
+    if (formatOf(file, options.format) === 'parquet') {
+      try {
+        await parquetFooter(file);
+      } catch (error) {
+        throw new UserError(`${file}: not a Parquet file, or cut short (${(error as Error).message})`);
+      }
+    }
   }
   // The project first: a refused key or an unknown project is said before any file is read.
   const target = api && !options.dryRun ? { api, project: await api.projectToken() } : undefined;
