@@ -7,3 +7,4 @@ export * from './property-operators';
 export * from './token-buckets';
 export * from './time';
 export * from './timeout';
+export * from './port-rpc';

@@ -1,7 +1,9 @@
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
-import { StorageError } from '@plover/core';
+import { PortRpc, StorageError } from '@plover/core';
 import { migrate, PgSql, type Sql, type SqlExecutor } from '@plover/postgres';
+import { MessageChannel } from 'node:worker_threads';
+import { PortSql, serveSql } from '@plover/postgres/over-port';
 import { PGliteSql } from '@plover/postgres/pglite';
 import { describeWith, realService } from '../../../test/support/services';
 import { createTestDatabase, type TestDatabase } from './support/database';
@@ -37,6 +39,52 @@ function pglite(): Adapter {
   };
 }
 
+/** PGlite used through a MessagePort, as embedded mode's ingestion thread uses the main thread's. */
+class SqlThroughPort extends PortSql {
+  constructor(
+    private readonly owner: Sql,
+    private readonly ownerSide: PortRpc,
+    clientSide: PortRpc,
+  ) {
+    super(clientSide);
+  }
+
+  static over(owner: Sql): SqlThroughPort {
+    const { port1, port2 } = new MessageChannel();
+    const ownerSide = new PortRpc(port1);
+    serveSql(ownerSide, owner);
+    return new SqlThroughPort(owner, ownerSide, new PortRpc(port2));
+  }
+
+  /** Closes the handle, then the port and the database behind it. */
+  override async close(): Promise<void> {
+    await super.close();
+    this.ownerSide.close();
+    await this.owner.close();
+  }
+}
+
+function pgliteThroughPort(): Adapter {
+  const pgliteAdapter = pglite();
+  let client: Sql | undefined;
+  return {
+    name: 'PGlite through a MessagePort',
+    suite: describe,
+    start: async () => {
+      await pgliteAdapter.start();
+      client = SqlThroughPort.over(await pgliteAdapter.connect());
+    },
+    stop: async () => {
+      await client?.close();
+    },
+    connect: () => {
+      if (!client) throw new Error('adapter not started');
+      return Promise.resolve(client);
+    },
+    openOwn: async () => SqlThroughPort.over(await PGliteSql.open()),
+  };
+}
+
 function postgres(adminUrl: string | undefined): Adapter {
   let database: TestDatabase | undefined;
   const handles: PgSql[] = [];
@@ -68,7 +116,7 @@ const MIGRATION_IDS = readdirSync(path.resolve(__dirname, '../migrations'))
   .map((file) => file.replace(/\.sql$/, ''))
   .sort();
 
-describe.each([pglite(), postgres(realService('TEST_DATABASE_URL').url)])('$name', (adapter) => {
+describe.each([pglite(), pgliteThroughPort(), postgres(realService('TEST_DATABASE_URL').url)])('$name', (adapter) => {
   adapter.suite('Sql contract', () => {
     let sql: Sql;
 

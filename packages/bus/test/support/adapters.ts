@@ -7,8 +7,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { MessageChannel } from 'node:worker_threads';
 import { LocalLogBus } from '@plover/bus';
 import type { EventBus } from '@plover/bus';
+import { PortBus, serveBus } from '@plover/bus/over-port';
+import { PortRpc } from '@plover/core';
 import { kafkaFactory } from './kafka-factory';
 
 /** Storage opened for one test: the bus on it, and what is needed to reopen it here or in a child process. */
@@ -74,9 +77,60 @@ export const localLogFactory: BusFactory = {
   quietMs: 300,
 };
 
+/** A bus used through a MessagePort (as embedded mode's ingestion thread uses the main thread's); closing it closes the bus. */
+class BusThroughPort extends PortBus {
+  private constructor(
+    private readonly owner: EventBus,
+    private readonly ownerSide: PortRpc,
+    clientSide: PortRpc,
+  ) {
+    super(clientSide);
+  }
+
+  static over(owner: EventBus): BusThroughPort {
+    const { port1, port2 } = new MessageChannel();
+    const ownerSide = new PortRpc(port1);
+    serveBus(ownerSide, owner);
+    return new BusThroughPort(owner, ownerSide, new PortRpc(port2));
+  }
+
+  override async close(): Promise<void> {
+    await super.close();
+    // The owner first: closing a bus commits what its consumers handled, as a local bus's close does.
+    await this.owner.close();
+    this.ownerSide.close();
+  }
+}
+
+/** LocalLogBus behind serveBus/PortBus: the same contract must hold through the port. */
+export const portFactory: BusFactory = {
+  ...localLogFactory,
+  name: 'LocalLogBus through a MessagePort',
+  async open() {
+    const local = await localLogFactory.open();
+    let bus: EventBus = BusThroughPort.over(local.bus);
+    return {
+      get bus() {
+        return bus;
+      },
+      async reopen() {
+        await bus.close();
+        bus = BusThroughPort.over(await local.reopen());
+        return bus;
+      },
+      childEnv: local.childEnv,
+      async cleanup() {
+        await bus.close();
+        await local.cleanup();
+      },
+    };
+  },
+  openFromEnv: async (env) => BusThroughPort.over(await localLogFactory.openFromEnv(env)),
+};
+
 export function busFactories(): BusFactory[] {
   const kafka = kafkaFactory();
-  return kafka ? [localLogFactory, kafka] : [localLogFactory];
+  return kafka ? [localLogFactory, portFactory, kafka] : [localLogFactory, portFactory];
 }
 
 /** The environment of a child process that opens `harness`'s storage with `factory`. */
