@@ -96,8 +96,9 @@ export class PortBus implements EventBus {
     return this.call('bus.ping');
   }
 
-  async close(): Promise<void> {
+  close(): Promise<void> {
     this.closed = true;
+    return Promise.resolve();
   }
 
   private call<T>(method: string, ...args: unknown[]): Promise<T> {

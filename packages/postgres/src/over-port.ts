@@ -36,7 +36,7 @@ function ownValues(params: readonly unknown[] | undefined): readonly unknown[] |
 }
 
 /** Thrown inside the owner's transaction to roll it back; never leaves serveSql. */
-const ROLLBACK = Symbol('rollback');
+class Rollback extends Error {}
 
 /** Answers `rpc`'s Sql calls with `sql`, until the other side goes away. */
 export function serveSql(rpc: PortRpc, sql: Sql): void {
@@ -63,10 +63,10 @@ export function serveSql(rpc: PortRpc, sql: Sql): void {
             .transaction(async (tx) => {
               open.set(id, { tx, end, ended });
               begun();
-              if (!(await commit)) throw ROLLBACK;
+              if (!(await commit)) throw new Rollback('rolled back by the other thread');
             })
             .catch((error: unknown) => {
-              if (error !== ROLLBACK) throw error;
+              if (!(error instanceof Rollback)) throw error;
             })
             .finally(() => open.delete(id));
           // BEGIN failed: the callback never ran.
@@ -127,8 +127,9 @@ export class PortSql implements Sql {
     return this.call('ping', 'sql.ping');
   }
 
-  async close(): Promise<void> {
+  close(): Promise<void> {
     this.closed = true;
+    return Promise.resolve();
   }
 
   private call<T>(name: string, method: string, ...args: unknown[]): Promise<T> {
