@@ -3,8 +3,9 @@
  */
 import { ClickHouseError, ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import { StorageError } from '@plover/core';
+import { CLUSTER_SETTINGS } from './cluster';
 import { clickHouseFailure, closedFailure, nodeFailure, timeoutFailure, unclassifiedFailure } from './errors';
-import type { ClickHouse, ClickHouseParams } from './port';
+import type { ClickHouse, ClickHouseCluster, ClickHouseParams } from './port';
 import { assertTableName, normalizeParams, SESSION_SETTINGS } from './wire';
 
 export interface HttpClickHouseOptions {
@@ -16,6 +17,8 @@ export interface HttpClickHouseOptions {
   password?: string;
   /** Per-request deadline; a request still running then fails with a retriable StorageError (code TIMEOUT). */
   requestTimeoutMs?: number;
+  /** The cluster the server belongs to, for cluster mode (CLICKHOUSE_CLUSTER); unset for a single server. */
+  cluster?: ClickHouseCluster;
 }
 
 const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
@@ -26,19 +29,21 @@ const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 const CLIENT_TIMEOUT_GRACE_MS = 5_000;
 
 export class HttpClickHouse implements ClickHouse {
+  readonly cluster: ClickHouseCluster | undefined;
   private readonly client: ClickHouseClient;
   private readonly timeoutMs: number;
   private closed = false;
 
   constructor(options: HttpClickHouseOptions) {
     this.timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    this.cluster = options.cluster;
     this.client = createClient({
       url: options.url,
       database: options.database,
       username: options.username,
       password: options.password,
       request_timeout: this.timeoutMs + CLIENT_TIMEOUT_GRACE_MS,
-      clickhouse_settings: SESSION_SETTINGS,
+      clickhouse_settings: options.cluster ? { ...SESSION_SETTINGS, ...CLUSTER_SETTINGS } : SESSION_SETTINGS,
       // Failures reach the caller as StorageErrors and are logged there; the client's own console logging
       // would report each of them a second time, unstructured.
       log: { level: ClickHouseLogLevel.OFF },

@@ -1,11 +1,12 @@
 /**
  * @plover/clickhouse: the ClickHouse port, its HTTP adapter, migrations, and the tables ingestion writes (events,
- * ingestion warnings, person overrides, session replay).
+ * ingestion warnings, person overrides, session replay), on one server or sharded over a cluster (cluster.ts).
  * The chDB adapter is the package `@plover/chdb`, so that only embedded mode installs and loads the native engine.
  */
 export * from './port';
 export { HttpClickHouse, type HttpClickHouseOptions } from './http';
 export { migrate, type MigrateOptions } from './migrate';
+export { CLUSTER_SETTINGS, clusterStatements, localTable, mutationTarget, SHARDING_KEYS } from './cluster';
 export * from './events';
 export * from './warnings';
 export * from './person-overrides';

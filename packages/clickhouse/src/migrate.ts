@@ -8,10 +8,14 @@
  * with FINAL, so a version that two runs both record still counts once. Two concurrent runs may both execute
  * a pending migration's statements; the second execution then changes nothing. A run that dies halfway is
  * finished by the next one, which re-executes the unrecorded migration from its first statement.
+ *
+ * On a handle to a cluster (`ch.cluster`) every statement, the ledger's and the database's included, is sent in
+ * its cluster form (cluster.ts): `ON CLUSTER`, local tables and Distributed tables. The files stay single-node SQL.
  */
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { silentLogger, StorageError, type Logger } from '@plover/core';
+import { clusterStatements } from './cluster';
 import type { ClickHouse } from './port';
 
 export interface MigrateOptions {
@@ -44,8 +48,14 @@ export async function migrate(ch: ClickHouse, options: MigrateOptions = {}): Pro
   const migrations = await loadMigrations(options.dir ?? DEFAULT_DIR);
   const database = options.database ?? (await currentDatabase(ch));
   const db = quoteIdentifier(database);
-  if (options.database !== undefined) await ch.command('migrate.createDatabase', `CREATE DATABASE IF NOT EXISTS ${db}`);
-  await ch.command(
+  /** Runs a DDL statement as written on a single node, and in its cluster form on a cluster. */
+  const ddl = async (name: string, statement: string) => {
+    if (!ch.cluster) return ch.command(name, statement);
+    for (const [index, clustered] of clusterStatements(statement, ch.cluster).entries())
+      await ch.command(index === 0 ? name : `${name}.distributed`, clustered);
+  };
+  if (options.database !== undefined) await ddl('migrate.createDatabase', `CREATE DATABASE IF NOT EXISTS ${db}`);
+  await ddl(
     'migrate.createLedger',
     `CREATE TABLE IF NOT EXISTS ${db}.plover_migrations
      (version UInt32, name String, applied_at DateTime64(3, 'UTC') DEFAULT now64(3))
@@ -67,7 +77,7 @@ export async function migrate(ch: ClickHouse, options: MigrateOptions = {}): Pro
     }
     logger.info({ database, migration: label }, 'applying ClickHouse migration');
     for (const [index, statement] of migration.statements.entries()) {
-      await ch.command(`migrate.${label}.${index + 1}`, statement.replace(DATABASE_PLACEHOLDER, db));
+      await ddl(`migrate.${label}.${index + 1}`, statement.replace(DATABASE_PLACEHOLDER, db));
     }
     await ch.command('migrate.record', `INSERT INTO ${db}.plover_migrations (version, name) VALUES ({version:UInt32}, {name:String})`, {
       version: migration.version,

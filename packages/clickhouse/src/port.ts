@@ -5,7 +5,23 @@
  */
 export type ClickHouseParams = Record<string, unknown>;
 
+/** A sharded ClickHouse cluster that a handle's statements go to (cluster.ts, docs/clickhouse-cluster.md). */
+export interface ClickHouseCluster {
+  /** The cluster's name in the servers' `remote_servers` configuration. */
+  name: string;
+  /**
+   * Local tables are `Replicated*MergeTree`s, replicated among the replicas of their shard through Keeper
+   * (`{shard}` and `{replica}` macros). Without it they are plain MergeTrees: one node per shard.
+   */
+  replicated: boolean;
+}
+
 export interface ClickHouse {
+  /**
+   * Set on a handle to a cluster: migrations create local and Distributed tables, inserts wait for every shard
+   * and mutations go to the local tables. Unset (a single server, chDB): the tables are plain MergeTrees.
+   */
+  readonly cluster?: ClickHouseCluster;
   /** A statement without a result (DDL, ALTER, INSERT … SELECT). `name` labels it in logs and metrics. */
   command(name: string, sql: string, params?: ClickHouseParams): Promise<void>;
   /** A SELECT; rows come back as objects (JSONEachRow; 64-bit integers as strings). */

@@ -4,6 +4,7 @@
  * by the replay consumer; and the reads and deletes the recordings API needs. Every read goes through FINAL, so
  * a redelivered message is seen once, and skips rows past their retention.
  */
+import { mutationTarget } from './cluster';
 import type { ClickHouse, ClickHouseParams } from './port';
 
 /** What one `$snapshot` message contributes to its session's summary (docs/replay.md, "Summary"). */
@@ -480,7 +481,7 @@ export async function deleteSessions(ch: ClickHouse, projectId: number, sessionI
   for (const table of ['session_replay_summaries', 'session_replay_snapshots']) {
     await ch.command(
       'replay.deleteSessions',
-      `ALTER TABLE ${table} DELETE WHERE team_id = {projectId:Int64} AND session_id IN {sessionIds:Array(String)} SETTINGS mutations_sync = 2`,
+      `ALTER TABLE ${mutationTarget(ch, table)} DELETE WHERE team_id = {projectId:Int64} AND session_id IN {sessionIds:Array(String)} SETTINGS mutations_sync = 2`,
       { projectId, sessionIds: ids },
     );
   }

@@ -35,10 +35,15 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** ClickHouse's STD_EXCEPTION, for failures that carry no ClickHouse code. */
 const STD_EXCEPTION = 1001;
 
-export async function startChdbHttpServer(dataDir: string): Promise<ChdbHttpServer> {
+export interface ChdbHttpServerOptions {
+  /** Arguments of every chDB connection, e.g. `--config-file=…` for a server configuration (clusters, macros). */
+  connectionArgs?: string[];
+}
+
+export async function startChdbHttpServer(dataDir: string, options: ChdbHttpServerOptions = {}): Promise<ChdbHttpServer> {
   const inFlight = new Set<Promise<void>>();
   const server = http.createServer((req, res) => {
-    const handled = handle(dataDir, req, res).catch((error: unknown) => {
+    const handled = handle(dataDir, options.connectionArgs ?? [], req, res).catch((error: unknown) => {
       res.destroy(error as Error);
     });
     inFlight.add(handled);
@@ -60,7 +65,7 @@ export async function startChdbHttpServer(dataDir: string): Promise<ChdbHttpServ
   };
 }
 
-async function handle(dataDir: string, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+async function handle(dataDir: string, connectionArgs: string[], req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://localhost');
   const body = await readBody(req);
   if (req.method === 'GET' && url.pathname === '/ping') {
@@ -72,7 +77,7 @@ async function handle(dataDir: string, req: http.IncomingMessage, res: http.Serv
   try {
     const setup = setupStatements(url.searchParams);
     const sql = [url.searchParams.get('query') ?? '', body].filter((part) => part !== '').join('\n');
-    session = new Session(dataDir);
+    session = new Session(dataDir, { connectionArgs });
     for (const statement of setup) await session.queryAsync(statement);
     const result = await session.queryAsync(sql, { format: 'TabSeparated' });
     const summary = { read_rows: String(result.rowsRead), read_bytes: String(result.bytesRead), elapsed_ns: String(Math.round(result.elapsed * 1e9)) };

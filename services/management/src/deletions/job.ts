@@ -1,4 +1,4 @@
-import type { ClickHouse } from '@plover/clickhouse';
+import { mutationTarget, type ClickHouse } from '@plover/clickhouse';
 import type { Logger } from '@plover/core';
 import { PersonReads } from '@plover/persons';
 import type { Sql, SqlExecutor } from '@plover/postgres';
@@ -77,7 +77,11 @@ async function deleteProjectEvents(tx: SqlExecutor, deps: { clickhouse: ClickHou
   // (µs since the epoch stay below 2^53 until the year 2255, so they bind as plain numbers.)
   const condition = `team_id = {projectId:Int64} AND toString(person_id) IN {persons:Array(String)}
     AND toUnixTimestamp64Micro(timestamp) <= arrayElement({cutoffs:Array(Int64)}, indexOf({persons:Array(String)}, toString(person_id)))`;
-  await deps.clickhouse.command('deletions.deleteEvents', `ALTER TABLE events DELETE WHERE ${condition} SETTINGS mutations_sync = 2`, params);
+  await deps.clickhouse.command(
+    'deletions.deleteEvents',
+    `ALTER TABLE ${mutationTarget(deps.clickhouse, 'events')} DELETE WHERE ${condition} SETTINGS mutations_sync = 2`,
+    params,
+  );
   const left = await deps.clickhouse.query<{ n: string }>('deletions.verify', `SELECT count() AS n FROM events WHERE ${condition}`, params);
   if (Number(left[0]?.n ?? 0) !== 0) {
     deps.logger.warn({ projectId, remaining: left[0]?.n }, 'events remain after deletion; left queued');
