@@ -4,12 +4,14 @@ import type { Registry } from 'prom-client';
 import type { Logger } from '@plover/core';
 import { errorRenderer, notFound } from './errors';
 import type { FastRoute } from './fast';
-import { operationalRoutes, type ReadinessChecks } from './health';
+import { operationalRoutes, type ReadinessChecks, type WorkersView } from './health';
 
 export interface ServiceAppOptions {
   logger: Logger;
   metrics: Registry;
   checks: ReadinessChecks;
+  /** In a cluster worker: the primary's view of the workers, for `/_health` and `/_ready`. */
+  workers?: WorkersView | undefined;
   trustProxy: boolean;
   /** Routes tried in order before Express sees the request (the SDK routes). */
   fast?: FastRoute[];
@@ -25,7 +27,7 @@ export function createServiceApp(options: ServiceAppOptions): ServiceApp {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', options.trustProxy);
-  app.use(operationalRoutes({ checks: options.checks, metrics: options.metrics }));
+  app.use(operationalRoutes({ checks: options.checks, metrics: options.metrics, workers: options.workers }));
   options.mount?.(app);
   app.use(notFound);
   app.use(errorRenderer(options.logger));

@@ -8,3 +8,4 @@ export * from './budget';
 export * from './fast';
 export * from './body';
 export * from './address';
+export * from './cluster';

@@ -15,10 +15,12 @@ import {
   sendError,
   setPermissiveCorsHeaders,
   type DecompressionBudget,
+  type Admission,
   type DecompressionLease,
   type FastRoute,
   type MetricsRegistry,
   type ServiceApp,
+  type WorkersView,
 } from '@plover/http';
 import type { Sql } from '@plover/postgres';
 import { decodePayload } from './decode';
@@ -57,6 +59,23 @@ export interface CaptureDeps {
   projectTokens: ProjectTokenCache;
   /** The `capture` config section, and in tests other topics, limits or a fixed clock; defaults otherwise. */
   settings?: Partial<CaptureSettings>;
+  /** The rate limit counted elsewhere (a cluster's primary); counted in this process from `settings` otherwise. */
+  limits?: CaptureLimits;
+  /** In a cluster worker: the primary's view of the workers (`/_health`, `/_ready`). */
+  workers?: WorkersView | undefined;
+}
+
+/** Capture's limits; undefined while off. */
+export interface CaptureLimits {
+  /** Events per project (a request costs its event count); refused requests are answered 429. */
+  rate?: Admission<number> | undefined;
+}
+
+/** The limits counted in this process: a token bucket of events per project, on the given clock (epoch ms). */
+export function captureLimits(settings: { rateLimit?: { perSecond: number; burst: number } | undefined; now?: () => number }): CaptureLimits {
+  const buckets = settings.rateLimit ? new TokenBuckets<number>(settings.rateLimit.perSecond, settings.rateLimit.burst) : undefined;
+  const now = settings.now ?? Date.now;
+  return { rate: buckets && { admit: (projectId, events) => buckets.take(projectId, now(), events) } };
 }
 
 const MIB = 1024 * 1024;
@@ -102,7 +121,7 @@ const OK_BODY = Buffer.from(JSON.stringify({ status: 1 }));
  */
 export function captureRoutes(deps: CaptureDeps): FastRoute {
   const settings: CaptureSettings = { ...DEFAULT_CAPTURE_SETTINGS, ...deps.settings };
-  const limiter = settings.rateLimit ? new TokenBuckets<number>(settings.rateLimit.perSecond, settings.rateLimit.burst) : undefined;
+  const { rate } = deps.limits ?? captureLimits(settings);
   const metrics = captureMetrics(deps.metrics);
   const logger = deps.logger.child({ component: 'capture' });
 
@@ -132,7 +151,7 @@ export function captureRoutes(deps: CaptureDeps): FastRoute {
     );
     const request = parseCaptureRequest(text);
     const project = await lookUpProject(requestToken(request));
-    if (limiter && !limiter.take(project.id, now, request.events.length)) throw captureError.rateLimited();
+    if (rate && !(await rate.admit(project.id, request.events.length))) throw captureError.rateLimited();
 
     const ip = clientIp(req, deps.trustProxy);
     const sentAt = request.sentAt ?? sentAtFromQuery(query.get('sent_at') ?? query.get('_'));

@@ -1,4 +1,5 @@
 import { Counter, Histogram, type Registry } from 'prom-client';
+import { singleMetric } from '@plover/http';
 
 export interface CaptureMetrics {
   events: Counter<'topic'>;
@@ -9,12 +10,12 @@ export interface CaptureMetrics {
 /** Labels are bounded: three topics (`events`, `historical`, `replay`), and the error codes of errors.ts. */
 export function captureMetrics(registry: Registry): CaptureMetrics {
   return {
-    events: metric(
+    events: singleMetric(
       registry,
       'plover_capture_events_total',
       () => new Counter({ name: 'plover_capture_events_total', help: 'Events accepted (durable on the bus)', labelNames: ['topic'], registers: [registry] }),
     ),
-    rejected: metric(
+    rejected: singleMetric(
       registry,
       'plover_capture_rejected_requests_total',
       () =>
@@ -25,7 +26,7 @@ export function captureMetrics(registry: Registry): CaptureMetrics {
           registers: [registry],
         }),
     ),
-    produceSeconds: metric(
+    produceSeconds: singleMetric(
       registry,
       'plover_capture_produce_seconds',
       () =>
@@ -37,9 +38,4 @@ export function captureMetrics(registry: Registry): CaptureMetrics {
         }),
     ),
   };
-}
-
-/** Routes built twice on one registry (tests, a second app) share the metric instead of failing to register it. */
-function metric<T>(registry: Registry, name: string, create: () => T): T {
-  return (registry.getSingleMetric(name) as T | undefined) ?? create();
 }

@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Router, type Request, type Response } from 'express';
 import type { ProjectByToken, ProjectTokenCache } from '@plover/accounts';
 import type { DecideConfig } from '@plover/config';
-import { ApiError, TokenBuckets, type Logger } from '@plover/core';
+import { ApiError, type Logger } from '@plover/core';
 import type { FlagEvaluation, Properties } from '@plover/flags';
 import {
   createServiceApp,
@@ -17,13 +17,15 @@ import {
   type FastRoute,
   type MetricsRegistry,
   type ServiceApp,
+  type WorkersView,
 } from '@plover/http';
 import type { Sql } from '@plover/postgres';
 import { decodeFlagsBody, malformed, tooLarge } from './decode';
 import type { CachedDefinitions, DefinitionsCache } from './definitions';
 import { evaluateRequest } from './evaluate';
 import { clientIp, loadGeoIp, type GeoIpLookup } from './geoip';
-import { FlagQuota } from './limits';
+import { decideLimits, type DecideLimits } from './limits';
+import { decideMetrics } from './metrics';
 import { authorizeDefinitionsRead } from './personal-key';
 import { decideErrors, parseFlagsRequest } from './request';
 import { publicEarlyAccessFeatures, publicSurveys } from './store';
@@ -56,6 +58,10 @@ export interface DecideDeps {
   definitions: DefinitionsCache;
   /** The `decide` config section (`decideSettings`), and in tests a fixed clock or other limits; defaults otherwise. */
   settings?: DecideSettings;
+  /** The rate limit and quota counted elsewhere (a cluster's primary); counted in this process from `settings` otherwise. */
+  limits?: DecideLimits;
+  /** In a cluster worker: the primary's view of the workers (`/_health`, `/_ready`). */
+  workers?: WorkersView | undefined;
 }
 
 const BODY_LIMIT = 20 * 1024 * 1024;
@@ -99,9 +105,8 @@ interface Reply {
 export function decideRoutes(deps: DecideDeps): DecideRoutes {
   const settings = deps.settings ?? {};
   const { projectTokens: tokens, definitions: cache } = deps;
-  // Per-token bucket (Django `DecideRateThrottle`: capacity 500, 10/s; off by default).
-  const limiter = settings.rateLimit ? new TokenBuckets<string>(settings.rateLimit.perSecond, settings.rateLimit.burst) : undefined;
-  const quota = new FlagQuota(settings.flagQuotaMonthly ?? 0, settings.now);
+  const { rate, quota } = deps.limits ?? decideLimits(settings);
+  const metrics = decideMetrics(deps.metrics);
   const lookupTimeoutMs = settings.lookupTimeoutMs ?? 200;
 
   async function project(token: string | undefined): Promise<ProjectByToken> {
@@ -132,13 +137,13 @@ export function decideRoutes(deps: DecideDeps): DecideRoutes {
       return;
     }
     const request = parseFlagsRequest(body, query);
-    if (limiter && !limiter.take(request.token ?? `ip:${clientIp(req) ?? ''}`, Date.now())) throw decideErrors.rateLimited();
+    if (rate && !(await rate.admit(request.token ?? `ip:${clientIp(req) ?? ''}`))) throw decideErrors.rateLimited();
     const { id: projectId } = await project(request.token);
     const distinctId = request.distinctId;
     if (distinctId === undefined || distinctId === '') throw decideErrors.noDistinctId();
 
     const reply: Reply = { res, shaping, requestId, endpoint };
-    if (quota.limited(projectId)) return sendFlags(reply, new Map(), false, true);
+    if (quota && !(await quota.admit(projectId))) return sendFlags(reply, new Map(), false, true);
     let definitions: CachedDefinitions;
     try {
       definitions = await cache.get(projectId);
@@ -251,15 +256,16 @@ export function decideRoutes(deps: DecideDeps): DecideRoutes {
   }
 
   const fastPaths = new Map([
-    ['/decide', decide],
-    ['/flags', flags],
+    ['/decide', { handle: decide, requests: metrics.requests.labels('decide') }],
+    ['/flags', { handle: flags, requests: metrics.requests.labels('flags') }],
   ]);
   const fast: FastRoute = (req, res) => {
     const route = fastPaths.get(routePath(req.url));
     if (route === undefined) return false;
+    route.requests.inc();
     setPermissiveCorsHeaders(req, res);
     try {
-      route(req, res)?.catch((error: unknown) => sendError(req, res, error, deps.logger));
+      route.handle(req, res)?.catch((error: unknown) => sendError(req, res, error, deps.logger));
     } catch (error) {
       sendError(req, res, error, deps.logger);
     }

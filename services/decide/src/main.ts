@@ -1,35 +1,48 @@
 import { ProjectTokenCache } from '@plover/accounts';
 import { loadConfigOrExit, sections } from '@plover/config';
 import { createLogger, exitOnUncaughtErrors } from '@plover/core';
-import { createMetricsRegistry, serve } from '@plover/http';
+import { runService } from '@plover/http';
 import { PgSql } from '@plover/postgres';
 import { createApp, decideSettings } from './app';
 import { DefinitionsCache } from './definitions';
+import { decideLimits } from './limits';
 
-const config = loadConfigOrExit(process.env, { logging: sections.logging, http: sections.http(8000), postgres: sections.postgres, decide: sections.decide });
+const config = loadConfigOrExit(process.env, {
+  logging: sections.logging,
+  http: sections.http(8000),
+  postgres: sections.postgres,
+  decide: sections.decide,
+  workers: sections.decideWorkers,
+});
 const logger = createLogger({ service: 'decide', level: config.logging.level });
 exitOnUncaughtErrors(logger);
-const sql = PgSql.fromConfig(config.postgres);
-const definitions = new DefinitionsCache(sql, { logger, pollIntervalMs: config.decide.definitionsPollMs });
 
-const app = createApp({
+runService({
+  service: 'decide',
+  workers: config.workers,
+  http: config.http,
   logger,
-  metrics: createMetricsRegistry('decide'),
-  sql,
-  trustProxy: config.http.trustProxy,
-  projectTokens: new ProjectTokenCache(sql),
-  definitions,
-  settings: decideSettings(config.decide),
-});
-
-serve(app, {
-  ...config.http,
-  logger,
-  closeResources: async () => {
-    definitions.close();
-    await sql.close();
+  limits: () => decideLimits(config.decide),
+  start({ logger, metrics, limits, workers }) {
+    const sql = PgSql.fromConfig(config.postgres);
+    const definitions = new DefinitionsCache(sql, { logger, pollIntervalMs: config.decide.definitionsPollMs });
+    const app = createApp({
+      logger,
+      metrics,
+      sql,
+      trustProxy: config.http.trustProxy,
+      projectTokens: new ProjectTokenCache(sql),
+      definitions,
+      settings: decideSettings(config.decide),
+      limits,
+      workers,
+    });
+    return {
+      app,
+      closeResources: async () => {
+        definitions.close();
+        await sql.close();
+      },
+    };
   },
-}).catch((error: unknown) => {
-  logger.fatal({ err: error }, 'failed to start');
-  process.exit(1);
 });

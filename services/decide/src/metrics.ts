@@ -1,0 +1,23 @@
+import { Counter, type Registry } from 'prom-client';
+import { singleMetric } from '@plover/http';
+
+export interface DecideMetrics {
+  requests: Counter<'endpoint'>;
+}
+
+/** Labels are bounded: the two flag endpoints, `decide` and `flags`. */
+export function decideMetrics(registry: Registry): DecideMetrics {
+  return {
+    requests: singleMetric(
+      registry,
+      'plover_decide_requests_total',
+      () =>
+        new Counter({
+          name: 'plover_decide_requests_total',
+          help: 'Requests to /decide and /flags, whatever their answer',
+          labelNames: ['endpoint'],
+          registers: [registry],
+        }),
+    ),
+  };
+}
