@@ -13,13 +13,14 @@ import path from 'node:path';
 import type { Browser } from 'playwright-core';
 import { PostHog as PostHogNode4 } from 'posthog-node-4';
 import { PostHog as PostHogNode5 } from 'posthog-node-5';
+import { parse } from 'yaml';
 import type { Credentials } from '@plover/accounts';
 import { CAPTURE_TOPICS, REPLAY_TOPIC } from '@plover/contracts';
 import { deleteTopics } from '../packages/bus/test/support/kafka-factory';
 import { startChdbHttpServer, type ChdbHttpServer } from '../packages/clickhouse/test/support/chdb-http-server';
 import { createTestDatabase, type TestDatabase } from '../packages/postgres/test/support/database';
 import { browserAvailable, launchBrowser } from './support/browser';
-import { startNginx, type RunningNginx } from './support/nginx';
+import { NGINX_TEMPLATE, renderTemplate, startNginx, type RunningNginx } from './support/nginx';
 import { run, startService, type RunningService } from './support/processes';
 import { availableTool, realService } from './support/services';
 import { SITE_USER, sitePage, startSite, waitForRecording } from './support/site';
@@ -57,6 +58,25 @@ function postFrom(from: string, url: string, body: string, headers: Record<strin
     req.end(body);
   });
 }
+
+describe("docker-compose.yml's nginx", () => {
+  it('mounts the template where the nginx image fills it in, with a value for every variable, in front of the services', () => {
+    const compose = parse(fs.readFileSync(path.resolve(__dirname, '../docker-compose.yml'), 'utf8')) as {
+      services: Record<string, { volumes?: string[]; environment?: Record<string, string>; ports?: string[] }>;
+    };
+    const { nginx, ...others } = compose.services;
+    expect(nginx!.volumes).toEqual([`./${path.relative(path.resolve(__dirname, '..'), NGINX_TEMPLATE)}:/etc/nginx/templates/default.conf.template:ro`]);
+    const conf = renderTemplate(fs.readFileSync(NGINX_TEMPLATE, 'utf8'), nginx!.environment!);
+    expect(conf).toContain('server capture:8000;');
+    expect(nginx!.ports).toEqual(['8000:8000']);
+    // Nothing but nginx reaches the services that trust X-Forwarded-For.
+    expect(['capture', 'decide', 'management'].map((name) => [others[name]!.ports, others[name]!.environment!.TRUST_PROXY])).toEqual([
+      [undefined, 'true'],
+      [undefined, 'true'],
+      [undefined, 'true'],
+    ]);
+  });
+});
 
 describeProxied('distributed services behind nginx on one host', () => {
   let database: TestDatabase;
