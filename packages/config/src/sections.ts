@@ -76,6 +76,8 @@ export interface ClickHouseConfig {
   database: string;
   username: string;
   password: string;
+  /** Cluster mode (docs/clickhouse-cluster.md); undefined for a single server. */
+  cluster: { name: string; replicated: boolean } | undefined;
 }
 
 export const clickhouse: Section<ClickHouseConfig> = {
@@ -84,6 +86,18 @@ export const clickhouse: Section<ClickHouseConfig> = {
     CLICKHOUSE_DATABASE: { description: 'ClickHouse database', type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$', default: 'default' },
     CLICKHOUSE_USER: { description: 'ClickHouse user', type: 'string', default: 'default' },
     CLICKHOUSE_PASSWORD: { description: 'ClickHouse password', type: 'string', default: '' },
+    CLICKHOUSE_CLUSTER: {
+      description:
+        "Cluster mode: the cluster (in the servers' remote_servers) that tables are sharded over, as local tables plus Distributed ones; unset for one server",
+      type: 'string',
+      pattern: '^[A-Za-z_][A-Za-z0-9_]*$',
+    },
+    CLICKHOUSE_REPLICATED: {
+      description:
+        'With CLICKHOUSE_CLUSTER: the local tables are Replicated*MergeTrees, copied among the replicas of each shard through Keeper; false for one node per shard',
+      type: 'boolean',
+      default: true,
+    },
   },
   required: ['CLICKHOUSE_URL'],
   read: (v) => ({
@@ -91,6 +105,7 @@ export const clickhouse: Section<ClickHouseConfig> = {
     database: v.CLICKHOUSE_DATABASE as string,
     username: v.CLICKHOUSE_USER as string,
     password: v.CLICKHOUSE_PASSWORD as string,
+    cluster: v.CLICKHOUSE_CLUSTER === undefined ? undefined : { name: v.CLICKHOUSE_CLUSTER as string, replicated: v.CLICKHOUSE_REPLICATED as boolean },
   }),
 };
 

@@ -59,6 +59,20 @@ describe('loadConfig', () => {
     expect(error.variable).toBe('PLOVER_TIMEZONE');
   });
 
+  it('reads cluster mode from CLICKHOUSE_CLUSTER, replicated unless CLICKHOUSE_REPLICATED=false', () => {
+    const clickhouse = { clickhouse: sections.clickhouse };
+    const url = { CLICKHOUSE_URL: 'http://127.0.0.1:8123' };
+    expect(loadConfig(url, clickhouse).clickhouse.cluster).toBeUndefined();
+    expect(loadConfig({ ...url, CLICKHOUSE_CLUSTER: '' }, clickhouse).clickhouse.cluster).toBeUndefined();
+    expect(loadConfig({ ...url, CLICKHOUSE_CLUSTER: 'plover' }, clickhouse).clickhouse.cluster).toEqual({ name: 'plover', replicated: true });
+    expect(loadConfig({ ...url, CLICKHOUSE_CLUSTER: 'plover', CLICKHOUSE_REPLICATED: 'false' }, clickhouse).clickhouse.cluster).toEqual({
+      name: 'plover',
+      replicated: false,
+    });
+    // The name is written into DDL (ON CLUSTER, Distributed's arguments), so it must be a plain identifier.
+    expect(errorOf(() => loadConfig({ ...url, CLICKHOUSE_CLUSTER: 'a; DROP' }, clickhouse)).variable).toBe('CLICKHOUSE_CLUSTER');
+  });
+
   it('resolves the data dir to an absolute path', () => {
     expect(loadConfig({ PLOVER_DATA_DIR: 'rel/dir' }, { d: sections.dataDir }).d.dataDir).toBe(`${process.cwd()}/rel/dir`);
   });
