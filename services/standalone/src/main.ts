@@ -5,11 +5,12 @@ import { bootstrap, ProjectTokenCache } from '@plover/accounts';
 import { createLogger, exitOnUncaughtErrors } from '@plover/core';
 import { createMetricsRegistry, serve } from '@plover/http';
 import { decideSettings, DefinitionsCache } from '@plover/decide/app';
-import { createConsumer } from '@plover/ingestion/consumer';
-import { createReplayConsumer } from '@plover/ingestion/replay';
 import { startSchedules } from '@plover/management/schedule';
+import { Registry } from 'prom-client';
 import { createApp } from './app';
 import { lockDataDir, writeCredentials } from './data-dir';
+import { spawnIngestionThread, type IngestionThread } from './ingestion-thread';
+import { sqlClientPort } from './sql-thread';
 import { openEmbeddedStores } from './stores';
 import { firstStartText, prettyLogStream, readyBanner } from './terminal';
 
@@ -28,16 +29,33 @@ const pretty = prettyLogStream(config.logging.format);
 const logger = createLogger({ service: 'plover', level: config.logging.level, stream: pretty });
 exitOnUncaughtErrors(logger);
 
+/** `/metrics` of the whole process: this thread's registry, then the ingestion thread's metrics. */
+class ProcessMetrics extends Registry {
+  ingestion: IngestionThread | undefined;
+
+  override async metrics(): Promise<string> {
+    const [own, ingestion] = await Promise.all([super.metrics(), this.ingestion?.metrics() ?? '']);
+    return own + ingestion;
+  }
+}
+
 async function main(): Promise<void> {
   const unlock = lockDataDir(config.data.dataDir);
-  const stores = await openEmbeddedStores(config.data.dataDir, logger);
+  // Embedded mode ingests in this process, on a thread of its own (ingestion-thread.ts): capture → local bus →
+  // consumers → PGlite (in a thread of its own too, sql-thread.ts) and chDB. Spawned first, the ingestion thread
+  // loads its modules while this thread opens the stores.
+  const logging = { level: config.logging.level, format: pretty ? 'pretty' : 'json' } as const;
+  const ingestionSql = sqlClientPort();
+  const ingestionThread = spawnIngestionThread({ dataDir: config.data.dataDir, ingestion: config.ingestion, logging, sqlPort: ingestionSql.client }, logger);
+  const stores = await openEmbeddedStores(config.data.dataDir, logger, { sqlThread: { clientPorts: [ingestionSql.served], logging } });
   const credentials = await bootstrap(stores.sql, config.bootstrap);
   if (credentials) {
     const file = writeCredentials(config.data.dataDir, credentials);
     // Printed once, on the first start only: the personal API key is not recoverable from the database.
     if (!pretty) process.stdout.write(firstStartText(credentials, file));
   }
-  const metrics = createMetricsRegistry('plover');
+  const metrics = new ProcessMetrics();
+  createMetricsRegistry('plover', metrics);
   const definitions = new DefinitionsCache(stores.sql, { logger, pollIntervalMs: config.decide.definitionsPollMs });
   const app = createApp({
     logger,
@@ -48,16 +66,8 @@ async function main(): Promise<void> {
     definitions,
     settings: { capture: config.capture, decide: decideSettings(config.decide) },
   });
-  // Embedded mode ingests in this process: capture → local bus → consumer → PGlite and chDB.
-  const consumer = await createConsumer({ logger, metrics, sql: stores.sql, clickhouse: stores.clickhouse, bus: stores.bus, settings: config.ingestion });
-  const replay = await createReplayConsumer({
-    logger,
-    metrics,
-    sql: stores.sql,
-    clickhouse: stores.clickhouse,
-    bus: stores.bus,
-    settings: { retryBackoffMs: config.ingestion.retryBackoffMs },
-  });
+  const ingestion = await ingestionThread.start(stores.bus);
+  metrics.ingestion = ingestion;
   const schedules = startSchedules({ sql: stores.sql, clickhouse: stores.clickhouse, logger }, { deletionCron: config.management.deletionJobSchedule });
   const running = await serve(app, {
     ...config.http,
@@ -65,7 +75,7 @@ async function main(): Promise<void> {
     closeResources: async () => {
       definitions.close();
       // The consumers' last batches still need the stores, and they commit them through the bus.
-      await Promise.all([consumer.stop(), replay.stop()]);
+      await ingestion.stop();
       await schedules.stop();
       await stores.close();
       unlock();

@@ -6,7 +6,7 @@ import { ChdbClickHouse } from '@plover/chdb';
 import type { Logger } from '@plover/core';
 import { migrateAll, type AppliedMigrations } from '@plover/management/admin';
 import type { Sql } from '@plover/postgres';
-import { PGliteSql } from '@plover/postgres/pglite';
+import { openEmbeddedPostgres, openSqlThread, type SqlThreadData } from './sql-thread';
 
 export interface EmbeddedStores {
   sql: Sql;
@@ -19,20 +19,26 @@ export interface EmbeddedStores {
 
 export const TOPICS = ['events', 'events_historical', 'events_dlq'];
 
-/** Opens the in-process stand-ins for Postgres, ClickHouse and Kafka under one data directory, migrated. */
-export async function openEmbeddedStores(dataDir: string, logger: Logger): Promise<EmbeddedStores> {
-  // The transaction guard's async hooks cost every request CPU; the code it guards is tested with it on.
-  const sql = await PGliteSql.open({
-    dataDir: path.join(dataDir, 'postgres'),
-    guardTransactions: false,
-    onCheckpointError: (error) => logger.warn({ err: error }, 'periodic checkpoint of the embedded Postgres failed; retried at the next check'),
-  });
-  const clickhouse = await ChdbClickHouse.open({ dataDir: path.join(dataDir, 'clickhouse') });
+/**
+ * Opens the in-process stand-ins for Postgres, ClickHouse and Kafka under one data directory, migrated. With
+ * `sqlThread`, PGlite runs in a thread of its own (sql-thread.ts), which also serves the ports given there.
+ */
+export async function openEmbeddedStores(
+  dataDir: string,
+  logger: Logger,
+  options: { sqlThread?: Pick<SqlThreadData, 'clientPorts' | 'logging'> } = {},
+): Promise<EmbeddedStores> {
+  const postgresDir = path.join(dataDir, 'postgres');
+  const [postgres, clickhouse] = await Promise.all([
+    options.sqlThread ? openSqlThread({ ...options.sqlThread, dataDir: postgresDir }, logger) : openEmbeddedPostgres(postgresDir, logger),
+    ChdbClickHouse.open({ dataDir: path.join(dataDir, 'clickhouse') }),
+  ]);
+  const sql = 'sql' in postgres ? postgres.sql : postgres;
   const bus = await LocalLogBus.open({ dataDir: path.join(dataDir, 'bus'), logger });
   const close = async () => {
     await bus.close();
     await clickhouse.close();
-    await sql.close();
+    await postgres.close();
   };
   try {
     const migrations = await migrateAll({ sql, clickhouse }, logger);
