@@ -8,9 +8,11 @@
  *   directory of that shard, which shows where the engine sends every row; a cluster handle's insert, which must
  *   reach every shard before it returns, fails.
  */
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { drainPending, Session } from 'chdb';
 import { StorageError } from '@plover/core';
 import {
@@ -29,6 +31,7 @@ import { formatRecorded, RecordingClickHouse, type Recorded } from './support/re
 import { tempDir } from './support/variants';
 
 const GOLDEN = path.join(__dirname, 'golden');
+const execFileAsync = promisify(execFile);
 const REPLICATED: ClickHouseCluster = { name: 'plover', replicated: true };
 const UNREPLICATED: ClickHouseCluster = { name: 'plover', replicated: false };
 
@@ -295,6 +298,45 @@ describe.each<Topology>([
     } finally {
       // A replicated table left behind keeps the engine from shutting down.
       for (const table of Object.keys(SHARDING_KEYS)) await plain.command('test.drop', `DROP TABLE IF EXISTS plover_replicated.${table}_local SYNC`);
+    }
+  });
+});
+
+describe('the example server configuration, deploy/clickhouse/config.d/plover-cluster.xml', () => {
+  it('declares the cluster the DDL names, 2 shards of 2 replicas, and each node’s macros from its environment', async () => {
+    const { dir, remove } = await tempDir();
+    try {
+      // A server merges config.d/ into its configuration; so does the engine, next to its main file.
+      await mkdir(path.join(dir, 'config.d'));
+      await copyFile(path.join(__dirname, '../../../deploy/clickhouse/config.d/plover-cluster.xml'), path.join(dir, 'config.d/plover-cluster.xml'));
+      await writeFile(path.join(dir, 'config.xml'), '<clickhouse></clickhouse>\n');
+      // The engine reads the macros from its process's environment when it starts: a child process of its own,
+      // with a node's variables (jest's process.env is a copy that the engine does not see).
+      const script = `const { Session } = require('chdb');
+        const engine = new Session(process.argv[1], { connectionArgs: ['--config-file=' + process.argv[2]] });
+        const rows = (sql) => engine.query(sql, 'JSONEachRow').trim().split('\\n').map((line) => JSON.parse(line));
+        process.stdout.write(JSON.stringify({
+          replicas: rows("SELECT shard_num, replica_num, host_name, port FROM system.clusters WHERE cluster = 'plover' ORDER BY shard_num, replica_num"),
+          macros: rows('SELECT macro, substitution FROM system.macros ORDER BY macro'),
+        }));
+        engine.close();`;
+      const { stdout } = await execFileAsync(process.execPath, ['-e', script, path.join(dir, 'data'), path.join(dir, 'config.xml')], {
+        env: { ...process.env, CLICKHOUSE_SHARD: '02', CLICKHOUSE_REPLICA: 's2r1', CLICKHOUSE_CLUSTER_SECRET: 'secret' },
+      });
+      expect(JSON.parse(stdout)).toEqual({
+        replicas: [
+          { shard_num: 1, replica_num: 1, host_name: 'clickhouse-s1r1', port: 9000 },
+          { shard_num: 1, replica_num: 2, host_name: 'clickhouse-s1r2', port: 9000 },
+          { shard_num: 2, replica_num: 1, host_name: 'clickhouse-s2r1', port: 9000 },
+          { shard_num: 2, replica_num: 2, host_name: 'clickhouse-s2r2', port: 9000 },
+        ],
+        macros: [
+          { macro: 'replica', substitution: 's2r1' },
+          { macro: 'shard', substitution: '02' },
+        ],
+      });
+    } finally {
+      await remove();
     }
   });
 });
