@@ -208,6 +208,16 @@ export async function writeOverrides(tx: SqlExecutor, projectId: number, pairs: 
   return result.rows;
 }
 
+/** The overrides that point at `personUuid`: what the merges into the person wrote (flat, see repointOverrides). */
+export async function overridesInto(executor: SqlExecutor, projectId: number, personUuid: string): Promise<PersonOverride[]> {
+  const result = await executor.query<PersonOverride>(
+    'persons.overridesInto',
+    `SELECT ${OVERRIDE_COLUMNS} FROM person_overrides WHERE project_id = $1 AND override_person_uuid = $2 ORDER BY old_person_uuid`,
+    [projectId, personUuid],
+  );
+  return result.rows;
+}
+
 /** Keeps override chains flat: what pointed at the merged-away person now points at the survivor. */
 export async function repointOverrides(tx: SqlExecutor, projectId: number, fromUuid: string, toUuid: string): Promise<PersonOverride[]> {
   const result = await tx.query<PersonOverride>(

@@ -9,6 +9,7 @@ import {
   insertPerson,
   lockPersonsByDistinctIds,
   moveDistinctIds,
+  overridesInto,
   repointOverrides,
   selectPerson,
   toRef,
@@ -296,8 +297,14 @@ export class PersonStore {
         );
         return this.eventPerson(context, person, change, warnings, overrides);
       }
-      case 'update':
-        return this.change(tx, context, plan.person, { identify: plan.identify }, plan.warning ? [...warnings, plan.warning] : warnings, []);
+      case 'update': {
+        // A merge found done already may be this event's own, from an attempt that committed it here and died
+        // before the overrides were copied to ClickHouse (a consumer killed mid-batch): Postgres then has them and
+        // ClickHouse never will, as writeOverrides returns only what it changes. So the overrides into the person
+        // are returned again; copied twice, they collapse in ClickHouse (same versions).
+        const overrides = plan.joined ? await overridesInto(tx, projectId, plan.person.uuid) : [];
+        return this.change(tx, context, plan.person, { identify: plan.identify }, plan.warning ? [...warnings, plan.warning] : warnings, overrides);
+      }
       case 'attach': {
         await attachDistinctId(tx, projectId, plan.distinctId, plan.person.id);
         const overrides = await writeOverrides(tx, projectId, [[personUuid(projectId, plan.distinctId), plan.person.uuid]]);

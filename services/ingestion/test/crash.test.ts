@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
-import { countEvents } from '@plover/clickhouse';
+import { countEvents, countPersons } from '@plover/clickhouse';
+import { PersonReads } from '@plover/persons';
 import { Registry } from 'prom-client';
 import { createProject } from '../../../packages/persons/test/support/stores';
-import { uuidOf } from './support/captured';
+import { captured, uuidOf } from './support/captured';
 import { personStates, personUpdates, referenceStates } from './support/persons';
 import { stackFactories, startConsumer, waitFor, type Stack } from './support/stacks';
 
@@ -13,8 +14,11 @@ const CHILD_SCRIPT = path.join(__dirname, 'support', 'consumer-child.ts');
 /** How long the child's counts must stay put before the kill: no batch is between two steps then. */
 const SETTLED_MS = 500;
 
-/** Runs consumer-child.ts until every batch it has in flight is stored and hung, then kills it with SIGKILL. */
-async function crashAfterInsert(stack: Stack, options: { batchSize: number; committedBatches: number }): Promise<void> {
+/**
+ * Runs consumer-child.ts until every batch it has in flight is stored and hung, then kills it with SIGKILL. With
+ * `hangTable`, until its batch hangs on that table's insert instead (see the child).
+ */
+async function crashAfterInsert(stack: Stack, options: { batchSize: number; committedBatches: number; hangTable?: string }): Promise<void> {
   const child = spawn(process.execPath, ['--conditions=plover-source', '--import', 'tsx', CHILD_SCRIPT], {
     cwd: REPO_ROOT,
     env: {
@@ -22,6 +26,7 @@ async function crashAfterInsert(stack: Stack, options: { batchSize: number; comm
       TEST_INGESTION_STACK: JSON.stringify(stack.description),
       TEST_BATCH_SIZE: String(options.batchSize),
       TEST_COMMITTED_BATCHES: String(options.committedBatches),
+      ...(options.hangTable ? { TEST_HANG_TABLE: options.hangTable } : {}),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -106,5 +111,39 @@ describe.each(stackFactories)('crash safety: $name', (factory) => {
     });
     expect(new Set(stored.map((row) => row.uuid))).toEqual(new Set(messages.map(uuidOf)));
     expect(await personStates(stack.stores.sql, projectId, distinctIds)).toEqual(await referenceStates(messages, distinctIds));
+  }, 180_000);
+
+  it('a consumer killed after a merge was committed in Postgres and before its person override reached ClickHouse: the redelivery copies it', async () => {
+    const projectId = await createProject(stack.stores.sql);
+    const { bus, clickhouse } = stack.stores;
+    const topic = stack.description.settings.topics.events;
+    // Two persons first, each with an event stored under its own uuid.
+    const consumer = await startConsumer(stack);
+    try {
+      await bus.produce(topic, [captured(projectId, 'anon', '$pageview'), captured(projectId, 'user', '$pageview')]);
+      await waitFor('the two persons', async () => (await countEvents(clickhouse, projectId)) === 2, stack.deliveryTimeoutMs);
+    } finally {
+      await consumer.stop();
+    }
+    await bus.produce(topic, [captured(projectId, 'user', '$identify', { $anon_distinct_id: 'anon' }, { minutes: 1 })]);
+
+    await stack.suspend();
+    try {
+      await crashAfterInsert(stack, { batchSize: 40, committedBatches: 0, hangTable: 'person_overrides' });
+    } finally {
+      await stack.resume();
+    }
+    // The merge is done in Postgres; ClickHouse has no override and not the $identify.
+    expect(await new PersonReads(stack.stores.sql).getByDistinctId(projectId, 'anon')).toMatchObject({ distinctIds: expect.arrayContaining(['anon', 'user']) });
+    expect(await countEvents(stack.stores.clickhouse, projectId)).toBe(2);
+
+    const again = await startConsumer(stack);
+    try {
+      await waitFor('the $identify', async () => (await countEvents(stack.stores.clickhouse, projectId)) === 3, stack.deliveryTimeoutMs);
+    } finally {
+      await again.stop();
+    }
+    // The anon person's event counts as the merged person: one person, as insights count them.
+    expect(await countPersons(stack.stores.clickhouse, projectId)).toBe(1);
   }, 180_000);
 });

@@ -95,8 +95,11 @@ export interface IdentityPerson {
 export type IdentityPlan<P extends IdentityPerson> =
   /** Nobody has these ids: one new person with all of them, the first being the one its uuid derives from. */
   | { kind: 'create'; distinctIds: [string, ...string[]]; identify: boolean }
-  /** The person exists and keeps its ids. */
-  | { kind: 'update'; person: P; identify: boolean; warning?: PersonWarning }
+  /**
+   * The person exists and keeps its ids. `joined`: a merge request whose ids are this person's already (merged
+   * before, perhaps by this very event in an attempt that did not finish).
+   */
+  | { kind: 'update'; person: P; identify: boolean; warning?: PersonWarning; joined?: boolean }
   /** Only one id has a person: the other id joins it. */
   | { kind: 'attach'; person: P; distinctId: string }
   /** Two persons: `source` (the other id's) is merged into `target` (the event's). */
@@ -116,7 +119,7 @@ export function planIdentity<P extends IdentityPerson>(
     return other ? { kind: 'attach', person: other, distinctId: request.into } : { kind: 'create', distinctIds: [request.into, request.other], identify: true };
   }
   if (!other) return { kind: 'attach', person: into, distinctId: request.other };
-  if (into.id === other.id) return { kind: 'update', person: into, identify: true };
+  if (into.id === other.id) return { kind: 'update', person: into, identify: true, joined: true };
   // An identified person is somebody: merging it away on an $identify or alias would join two users.
   // Only $merge_dangerously may (PostHog's mergePeople, PostHog/posthog#11873).
   if (other.isIdentified && request.kind !== '$merge_dangerously') {

@@ -1,7 +1,8 @@
 /**
  * A consumer process for the crash test, which kills it with SIGKILL. The first TEST_COMMITTED_BATCHES events
  * inserts behave; every later one is carried out in ClickHouse and then never returns, so its batch is stored but
- * never committed. The process prints `inflight <n> hung <m>` whenever either count changes: once every batch in
+ * never committed. With TEST_HANG_TABLE set, the first insert into that table never returns instead, and is
+ * never carried out: the batch stops between its Postgres writes and that table's rows. The process prints `inflight <n> hung <m>` whenever either count changes: once every batch in
  * flight is hung, nothing is half done, and a kill lands exactly between the insert and the commit. It prints
  * `handled <topic> <partition> <next offset>` when a batch's handler resolved, i.e. the moment the bus may commit
  * it (stdout on a pipe is written synchronously, so the line's write(2) marks that moment in an strace).
@@ -19,6 +20,7 @@ import { openStores, type StackDescription } from './stacks';
 async function main(): Promise<void> {
   const description = JSON.parse(required('TEST_INGESTION_STACK')) as StackDescription;
   const committedBatches = Number(required('TEST_COMMITTED_BATCHES'));
+  const hangTable = process.env.TEST_HANG_TABLE;
   const stores = await openStores(description);
 
   let inflight = 0;
@@ -30,8 +32,12 @@ async function main(): Promise<void> {
     command: (name, sql, params) => stores.clickhouse.command(name, sql, params),
     query: (name, sql, params) => stores.clickhouse.query(name, sql, params),
     async insert(table, rows) {
-      await stores.clickhouse.insert(table, rows);
-      if (table !== 'events' || ++inserts <= committedBatches) return;
+      if (hangTable === undefined) {
+        await stores.clickhouse.insert(table, rows);
+        if (table !== 'events' || ++inserts <= committedBatches) return;
+      } else if (table !== hangTable) {
+        return stores.clickhouse.insert(table, rows);
+      }
       hung += 1;
       report();
       await new Promise<never>(() => undefined);
