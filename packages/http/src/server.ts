@@ -7,9 +7,12 @@ import type { ServiceApp } from './app';
 export interface RunningServer {
   server: http.Server;
   port: number;
-  /** Stops accepting connections and waits for open requests to finish. */
+  /** Stops accepting connections, waits for open requests to finish, and closes each connection once idle. */
   close(): Promise<void>;
 }
+
+/** While closing, how often connections that finished their request are closed. */
+const IDLE_SWEEP_MS = 100;
 
 export async function listen(app: ServiceApp, options: { port: number; host: string }): Promise<RunningServer> {
   const server = http.createServer(app);
@@ -28,7 +31,13 @@ export async function listen(app: ServiceApp, options: { port: number; host: str
     port: (server.address() as AddressInfo).port,
     close: () =>
       new Promise<void>((resolve, reject) => {
-        server.close((error) => (error ? reject(error) : resolve()));
+        // A keep-alive connection busy at close would otherwise stay open for keepAliveTimeout after its answer.
+        const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
+        server.close((error) => {
+          clearInterval(sweep);
+          if (error) reject(error);
+          else resolve();
+        });
         server.closeIdleConnections();
       }),
   };

@@ -40,3 +40,35 @@ describe('requests the HTTP parser refuses', () => {
     expect(jsonBody(answer)).toEqual({ type: 'validation_error', code: 'parse_error', detail: 'Malformed HTTP request.', attr: null });
   });
 });
+
+describe('closing the server', () => {
+  it('answers a request in flight, then closes its keep-alive connection instead of waiting for the idle timeout', async () => {
+    let release: () => void = () => undefined;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const app = createServiceApp({
+      logger: silentLogger(),
+      metrics: createMetricsRegistry('test'),
+      checks: {},
+      trustProxy: false,
+      mount: (express) => express.get('/slow', (_req, res) => void released.then(() => res.json({ done: true }))),
+    });
+    const running = await listen(app, { port: 0, host: '127.0.0.1' });
+    const socket = net.connect(running.port, '127.0.0.1');
+    let answer = '';
+    socket.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+    const socketClosed = new Promise((resolve) => socket.on('close', resolve));
+    const requested = new Promise((resolve) => socket.once('data', resolve));
+    socket.write('GET /slow HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+
+    const started = Date.now();
+    const closed = running.close();
+    release();
+    await requested;
+    await closed;
+    await socketClosed;
+    expect(answer).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(answer).toContain('{"done":true}');
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+});
