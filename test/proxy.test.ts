@@ -8,8 +8,11 @@
  */
 import fs from 'node:fs';
 import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { Readable } from 'node:stream';
+import { gzipSync } from 'node:zlib';
 import type { Browser } from 'playwright-core';
 import { PostHog as PostHogNode4 } from 'posthog-node-4';
 import { PostHog as PostHogNode5 } from 'posthog-node-5';
@@ -20,6 +23,7 @@ import { deleteTopics } from '../packages/bus/test/support/kafka-factory';
 import { startChdbHttpServer, type ChdbHttpServer } from '../packages/clickhouse/test/support/chdb-http-server';
 import { createTestDatabase, type TestDatabase } from '../packages/postgres/test/support/database';
 import { browserAvailable, launchBrowser } from './support/browser';
+import { concretePath, servedPaths } from './support/kubernetes';
 import { NGINX_TEMPLATE, renderTemplate, startNginx, type RunningNginx } from './support/nginx';
 import { run, startService, type RunningService } from './support/processes';
 import { availableTool, realService } from './support/services';
@@ -29,7 +33,9 @@ jest.setTimeout(120_000);
 
 const postgres = realService('TEST_DATABASE_URL');
 const kafka = realService('TEST_KAFKA_BROKERS');
-const describeProxied = postgres.url && kafka.url && availableTool('nginx') ? describe : describe.skip;
+const nginxInstalled = availableTool('nginx');
+const describeWithNginx = nginxInstalled ? describe : describe.skip;
+const describeProxied = postgres.url && kafka.url && nginxInstalled ? describe : describe.skip;
 const itWithBrowser = browserAvailable() ? it : it.skip;
 
 const SERVICES = ['capture', 'ingestion', 'decide', 'management'] as const;
@@ -75,6 +81,125 @@ describe("docker-compose.yml's nginx", () => {
       [undefined, 'true'],
       [undefined, 'true'],
     ]);
+  });
+});
+
+/** What a stand-in service saw of one request. */
+interface Seen {
+  service: string;
+  url: string;
+  headers: http.IncomingHttpHeaders;
+  /** The nginx end of the connection it came on. */
+  connection: number;
+  bytes: string;
+}
+
+describeWithNginx('deploy/nginx/plover.conf.template in front of stand-ins for the services', () => {
+  const standIns: http.Server[] = [];
+  let proxy: RunningNginx;
+  /** Called when a stand-in receives part of a body. */
+  let received: (() => void) | undefined;
+
+  /** A request through nginx and what the stand-in that got it saw. */
+  async function through(urlPath: string, init: RequestInit = {}): Promise<Seen> {
+    const response = await fetch(`${proxy.url}${urlPath}`, init);
+    expect(response.status).toBe(200);
+    return (await response.json()) as Seen;
+  }
+
+  beforeAll(async () => {
+    const addresses = await Promise.all(
+      ['capture', 'decide', 'management'].map(async (service) => {
+        const server = http.createServer((req, res) => {
+          const chunks: Buffer[] = [];
+          req.on('data', (chunk: Buffer) => {
+            chunks.push(chunk);
+            received?.();
+          });
+          req.on('end', () => {
+            const seen: Seen = {
+              service,
+              url: req.url!,
+              headers: req.headers,
+              connection: req.socket.remotePort!,
+              bytes: Buffer.concat(chunks).toString('base64'),
+            };
+            res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(seen));
+          });
+        });
+        standIns.push(server);
+        await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+        return `127.0.0.1:${(server.address() as AddressInfo).port}`;
+      }),
+    );
+    proxy = await startNginx({ capture: addresses[0]!, decide: addresses[1]!, management: addresses[2]! });
+  });
+
+  afterAll(async () => {
+    await proxy?.stop();
+    await Promise.all(standIns.map((server) => new Promise((resolve) => server.close(resolve))));
+  });
+
+  it.each([...servedPaths('capture').map((p) => ['capture', p] as const), ...servedPaths('decide').map((p) => ['decide', p] as const)])(
+    "sends %s's %s to it, with and without a trailing slash and with a query, the path as the client wrote it",
+    async (service, routePath) => {
+      const concrete = concretePath(routePath).replace(/\/$/, '');
+      for (const urlPath of [concrete, `${concrete}/`, `${concrete}/?v=3&ip=1`]) {
+        expect(await through(urlPath, { method: 'POST', body: '{}' })).toMatchObject({ service, url: urlPath });
+      }
+    },
+  );
+
+  it.each(['/', '/api/projects/1/persons/', '/api/feature_flags', '/replay/abc', '/assets/index.js', '/events', '/sessions', '/static-site', '/_health'])(
+    'sends %s to management',
+    async (urlPath) => {
+      expect(await through(urlPath)).toMatchObject({ service: 'management', url: urlPath });
+    },
+  );
+
+  it("replaces the client's X-Forwarded-For with the address nginx saw, and passes Host with its port and the scheme", async () => {
+    const answer = await postFrom('127.0.0.2', `${proxy.url}/batch/`, '{}', { 'X-Forwarded-For': '203.0.113.9' });
+    const seen = JSON.parse(answer.body) as Seen;
+    expect(seen.headers).toMatchObject({ 'x-forwarded-for': '127.0.0.2', host: `127.0.0.1:${proxy.port}`, 'x-forwarded-proto': 'http' });
+  });
+
+  it('keeps upstream connections alive: sequential requests share one', async () => {
+    const connections = new Set<number>();
+    for (let i = 0; i < 10; i++) {
+      const seen = await through('/flags/?v=2', { method: 'POST', body: '{}' });
+      expect(seen.headers.connection).toBeUndefined();
+      connections.add(seen.connection);
+    }
+    expect(connections.size).toBe(1);
+  });
+
+  it('streams a body to the service as it arrives, instead of holding it until it is whole', async () => {
+    const arrived = new Promise<void>((resolve) => (received = resolve));
+    const body = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        controller.enqueue(Buffer.from('first,'));
+        // The rest is sent only once the service has the first part.
+        const heldBack = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('nginx held the first part back')), 5_000).unref());
+        await Promise.race([arrived, heldBack]);
+        controller.enqueue(Buffer.from('second'));
+        controller.close();
+      },
+    });
+    const seen = await through('/s/', { method: 'POST', body, duplex: 'half' });
+    expect(Buffer.from(seen.bytes, 'base64').toString()).toBe('first,second');
+  });
+
+  it('passes a gzip body sent in chunks through byte for byte, with its Content-Encoding', async () => {
+    const body = gzipSync(JSON.stringify({ api_key: 'phc_x', batch: Array.from({ length: 2000 }, (_, i) => ({ event: `e${i}`, distinct_id: 'd' })) }));
+    const chunks = Readable.from([body.subarray(0, 1000), body.subarray(1000)]);
+    const seen = await through('/i/v0/e/', {
+      method: 'POST',
+      headers: { 'Content-Encoding': 'gzip' },
+      body: Readable.toWeb(chunks) as ReadableStream,
+      duplex: 'half',
+    });
+    expect(seen.headers['content-encoding']).toBe('gzip');
+    expect(Buffer.from(seen.bytes, 'base64').equals(body)).toBe(true);
   });
 });
 
