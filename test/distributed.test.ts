@@ -46,6 +46,16 @@ describeWith({ url: postgres.url && kafka.url })('distributed services', () => {
     expect(JSON.parse(second.stdout)).toEqual({ postgres: [], clickhouse: [] });
   });
 
+  it('migrate in cluster mode sends its statements ON CLUSTER: a server without that cluster refuses the first', async () => {
+    const result = await run('services/management/src/cli.ts', ['migrate'], {
+      ...env,
+      CLICKHOUSE_CLUSTER: 'plover',
+      CLICKHOUSE_DATABASE: `plover_cluster_${Date.now()}`,
+    });
+    expect(result.code).toBe(1);
+    expect(result.output).toContain("ClickHouse command migrate.createDatabase failed: Requested cluster 'plover' not found");
+  });
+
   it('bootstrap creates the first project and keys once', async () => {
     const first = await run('services/management/src/cli.ts', ['bootstrap'], env);
     expect(first.code).toBe(0);
