@@ -163,6 +163,11 @@ describeWithNginx('deploy/nginx/plover.conf.template in front of stand-ins for t
     expect(seen.headers).toMatchObject({ 'x-forwarded-for': '127.0.0.2', host: `127.0.0.1:${proxy.port}`, 'x-forwarded-proto': 'http' });
   });
 
+  it("lets a header line longer than nginx's default buffer (8 KiB) through to the service, whose limit is 16 KiB", async () => {
+    const cookie = `session=${'x'.repeat(12 * 1024)}`;
+    expect((await through('/decide/', { headers: { Cookie: cookie } })).headers.cookie).toBe(cookie);
+  });
+
   it('keeps upstream connections alive: sequential requests share one', async () => {
     const connections = new Set<number>();
     for (let i = 0; i < 10; i++) {
