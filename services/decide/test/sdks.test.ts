@@ -1,15 +1,17 @@
 /**
  * Real SDKs against decide: posthog-node 4.10.2 (`POST /decide/?v=3`, local evaluation at
- * `/api/feature_flag/local_evaluation`) and 5.70.0 (`POST /flags/?v=2`, `/flags/definitions`).
+ * `/api/feature_flag/local_evaluation`) and 5.70.0 (`POST /flags/?v=2`, `/flags/definitions`). Decide runs in
+ * this process on PGlite, and (with Postgres) as distributed mode's `main.ts` with DECIDE_WORKERS=2.
  */
 import { PostHog as PostHogNode4 } from 'posthog-node-4';
 import { PostHog as PostHogNode5 } from 'posthog-node-5';
 import request from 'supertest';
 import type { Credentials } from '@plover/accounts';
-import { listen, type RunningServer } from '@plover/http';
-import { migrate, type Sql } from '@plover/postgres';
-import { PGliteSql } from '@plover/postgres/pglite';
-import { buildApp, createGroup, createPerson, setup } from './support/harness';
+import { listen } from '@plover/http';
+import type { Sql } from '@plover/postgres';
+import { openMigratedPGlite, openMigratedPostgres } from '../../../packages/postgres/test/support/backends';
+import { startService } from '../../../test/support/processes';
+import { buildApp, createGroup, createPerson, postgres, setup } from './support/harness';
 
 interface Client {
   isFeatureEnabled(key: string, distinctId: string, options?: Record<string, unknown>): Promise<boolean | undefined>;
@@ -51,27 +53,65 @@ const FLAGS = [
   },
 ];
 
-describe('posthog-node against decide', () => {
-  let sql: Sql;
+/** The project, its flags, a stored person and a group, written through the flag management routes. */
+async function seed(sql: Sql): Promise<Credentials> {
+  const credentials = await setup(sql);
+  const app = buildApp(sql);
+  for (const flag of FLAGS) await request(app).post(`/api/projects/${credentials.project.id}/feature_flags/`).send(flag).expect(201);
+  await createPerson(sql, credentials.project.id, ['stored-pro'], { plan: 'pro' });
+  await createGroup(sql, credentials.project.id, 'company', 0, 'acme', { size: 500 });
+  return credentials;
+}
+
+interface Decide {
+  credentials: Credentials;
+  host: string;
+  close(): Promise<void>;
+}
+
+const oneProcess = async (): Promise<Decide> => {
+  const database = await openMigratedPGlite();
+  const credentials = await seed(database.sql);
+  const server = await listen(buildApp(database.sql), { port: 0, host: '127.0.0.1' });
+  return {
+    credentials,
+    host: `http://127.0.0.1:${server.port}`,
+    async close() {
+      await server.close();
+      await database.close();
+    },
+  };
+};
+
+const twoWorkers = async (): Promise<Decide> => {
+  const database = await openMigratedPostgres(postgres.url!, 2);
+  const credentials = await seed(database.sql);
+  const service = await startService('decide', { DATABASE_URL: database.url, PORT: '0', HOST: '127.0.0.1', DECIDE_WORKERS: '2', DECIDE_GEOIP: 'false' });
+  return {
+    credentials,
+    host: `http://127.0.0.1:${service.port}`,
+    async close() {
+      await service.stop();
+      await database.close();
+    },
+  };
+};
+
+const targets: [string, () => Promise<Decide>][] = [
+  ['in this process (PGlite)', oneProcess],
+  ...(postgres.url ? [['DECIDE_WORKERS=2 (main.ts, Postgres)', twoWorkers] as [string, () => Promise<Decide>]] : []),
+];
+
+describe.each(targets)('posthog-node against decide %s', (_target, open) => {
   let credentials: Credentials;
-  let server: RunningServer;
   let host: string;
+  let decide: Decide;
 
   beforeAll(async () => {
-    sql = await PGliteSql.open();
-    await migrate(sql);
-    credentials = await setup(sql);
-    const app = buildApp(sql);
-    for (const flag of FLAGS) await request(app).post(`/api/projects/${credentials.project.id}/feature_flags/`).send(flag).expect(201);
-    await createPerson(sql, credentials.project.id, ['stored-pro'], { plan: 'pro' });
-    await createGroup(sql, credentials.project.id, 'company', 0, 'acme', { size: 500 });
-    server = await listen(app, { port: 0, host: '127.0.0.1' });
-    host = `http://127.0.0.1:${server.port}`;
-  });
-  afterAll(async () => {
-    await server.close();
-    await sql.close();
-  });
+    decide = await open();
+    ({ credentials, host } = decide);
+  }, 120_000);
+  afterAll(() => decide?.close());
 
   const sdks: [string, (key: string, options: Record<string, unknown>) => Client][] = [
     ['posthog-node 4.10.2 (/decide/?v=3)', (key, options) => new PostHogNode4(key, options)],
