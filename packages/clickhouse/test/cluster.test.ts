@@ -169,6 +169,15 @@ describe.each<Topology>([
     await remove?.();
   });
 
+  it('parses every statement as sent, ON CLUSTER included', async () => {
+    for (const cluster of [REPLICATED, UNREPLICATED]) {
+      for (const { sql } of commands(await recordMigrate(cluster))) {
+        const [parsed] = await plain.query<{ sql: string }>('test.parse', 'SELECT formatQuerySingleLine({sql:String}) AS sql', { sql });
+        if (!sql.startsWith('INSERT')) expect(parsed!.sql).toContain('ON CLUSTER plover');
+      }
+    }
+  });
+
   it('creates every table as a local table and a Distributed table with the same columns', async () => {
     const tables = await plain.query<{ name: string; engine: string }>(
       'test.tables',
