@@ -18,12 +18,16 @@
  *             50 equivalent toggles (created by `seedUnleash` below: 10 gradual rollouts, 10 plan IN, 10 email
  *             contains, 10 age >, 10 control/test variants), `GET /api/frontend` with the same context.
  *   static    a bare node:http server answering a precomputed Plover response (the ceiling).
+ *   workers   the same decide with DECIDE_WORKERS=auto (one node:cluster worker per core behind one port), `max`.
  * The load generator (this file with `load`: autocannon, or bench/paced.ts at a fixed rate) runs in a separate process:
  * BENCH_DECIDE_CONNECTIONS (32) connections, a 2 s
- * warm-up, then BENCH_DECIDE_SECONDS (10) measured. Plover max and Unleash alternate for BENCH_DECIDE_ROUNDS (3)
- * rounds; the median run of each is reported, and the ratio is the median of the rounds' ratios. Server CPU is utime+stime from /proc over the measured
- * run; rssMb is each server process's peak resident memory (VmHWM). BENCH_DECIDE_PROFILE_DIR=<dir> writes a CPU profile
- * of the Plover process there.
+ * warm-up, then BENCH_DECIDE_SECONDS (10) measured. Plover max, static, workers and Unleash take turns for
+ * BENCH_DECIDE_ROUNDS (3) rounds, the order rotating each round; the median run of each is reported, and each ratio is
+ * the median of the rounds' ratios. BENCH_DECIDE_PARTS (default `unleash,workers,phases`) chooses what runs besides
+ * Plover max and static: `unleash`, `workers`, and `phases` (the fixed rate, stored and two replicas). Server CPU is
+ * utime+stime from /proc over the measured run, summed over the server's process tree (a cluster's primary and its
+ * workers); rssMb is each server process's peak resident memory (VmHWM). BENCH_DECIDE_PROFILE_DIR=<dir> writes a CPU
+ * profile of the Plover process there.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -50,6 +54,7 @@ const CONNECTIONS = Number(process.env.BENCH_DECIDE_CONNECTIONS ?? 32);
 const RATE = Number(process.env.BENCH_DECIDE_RATE ?? 5000);
 const ROUNDS = Number(process.env.BENCH_DECIDE_ROUNDS ?? 3);
 const REPLICAS = Number(process.env.BENCH_DECIDE_REPLICAS ?? 2);
+const PARTS = (process.env.BENCH_DECIDE_PARTS ?? 'unleash,workers,phases').split(',');
 const PACED_WARMUP_SECONDS = 1;
 const adminUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -190,14 +195,26 @@ async function waitFor(url: string, headers: Record<string, string> = {}, second
   }
 }
 
+/** The process's children (a cluster primary's workers). */
+function childPids(pid: number): number[] {
+  return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+}
+
+/** CPU of the process and its live descendants. */
 function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+  const own = (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+  return childPids(pid).reduce((sum, child) => sum + cpuSeconds(child), own);
 }
 
 function peakRssMb(pid: number): number {
   const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return Math.round(Number(match?.[1] ?? 0) / 1024);
+}
+
+/** Peak RSS of the process and of each live descendant, the process first. */
+function treeRssMb(pid: number): number[] {
+  return [peakRssMb(pid), ...childPids(pid).flatMap(treeRssMb)];
 }
 
 async function runLoad(spec: LoadSpec): Promise<LoadResult> {
@@ -348,15 +365,25 @@ async function enabledCount(url: string, init: RequestInit, read: (body: unknown
   return read(await res.json());
 }
 
+/** One contestant of the rounds: a server, how to load it, and its measured runs. */
+interface Contestant {
+  name: 'plover' | 'static' | 'workers' | 'unleash';
+  server: ChildProcess;
+  spec: Omit<LoadSpec, 'seconds'>;
+}
+
 async function main(): Promise<void> {
+  const unknown = PARTS.filter((part) => !['unleash', 'workers', 'phases'].includes(part));
+  if (unknown.length > 0) throw new Error(`unknown BENCH_DECIDE_PARTS entries: ${unknown.join(', ')}`);
   const loadBefore = os.loadavg().map((value) => Math.round(value * 10) / 10);
-  ensureUnleash();
+  const withUnleash = PARTS.includes('unleash');
+  if (withUnleash) ensureUnleash();
   const suffix = randomBytes(6).toString('hex');
   const ploverDb = `plover_bench_${suffix}`;
   const unleashDb = `unleash_bench_${suffix}`;
   const admin = new PgSql({ connectionString: adminUrl, max: 1 });
   await admin.exec('bench.create', `CREATE DATABASE ${ploverDb}`);
-  await admin.exec('bench.create', `CREATE DATABASE ${unleashDb}`);
+  if (withUnleash) await admin.exec('bench.create', `CREATE DATABASE ${unleashDb}`);
   try {
     const sql = new PgSql({ connectionString: databaseUrl(ploverDb), max: 4 });
     try {
@@ -366,8 +393,8 @@ async function main(): Promise<void> {
     }
 
     const profile = process.env.BENCH_DECIDE_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_DECIDE_PROFILE_DIR}`] : [];
-    /** One decide process on the bench database. */
-    const startPlover = async (): Promise<{ child: ChildProcess; url: string }> => {
+    /** A decide service on the bench database: one process, or `workers` (DECIDE_WORKERS) behind one port. */
+    const startPlover = async (workers = '1'): Promise<{ child: ChildProcess; url: string }> => {
       const port = await freePort();
       const child = startServer(process.execPath, [...profile, '--conditions=plover-source', '--import', 'tsx', 'services/decide/src/main.ts'], {
         DATABASE_URL: databaseUrl(ploverDb),
@@ -376,28 +403,21 @@ async function main(): Promise<void> {
         LOG_LEVEL: 'warn',
         // A loaded machine must not turn `stored` requests into degraded answers that skipped the person read.
         DECIDE_LOOKUP_TIMEOUT_MS: '10000',
+        DECIDE_WORKERS: workers,
       });
       const url = `http://127.0.0.1:${port}`;
       await waitFor(`${url}/_health`);
+      // A cluster answers once one worker listens; its load is measured with all of them.
+      for (;;) {
+        const health = (await (await fetch(`${url}/_health`)).json()) as { workers?: { configured: number; listening: number } };
+        if (!health.workers || health.workers.listening === health.workers.configured) break;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
       return { child, url };
     };
     const { child: plover, url: ploverUrl } = await startPlover();
 
-    const unleashPort = await freePort();
-    const unleash = startServer(NODE22, ['bench/decide-unleash.mjs'], {
-      UNLEASH_DIR,
-      UNLEASH_DATABASE_URL: databaseUrl(unleashDb),
-      UNLEASH_PORT: String(unleashPort),
-      INIT_ADMIN_API_TOKENS: UNLEASH_ADMIN,
-      INIT_FRONTEND_API_TOKENS: UNLEASH_FRONTEND,
-      TOKEN_AUTHENTICATION_RATE_LIMIT_PER_MINUTE: '100000000',
-      SDK_API_RATE_LIMIT_PER_MINUTE: '100000000',
-    });
-    const unleashUrl = `http://127.0.0.1:${unleashPort}`;
-    await waitFor(`${unleashUrl}/health`);
-    await seedUnleash(unleashUrl);
-
-    // Both answer the same context before anything is measured (Unleash lists only enabled toggles).
+    // Plover answers u42 the same from the request's properties and from the stored person before anything is measured.
     const ploverInit = { method: 'POST', headers: { 'content-type': 'application/json' } };
     const ploverFlags = (body: unknown) => Object.values((body as { flags: Record<string, { enabled: boolean }> }).flags).filter((flag) => flag.enabled).length;
     const withContext = await enabledCount(
@@ -411,18 +431,6 @@ async function main(): Promise<void> {
       ploverFlags,
     );
     if (withContext !== fromStore) throw new Error(`u42: ${withContext} flags enabled from the request's properties, ${fromStore} from the stored person`);
-    const unleashGet = { headers: { authorization: UNLEASH_FRONTEND } };
-    const unleashFlags = (body: unknown) => (body as { toggles: unknown[] }).toggles.length;
-    let unleashEnabled = 0;
-    for (let attempt = 0; attempt < 60 && unleashEnabled < 40; attempt++) {
-      unleashEnabled = await enabledCount(
-        `${unleashUrl}/api/frontend?userId=u42&properties[plan]=pro&properties[email]=u%40example.com&properties[age]=40`,
-        unleashGet,
-        unleashFlags,
-      );
-      if (unleashEnabled < 40) await new Promise((resolve) => setTimeout(resolve, 500));
-    }
-    if (unleashEnabled < 40) throw new Error(`unleash serves ${unleashEnabled} enabled toggles for u42, expected ≥ 40`);
 
     const sample = await fetch(`${ploverUrl}/flags/?v=2`, { ...ploverInit, body: ploverBody(true) });
     const staticBody = Buffer.from(await sample.arrayBuffer());
@@ -432,37 +440,70 @@ async function main(): Promise<void> {
     const staticUrl = `http://127.0.0.1:${staticPort}`;
     await waitFor(staticUrl);
 
-    // Plover and Unleash at full speed alternate, so that a change in the machine's other load hits both.
-    const rounds: Array<{ plover: Measured; unleash: Measured }> = [];
-    for (let round = 0; round < ROUNDS; round++) {
-      rounds.push({
-        plover: await measure(plover, { kind: 'plover', url: ploverUrl, rate: 0 }),
-        unleash: await measure(unleash, { kind: 'unleash', url: unleashUrl, rate: 0 }),
-      });
+    const contestants: Contestant[] = [
+      { name: 'plover', server: plover, spec: { kind: 'plover', url: ploverUrl, rate: 0 } },
+      { name: 'static', server: staticServer, spec: { kind: 'static', url: staticUrl, rate: 0 } },
+    ];
+    if (PARTS.includes('workers')) {
+      const { child, url } = await startPlover('auto');
+      contestants.push({ name: 'workers', server: child, spec: { kind: 'plover', url, rate: 0 } });
     }
-    const results = {
-      ploverMax: median(rounds.map((round) => round.plover)),
-      unleashMax: median(rounds.map((round) => round.unleash)),
-      rounds: rounds.map((round) => ({ plover: round.plover.requestsPerSecond, unleash: round.unleash.requestsPerSecond })),
-      ploverAtRate: await measure(plover, { kind: 'plover', url: ploverUrl, rate: RATE }),
-      ploverStored: await measure(plover, { kind: 'plover-stored', url: ploverUrl, rate: 0 }),
-      staticMax: await measure(staticServer, { kind: 'static', url: staticUrl, rate: 0 }),
-    };
-    // Scaled out: more decide processes (a deployment's replicas, here on the same 2 cores), connections spread
-    // over them. Each is the same service with its own definitions cache; the first one is reused.
-    const replicas = [{ child: plover, url: ploverUrl }];
-    while (replicas.length < REPLICAS) replicas.push(await startPlover());
-    const replicaChildren = replicas.map((replica) => replica.child);
-    const replicaUrls = replicas.map((replica) => replica.url);
-    const scaledOut =
-      REPLICAS > 1
-        ? {
-            replicas: REPLICAS,
-            max: await measure(replicaChildren, { kind: 'plover', url: replicaUrls, rate: 0 }),
-            atRate: await measure(replicaChildren, { kind: 'plover', url: replicaUrls, rate: RATE }),
-            rssMb: replicaChildren.map((child) => peakRssMb(child.pid!)),
-          }
-        : undefined;
+    let unleashEnabled: number | undefined;
+    if (withUnleash) {
+      const unleashPort = await freePort();
+      const unleash = startServer(NODE22, ['bench/decide-unleash.mjs'], {
+        UNLEASH_DIR,
+        UNLEASH_DATABASE_URL: databaseUrl(unleashDb),
+        UNLEASH_PORT: String(unleashPort),
+        INIT_ADMIN_API_TOKENS: UNLEASH_ADMIN,
+        INIT_FRONTEND_API_TOKENS: UNLEASH_FRONTEND,
+        TOKEN_AUTHENTICATION_RATE_LIMIT_PER_MINUTE: '100000000',
+        SDK_API_RATE_LIMIT_PER_MINUTE: '100000000',
+      });
+      const unleashUrl = `http://127.0.0.1:${unleashPort}`;
+      await waitFor(`${unleashUrl}/health`);
+      await seedUnleash(unleashUrl);
+      // Unleash lists only enabled toggles: it must serve at least 40 for u42 before it is measured.
+      const unleashGet = { headers: { authorization: UNLEASH_FRONTEND } };
+      const unleashFlags = (body: unknown) => (body as { toggles: unknown[] }).toggles.length;
+      unleashEnabled = 0;
+      for (let attempt = 0; attempt < 60 && unleashEnabled < 40; attempt++) {
+        unleashEnabled = await enabledCount(
+          `${unleashUrl}/api/frontend?userId=u42&properties[plan]=pro&properties[email]=u%40example.com&properties[age]=40`,
+          unleashGet,
+          unleashFlags,
+        );
+        if (unleashEnabled < 40) await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+      if (unleashEnabled < 40) throw new Error(`unleash serves ${unleashEnabled} enabled toggles for u42, expected ≥ 40`);
+      contestants.push({ name: 'unleash', server: unleash, spec: { kind: 'unleash', url: unleashUrl, rate: 0 } });
+    }
+
+    // Every contestant at full speed in each round, the order rotated every round, so that a change in the
+    // machine's other load hits them all alike.
+    const rounds: Array<Partial<Record<Contestant['name'], Measured>>> = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const measured: Partial<Record<Contestant['name'], Measured>> = {};
+      for (let turn = 0; turn < contestants.length; turn++) {
+        const contestant = contestants[(round + turn) % contestants.length]!;
+        measured[contestant.name] = await measure(contestant.server, contestant.spec);
+      }
+      rounds.push(measured);
+    }
+    const runs = (name: Contestant['name']) => rounds.map((round) => round[name]).filter((run): run is Measured => run !== undefined);
+    /** The median over the rounds of `a`'s req/s over `b`'s. */
+    const ratio = (a: Contestant['name'], b: Contestant['name']) =>
+      Math.round(median(rounds.map((round) => round[a]!.requestsPerSecond / round[b]!.requestsPerSecond)) * 100) / 100;
+    const workers = contestants.find((contestant) => contestant.name === 'workers');
+    const unleash = contestants.find((contestant) => contestant.name === 'unleash');
+
+    const phases = PARTS.includes('phases')
+      ? {
+          ploverAtRate: await measure(plover, { kind: 'plover', url: ploverUrl, rate: RATE }),
+          ploverStored: await measure(plover, { kind: 'plover-stored', url: ploverUrl, rate: 0 }),
+          ploverScaledOut: await measureReplicas(plover, ploverUrl, startPlover),
+        }
+      : {};
     process.stdout.write(
       `${JSON.stringify({
         bench: 'decide',
@@ -472,11 +513,25 @@ async function main(): Promise<void> {
         seconds: SECONDS,
         enabledFlags: { plover: withContext, unleash: unleashEnabled },
         bodyBytes: { plover: staticBody.length },
-        ...results,
-        ratioVsUnleash: Math.round(median(rounds.map((round) => round.plover.requestsPerSecond / round.unleash.requestsPerSecond)) * 100) / 100,
-        ratioVsStatic: Math.round((results.ploverMax.requestsPerSecond / results.staticMax.requestsPerSecond) * 100) / 100,
-        rssMb: { plover: peakRssMb(plover.pid!), unleash: peakRssMb(unleash.pid!), static: peakRssMb(staticServer.pid!) },
-        ...(scaledOut ? { ploverScaledOut: scaledOut } : {}),
+        ploverMax: median(runs('plover')),
+        staticMax: median(runs('static')),
+        ...(unleash ? { unleashMax: median(runs('unleash')) } : {}),
+        rounds: rounds.map((round) => Object.fromEntries(Object.entries(round).map(([name, run]) => [name, run.requestsPerSecond]))),
+        ...(unleash ? { ratioVsUnleash: ratio('plover', 'unleash') } : {}),
+        ratioVsStatic: ratio('plover', 'static'),
+        ...(workers
+          ? {
+              ploverWorkers: {
+                workers: os.availableParallelism(),
+                max: median(runs('workers')),
+                ratioVsStatic: ratio('workers', 'static'),
+                ratioVsOneProcess: ratio('workers', 'plover'),
+                rssMb: treeRssMb(workers.server.pid!),
+              },
+            }
+          : {}),
+        rssMb: { plover: peakRssMb(plover.pid!), static: peakRssMb(staticServer.pid!), ...(unleash ? { unleash: peakRssMb(unleash.server.pid!) } : {}) },
+        ...phases,
       })}\n`,
     );
   } finally {
@@ -486,6 +541,28 @@ async function main(): Promise<void> {
     await admin.exec('bench.drop', `DROP DATABASE IF EXISTS ${unleashDb} WITH (FORCE)`);
     await admin.close();
   }
+}
+
+/**
+ * Scaled out: more decide processes (a deployment's replicas, here on the same 2 cores), connections spread over
+ * them. Each is the same service with its own definitions cache; the first one is reused.
+ */
+async function measureReplicas(
+  plover: ChildProcess,
+  ploverUrl: string,
+  startPlover: () => Promise<{ child: ChildProcess; url: string }>,
+): Promise<{ replicas: number; max: Measured; atRate: Measured; rssMb: number[] } | undefined> {
+  if (REPLICAS <= 1) return undefined;
+  const replicas = [{ child: plover, url: ploverUrl }];
+  while (replicas.length < REPLICAS) replicas.push(await startPlover());
+  const replicaChildren = replicas.map((replica) => replica.child);
+  const replicaUrls = replicas.map((replica) => replica.url);
+  return {
+    replicas: REPLICAS,
+    max: await measure(replicaChildren, { kind: 'plover', url: replicaUrls, rate: 0 }),
+    atRate: await measure(replicaChildren, { kind: 'plover', url: replicaUrls, rate: RATE }),
+    rssMb: replicaChildren.map((child) => peakRssMb(child.pid!)),
+  };
 }
 
 const [role, ...args] = process.argv.slice(2);
