@@ -9,8 +9,8 @@
  * the load generator (bench/paced.ts: open loop, evenly spaced requests, latency from each one's due time).
  *
  * Phases, each BENCH_EMBEDDED_SECONDS (10) after a 1 s warm-up:
- *   idle       ingestion keeps up: `/batch/` (100 posthog-node events a request) at BENCH_EMBEDDED_BATCH_RATE (20/s),
- *              `/i/v0/e/` at BENCH_EMBEDDED_SINGLE_RATE (200/s), each against the sink at the same rate, and
+ *   idle       nothing queued when it starts (ingestion keeps up with the phase's own events): `/batch/` (100
+ *              posthog-node events a request) at BENCH_EMBEDDED_BATCH_RATE (20/s), `/i/v0/e/` at BENCH_EMBEDDED_SINGLE_RATE (200/s), each against the sink at the same rate, and
  *              `/flags?v=2` (10 flags with person-property conditions) at half the rate it reached flat out
  *   draining   the same phases right after a backlog was built (`/batch/` flat out for BENCH_EMBEDDED_BLAST_SECONDS
  *              (10 s) with 32 connections), while ingestion drains it; the events still unstored at each phase's end
@@ -101,6 +101,15 @@ async function pipeline(plover: EmbeddedPlover): Promise<{ captured: number; sto
   };
 }
 
+/** Resolves once ingestion stored every event captured so far. */
+async function drained(plover: EmbeddedPlover): Promise<void> {
+  for (;;) {
+    const { captured, stored } = await pipeline(plover);
+    if (stored >= captured) return;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+}
+
 async function paced(url: string, body: (index: number) => string, rate: number): Promise<PacedResult> {
   const result = await pacedLoad({ url, headers: JSON_HEADERS, body, rate, warmupSeconds: 1, seconds: SECONDS, connections: 32 });
   if (result.errors + result.non2xx > 0) throw new Error(`${url}: ${result.errors} errors, ${result.non2xx} non-2xx answers`);
@@ -118,7 +127,7 @@ const latency = (result: PacedResult) => ({ p50: round2(result.latencyMs.p50), p
 async function main(): Promise<void> {
   const loadAtStart = os.loadavg().map(round2);
   const sink = await startSink();
-  const plover = await startEmbedded({ LOG_LEVEL: 'warn' });
+  const plover = await startEmbedded();
   try {
     const { token } = plover.credentials;
     const base = `http://127.0.0.1:${plover.port}`;
@@ -128,6 +137,7 @@ async function main(): Promise<void> {
     const batch = () => batchBody(token, (offset += BATCH));
     // Warm-up: JIT, the project token cache, the first persons.
     await paced(`${base}/batch/`, batch, BATCH_RATE);
+    await drained(plover);
     const idleRssMb = statusKb(plover.pid, 'VmRSS') / 1024;
 
     const flagsMax = await flatOut(`${base}/flags/?v=2`, flagsBody(token, 1), 5);
@@ -149,6 +159,7 @@ async function main(): Promise<void> {
         storedPerSecond: Math.round((ended.stored - started.stored) / (5 * (SECONDS + 1))),
       };
     };
+    await drained(plover);
     const idle = await phases();
 
     const blastRequestsPerSecond = await flatOut(`${base}/batch/`, batchBody(token, 0), BLAST_SECONDS);
@@ -156,11 +167,7 @@ async function main(): Promise<void> {
     const drainingFlagsP99Ratio = round2(draining.flags.p99 / idle.flags.p99);
 
     // Memory once the backlog is stored.
-    for (;;) {
-      const { captured, stored } = await pipeline(plover);
-      if (stored >= captured) break;
-      await new Promise((resolve) => setTimeout(resolve, 1000));
-    }
+    await drained(plover);
     await new Promise((resolve) => setTimeout(resolve, 5000));
     const memory = {
       idleRssMb: Math.round(idleRssMb),

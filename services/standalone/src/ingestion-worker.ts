@@ -4,11 +4,13 @@
  * used through ports (packages/postgres and packages/bus `over-port`). Its metrics go to a registry of its own,
  * which the main thread's `/metrics` appends.
  */
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import path from 'node:path';
 import { workerData } from 'node:worker_threads';
 import { PortBus } from '@plover/bus/over-port';
 import { ChdbClickHouse } from '@plover/chdb';
-import { createLogger, PortRpc } from '@plover/core';
+import { createLogger, PortRpc, type Logger } from '@plover/core';
 import { createConsumer } from '@plover/ingestion/consumer';
 import { createReplayConsumer } from '@plover/ingestion/replay';
 import { PortSql } from '@plover/postgres/over-port';
@@ -20,9 +22,26 @@ import { STOP_CALL } from './threads';
 const data = workerData as IngestionThreadData;
 const rpc = new PortRpc(data.port);
 
+/** The nice value of this thread: above the main thread's, below nothing else of the process. */
+const INGESTION_NICE = 10;
+
+/**
+ * On Linux a thread has a nice value of its own. Ingestion's drain wants every core; the requests served by the
+ * main thread must not wait behind it for CPU. At nice 10 the main thread wins a contended core (a tenth of the
+ * weight for this thread), while ingestion still takes whatever the request path leaves idle.
+ */
+function yieldCoresToRequests(logger: Logger): void {
+  try {
+    setPriority(Number(path.basename(readlinkSync('/proc/thread-self'))), INGESTION_NICE);
+  } catch (error) {
+    logger.info({ err: error }, "the ingestion thread runs at the main thread's priority (it could not be lowered here)");
+  }
+}
+
 /** Called by the main thread once the stores are open and migrated (and its chDB engine started). */
 async function start(): Promise<void> {
   const logger = createLogger({ service: 'plover', level: data.logging.level, stream: prettyLogStream(data.logging.format) });
+  yieldCoresToRequests(logger);
   const metrics = new Registry();
   metrics.setDefaultLabels({ service: 'plover' });
   const sqlRpc = new PortRpc(data.sqlPort);

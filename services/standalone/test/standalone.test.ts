@@ -91,7 +91,7 @@ describe('npm start (embedded)', () => {
     }
   });
 
-  it('ingests captured events in the same process (capture, local bus, consumer, chDB) and stops cleanly on SIGTERM', async () => {
+  it('ingests captured events in the same process (capture, local bus, consumer on its own thread, chDB) and stops cleanly on SIGTERM', async () => {
     const credentials = JSON.parse(fs.readFileSync(path.join(dataDir, 'credentials.json'), 'utf8'));
     const projectId: number = credentials.project.id;
     const plover = await start(dataDir);
@@ -111,6 +111,11 @@ describe('npm start (embedded)', () => {
         if (Date.now() > deadline) throw new Error('the events were not ingested in time');
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
+      // Ingestion runs on a thread of its own, which yields the cores to the thread serving requests (nice 10 vs 0).
+      const pid = plover.child.pid!;
+      const nice = (tid: string) => Number(fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]);
+      expect(nice(String(pid))).toBe(0);
+      expect(fs.readdirSync(`/proc/${pid}/task`).map(nice)).toContain(10);
     } finally {
       expect(await stop(plover)).toBe(0);
     }
