@@ -421,7 +421,7 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('hostil
         `INSERT INTO persons (project_id, uuid, properties, created_at)
          SELECT $1, gen_random_uuid(), jsonb_build_object('n', i, CASE WHEN i % 500 = 0 THEN 'rare_' || i ELSE 'common' END, true),
                 timestamptz '2024-01-01 00:00:00.123456+00' + (i / 7) * interval '1 microsecond'
-           FROM generate_series(1, 2345) i`,
+           FROM generate_series(1, 5700) i`,
         [t.projectId],
       );
       const base = `/api/projects/${t.projectId}/persons/`;
@@ -429,16 +429,16 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('hostil
       expect(res.status).toBe(200);
       expect(res.headers[CSV_EXPORT_TRUNCATED_HEADER.toLowerCase()]).toBe('false');
       const [header, ...rows] = csvCells(res.text);
-      // Columns seen only in rows of later batches are in the header.
-      expect(header).toEqual(expect.arrayContaining(['properties.n', 'properties.rare_500', 'properties.rare_2000']));
-      expect(rows).toHaveLength(2345);
+      // Columns seen only in rows of later batches (of 5,000 rows, newest first: rare_500) are in the header.
+      expect(header).toEqual(expect.arrayContaining(['properties.n', 'properties.rare_500', 'properties.rare_5500']));
+      expect(rows).toHaveLength(5700);
       const ids = rows.map((row) => Number(row[header!.indexOf('id')]));
-      expect(new Set(ids).size).toBe(2345);
+      expect(new Set(ids).size).toBe(5700);
       const n = rows.map((row) => Number(row[header!.indexOf('properties.n')]));
       // Newest first: created_at falls with n / 7, then id (insertion order) descending.
       expect(n).toEqual([...n].sort((a, b) => Math.floor(b / 7) - Math.floor(a / 7) || b - a));
 
-      const limited = await request(world.app).get(`${base}?format=csv&limit=5&offset=2342`).set(t.auth);
+      const limited = await request(world.app).get(`${base}?format=csv&limit=5&offset=5697`).set(t.auth);
       expect(csvCells(limited.text).slice(1)).toHaveLength(3);
       expect(limited.headers[CSV_EXPORT_TRUNCATED_HEADER.toLowerCase()]).toBe('false');
       const cut = await request(world.app).get(`${base}?format=csv&limit=5`).set(t.auth);
@@ -529,12 +529,13 @@ describe('with chDB', () => {
 
     it('events format=csv: every matching event past one batch, microsecond ties kept apart; formulas neutralized', async () => {
       const t = await world.tenant();
-      const rows = Array.from({ length: 2100 }, (_, i) =>
+      // Past one export batch (5,000 rows), the batch ending inside a run of ties.
+      const rows = Array.from({ length: 5100 }, (_, i) =>
         event(t.projectId, {
           // Three events per microsecond: the keyset must page through ties by uuid.
           timestamp: `2024-03-01 12:00:00.${String(Math.floor(i / 3)).padStart(6, '0')}`,
           event: i === 0 ? FORMULAS[6]! : 'view',
-          properties: JSON.stringify(i === 2099 ? Object.fromEntries(FORMULAS.map((payload) => [payload, payload])) : { n: i }),
+          properties: JSON.stringify(i === 5099 ? Object.fromEntries(FORMULAS.map((payload) => [payload, payload])) : { n: i }),
         }),
       );
       await insertEvents(clickhouse(), rows);
@@ -543,8 +544,8 @@ describe('with chDB', () => {
       expectNeutralCsv(res);
       expect(res.headers[CSV_EXPORT_TRUNCATED_HEADER.toLowerCase()]).toBe('false');
       const [header, ...lines] = csvCells(res.text);
-      expect(lines).toHaveLength(2100);
-      expect(new Set(lines.map((line) => line[header!.indexOf('uuid')])).size).toBe(2100);
+      expect(lines).toHaveLength(5100);
+      expect(new Set(lines.map((line) => line[header!.indexOf('uuid')])).size).toBe(5100);
       expect((await request(world.app).get(`${base}?format=csv&event=view&limit=10`).set(t.auth)).headers[CSV_EXPORT_TRUNCATED_HEADER.toLowerCase()]).toBe(
         'true',
       );

@@ -69,18 +69,39 @@ export class DataStore {
 
   /**
    * Events matching `condition`, newest first: `size` of them after `offset`, or after the event `after` (the
-   * keyset a CSV export pages with; `ts` keeps the microseconds).
+   * keyset an export pages with; `ts` keeps the microseconds), only from the `days` days before it when given.
+   * The table's sort key leads with the day, so bounding the time both ways lets ClickHouse read those days'
+   * granules only: a page of an export then costs what its window holds, not every older event.
    */
-  events(condition: EventsCondition, size: number, offset: number, after?: EventRow): Promise<EventRow[]> {
-    const keyset = after ? " AND (timestamp, uuid) < ({after_ts:DateTime64(6, 'UTC')}, {after_uuid:UUID})" : '';
+  events(condition: EventsCondition, size: number, offset: number, after?: EventRow, days?: number): Promise<EventRow[]> {
+    let keyset = '';
+    const params: ClickHouseParams = { ...condition.params };
+    if (after) {
+      keyset = " AND (timestamp, uuid) < ({after_ts:DateTime64(6, 'UTC')}, {after_uuid:UUID}) AND timestamp <= {after_ts:DateTime64(6, 'UTC')}";
+      Object.assign(params, { after_ts: after.ts, after_uuid: after.uuid_text });
+      if (days !== undefined) {
+        keyset += " AND timestamp >= {after_ts:DateTime64(6, 'UTC')} - toIntervalDay({days:UInt32})";
+        params.days = days;
+      }
+    }
     // Aliases differ from column names: ClickHouse substitutes SELECT aliases in WHERE and ORDER BY.
     return this.clickhouse.query<EventRow>(
       'management.listEvents',
       `SELECT toString(uuid) AS uuid_text, event, distinct_id, properties, toString(timestamp) AS ts, toString(person_id) AS person_id_text
          FROM events FINAL WHERE ${condition.where}${keyset}
         ORDER BY timestamp DESC, uuid DESC LIMIT ${size} OFFSET ${after ? 0 : offset}`,
-      after ? { ...condition.params, after_ts: after.ts, after_uuid: after.uuid_text } : condition.params,
+      params,
     );
+  }
+
+  /** The time of the earliest event matching `condition` (ClickHouse text, microseconds), if any. */
+  async earliestEvent(condition: EventsCondition): Promise<string | undefined> {
+    const [row] = await this.clickhouse.query<{ ts: string; n: string }>(
+      'management.earliestEvent',
+      `SELECT toString(min(timestamp)) AS ts, count() AS n FROM events WHERE ${condition.where}`,
+      condition.params,
+    );
+    return row && Number(row.n) > 0 ? row.ts : undefined;
   }
 
   async countEvents(condition: EventsCondition): Promise<number> {

@@ -28,6 +28,30 @@ function eventBody(row: EventRow): Record<string, unknown> {
   };
 }
 
+/**
+ * The batches of an events export (CSV, JSON lines): after the first, each reads a window of days ending at the
+ * previous batch's last event, widened fourfold until it holds a whole batch or reaches the earliest event (then
+ * the batch may be short: the export's end). A window stays as wide as the last batch needed, so an export of
+ * events spread over many days reads each day's granules a few times instead of every older event per batch.
+ */
+function exportWindows(store: DataStore, condition: EventsCondition, offset: number): (after: EventRow | undefined, size: number) => Promise<EventRow[]> {
+  let days = 1;
+  let earliest: Date | null | undefined;
+  return async (after, size) => {
+    if (!after) return store.events(condition, size, offset);
+    if (earliest === undefined) {
+      const ts = await store.earliestEvent(condition);
+      earliest = ts === undefined ? null : clickHouseTime(ts);
+    }
+    for (;;) {
+      const whole = earliest === null || clickHouseTime(after.ts).getTime() - days * 86_400_000 <= earliest.getTime();
+      const rows = await store.events(condition, size, 0, after, whole ? undefined : days);
+      if (rows.length === size || whole) return rows;
+      days *= 4;
+    }
+  };
+}
+
 /** Group types, groups, events and ingestion warnings of a project: read-only listings. */
 export function dataRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
   const store = new DataStore(sql, clickhouse);
@@ -114,9 +138,8 @@ export function dataRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
       async handler(req, { page, query, format }) {
         const condition = await eventsCondition(req, query);
         if (format !== 'json') {
-          return csvStream<EventRow>(async (after, size) =>
-            (await store.events(condition, size, page.offset, after)).map((row) => ({ row: eventBody(row), cursor: row })),
-          );
+          const batch = exportWindows(store, condition, page.offset);
+          return csvStream<EventRow>(async (after, size) => (await batch(after, size)).map((row) => ({ row: eventBody(row), cursor: row })));
         }
         const paged = pageFrom(await store.events(condition, page.limit + 1, page.offset), page, eventBody);
         const counted = paged.hasMore || (paged.results.length === 0 && page.offset > 0);

@@ -132,7 +132,7 @@ export function sendCsv(res: Response, status: number, rows: readonly unknown[],
 export const CSV_EXPORT_MAX_ROWS = 100_000;
 /** Set to `true` on a streamed CSV export that CSV_EXPORT_MAX_ROWS cut short. */
 export const CSV_EXPORT_TRUNCATED_HEADER = 'X-Plover-Export-Truncated';
-const EXPORT_BATCH = 1000;
+const EXPORT_BATCH = 5000;
 
 /**
  * The next rows of a listing in its order, at most `size`, after the row whose cursor is `after` (undefined:
