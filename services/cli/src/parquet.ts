@@ -10,8 +10,8 @@ export const PARQUET_COMPRESSIONS: readonly ParquetCompression[] = ['snappy', 'g
  * A row group is written, and its bytes passed on, once it holds this many rows or this many bytes of the
  * listing's JSON lines, whichever comes first: memory holds one row group's rows and its encoded bytes.
  */
-export const ROW_GROUP_ROWS = 10_000;
-export const ROW_GROUP_JSON_BYTES = 8 * 1024 * 1024;
+export const ROW_GROUP_ROWS = 5000;
+export const ROW_GROUP_JSON_BYTES = 4 * 1024 * 1024;
 /** A listing line longer than this is not a row the server writes: the body is broken. */
 const MAX_LINE_BYTES = 64 * 1024 * 1024;
 
