@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(bus chdb-insert capture decide insights console-bundle replay)
+[ ${#names[@]} -gt 0 ] || names=(bus chdb-insert capture decide insights console-bundle console-tti replay)
 for name in "${names[@]}"; do
   echo "== bench/${name}.ts" >&2
   node --conditions=plover-source --import tsx "bench/${name}.ts"

@@ -30,12 +30,14 @@ export interface EmbeddedPlover {
 }
 
 /**
- * A fresh data dir as the first start leaves it (Postgres migrated, the bootstrap organization, project and keys,
- * credentials.json), changed by `seed` through the stores' own modules: for state no API sets. Start on it with
- * startEmbedded(env, dataDir); the rest of the stores are created then.
+ * A fresh data dir (a new temporary one unless given) as the first start leaves it (Postgres migrated, the bootstrap
+ * organization, project and keys, credentials.json), changed by `seed` through the stores' own modules: for state no
+ * API sets. Start on it with startEmbedded(env, dataDir); the rest of the stores are created then.
  */
-export async function seededDataDir(seed: (sql: Sql, credentials: Credentials) => Promise<void>): Promise<string> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plover-embedded-'));
+export async function seededDataDir(
+  seed: (sql: Sql, credentials: Credentials) => Promise<void>,
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'plover-embedded-')),
+): Promise<string> {
   const sql = await PGliteSql.open({ dataDir: path.join(dataDir, 'postgres') });
   try {
     await migrate(sql);

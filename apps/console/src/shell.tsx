@@ -6,12 +6,12 @@
 import { useEffect, useRef } from 'preact/hooks';
 import { ApiError, type ApiClient } from './api/client';
 import { operations } from './api/operations';
-import type { Project } from './api/types';
+import type { Project, ProjectSettings } from './api/types';
 import { Async } from './components/async';
 import { PageHeader } from './components/page-header';
 import { EmptyState } from './components/empty-state';
 import { ConsoleContext, type ConsoleState } from './context';
-import { useLoad } from './hooks';
+import { useLoad, type Load } from './hooks';
 import { matchPath, projectPath, splitProjectPath } from './paths';
 import { Link, navigate, useLocation } from './router';
 import { screens } from './screens';
@@ -37,10 +37,23 @@ async function landingProject(client: ApiClient, projects: Project[] | null, sig
   return String(projects.find((project) => project.id === team?.id)?.id ?? projects[0]!.id);
 }
 
+/** The project of the address (undefined when the key lacks `project:read`: the screen still opens). */
+async function loadProject(client: ApiClient, projectId: string | undefined, signal: AbortSignal): Promise<ProjectSettings | undefined> {
+  if (projectId === undefined) return undefined;
+  try {
+    return await client.call(operations.getProject, { project_id: projectId }, { signal });
+  } catch (error) {
+    if (error instanceof ApiError && error.missingScope) return undefined;
+    throw error;
+  }
+}
+
 export function Shell({ client, onSignOut }: { client: ApiClient; onSignOut: () => void }) {
   const { path } = useLocation();
   const projects = useLoad((signal) => loadProjects(client, signal), [client]);
   const located = splitProjectPath(path);
+  // Asked beside the list, not after it: a screen's own requests wait for both.
+  const project = useLoad((signal) => loadProject(client, located?.projectId, signal), [client, located?.projectId]);
   const list = projects.status === 'ok' ? projects.data : null;
 
   return (
@@ -65,7 +78,7 @@ export function Shell({ client, onSignOut }: { client: ApiClient; onSignOut: () 
         <Async value={projects} onRetry={projects.reload}>
           {(data) =>
             located ? (
-              <ProjectScreen client={client} projects={data} projectId={located.projectId} rest={located.rest} />
+              <ProjectScreen client={client} project={project} projects={data} projectId={located.projectId} rest={located.rest} />
             ) : path === '/' ? (
               <Landing client={client} projects={data} />
             ) : (
@@ -125,16 +138,21 @@ function ProjectSwitcher({ projects, projectId, rest }: { projects: Project[]; p
   );
 }
 
-function ProjectScreen({ client, projects, projectId, rest }: { client: ApiClient; projects: Project[] | null; projectId: string; rest: string }) {
-  // The project itself answers first: a project out of the key's reach is the server's 403 or 404, shown once.
-  const project = useLoad(
-    (signal) =>
-      client.call(operations.getProject, { project_id: projectId }, { signal }).catch((error: unknown) => {
-        if (error instanceof ApiError && error.missingScope) return undefined;
-        throw error;
-      }),
-    [client, projectId],
-  );
+function ProjectScreen({
+  client,
+  project,
+  projects,
+  projectId,
+  rest,
+}: {
+  client: ApiClient;
+  project: Load<ProjectSettings | undefined>;
+  projects: Project[] | null;
+  projectId: string;
+  rest: string;
+}) {
+  // The project itself answers before the screen asks anything: a project out of the key's reach is the server's
+  // 403 or 404, shown once.
   const found = screens.map((screen) => ({ screen, params: matchPath(screen.path, rest) })).find((match) => match.params !== null);
   useFocusOnNavigation(rest);
   useEffect(() => {
