@@ -251,6 +251,16 @@ export interface Cohort {
   created_at: string;
 }
 
+/** A new cohort: by person properties (`filters.properties`, an AND group) or a fixed list of persons (`is_static`). */
+export interface CohortCreate {
+  name: string;
+  description?: string;
+  is_static: boolean;
+  filters?: { properties: { type: 'AND'; values: AnyPropertyFilter[] } };
+  /** The members of a fixed list, by distinct id. */
+  distinct_ids?: string[];
+}
+
 export interface EarlyAccessFeature {
   id: string;
   name: string;
@@ -258,6 +268,30 @@ export interface EarlyAccessFeature {
   stage: string;
   created_at: string;
   feature_flag: { id: number; key: string } | null;
+}
+
+/** A new early access feature; the server creates its flag (`feature_flag_key`, else one made from the name). */
+export interface EarlyAccessFeatureCreate {
+  name: string;
+  description?: string;
+  stage: string;
+  documentation_url?: string;
+  feature_flag_key?: string;
+}
+
+/** One question of a survey, as posthog-js shows it. */
+export interface SurveyQuestion {
+  type: 'open';
+  question: string;
+}
+
+export interface SurveyCreate {
+  name: string;
+  description?: string;
+  type: string;
+  questions: SurveyQuestion[];
+  /** Set: the survey runs from then; null: a draft. */
+  start_date: string | null;
 }
 
 export interface Survey {
