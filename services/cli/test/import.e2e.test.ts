@@ -3,7 +3,8 @@
  * PostHog-export-shaped file (JSON lines, gzip, and the same rows as CSV) stores the same events, persons and
  * trend as the same events sent by an SDK to /batch/; a second run doubles nothing; a CLI killed with SIGKILL
  * and run again with --resume loses and doubles nothing; bad files say what and where; an export imported into
- * a fresh data dir gives the same trend; the progress display is a bar on a terminal and lines in a pipe.
+ * a fresh data dir, as JSON lines or as Parquet, gives the same trend; persons exported as Parquet read back in
+ * ClickHouse as the listing has them; the progress display is a bar on a terminal and lines in a pipe.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -267,31 +268,98 @@ describe('the progress display', () => {
 });
 
 describe('an export', () => {
-  it('imported into a fresh data dir gives the same trend', async () => {
+  // A second embedded Plover ingesting two imports of 5,000 events: longer than the suite's 5 minutes on a busy machine.
+  it('as JSON lines or as Parquet, imported into a fresh data dir, gives the same counts, trend and persons', async () => {
     const project = embedded.credentials.projectId;
     const out = path.join(dir, 'exported.jsonl');
     const exported = await runCli(['export', 'events', '--project', String(project), '--out', out, '--json', '--no-progress'], env);
     expect(exported.code).toBe(0);
     expect(JSON.parse(exported.stdout)).toMatchObject({ kind: 'events', format: 'jsonl', rows: EVENTS, truncated: false });
     expect(fs.existsSync(`${out}.partial`)).toBe(false);
+    // The format from the file's extension.
+    const parquet = path.join(dir, 'exported.parquet');
+    const asParquet = await runCli(['export', 'events', '--project', String(project), '--out', parquet, '--json', '--no-progress'], env);
+    expect(asParquet.code).toBe(0);
+    expect(JSON.parse(asParquet.stdout)).toMatchObject({ kind: 'events', format: 'parquet', rows: EVENTS, bytes: fs.statSync(parquet).size });
+    expect(fs.existsSync(`${parquet}.partial`)).toBe(false);
 
     const fresh = await startEmbedded();
     try {
       const other = new Plover(`http://127.0.0.1:${fresh.port}`, fresh.credentials.personalKey);
-      const run = await runCli(['import', out, '--json', '--no-progress', '--rejected', path.join(dir, 'x.jsonl')], {
-        PLOVER_HOST: other.host,
-        PLOVER_API_KEY: fresh.credentials.personalKey,
-      });
-      expect(run.code).toBe(0);
-      await other.until(
-        () => other.eventCount(fresh.credentials.projectId),
-        (n) => n === EVENTS,
-        'the exported events stored',
-      );
-      expect(await other.trend(fresh.credentials.projectId)).toEqual(await plover.trend(project));
-      expect(await other.persons(fresh.credentials.projectId)).toEqual(await plover.persons(project));
+      const otherEnv = { PLOVER_HOST: other.host, PLOVER_API_KEY: fresh.credentials.personalKey };
+      const fromParquet = await other.project('from Parquet');
+      for (const [file, target] of [
+        [out, fresh.credentials.projectId],
+        [parquet, fromParquet.id],
+      ] as const) {
+        const run = await runCli(['import', file, '--project', String(target), '--json', '--no-progress', '--rejected', path.join(dir, 'x.jsonl')], otherEnv);
+        expect({ file, code: run.code }).toEqual({ file, code: 0 });
+        expect(JSON.parse(run.stdout)).toMatchObject({ accepted: EVENTS, rejected: 0 });
+      }
+      const trend = await plover.trend(project);
+      const persons = await plover.persons(project);
+      for (const target of [fresh.credentials.projectId, fromParquet.id]) {
+        await other.until(
+          () => other.eventCount(target),
+          (n) => n === EVENTS,
+          `the exported events stored in project ${target}`,
+        );
+        expect(await other.trend(target)).toEqual(trend);
+        expect(await other.persons(target)).toEqual(persons);
+      }
     } finally {
       await fresh.stop();
+    }
+  }, 600_000);
+
+  it('writes persons as Parquet that ClickHouse reads back as the listing’s persons, with each compression', async () => {
+    const project = String(embedded.credentials.projectId);
+    const listed = (await plover.text(`/api/projects/${project}/persons/?format=jsonl`))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .sort((a, b) => (a.id as number) - (b.id as number));
+    expect(listed.length).toBeGreaterThan(500);
+    const files: string[] = [];
+    for (const compression of ['snappy', 'gzip', 'brotli', 'none']) {
+      const file = path.join(dir, `persons-${compression}.parquet`);
+      const run = await runCli(
+        ['export', 'persons', '--project', project, '--format', 'parquet', '--compression', compression, '--out', file, '--json', '--no-progress'],
+        env,
+      );
+      expect({ compression, code: run.code }).toEqual({ compression, code: 0 });
+      expect(JSON.parse(run.stdout)).toMatchObject({ kind: 'persons', format: 'parquet', rows: listed.length });
+      files.push(file);
+    }
+    // chDB in a child reads each file as ClickHouse (and so PostHog's tooling) would: the columns' types, then the rows.
+    const read = `
+      const { query } = require('chdb');
+      const files = ${JSON.stringify(files)};
+      const out = files.map((file) => ({
+        types: query(\`DESCRIBE file('\${file}', Parquet)\`, 'JSONEachRow').trim().split('\\n').map((line) => JSON.parse(line)).map((c) => c.name + ' ' + c.type),
+        rows: query(\`SELECT * FROM file('\${file}', Parquet) ORDER BY id\`, 'JSONEachRow').trim().split('\\n').map((line) => JSON.parse(line)),
+      }));
+      process.stdout.write(JSON.stringify(out));`;
+    const fromClickHouse = JSON.parse(execFileSync(process.execPath, ['-e', read], { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 28 })) as Array<{
+      types: string[];
+      rows: Array<Record<string, unknown>>;
+    }>;
+    const expected = listed.map((person) => ({
+      ...person,
+      // ClickHouse prints DateTime64(6) without the zone: UTC, to the microsecond.
+      created_at: (person.created_at as string).replace('T', ' ').replace('Z', '000'),
+    }));
+    for (const { types, rows } of fromClickHouse) {
+      expect(types).toEqual([
+        'id Nullable(Int64)',
+        'uuid Nullable(String)',
+        'name Nullable(String)',
+        'distinct_ids Array(String)',
+        'properties Nullable(String)',
+        "created_at Nullable(DateTime64(6, 'UTC'))",
+        'is_identified Nullable(Bool)',
+      ]);
+      expect(rows.map((row) => ({ ...row, properties: JSON.parse(row.properties as string) as unknown }))).toEqual(expected);
     }
   });
 });
