@@ -86,9 +86,13 @@ export class PersonSnapshot {
     for (const id of ids) this.persons.delete(id);
   }
 
-  /** Stages `next` as the new state of `current` (as `get` returned it). */
+  /**
+   * Stages `next` as the new state of `current`, which must be the person as `get` returns it now: a change
+   * decided on a state that another change replaced since would drop that change (PersonWriteConflict instead).
+   */
   stage(current: StoredPerson, next: StoredPerson): StagedChange {
     let staged = this.staged.get(current.id);
+    if (staged && staged.person !== current) throw new PersonWriteConflict(`person ${current.uuid} was staged anew while a change of it was decided`);
     if (staged) staged.person = next;
     else {
       staged = new StagedPerson(next, current.version);

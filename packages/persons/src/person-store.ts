@@ -137,7 +137,11 @@ export class PersonStore {
     if (!request) {
       // Most events change nothing: answer them from one unlocked read. Deciding "no write" on a snapshot is
       // safe — a concurrent writer's change simply orders after this event.
-      const person = await this.findPerson(projectId, distinctId, snapshot);
+      const found = await this.findPerson(projectId, distinctId, snapshot);
+      // While the read awaited, an event of another distinct id of the same person (another key of the batch,
+      // processed concurrently) may have staged a change: decide on the person as staged now, with no await
+      // until the change is staged, or staging would replace that change with one decided without it.
+      const person = found && (snapshot?.get(distinctId) ?? found);
       if (person) {
         const change = nextPersonState(person, context.update, { writeEveryChange: context.writeEveryChange, identify: false });
         if (!change.write) return { ...this.eventPerson(context, person, change, warnings, []), staged: snapshot?.dependencyOf(person) };

@@ -1,5 +1,6 @@
-import { PersonStore, personUuid, type EventPerson, type PersonEvent } from '@plover/persons';
+import { PersonStore, PersonWriteConflict, personUuid, type EventPerson, type PersonEvent } from '@plover/persons';
 import type { Sql } from '@plover/postgres';
+import { PersonSnapshot } from '../src/person-snapshot';
 import { backends, event, useStores } from './support/stores';
 
 /** The Sql of `stores`, counting the statements sent outside transactions (the unlocked reads). */
@@ -19,6 +20,24 @@ function countingReads(sql: Sql): { sql: Sql; reads: () => number } {
     reads: () => reads,
   };
 }
+
+describe('staging in a person snapshot', () => {
+  it('refuses a change decided on a state that another change of the person replaced since (two of its ids at once)', () => {
+    const snapshot = new PersonSnapshot(1, true);
+    const person = { id: 7, uuid: personUuid(1, 'user'), properties: {}, isIdentified: true, createdAt: new Date(0), version: 3 };
+    snapshot.set('user', person);
+    snapshot.set('anon', person);
+    const seenByUser = snapshot.get('user')!;
+    const seenByAnon = snapshot.get('anon')!;
+
+    snapshot.stage(seenByUser, { ...seenByUser, properties: { plan: 'pro' }, version: 4 });
+    expect(() => snapshot.stage(seenByAnon, { ...seenByAnon, properties: { utm: 'ad' }, version: 4 })).toThrow(PersonWriteConflict);
+    // Decided on the person as staged now, the change goes on top.
+    const current = snapshot.get('anon')!;
+    snapshot.stage(current, { ...current, properties: { ...current.properties, utm: 'ad' }, version: 5 });
+    expect(snapshot.get('user')).toMatchObject({ properties: { plan: 'pro', utm: 'ad' }, version: 5 });
+  });
+});
 
 // PersonSnapshot: a batch's persons read at once (what the ingestion consumer does per bus batch).
 describe.each(backends)('person snapshots on $name', (backend) => {

@@ -139,6 +139,21 @@ describe.each(backends)('staged person changes on $name', (backend) => {
     expect(await state(batched, 'user')).toEqual(await state(one, 'user'));
   });
 
+  it('two distinct ids of one person processed at once (two keys of a batch): neither change is lost', async () => {
+    const projectId = await projectWith(['user']);
+    await stores.persons.processEvent(projectId, event('user', '$identify', { $anon_distinct_id: 'anon' }));
+    const staged = await staging(stores.persons, projectId, ['user', 'anon']);
+    // The consumer processes keys concurrently: both events read the person before either stages its change.
+    const results = await Promise.all([
+      staged.processEvent(projectId, event('user', '$pageview', { $set: { plan: 'pro' } })),
+      staged.processEvent(projectId, event('anon', '$pageview', { $set: { utm: 'ad' } })),
+    ]);
+    await staged.flush();
+
+    expect(results.map((result) => result.staged?.stored)).toEqual([true, true]);
+    expect(await state(projectId, 'user')).toMatchObject({ properties: { plan: 'pro', utm: 'ad' }, version: 3 });
+  });
+
   it('a batch replayed after a crash before its flush ends as one run does, versions included', async () => {
     const once = await projectWith(['user']);
     const staged = await staging(stores.persons, once, ['user']);
