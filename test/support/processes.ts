@@ -13,7 +13,12 @@ export interface Run {
   output: string;
 }
 
-export type RunningScript = Promise<Run> & { kill(): void; output(): string };
+export type RunningScript = Promise<Run> & {
+  /** SIGTERM unless told otherwise. */
+  kill(signal?: NodeJS.Signals): void;
+  output(): string;
+  pid: number | undefined;
+};
 
 /** Runs `script` (a path from the repository root) with `args`; resolves with its exit code and what it printed. */
 export function run(script: string, args: string[], env: Record<string, string>): RunningScript {
@@ -29,7 +34,7 @@ export function run(script: string, args: string[], env: Record<string, string>)
   });
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const done = new Promise<Run>((resolve) => child.on('close', (code) => resolve({ code, stdout, output })));
-  return Object.assign(done, { kill: () => child.kill('SIGTERM'), output: () => output });
+  return Object.assign(done, { kill: (signal: NodeJS.Signals = 'SIGTERM') => child.kill(signal), output: () => output, pid: child.pid });
 }
 
 /** The port a service logged as listening on (it starts with PORT=0), within 60 s. */
@@ -45,9 +50,12 @@ export async function waitForPort(output: () => string): Promise<number> {
 
 export interface RunningService {
   port: number;
+  pid: number | undefined;
   output(): string;
   /** SIGTERM, then the exit code. */
   stop(): Promise<number | null>;
+  /** SIGKILL (no shutdown at all, as a crash or the OOM killer), then the process is gone. */
+  crash(): Promise<void>;
 }
 
 /** Starts `services/<name>/src/main.ts` on `env` and waits until it listens. */
@@ -57,10 +65,15 @@ export async function startService(name: string, env: Record<string, string>): P
     const port = await waitForPort(() => child.output());
     return {
       port,
+      pid: child.pid,
       output: () => child.output(),
       stop: async () => {
         child.kill();
         return (await child).code;
+      },
+      crash: async () => {
+        child.kill('SIGKILL');
+        await child;
       },
     };
   } catch (error) {
