@@ -111,9 +111,8 @@ async function drained(plover: EmbeddedPlover): Promise<void> {
 }
 
 async function paced(url: string, body: (index: number) => string, rate: number): Promise<PacedResult> {
-  const result = await pacedLoad({ url, headers: JSON_HEADERS, body, rate, warmupSeconds: 1, seconds: SECONDS, connections: 32 });
-  if (result.errors + result.non2xx > 0) throw new Error(`${url}: ${result.errors} errors, ${result.non2xx} non-2xx answers`);
-  return result;
+  // Refused answers (capture sheds load with 503 when the bus is slow) are reported with the latencies, not thrown.
+  return pacedLoad({ url, headers: JSON_HEADERS, body, rate, warmupSeconds: 1, seconds: SECONDS, connections: 32 });
 }
 
 async function flatOut(url: string, body: string, seconds: number): Promise<number> {
@@ -122,7 +121,12 @@ async function flatOut(url: string, body: string, seconds: number): Promise<numb
   return result.requests.average;
 }
 
-const latency = (result: PacedResult) => ({ p50: round2(result.latencyMs.p50), p99: round2(result.latencyMs.p99), max: round2(result.latencyMs.max) });
+const latency = (result: PacedResult) => ({
+  p50: round2(result.latencyMs.p50),
+  p99: round2(result.latencyMs.p99),
+  max: round2(result.latencyMs.max),
+  refused: result.non2xx + result.errors,
+});
 
 async function main(): Promise<void> {
   const loadAtStart = os.loadavg().map(round2);
