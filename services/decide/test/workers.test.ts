@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import type { Credentials } from '@plover/accounts';
 import { childPids, requestOnNewConnection, sampleValue, waitUntil, type Answer } from '../../../test/support/cluster';
-import { startService, type RunningService } from '../../../test/support/processes';
+import { run, startService, type RunningService } from '../../../test/support/processes';
 import { describeWith } from '../../../test/support/services';
 import { openMigratedPostgres, type MigratedDatabase } from '../../../packages/postgres/test/support/backends';
 import { postgres, setup } from './support/harness';
@@ -119,6 +119,19 @@ describeWith(postgres)('decide with DECIDE_WORKERS=2', () => {
     expect((await flags(credentials.project.api_token, 'after-crash')).status).toBe(200);
     expect((await health()).workers).toEqual({ configured: 2, listening: 2, restarts: 1, stopping: false });
     expect(childPids(service.pid!)).not.toContain(victim);
+  }, 90_000);
+
+  it('exits 1 when its workers cannot listen (the port is taken), as one process would', async () => {
+    const second = await run('services/decide/src/main.ts', [], {
+      DATABASE_URL: database.url,
+      PORT: String(service.port),
+      HOST: '127.0.0.1',
+      DECIDE_WORKERS: '2',
+      DECIDE_GEOIP: 'false',
+    });
+    expect(second.code).toBe(1);
+    expect(second.output).toContain('EADDRINUSE');
+    expect(second.output).toContain('"msg":"a worker failed to start"');
   }, 90_000);
 
   it('drains on SIGTERM: a request in flight is answered, new connections are refused, and the process exits 0', async () => {
