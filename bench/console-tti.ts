@@ -52,7 +52,7 @@ const MEASURE = `(() => {
     const problem = document.querySelector('main .problem');
     if (problem !== null) marks.problem = problem.textContent;
   });
-  observer.observe(document, { childList: true, subtree: true });
+  observer.observe(document, { childList: true, subtree: true, attributes: true, characterData: true });
 })();`;
 
 interface Marks {
