@@ -5,7 +5,8 @@
  * (see `asBuffer`). Errors cross as data and are rebuilt: a StorageError stays a StorageError with its
  * `retriable` and `code`, so retry decisions on the calling side are the same as if the call had been local.
  *
- * Used by embedded mode to run ingestion in a worker thread against the stores the main thread owns.
+ * Used by embedded mode, whose ingestion thread reaches the local log of the main thread and the PGlite of the
+ * Postgres thread through it (services/standalone).
  */
 import type { MessagePort } from 'node:worker_threads';
 import { StorageError } from './errors';
