@@ -41,7 +41,7 @@ export interface LocalLogBusOptions {
 /** Topic and group names become directory names: Kafka's character set, and no leading `.` or `_` (ours). */
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,248}$/;
 const STAGING_PREFIX = '.tmp-';
-const DEFAULTS = { partitions: 4, segmentBytes: 64 * 1024 * 1024, maxBatchSize: 500, retryBackoffMs: 1000 };
+const DEFAULTS = { partitions: 4, segmentBytes: 64 * 1024 * 1024, maxBatchSize: 500, retryBackoffMs: 1000, lingerMs: 0 };
 
 interface Topic {
   name: string;
@@ -188,6 +188,8 @@ export class LocalLogBus implements EventBus {
     if (options.topics.length === 0) throw new StorageError('LocalLogBus: consume needs at least one topic', false, 'INVALID_ARGUMENT');
     const maxBatchSize = options.maxBatchSize ?? DEFAULTS.maxBatchSize;
     if (!Number.isInteger(maxBatchSize) || maxBatchSize < 1) throw new RangeError(`maxBatchSize must be a positive integer, got ${maxBatchSize}`);
+    const lingerMs = options.lingerMs ?? DEFAULTS.lingerMs;
+    if (!Number.isFinite(lingerMs) || lingerMs < 0) throw new RangeError(`lingerMs must be a non-negative number, got ${lingerMs}`);
     const topics = await Promise.all([...new Set(options.topics)].map((name) => this.topic(name)));
     const sources = await Promise.all(
       topics
@@ -212,6 +214,7 @@ export class LocalLogBus implements EventBus {
         groupId,
         handleBatch: options.handleBatch,
         maxBatchSize,
+        lingerMs,
         retryBackoffMs: options.retryBackoffMs ?? DEFAULTS.retryBackoffMs,
         offsets: this.offsets,
         logger: this.logger.child({ group: groupId }),

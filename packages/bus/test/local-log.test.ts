@@ -232,6 +232,50 @@ describe('LocalLogBus', () => {
     expect(after.map((message) => messageId(message.value))).toEqual([60]);
   });
 
+  it('lets a short batch wait lingerMs from its first append for more records, unless it fills up first', async () => {
+    const bus = await open({ partitions: 1 });
+    await bus.ensureTopics([TOPIC]);
+    const batches: Array<{ ids: number[]; firstAppend: number; deliveredAt: number }> = [];
+    const subscribe = (groupId: string, lingerMs: number, maxBatchSize?: number) =>
+      bus.consume({
+        groupId,
+        topics: [TOPIC],
+        lingerMs,
+        maxBatchSize,
+        handleBatch: (batch) => {
+          const ids = batch.messages.map((message) => messageId(message.value));
+          batches.push({ ids, firstAppend: batch.messages[0]!.timestamp, deliveredAt: Date.now() });
+          return Promise.resolve();
+        },
+      });
+
+    // A trickle of five appends, 30 ms apart, well within the linger: one batch, not before the linger ran out.
+    const trickle = await subscribe('trickle', 600);
+    for (let id = 0; id < 5; id++) {
+      await produceIds(bus, [id]);
+      await new Promise((resolve) => setTimeout(resolve, 30));
+    }
+    await waitFor(() => batches.length > 0);
+    await trickle.stop();
+    expect(batches.map((batch) => batch.ids)).toEqual([[0, 1, 2, 3, 4]]);
+    expect(batches[0]!.deliveredAt - batches[0]!.firstAppend).toBeGreaterThanOrEqual(600);
+
+    // A batch that fills up goes out at once, however long the linger.
+    batches.length = 0;
+    const full = await subscribe('full', 10 * 60_000, 5);
+    await waitFor(() => batches.length > 0);
+    await full.stop();
+    expect(batches.map((batch) => batch.ids)).toEqual([[0, 1, 2, 3, 4]]);
+
+    // Stopped while lingering: nothing was delivered or committed, so the records come again.
+    batches.length = 0;
+    const stopped = await subscribe('stopped', 10 * 60_000);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await stopped.stop();
+    expect(batches).toEqual([]);
+    expect((await consumeAll(bus, 'stopped', 5)).map((message) => messageId(message.value))).toEqual([0, 1, 2, 3, 4]);
+  });
+
   it('serves a consumer at the tail from the appends kept in memory and a late one from the files, alike', async () => {
     // 6 MB in appends of ten 1 KB records: more than the 4 MB kept, over segments of 64 KB.
     const bus = await open({ partitions: 1, segmentBytes: 64 * 1024 });

@@ -277,6 +277,8 @@ export const decide: Section<DecideConfig> = {
 export interface IngestionConfig {
   /** Most messages handed to the consumer at once (one partition's); also the largest ClickHouse insert. */
   batchSize: number;
+  /** How long a short batch waits for more messages (the local log only; see ConsumeOptions.lingerMs). */
+  lingerMs: number;
   /** Distinct ids processed at once within a batch (one person's events stay in order). */
   concurrency: number;
   /** Wait before a batch that failed (Postgres or ClickHouse unreachable) is delivered again. */
@@ -291,6 +293,13 @@ export const ingestion: Section<IngestionConfig> = {
       minimum: 1,
       maximum: 100000,
       default: 2000,
+    },
+    INGESTION_BATCH_LINGER_MS: {
+      description: 'Embedded mode: how long the ingestion consumer lets a short batch wait for more events (fewer, larger batches cost less CPU)',
+      type: 'integer',
+      minimum: 0,
+      maximum: 10000,
+      default: 200,
     },
     INGESTION_CONCURRENCY: {
       description: 'Distinct ids the ingestion consumer processes at once (each one in order)',
@@ -309,6 +318,7 @@ export const ingestion: Section<IngestionConfig> = {
   },
   read: (v) => ({
     batchSize: v.INGESTION_BATCH_SIZE as number,
+    lingerMs: v.INGESTION_BATCH_LINGER_MS as number,
     concurrency: v.INGESTION_CONCURRENCY as number,
     retryBackoffMs: v.INGESTION_RETRY_BACKOFF_MS as number,
   }),

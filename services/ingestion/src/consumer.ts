@@ -24,6 +24,7 @@ export interface IngestionSettings extends IngestionConfig {
 
 export const DEFAULT_INGESTION_SETTINGS: IngestionSettings = {
   batchSize: 2000,
+  lingerMs: 0,
   concurrency: 16,
   retryBackoffMs: 1000,
   topics: { ...CAPTURE_TOPICS, deadLetter: 'events_dlq' },
@@ -69,6 +70,7 @@ export async function createConsumer(deps: ConsumerDeps): Promise<IngestionConsu
       topics: [topic],
       handleBatch: (batch) => handler.handle(batch),
       maxBatchSize: settings.batchSize,
+      lingerMs: settings.lingerMs,
       retryBackoffMs: settings.retryBackoffMs,
     });
   const started = await Promise.allSettled([consume(groupIds.events, topics.events), consume(groupIds.historical, topics.historical)]);

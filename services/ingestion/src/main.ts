@@ -25,7 +25,14 @@ const metrics = createMetricsRegistry('ingestion');
 
 async function main(): Promise<void> {
   const consumer = await createConsumer({ logger, metrics, sql, clickhouse, bus, settings: config.ingestion });
-  const replay = await createReplayConsumer({ logger, metrics, sql, clickhouse, bus, settings: { retryBackoffMs: config.ingestion.retryBackoffMs } });
+  const replay = await createReplayConsumer({
+    logger,
+    metrics,
+    sql,
+    clickhouse,
+    bus,
+    settings: { retryBackoffMs: config.ingestion.retryBackoffMs, lingerMs: config.ingestion.lingerMs },
+  });
   await serve(createApp({ logger, metrics, sql, clickhouse, bus }), {
     ...config.http,
     logger,

@@ -76,7 +76,14 @@ describe.each(stackFactories)('replay consumer: $name', (factory) => {
   /** A replay consumer on topics of its own; `metrics` shows what it did with each message. */
   async function startReplay(clickhouse: ClickHouse = ch): Promise<{ settings: ReplaySettings; metrics: Registry }> {
     const name = `plover-replay-test-${runId}-${++sequence}`;
-    const settings: ReplaySettings = { topic: name, groupId: `${name}-group`, deadLetterTopic: `${name}-dlq`, batchSize: 100, retryBackoffMs: 100 };
+    const settings: ReplaySettings = {
+      topic: name,
+      groupId: `${name}-group`,
+      deadLetterTopic: `${name}-dlq`,
+      batchSize: 100,
+      lingerMs: 0,
+      retryBackoffMs: 100,
+    };
     topics.push(settings.topic, settings.deadLetterTopic);
     const metrics = new Registry();
     running.push(await createReplayConsumer({ logger: silentLogger(), metrics, ...stack.stores, clickhouse, settings }));

@@ -111,11 +111,29 @@ describe('npm start (embedded)', () => {
         if (Date.now() > deadline) throw new Error('the events were not ingested in time');
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
-      // Ingestion runs on a thread of its own, which yields the cores to the thread serving requests (nice 10 vs 0).
+      // Ingestion runs on a thread of its own, which yields the cores to the thread serving requests (nice 10 vs 0),
+      // and so do chDB's merge threads.
       const pid = plover.child.pid!;
-      const nice = (tid: string) => Number(fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]);
-      expect(nice(String(pid))).toBe(0);
-      expect(fs.readdirSync(`/proc/${pid}/task`).map(nice)).toContain(10);
+      const threads = () =>
+        fs.readdirSync(`/proc/${pid}/task`).flatMap((tid) => {
+          try {
+            const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+            return [
+              { tid, name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), nice: Number(stat.slice(stat.lastIndexOf(') ') + 2).split(' ')[16]) },
+            ];
+          } catch {
+            return []; // ended meanwhile
+          }
+        });
+      const mergeThreadsLowered = () => {
+        const merges = threads().filter((thread) => thread.name === 'MergeMutate');
+        return merges.length > 0 && merges.every((thread) => thread.nice === 10);
+      };
+      for (const deadline = Date.now() + 10_000; !mergeThreadsLowered() && Date.now() < deadline;) await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(mergeThreadsLowered()).toBe(true);
+      const all = threads();
+      expect(all.find((thread) => thread.tid === String(pid))?.nice).toBe(0);
+      expect(all.filter((thread) => thread.name === 'node' && thread.nice === 10)).toHaveLength(1);
     } finally {
       expect(await stop(plover)).toBe(0);
     }

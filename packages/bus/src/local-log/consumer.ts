@@ -3,7 +3,7 @@
  * (a batch is handled, and on failure retried, before the next one is read).
  */
 import type { Logger } from '@plover/core';
-import type { Batch, Consumer } from '../port';
+import type { Batch, BusMessage, Consumer } from '../port';
 import type { OffsetStore } from './offsets';
 import type { LogReader, PartitionLog } from './partition-log';
 
@@ -11,6 +11,7 @@ export interface LocalConsumerOptions {
   groupId: string;
   handleBatch: (batch: Batch) => Promise<void>;
   maxBatchSize: number;
+  lingerMs: number;
   retryBackoffMs: number;
   offsets: OffsetStore;
   logger: Logger;
@@ -111,10 +112,39 @@ class PartitionWorker {
           continue;
         }
         if (batch.messages.length === 0) await this.sleep();
-        else await this.deliver(batch, this.reader.offset);
+        else {
+          await this.linger(batch.messages);
+          await this.deliver(batch, this.reader.offset);
+        }
       }
     } finally {
       unsubscribe();
+    }
+  }
+
+  /**
+   * Tops a short batch up with the records appended until `lingerMs` after its first record's append (or until it
+   * is full). A record that waited behind the previous batch for that long is delivered without waiting more. A
+   * read that fails ends the wait: the batch goes out with what it has, and the next read meets the failure.
+   */
+  private async linger(messages: BusMessage[]): Promise<void> {
+    const { lingerMs, maxBatchSize } = this.consumer.options;
+    if (lingerMs === 0) return;
+    const deadline = messages[0]!.timestamp + lingerMs;
+    while (messages.length < maxBatchSize && !this.consumer.stopped && !this.consumer.paused) {
+      let more: BusMessage[];
+      try {
+        more = await this.reader.next(maxBatchSize - messages.length);
+      } catch {
+        return;
+      }
+      if (more.length > 0) {
+        messages.push(...more);
+        continue;
+      }
+      const wait = deadline - Date.now();
+      if (wait <= 0) return;
+      await this.sleep(wait);
     }
   }
 

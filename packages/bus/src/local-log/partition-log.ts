@@ -343,7 +343,7 @@ export class LogReader {
   ) {}
 
   /**
-   * Up to `max` records from `offset` on, none when the reader is at the durable end. A batch never spans two
+   * Up to `max` records from `offset` on, none when the reader is at the durable end. One call never spans two
    * reads of the file, so a read that fails cannot take records already decoded down with it.
    */
   async next(max: number): Promise<BusMessage[]> {

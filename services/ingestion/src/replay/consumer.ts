@@ -22,6 +22,8 @@ export interface ReplaySettings {
    * memory a batch takes.
    */
   batchSize: number;
+  /** How long a short batch waits for more messages (ConsumeOptions.lingerMs). */
+  lingerMs: number;
   retryBackoffMs: number;
 }
 
@@ -30,6 +32,7 @@ export const DEFAULT_REPLAY_SETTINGS: ReplaySettings = {
   groupId: 'session-recordings',
   deadLetterTopic: `${REPLAY_TOPIC}_dlq`,
   batchSize: 100,
+  lingerMs: 0,
   retryBackoffMs: 1000,
 };
 
@@ -53,6 +56,7 @@ export async function createReplayConsumer(deps: ReplayConsumerDeps): Promise<In
     topics: [settings.topic],
     handleBatch: replayBatchHandler({ ...deps, logger, deadLetterTopic: settings.deadLetterTopic, now: deps.now ?? (() => new Date()) }),
     maxBatchSize: settings.batchSize,
+    lingerMs: settings.lingerMs,
     retryBackoffMs: settings.retryBackoffMs,
   });
   logger.info({ topic: settings.topic, groupId: settings.groupId }, 'replay consumer started');
