@@ -9,6 +9,7 @@
  *   baseline      a bare node:http server that reads the body, JSON.parses it and appends its events to the
  *                 same bus (key and value as capture would, nothing else): the ceiling capture is measured against
  *   batch         capture's `/batch/`, BENCH_CAPTURE_BATCH (100) events per request, posthog-node-shaped
+ *   baselineSingle  the baseline sent the `/i/v0/e/` body, one event per request: what `single` is measured against
  *   single        capture's `/i/v0/e/`, one event per request, as fast as it goes
  *   singleHalf    `/i/v0/e/` at half the rate `single` reached, for the latency at a steady load: open loop
  *                 (bench/paced.ts), requests evenly spaced, latency counted from each one's due time
@@ -58,6 +59,7 @@ async function run(kind: BusKind) {
   const capture = `http://127.0.0.1:${ready.capturePort}`;
   const baseline = await measure(server, { url: `http://127.0.0.1:${ready.baselinePort}/batch/`, body: batch, rate: 0 }, BATCH);
   const batchPhase = await measure(server, { url: `${capture}/batch/`, body: batch, rate: 0 }, BATCH);
+  const baselineSingle = await measure(server, { url: `http://127.0.0.1:${ready.baselinePort}/i/v0/e/`, body: single, rate: 0 }, 1);
   const singlePhase = await measure(server, { url: `${capture}/i/v0/e/`, body: single, rate: 0 }, 1);
   const half = Math.max(1, Math.round(singlePhase.requestsPerSecond / 2));
   const singleHalf = { offeredPerSecond: half, ...(await measure(server, { url: `${capture}/i/v0/e/`, body: single, rate: half }, 1)) };
@@ -69,9 +71,11 @@ async function run(kind: BusKind) {
     database: ready.database,
     baseline,
     batch: batchPhase,
+    baselineSingle,
     single: singlePhase,
     singleHalf,
     batchVsBaseline: round2(batchPhase.eventsPerSecond / baseline.eventsPerSecond),
+    singleVsBaseline: round2(singlePhase.eventsPerSecond / baselineSingle.eventsPerSecond),
     serverPeakRssMb,
     serverStartupRssMb: ready.startupRssMb,
     serverMemoryUsageMb: memoryUsageMb,

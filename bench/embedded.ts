@@ -15,7 +15,8 @@
  *   draining   the same phases right after a backlog was built (`/batch/` flat out for BENCH_EMBEDDED_BLAST_SECONDS
  *              (10 s) with 32 connections), while ingestion drains it; the events still unstored at each phase's end
  *              are reported, so a phase that outlived the backlog shows it
- * Memory: Plover's RSS idle after start, its peak (VmHWM) over the run, and its RSS once the backlog is stored.
+ * Memory: Plover's RSS idle after start, its peak (VmHWM) over the run, and its RSS 5 s after the backlog is stored
+ * and SETTLE_SECONDS later.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -29,6 +30,7 @@ const SECONDS = Number(process.env.BENCH_EMBEDDED_SECONDS ?? 10);
 const BATCH_RATE = Number(process.env.BENCH_EMBEDDED_BATCH_RATE ?? 20);
 const SINGLE_RATE = Number(process.env.BENCH_EMBEDDED_SINGLE_RATE ?? 200);
 const BLAST_SECONDS = Number(process.env.BENCH_EMBEDDED_BLAST_SECONDS ?? 10);
+const SETTLE_SECONDS = 25;
 const BATCH = 100;
 const FLAGS = 10;
 const JSON_HEADERS = { 'content-type': 'application/json' };
@@ -170,13 +172,17 @@ async function main(): Promise<void> {
     const draining = await phases();
     const drainingFlagsP99Ratio = round2(draining.flags.p99 / idle.flags.p99);
 
-    // Memory once the backlog is stored.
+    // Memory once the backlog is stored: 5 s later, and once the allocators returned what they keep for a while
+    // (chDB's jemalloc purges freed pages after some seconds).
     await drained(plover);
     await new Promise((resolve) => setTimeout(resolve, 5000));
+    const afterRssMb = statusKb(plover.pid, 'VmRSS') / 1024;
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_SECONDS * 1000));
     const memory = {
       idleRssMb: Math.round(idleRssMb),
       peakRssMb: Math.round(statusKb(plover.pid, 'VmHWM') / 1024),
-      afterRssMb: Math.round(statusKb(plover.pid, 'VmRSS') / 1024),
+      afterRssMb: Math.round(afterRssMb),
+      settledRssMb: Math.round(statusKb(plover.pid, 'VmRSS') / 1024),
     };
     console.log(
       JSON.stringify({
@@ -190,7 +196,12 @@ async function main(): Promise<void> {
         idle,
         draining,
         drainingFlagsP99Ratio,
-        memory: { ...memory, peakOverIdle: round2(memory.peakRssMb / memory.idleRssMb), afterOverIdle: round2(memory.afterRssMb / memory.idleRssMb) },
+        memory: {
+          ...memory,
+          peakOverIdle: round2(memory.peakRssMb / memory.idleRssMb),
+          afterOverIdle: round2(memory.afterRssMb / memory.idleRssMb),
+          settledOverIdle: round2(memory.settledRssMb / memory.idleRssMb),
+        },
       }),
     );
   } finally {
