@@ -6,7 +6,7 @@ import { createMetricsRegistry, serve } from '@plover/http';
 import { PgSql } from '@plover/postgres';
 import { createApp } from './app';
 import { createConsumer } from './consumer';
-import { createReplayConsumer } from './replay/consumer';
+import { createReplayConsumer, replaySettingsFrom } from './replay/consumer';
 
 const config = loadConfigOrExit(process.env, {
   logging: sections.logging,
@@ -25,14 +25,7 @@ const metrics = createMetricsRegistry('ingestion');
 
 async function main(): Promise<void> {
   const consumer = await createConsumer({ logger, metrics, sql, clickhouse, bus, settings: config.ingestion });
-  const replay = await createReplayConsumer({
-    logger,
-    metrics,
-    sql,
-    clickhouse,
-    bus,
-    settings: { retryBackoffMs: config.ingestion.retryBackoffMs, lingerMs: config.ingestion.lingerMs },
-  });
+  const replay = await createReplayConsumer({ logger, metrics, sql, clickhouse, bus, settings: replaySettingsFrom(config.ingestion) });
   await serve(createApp({ logger, metrics, sql, clickhouse, bus }), {
     ...config.http,
     logger,

@@ -10,7 +10,7 @@ import { PortBus } from '@plover/bus/over-port';
 import { ChdbClickHouse } from '@plover/chdb';
 import { createLogger, PortRpc } from '@plover/core';
 import { createConsumer } from '@plover/ingestion/consumer';
-import { createReplayConsumer } from '@plover/ingestion/replay';
+import { createReplayConsumer, replaySettingsFrom } from '@plover/ingestion/replay';
 import { PortSql } from '@plover/postgres/over-port';
 import { Registry } from 'prom-client';
 import { INGESTION_CALLS, type IngestionThreadData } from './ingestion-thread';
@@ -33,14 +33,7 @@ async function start(): Promise<void> {
   const bus = new PortBus(rpc);
   const clickhouse = await ChdbClickHouse.open({ dataDir: path.join(data.dataDir, 'clickhouse') });
   const consumer = await createConsumer({ logger, metrics, sql, clickhouse, bus, settings: data.ingestion });
-  const replay = await createReplayConsumer({
-    logger,
-    metrics,
-    sql,
-    clickhouse,
-    bus,
-    settings: { retryBackoffMs: data.ingestion.retryBackoffMs, lingerMs: data.ingestion.lingerMs },
-  });
+  const replay = await createReplayConsumer({ logger, metrics, sql, clickhouse, bus, settings: replaySettingsFrom(data.ingestion) });
   rpc.handle(INGESTION_CALLS.metrics, () => metrics.metrics());
   rpc.handle(STOP_CALL, async () => {
     // The consumers' last batches still need the stores, and they commit them through the bus.

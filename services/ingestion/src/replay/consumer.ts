@@ -4,6 +4,7 @@
  * runs it in the ingestion service beside the events consumer; embedded mode in the standalone process.
  */
 import type { EventBus } from '@plover/bus';
+import type { IngestionConfig } from '@plover/config';
 import type { ClickHouse } from '@plover/clickhouse';
 import { REPLAY_TOPIC } from '@plover/contracts';
 import type { Logger } from '@plover/core';
@@ -35,6 +36,11 @@ export const DEFAULT_REPLAY_SETTINGS: ReplaySettings = {
   lingerMs: 0,
   retryBackoffMs: 1000,
 };
+
+/** What the ingestion config section sets of a replay consumer; the rest keeps its defaults. */
+export function replaySettingsFrom(ingestion: Pick<IngestionConfig, 'retryBackoffMs' | 'lingerMs'>): Partial<ReplaySettings> {
+  return { retryBackoffMs: ingestion.retryBackoffMs, lingerMs: ingestion.lingerMs };
+}
 
 export interface ReplayConsumerDeps {
   logger: Logger;
