@@ -249,8 +249,9 @@ describe('LocalLogBus', () => {
         },
       });
 
-    // A trickle of five appends, 30 ms apart, well within the linger: one batch, not before the linger ran out.
-    const trickle = await subscribe('trickle', 600);
+    // A trickle of five appends, 30 ms apart (and an fdatasync each), well within the linger: one batch, not
+    // before the linger ran out.
+    const trickle = await subscribe('trickle', 3000);
     for (let id = 0; id < 5; id++) {
       await produceIds(bus, [id]);
       await new Promise((resolve) => setTimeout(resolve, 30));
@@ -258,7 +259,7 @@ describe('LocalLogBus', () => {
     await waitFor(() => batches.length > 0);
     await trickle.stop();
     expect(batches.map((batch) => batch.ids)).toEqual([[0, 1, 2, 3, 4]]);
-    expect(batches[0]!.deliveredAt - batches[0]!.firstAppend).toBeGreaterThanOrEqual(600);
+    expect(batches[0]!.deliveredAt - batches[0]!.firstAppend).toBeGreaterThanOrEqual(3000);
 
     // A batch that fills up goes out at once, however long the linger.
     batches.length = 0;
