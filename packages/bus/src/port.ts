@@ -40,8 +40,9 @@ export interface ConsumeOptions {
   /**
    * How long a batch short of `maxBatchSize` may wait for more messages, counted from its first message's append:
    * a trickle is then handled in fewer, larger batches (each batch has a fixed cost in the handler: a store
-   * round trip, an insert, a sync). 0 (the default) delivers what is there at once. The local log honours it;
-   * Kafka's fetches return what the broker has (its own fetch wait applies only to an empty partition).
+   * round trip, an insert, a sync). 0 (the default) delivers what is there at once. The local log counts it from
+   * the batch's first append; on Kafka the broker holds each fetch until about a megabyte arrived or `lingerMs`
+   * passed, counted from the fetch.
    */
   lingerMs?: number;
   /** Delay before a failed batch is delivered again. */

@@ -241,6 +241,39 @@ describeWith(kafka)('KafkaBus against a broker', () => {
     expect(batches.flat()).toEqual([...Array(25).keys()]);
   });
 
+  it('with lingerMs, lets the broker gather a trickle into a few fetches instead of one per message', async () => {
+    const topic = uniqueTopic('linger');
+    await bus.ensureTopics([topic]);
+    const trickle = async (lingerMs: number) => {
+      const batches: string[][] = [];
+      consumers.push(
+        await bus.consume({
+          groupId: unique('group'),
+          topics: [topic],
+          lingerMs,
+          handleBatch: (batch) => {
+            batches.push(batch.messages.map((message) => message.value.toString()));
+            return Promise.resolve();
+          },
+        }),
+      );
+      // Once a first message came through, the consumer is fetching: the trickle below meets its fetches.
+      await bus.produce(topic, [{ key: 'one-key', value: Buffer.from(`ready-${lingerMs}`) }]);
+      await until(() => batches.flat().includes(`ready-${lingerMs}`), 30_000, 'the consumer fetching');
+      batches.length = 0;
+      for (let n = 0; n < 10; n++) {
+        await bus.produce(topic, [{ key: 'one-key', value: Buffer.from(`${lingerMs}-${n}`) }]);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      await until(() => batches.flat().filter((value) => value.startsWith(`${lingerMs}-`)).length === 10, 30_000, 'the trickle');
+      await Promise.all(consumers.splice(0).map((consumer) => consumer.stop()));
+      return batches.filter((batch) => batch.some((value) => value.startsWith(`${lingerMs}-`))).length;
+    };
+    // Without a linger each fetch returns with the first message there; with one the broker holds it.
+    expect(await trickle(0)).toBeGreaterThanOrEqual(6);
+    expect(await trickle(2000)).toBeLessThanOrEqual(3);
+  });
+
   it('produces idempotently, and replaces its producer after a failed send', async () => {
     const topic = uniqueTopic('idempotent');
     const raw = new Kafka({ clientId: 'plover-kafka-test-raw', brokers, logLevel: logLevel.NOTHING });

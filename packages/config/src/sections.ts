@@ -277,7 +277,7 @@ export const decide: Section<DecideConfig> = {
 export interface IngestionConfig {
   /** Most messages handed to the consumer at once (one partition's); also the largest ClickHouse insert. */
   batchSize: number;
-  /** How long a short batch waits for more messages (the local log only; see ConsumeOptions.lingerMs). */
+  /** How long a short batch waits for more messages (ConsumeOptions.lingerMs). */
   lingerMs: number;
   /** Distinct ids processed at once within a batch (one person's events stay in order). */
   concurrency: number;
@@ -295,7 +295,7 @@ export const ingestion: Section<IngestionConfig> = {
       default: 2000,
     },
     INGESTION_BATCH_LINGER_MS: {
-      description: 'Embedded mode: how long the ingestion consumer lets a short batch wait for more events (fewer, larger batches cost less CPU)',
+      description: 'How long the ingestion consumer lets a short batch wait for more events (fewer, larger batches cost less CPU)',
       type: 'integer',
       minimum: 0,
       maximum: 10000,
