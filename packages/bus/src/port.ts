@@ -38,11 +38,10 @@ export interface ConsumeOptions {
   /** Upper bound of messages per batch (adapters may deliver fewer). */
   maxBatchSize?: number;
   /**
-   * How long a batch short of `maxBatchSize` may wait for more messages, counted from its first message's append:
-   * a trickle is then handled in fewer, larger batches (each batch has a fixed cost in the handler: a store
-   * round trip, an insert, a sync). 0 (the default) delivers what is there at once. The local log counts it from
-   * the batch's first append; on Kafka the broker holds each fetch until about a megabyte arrived or `lingerMs`
-   * passed, counted from the fetch.
+   * How long a batch short of `maxBatchSize` may wait for more messages: a trickle is then handled in fewer,
+   * larger batches (each batch has a fixed cost in the handler: a store round trip, an insert, a sync). 0 (the
+   * default) delivers what is there at once. The local log counts it from the batch's first append; on Kafka the
+   * broker holds each fetch until about a megabyte arrived or `lingerMs` passed, counted from the fetch.
    */
   lingerMs?: number;
   /** Delay before a failed batch is delivered again. */
