@@ -34,6 +34,7 @@ import { createMetricsRegistry, listen } from '@plover/http';
 import { migrate, PgSql, type Sql } from '@plover/postgres';
 import { PGliteSql } from '@plover/postgres/pglite';
 import { pacedLoad } from './paced';
+import { procCpuSeconds, procMemoryMiB } from './proc';
 
 const ROOT = path.resolve(__dirname, '..');
 export const SECONDS = Number(process.env.BENCH_CAPTURE_SECONDS ?? 5);
@@ -318,16 +319,6 @@ function self(args: string[], stdio: 'ipc' | 'pipe', execArgv: string[] = []): C
   });
 }
 
-export function procStatus(pid: number, field: 'VmHWM' | 'VmRSS'): number {
-  const match = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return Math.round(Number(match?.[1] ?? 0) / 1024);
-}
-
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
-}
-
 async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   const child = self(['load', JSON.stringify(spec)], 'pipe');
   let out = '';
@@ -389,11 +380,11 @@ export interface Phase extends LoadResult {
 export async function measure(server: ServerProcess, spec: Omit<LoadSpec, 'seconds'>, eventsPerRequest: number): Promise<Phase> {
   if (WARMUP_SECONDS > 0) await runLoad({ ...spec, seconds: WARMUP_SECONDS });
   await server.settle();
-  const before = cpuSeconds(server.pid);
+  const before = procCpuSeconds(server.pid);
   const started = performance.now();
   const result = await runLoad({ ...spec, seconds: SECONDS });
-  const serverCpuCores = round2((cpuSeconds(server.pid) - before) / ((performance.now() - started) / 1000));
-  const serverRssMb = procStatus(server.pid, 'VmRSS');
+  const serverCpuCores = round2((procCpuSeconds(server.pid) - before) / ((performance.now() - started) / 1000));
+  const serverRssMb = Math.round(procMemoryMiB(server.pid, 'VmRSS'));
   const { loopDelayMs } = await server.settle();
   const eventsPerSecond = result.requestsPerSecond * eventsPerRequest;
   return {

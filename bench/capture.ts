@@ -29,7 +29,8 @@
  * BENCH_CAPTURE_PROFILE_DIR=<dir> writes a CPU profile of the server process there.
  */
 import os from 'node:os';
-import { CONNECTIONS, KAFKA_BROKERS, measure, procStatus, round2, SECONDS, startServer, type BusKind } from './capture-server';
+import { CONNECTIONS, KAFKA_BROKERS, measure, round2, SECONDS, startServer, type BusKind } from './capture-server';
+import { procMemoryMiB } from './proc';
 
 const BATCH = Number(process.env.BENCH_CAPTURE_BATCH ?? 100);
 const PROFILE_DIR = process.env.BENCH_CAPTURE_PROFILE_DIR;
@@ -64,7 +65,7 @@ async function run(kind: BusKind) {
   const half = Math.max(1, Math.round(singlePhase.requestsPerSecond / 2));
   const singleHalf = { offeredPerSecond: half, ...(await measure(server, { url: `${capture}/i/v0/e/`, body: single, rate: half }, 1)) };
   const { consumed } = await server.settle();
-  const serverPeakRssMb = procStatus(server.pid, 'VmHWM');
+  const serverPeakRssMb = Math.round(procMemoryMiB(server.pid, 'VmHWM'));
   const memoryUsageMb = await server.stop();
   return {
     bus: kind,

@@ -39,6 +39,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import { migrate, PgSql } from '@plover/postgres';
 import { pacedLoad } from './paced';
+import { procCpuSeconds, procMemoryMiB } from './proc';
 
 const ROOT = path.resolve(__dirname, '..');
 const UNLEASH_DIR = path.join(ROOT, '.cache', 'unleash');
@@ -202,14 +203,11 @@ function childPids(pid: number): number[] {
 
 /** CPU of the process and its live descendants. */
 function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  const own = (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
-  return childPids(pid).reduce((sum, child) => sum + cpuSeconds(child), own);
+  return childPids(pid).reduce((sum, child) => sum + cpuSeconds(child), procCpuSeconds(pid));
 }
 
 function peakRssMb(pid: number): number {
-  const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return Math.round(Number(match?.[1] ?? 0) / 1024);
+  return Math.round(procMemoryMiB(pid, 'VmHWM'));
 }
 
 /** Peak RSS of the process and of each live descendant, the process first. */

@@ -19,12 +19,12 @@
  * and SETTLE_SECONDS later.
  */
 import { spawn } from 'node:child_process';
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { startEmbedded, type EmbeddedPlover } from '../test/support/embedded';
 import { pacedLoad, type PacedResult } from './paced';
+import { procMemoryMiB } from './proc';
 
 const SECONDS = Number(process.env.BENCH_EMBEDDED_SECONDS ?? 10);
 const BATCH_RATE = Number(process.env.BENCH_EMBEDDED_BATCH_RATE ?? 20);
@@ -55,10 +55,6 @@ function singleBody(token: string, index: number): string {
 
 function flagsBody(token: string, index: number): string {
   return JSON.stringify({ api_key: token, distinct_id: `user-${index % 5000}` });
-}
-
-function statusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
-  return Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
 }
 
 async function startSink(): Promise<{ port: number; stop(): void }> {
@@ -144,7 +140,7 @@ async function main(): Promise<void> {
     // Warm-up: JIT, the project token cache, the first persons.
     await paced(`${base}/batch/`, batch, BATCH_RATE);
     await drained(plover);
-    const idleRssMb = statusKb(plover.pid, 'VmRSS') / 1024;
+    const idleRssMb = procMemoryMiB(plover.pid, 'VmRSS');
 
     const flagsMax = await flatOut(`${base}/flags/?v=2`, flagsBody(token, 1), 5);
     const flagsRate = Math.max(1, Math.round(flagsMax / 2));
@@ -176,13 +172,13 @@ async function main(): Promise<void> {
     // (chDB's jemalloc purges freed pages after some seconds).
     await drained(plover);
     await new Promise((resolve) => setTimeout(resolve, 5000));
-    const afterRssMb = statusKb(plover.pid, 'VmRSS') / 1024;
+    const afterRssMb = procMemoryMiB(plover.pid, 'VmRSS');
     await new Promise((resolve) => setTimeout(resolve, SETTLE_SECONDS * 1000));
     const memory = {
       idleRssMb: Math.round(idleRssMb),
-      peakRssMb: Math.round(statusKb(plover.pid, 'VmHWM') / 1024),
+      peakRssMb: Math.round(procMemoryMiB(plover.pid, 'VmHWM')),
       afterRssMb: Math.round(afterRssMb),
-      settledRssMb: Math.round(statusKb(plover.pid, 'VmRSS') / 1024),
+      settledRssMb: Math.round(procMemoryMiB(plover.pid, 'VmRSS')),
     };
     console.log(
       JSON.stringify({

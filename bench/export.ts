@@ -20,6 +20,7 @@ import path from 'node:path';
 import { ChdbClickHouse } from '@plover/chdb';
 import { startEmbedded, type EmbeddedPlover } from '../test/support/embedded';
 import { spawnCli } from '../services/cli/test/support/cli';
+import { procMemoryMiB } from './proc';
 
 const EVENTS = Number(process.env.EXPORT_BENCH_EVENTS ?? 1_000_000);
 const ROUNDS = Number(process.env.EXPORT_BENCH_ROUNDS ?? 2);
@@ -65,7 +66,7 @@ interface Measured {
 /** The peak resident memory of process `pid` so far (VmHWM), in MiB; 0 once it is gone. */
 function peakRssMiB(pid: number): number {
   try {
-    return Number(/VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+    return procMemoryMiB(pid, 'VmHWM');
   } catch {
     return 0;
   }

@@ -22,7 +22,6 @@
  * BENCH_CONSUMERS_COUNTS (`1,2,3`) and BENCH_CONSUMERS_ROUNDS (2; counts run ascending, then descending, to
  * spread drift in the machine's load) pick the runs. Prints one JSON line per run and one summary line.
  */
-import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -38,6 +37,7 @@ import { IngestionCluster } from '../test/support/ingestion-cluster';
 import { personWorkload, type WorkloadEvent } from '../test/support/person-workload';
 import { run } from '../test/support/processes';
 import { createProject } from './stacks';
+import { procCpuSeconds } from './proc';
 
 const EVENTS = Number(process.env.BENCH_CONSUMERS_EVENTS ?? 30_000);
 const PARTITIONS = Number(process.env.BENCH_CONSUMERS_PARTITIONS ?? 12);
@@ -50,16 +50,6 @@ const REQUEST_EVENTS = 500;
 const PRODUCERS = 4;
 /** Events consumed before the measurement, per run. */
 const WARM_UP_EVENTS = 3_000;
-/** Clock ticks per second of /proc's CPU times (USER_HZ, 100 on Linux). */
-const TICKS_PER_SECOND = 100;
-
-/** User + system CPU seconds of process `pid` so far (/proc/<pid>/stat, fields 14 and 15). */
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
-}
-
 /** The message capture produces for `event` (packages/contracts CapturedEventMessage). */
 function captured(projectId: number, event: WorkloadEvent) {
   const message: CapturedEventMessage = {
@@ -158,13 +148,13 @@ async function measure(context: Context, consumers: number, round: number): Prom
 
     const loadAverage = os.loadavg()[0]!;
     const metricsBefore = await Promise.all(cluster.consumers.map((consumer) => scrape(consumer.port)));
-    const cpuBefore = pids.map(cpuSeconds);
+    const cpuBefore = pids.map((pid) => procCpuSeconds(pid));
     const ownBefore = process.cpuUsage();
     const started = performance.now();
     await produce(workload.events);
     await waitFor('every event stored', async () => (await stored()) >= warmUp.events.length + workload.events.length, 1_800_000);
     const seconds = (performance.now() - started) / 1000;
-    const consumerCpu = pids.reduce((sum, pid, index) => sum + cpuSeconds(pid) - cpuBefore[index]!, 0);
+    const consumerCpu = pids.reduce((sum, pid, index) => sum + procCpuSeconds(pid) - cpuBefore[index]!, 0);
     const own = process.cpuUsage(ownBefore);
     const metrics = added(metricsBefore, await Promise.all(cluster.consumers.map((consumer) => scrape(consumer.port))));
     const batches = total(metrics, 'plover_ingestion_batch_size_count');

@@ -3,7 +3,6 @@
  * project, a ClickHouse whose inserts are observed, polling, the main thread's CPU time.
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,6 +10,7 @@ import { LocalLogBus, type EventBus } from '@plover/bus';
 import type { ClickHouse } from '@plover/clickhouse';
 import type { IngestionSettings } from '@plover/ingestion/consumer';
 import type { Sql } from '@plover/postgres';
+import { procCpuSeconds } from './proc';
 
 export interface Stack {
   name: string;
@@ -92,10 +92,7 @@ export async function waitUntil(condition: () => boolean, timeoutMs: number): Pr
  */
 export function mainThreadCpuSeconds(): number | undefined {
   try {
-    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
-    // Fields after the command name (which may hold spaces), from the third: utime and stime are the 14th and 15th.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
+    return procCpuSeconds(process.pid, process.pid);
   } catch {
     return undefined;
   }
