@@ -12,4 +12,9 @@ module.exports = {
   ],
   testTimeout: 60000,
   maxWorkers: 2,
+  // A fresh worker process for every test file. chDB's engine is one per process and bound to one data directory;
+  // Plover opens it once per process, but a shared worker would stop and restart it on a new directory for each
+  // file that uses it, dozens of times, which Plover never does. A file that leaves it open (a hung close) would
+  // otherwise also fail every later chDB file in that worker.
+  workerIdleMemoryLimit: 0,
 };

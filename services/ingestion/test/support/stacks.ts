@@ -109,24 +109,44 @@ export async function reportingDelay<T>(what: string, promise: Promise<T>, patie
 
 export async function openStores(description: StackDescription): Promise<Stores> {
   const { dataDir } = description;
-  const clickhouse = await ChdbClickHouse.open({ dataDir: path.join(dataDir, 'clickhouse') });
-  const sql =
-    description.kind === 'embedded'
-      ? await PGliteSql.open({ dataDir: path.join(dataDir, 'postgres') })
-      : new PgSql({ connectionString: required(description.databaseUrl) });
-  const bus: EventBus =
-    description.kind === 'embedded'
-      ? await LocalLogBus.open({ dataDir: path.join(dataDir, 'bus') })
-      : new KafkaBus({ brokers: required(description.brokers).split(','), clientId: 'plover-ingestion-test', logger: silentLogger() });
-  await migratePostgres(sql);
-  await migrateClickHouse(clickhouse);
-  return { sql: traced('sql', sql), clickhouse: traced('clickhouse', clickhouse), bus: traced('bus', bus) };
+  const opened: { close(): Promise<void> }[] = [];
+  const opening = async <T extends { close(): Promise<void> }>(store: Promise<T> | T): Promise<T> => {
+    const open = await store;
+    opened.push(open);
+    return open;
+  };
+  try {
+    const clickhouse = await opening(ChdbClickHouse.open({ dataDir: path.join(dataDir, 'clickhouse') }));
+    const sql = await opening<Sql>(
+      description.kind === 'embedded'
+        ? PGliteSql.open({ dataDir: path.join(dataDir, 'postgres') })
+        : new PgSql({ connectionString: required(description.databaseUrl) }),
+    );
+    const bus = await opening<EventBus>(
+      description.kind === 'embedded'
+        ? LocalLogBus.open({ dataDir: path.join(dataDir, 'bus') })
+        : new KafkaBus({ brokers: required(description.brokers).split(','), clientId: 'plover-ingestion-test', logger: silentLogger() }),
+    );
+    await migratePostgres(sql);
+    await migrateClickHouse(clickhouse);
+    return { sql: traced('sql', sql), clickhouse: traced('clickhouse', clickhouse), bus: traced('bus', bus) };
+  } catch (error) {
+    // chDB allows one data directory per process: a half-opened stack must not keep this process from opening another.
+    await closeInOrder(opened.reverse()).catch(() => undefined);
+    throw error;
+  }
 }
 
+/** Closes every store, also when another fails to close (an open chDB holds its data directory for the whole process). */
 export async function closeStores(stores: Stores): Promise<void> {
-  await stores.bus.close();
-  await stores.clickhouse.close();
-  await stores.sql.close();
+  await closeInOrder([stores.bus, stores.clickhouse, stores.sql]);
+}
+
+/** Closes each store in turn (the bus first: its consumers may still call the others), the rest also after a failure. */
+async function closeInOrder(stores: readonly { close(): Promise<void> }[]): Promise<void> {
+  const failures: unknown[] = [];
+  for (const store of stores) await store.close().catch((error: unknown) => failures.push(error));
+  if (failures.length > 0) throw failures[0];
 }
 
 function required(value: string | undefined): string {
@@ -136,6 +156,7 @@ function required(value: string | undefined): string {
 
 async function openStack(name: string, description: StackDescription, cleanup: () => Promise<void>, deliveryTimeoutMs: number): Promise<Stack> {
   let stores: Stores | undefined = await openStores(description);
+  let destroyed = false;
   const current = (): Stores => {
     if (!stores) throw new Error(`${name} stack is suspended`);
     return stores;
@@ -152,10 +173,14 @@ async function openStack(name: string, description: StackDescription, cleanup: (
       stores = undefined;
     },
     async resume() {
+      // A test that timed out may still get here after its file's afterAll destroyed the stack: reopening chDB
+      // then would hold its data directory in this worker for good.
+      if (destroyed) throw new Error(`${name} stack was destroyed`);
       stores = await openStores(description);
       return stores;
     },
     async destroy() {
+      destroyed = true;
       if (stores) await reportingDelay(`closing the ${name} stack`, closeStores(stores));
       stores = undefined;
       await cleanup();
