@@ -398,11 +398,14 @@ export async function measure(server: ServerProcess, spec: Omit<LoadSpec, 'secon
 }
 
 /**
- * Starts the server process on `kind`; embedded, with the young generation `npm start` gives Plover (package.json).
+ * Starts the server process on `kind`; embedded, with the heap settings `npm start` gives Plover (package.json).
  * With `profileDir`, it writes a CPU profile there when stopped.
  */
 export function startServer(kind: BusKind, profileDir?: string): ServerProcess {
-  const execArgv = [...(kind === 'LocalLogBus' ? ['--max-semi-space-size=64'] : []), ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])];
+  const execArgv = [
+    ...(kind === 'LocalLogBus' ? ['--max-semi-space-size=64', '--heap-growing-percent=100'] : []),
+    ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
+  ];
   return new ServerProcess(self(['server', kind], 'ipc', execArgv));
 }
 

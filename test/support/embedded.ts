@@ -57,7 +57,7 @@ export async function startEmbedded(
 ): Promise<EmbeddedPlover> {
   const child: ChildProcessWithoutNullStreams = spawn(
     process.execPath,
-    ['--max-semi-space-size=64', '--conditions=plover-source', '--import', 'tsx', 'services/standalone/src/main.ts'],
+    ['--max-semi-space-size=64', '--heap-growing-percent=100', '--conditions=plover-source', '--import', 'tsx', 'services/standalone/src/main.ts'],
     { cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', HOST: '127.0.0.1', PLOVER_DATA_DIR: dataDir, ...env } },
   );
   // The start and the last 256 KiB: a long run logs more than a test should hold.

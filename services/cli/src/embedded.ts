@@ -74,6 +74,7 @@ export function embeddedCommands(program: Command, env: NodeJS.ProcessEnv): void
       action((options: DataDirOptions & { port?: string }) =>
         runChild(standaloneEntry('main'), [], { ...env, PLOVER_DATA_DIR: options.dataDir, ...(options.port ? { PORT: options.port } : {}) }, [
           '--max-semi-space-size=64',
+          '--heap-growing-percent=100',
         ]),
       ),
     );
