@@ -33,6 +33,7 @@ import { silentLogger } from '@plover/core';
 import { createMetricsRegistry, listen } from '@plover/http';
 import { migrate, PgSql, type Sql } from '@plover/postgres';
 import { PGliteSql } from '@plover/postgres/pglite';
+import { PLOVER_NODE_FLAGS } from '../test/support/embedded';
 import { pacedLoad } from './paced';
 import { procCpuSeconds, procMemoryMiB } from './proc';
 
@@ -402,10 +403,7 @@ export async function measure(server: ServerProcess, spec: Omit<LoadSpec, 'secon
  * With `profileDir`, it writes a CPU profile there when stopped.
  */
 export function startServer(kind: BusKind, profileDir?: string): ServerProcess {
-  const execArgv = [
-    ...(kind === 'LocalLogBus' ? ['--max-semi-space-size=64', '--heap-growing-percent=100'] : []),
-    ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
-  ];
+  const execArgv = [...(kind === 'LocalLogBus' ? PLOVER_NODE_FLAGS : []), ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])];
   return new ServerProcess(self(['server', kind], 'ipc', execArgv));
 }
 

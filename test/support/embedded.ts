@@ -14,6 +14,9 @@ import { writeCredentials } from '../../services/standalone/src/data-dir';
 
 const ROOT = path.resolve(__dirname, '../..');
 
+/** The Node flags `npm start` gives Plover (package.json's start script): its heap settings. */
+export const PLOVER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=64', '--heap-growing-percent=100'];
+
 export interface EmbeddedPlover {
   port: number;
   pid: number;
@@ -57,7 +60,7 @@ export async function startEmbedded(
 ): Promise<EmbeddedPlover> {
   const child: ChildProcessWithoutNullStreams = spawn(
     process.execPath,
-    ['--max-semi-space-size=64', '--heap-growing-percent=100', '--conditions=plover-source', '--import', 'tsx', 'services/standalone/src/main.ts'],
+    [...PLOVER_NODE_FLAGS, '--conditions=plover-source', '--import', 'tsx', 'services/standalone/src/main.ts'],
     { cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', HOST: '127.0.0.1', PLOVER_DATA_DIR: dataDir, ...env } },
   );
   // The start and the last 256 KiB: a long run logs more than a test should hold.
