@@ -42,11 +42,13 @@ export interface FunnelCore {
   properties: PropertyGroup | null;
 }
 
+export type FunnelBreakdown = Breakdown & { type: 'event' | 'person' | 'group' };
+
 export interface FunnelInput extends FunnelCore {
   orderType: FunnelOrderType;
   vizType: FunnelVizType;
   /** Event, person or group property; null: none. */
-  breakdown: Breakdown | null;
+  breakdown: FunnelBreakdown | null;
   attribution: AttributionType;
   /** The step whose event gives the breakdown value under `step` attribution. */
   attributionStep: number;
@@ -64,7 +66,7 @@ export interface FunnelInput extends FunnelCore {
 const DEFAULT_WINDOW_DAYS = 14;
 export const MAX_STEPS = 20;
 /** At most about ten years, so that a window never leaves DateTime64's range. */
-const MAX_WINDOW: Record<FunnelWindowUnit, number> = { second: 315_360_000, minute: 5_256_000, hour: 87_600, day: 3_650, week: 521, month: 117 };
+const MAX_WINDOW: Record<FunnelWindowUnit, number> = { second: 315_360_000, minute: 5_256_000, hour: 87_600, day: 3_650, week: 521, month: 120 };
 const DEFAULT_BREAKDOWN_LIMIT = 25;
 const MAX_BREAKDOWN_LIMIT = 1000;
 const MAX_BIN_COUNT = 90;
@@ -254,7 +256,7 @@ function stepIndex(raw: unknown, min: number, max: number, attr: string, fallbac
  * `breakdown` (a property name, or a list holding one) of `breakdown_type` event, person or group; funnel
  * results box each value in a list, as PostHog does.
  */
-function parseFunnelBreakdown(fields: Fields): Breakdown | null {
+function parseFunnelBreakdown(fields: Fields): FunnelBreakdown | null {
   if (list(fields.breakdowns, 'breakdowns').length > 0) throw ApiError.validation('Multiple breakdowns are not supported.', 'breakdowns');
   let property: unknown = fields.breakdown;
   if (typeof property === 'string' && property.startsWith('[')) property = tryJson(property) ?? property;
