@@ -2,31 +2,16 @@
  * Funnels on PostHog's own worked cases (its funnel test files), events straight into chDB's `events` table,
  * requests in the legacy field form; and bad input.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { insertEvents, migrate } from '@plover/clickhouse';
-import { ChdbClickHouse } from '@plover/chdb';
+import { insertEvents } from '@plover/clickhouse';
 import { ApiError } from '@plover/core';
 import { parseFunnelRequest } from '../src/funnel-input';
 import { runFunnel, type FunnelStepResult } from '../src/funnels';
 import type { InsightContext } from '../src/types';
 import { eventRow } from './support/event-row';
+import { useScratchClickHouse } from './support/scratch-clickhouse';
 
-let ch: ChdbClickHouse;
-let dir: string;
+const engine = useScratchClickHouse('plover-funnels-');
 let nextProject = 1;
-
-beforeAll(async () => {
-  dir = await mkdtemp(path.join(os.tmpdir(), 'plover-funnels-'));
-  ch = await ChdbClickHouse.open({ dataDir: dir });
-  await migrate(ch);
-});
-
-afterAll(async () => {
-  await ch.close();
-  await rm(dir, { recursive: true, force: true });
-});
 
 interface Fixture {
   person: string;
@@ -47,17 +32,24 @@ let uuidCounter = 0;
 async function project(fixtures: Fixture[]): Promise<InsightContext> {
   const projectId = nextProject++;
   await insertEvents(
-    ch,
+    engine(),
     fixtures.map((fixture) => {
       uuidCounter += 1;
       const uuid = `00000000-0000-7000-8000-${uuidCounter.toString(16).padStart(12, '0')}`;
-      return eventRow({ uuid, projectId, event: fixture.event, at: fixture.at.replace('T', ' ').replace('Z', ''), person: personId(fixture.person), properties: fixture.properties });
+      return eventRow({
+        uuid,
+        projectId,
+        event: fixture.event,
+        at: fixture.at.replace('T', ' ').replace('Z', ''),
+        person: personId(fixture.person),
+        properties: fixture.properties,
+      });
     }),
   );
   return { projectId, timezone: 'UTC', now: new Date('2021-06-01T00:00:00Z'), cohortMembers: () => Promise.resolve([]) };
 }
 
-const funnel = (ctx: InsightContext, fields: Record<string, unknown>) => runFunnel(ch, parseFunnelRequest({}, fields), ctx);
+const funnel = (ctx: InsightContext, fields: Record<string, unknown>) => runFunnel(engine(), parseFunnelRequest({}, fields), ctx);
 const counts = (steps: unknown) => (steps as FunnelStepResult[]).map((step) => step.count);
 const events = (...names: string[]) => names.map((id, order) => ({ id, order }));
 
@@ -109,7 +101,11 @@ describe('PostHog worked cases', () => {
       { person: 'c', event: 'step two', at: '2021-05-03T02:00:00Z' },
       { person: 'c', event: 'step three', at: '2021-05-03T03:00:00Z' },
     ]);
-    const result = (await funnel(ctx, { events: events('step one', 'step two', 'step three'), date_from: '2021-05-01', date_to: '2021-05-14' })) as FunnelStepResult[];
+    const result = (await funnel(ctx, {
+      events: events('step one', 'step two', 'step three'),
+      date_from: '2021-05-01',
+      date_to: '2021-05-14',
+    })) as FunnelStepResult[];
     expect(result.map(({ count, average_conversion_time, median_conversion_time }) => [count, average_conversion_time, median_conversion_time])).toEqual([
       [3, null, null],
       [3, 6000, 7200],
@@ -156,7 +152,9 @@ describe('PostHog worked cases', () => {
       breakdown_type: 'event',
       breakdown: '$browser',
     })) as FunnelStepResult[][];
-    expect(result.map((group) => group.map(({ breakdown_value, count, average_conversion_time }) => [breakdown_value, count, average_conversion_time]))).toEqual([
+    expect(
+      result.map((group) => group.map(({ breakdown_value, count, average_conversion_time }) => [breakdown_value, count, average_conversion_time])),
+    ).toEqual([
       [
         [['Chrome'], 1, null],
         [['Chrome'], 1, 3600],
@@ -178,7 +176,19 @@ describe('bad input', () => {
     [{ events: events('a', 'b'), funnel_order_type: 'sideways' }, 'funnel_order_type'],
     [{ events: events('a', 'b'), actions: [{ id: 3 }] }, 'actions'],
     [{ query: { kind: 'FunnelsQuery', series: [{ kind: 'EventsNode', event: 'a' }] } }, 'query__series'],
-    [{ query: { kind: 'FunnelsQuery', series: [{ kind: 'EventsNode', event: 'a' }, { kind: 'EventsNode', event: 'b' }], funnelsFilter: { funnelWindowInterval: 0 } } }, 'query__funnelsFilter__funnelWindowInterval'],
+    [
+      {
+        query: {
+          kind: 'FunnelsQuery',
+          series: [
+            { kind: 'EventsNode', event: 'a' },
+            { kind: 'EventsNode', event: 'b' },
+          ],
+          funnelsFilter: { funnelWindowInterval: 0 },
+        },
+      },
+      'query__funnelsFilter__funnelWindowInterval',
+    ],
   ])('%j is a 400 naming %s', (fields, attr) => {
     expect(() => parseFunnelRequest({}, fields)).toThrow(ApiError);
     try {
