@@ -192,3 +192,26 @@ export function bucketLabel(bucket: string, interval: Interval): string {
   const label = `${Number(day)}-${MONTHS[Number(month) - 1] ?? ''}-${year ?? ''}`;
   return interval === 'hour' || interval === 'minute' ? `${label} ${bucket.slice(11, 16)}` : label;
 }
+
+/**
+ * A retention range: `date_to` (default now) widened to the end of its interval; `date_from`, or else the start of
+ * the interval `intervals - 1` before `date_to`'s. One bucket per cohort row.
+ */
+export function resolveIntervalsRange(
+  dateFrom: string | null,
+  dateTo: string | null,
+  interval: Interval,
+  intervals: number,
+  ctx: Pick<InsightContext, 'now' | 'timezone'>,
+): ResolvedRange {
+  const now = wallNow(ctx);
+  const last = truncate(dateTo === null ? now : resolveDate(dateTo, now, ctx.timezone, true, 'date_to'), interval);
+  const from = dateFrom === null ? step(last, interval, -(intervals - 1)) : truncate(resolveDate(dateFrom, now, ctx.timezone, false, 'date_from'), interval);
+  if (from > last) throw ApiError.validation('date_from must be before date_to.', 'date_from', 'invalid');
+  const buckets: string[] = [];
+  for (let bucket = from; bucket <= last; bucket = step(bucket, interval, 1)) {
+    if (buckets.length === MAX_BUCKETS) throw ApiError.validation(`The date range has more than ${MAX_BUCKETS} ${interval} intervals.`, 'date_from', 'invalid');
+    buckets.push(formatWall(bucket));
+  }
+  return { timezone: ctx.timezone, interval, from: formatWall(from), to: formatWall(step(last, interval, 1) - SECOND), buckets };
+}

@@ -104,18 +104,18 @@ const ENTITY_FIELDS: Record<string, string> = { id: 'event', funnel_from_step: '
 
 export interface ConvertedQuery {
   fields: Fields;
-  /** The FunnelsQuery's attr path. */
+  /** The node's attr path. */
   funnels: string;
 }
 
-/** A legacy error attr renamed to the node's path (or unchanged when the field is not the funnel's). */
-export function funnelAttr(attr: string, converted: ConvertedQuery): string | null {
+/** A legacy error attr renamed to its path in a node at `prefix` whose fields `map` places (null: not the node's). */
+export function nodeAttr(attr: string, prefix: string, map: Record<string, string>): string | null {
   const [head = '', ...rest] = attr.split('__');
-  const funnel = FUNNEL_FIELDS[head];
-  if (funnel === undefined) return null;
-  const [index, field, ...more] = rest;
-  const entity = index === undefined ? [] : [index, ...(field === undefined ? [] : [ENTITY_FIELDS[field] ?? field]), ...more];
-  return [converted.funnels, funnel, ...entity].join('__');
+  const field = map[head];
+  if (field === undefined) return null;
+  const [index, name, ...more] = rest;
+  const entity = index === undefined ? [] : [index, ...(name === undefined ? [] : [ENTITY_FIELDS[name] ?? name]), ...more];
+  return [prefix, field, ...entity].join('__');
 }
 
 export function kindOf(node: Fields, kinds: readonly string[], attr: string): string {
@@ -140,7 +140,9 @@ export function funnelsQueryFields(funnels: Fields, attr: string): Fields {
   const breakdown = object(funnels.breakdownFilter, `${attr}__breakdownFilter`) ?? {};
   return {
     events: list(funnels.series, `${attr}__series`).map((item, index) => entityOf(item, `${attr}__series__${index}`)),
-    exclusions: list(filter.exclusions, `${attr}__funnelsFilter__exclusions`).map((item, index) => entityOf(item, `${attr}__funnelsFilter__exclusions__${index}`)),
+    exclusions: list(filter.exclusions, `${attr}__funnelsFilter__exclusions`).map((item, index) =>
+      entityOf(item, `${attr}__funnelsFilter__exclusions__${index}`),
+    ),
     date_from: dateRange.date_from,
     date_to: dateRange.date_to,
     properties: funnels.properties,
@@ -164,12 +166,12 @@ export function funnelsQueryFields(funnels: Fields, attr: string): Fields {
 }
 
 /** Parses with `parse`, renaming a failing field to its place in the node. */
-export function withNodeAttrs<T>(converted: ConvertedQuery, parse: () => T): T {
+export function withNodeAttrs<T>(converted: ConvertedQuery, parse: () => T, map = FUNNEL_FIELDS): T {
   try {
     return parse();
   } catch (error) {
     if (!(error instanceof ApiError) || error.attr === null) throw error;
-    const attr = funnelAttr(error.attr, converted);
+    const attr = nodeAttr(error.attr, converted.funnels, map);
     if (attr === null) throw error;
     throw new ApiError(error.status, error.type, error.code, error.detail, attr);
   }
@@ -199,7 +201,8 @@ export function parseFunnelsQuery(raw: unknown, attr: string): FunnelInput {
 /** The funnel steps, exclusions, window, dates and filters of legacy fields. */
 export function parseFunnelCore(fields: Fields, allowNoSteps = false): FunnelCore {
   const [action] = list(fields.actions, 'actions');
-  if (action !== undefined) throw ApiError.validation(`Action ${describe(isObject(action) ? action.id : action)} does not exist: Plover has no actions.`, 'actions');
+  if (action !== undefined)
+    throw ApiError.validation(`Action ${describe(isObject(action) ? action.id : action)} does not exist: Plover has no actions.`, 'actions');
   const steps = parseEntities(fields.events, 'events');
   if (steps.length < 2 && !(allowNoSteps && steps.length === 0)) throw ApiError.validation('A funnel needs at least 2 steps.', 'events', 'min_length');
   if (steps.length > MAX_STEPS) throw ApiError.validation(`A funnel has at most ${MAX_STEPS} steps.`, 'events', 'max_length');
@@ -225,7 +228,8 @@ function parseFunnelFields(fields: Fields): FunnelInput {
     const partial = core.exclusions.findIndex((exclusion) => exclusion.fromStep !== 0 || exclusion.toStep !== last);
     if (partial >= 0) throw ApiError.validation('Partial exclusions are not allowed in unordered funnels.', `exclusions__${partial}__funnel_from_step`);
     if (fields.funnel_viz_type === 'trends') throw ApiError.validation('Unordered funnels have no conversion trends.', 'funnel_viz_type');
-    if (attributionStep !== 0) throw ApiError.validation('Only the first step can be used for breakdown attribution in unordered funnels.', 'breakdown_attribution_value');
+    if (attributionStep !== 0)
+      throw ApiError.validation('Only the first step can be used for breakdown attribution in unordered funnels.', 'breakdown_attribution_value');
   }
   const binCount = integer(fields.bin_count, 'bin_count');
   const groupIndex = integer(fields.aggregation_group_type_index, 'aggregation_group_type_index');
@@ -234,7 +238,7 @@ function parseFunnelFields(fields: Fields): FunnelInput {
     ...core,
     orderType,
     vizType: choice(fields.funnel_viz_type, FUNNEL_VIZ_TYPES, 'funnel_viz_type') ?? 'steps',
-    breakdown: parseFunnelBreakdown(fields),
+    breakdown: parsePropertyBreakdown(fields),
     attribution,
     attributionStep,
     aggregationGroupTypeIndex: groupIndex,
@@ -253,16 +257,16 @@ function stepIndex(raw: unknown, min: number, max: number, attr: string, fallbac
 }
 
 /**
- * `breakdown` (a property name, or a list holding one) of `breakdown_type` event, person or group; funnel
- * results box each value in a list, as PostHog does.
+ * `breakdown` (a property name, or a list holding one) of `breakdown_type` event, person or group (funnels and
+ * retention); funnel results box each value in a list, as PostHog does.
  */
-function parseFunnelBreakdown(fields: Fields): FunnelBreakdown | null {
+export function parsePropertyBreakdown(fields: Fields): FunnelBreakdown | null {
   if (list(fields.breakdowns, 'breakdowns').length > 0) throw ApiError.validation('Multiple breakdowns are not supported.', 'breakdowns');
   let property: unknown = fields.breakdown;
   if (typeof property === 'string' && property.startsWith('[')) property = tryJson(property) ?? property;
   if (Array.isArray(property)) {
-    if (property.length !== 1) throw ApiError.validation('Funnels break down by one property.', 'breakdown');
-    [property] = property;
+    if (property.length !== 1) throw ApiError.validation('Only one breakdown property is supported.', 'breakdown');
+    property = (property as unknown[])[0];
   }
   if (isAbsent(property)) return null;
   if (typeof property !== 'string') throw ApiError.validation('Breakdown must be a property name: cohort breakdowns are not supported.', 'breakdown');

@@ -33,7 +33,7 @@ const SLOT = 'Tuple(Int64, UInt8, Array(UInt32))';
 const EMPTY_SLOT = `CAST((0, 0, []), '${SLOT}')`;
 
 /** The period an event's timestamp falls in, as the range's bucket text (`YYYY-MM-DD HH:MM:SS`). */
-function periodExpression(interval: Interval, tz: string): string {
+export function periodExpression(interval: Interval, tz: string): string {
   const start = {
     minute: `toStartOfMinute(e.timestamp, ${tz})`,
     hour: `toStartOfHour(e.timestamp, ${tz})`,
@@ -50,7 +50,14 @@ function periodExpression(interval: Interval, tz: string): string {
  * reached step k (`(entry ts, excluded, event indexes)`; slot 0 is "entered at this timestamp"), the best
  * chain so far `(step, entry, excluded, indexes)`, the last timestamp seen, and whether the funnel completed.
  */
-function orderedFold(input: FunnelInput, params: Params, windowMicros: string, ev: string, items: string, restricted: { step: boolean; period: boolean }): string {
+function orderedFold(
+  input: FunnelInput,
+  params: Params,
+  windowMicros: string,
+  ev: string,
+  items: string,
+  restricted: { step: boolean; period: boolean },
+): string {
   const n = input.steps.length;
   const strict = input.orderType === 'strict';
   const stepMismatch = restricted.step ? `(k - 1 = ${params.add(input.attributionStep, 'UInt8')} AND ${ev}[it.2].3 != val)` : '0';
@@ -140,9 +147,14 @@ function itemsOf(ev: string): string {
   return `arraySort(t -> (t.1, t.3[1] * t.4, t.2), ${exploded})`;
 }
 
-async function entityCondition(series: Series, params: Params, scope: FilterScope, attr: string): Promise<string> {
+export async function entityCondition(series: Series, params: Params, scope: FilterScope, attr: string): Promise<string> {
   const name = series.event === null ? '1' : `e.event = ${params.add(series.event, 'String')}`;
   return `(${name} AND ${await propertiesCondition(series.properties, params, scope, `${attr}__properties`)})`;
+}
+
+/** Who an event counts for: its person (merged persons resolved), or its key of group type `group`. */
+export function actorExpression(group: number | null): string {
+  return group === null ? `toString(${PERSON_ID_EXPRESSION})` : GROUP_KEY_COLUMNS[group]!;
 }
 
 export interface ActorFunnelOptions {
@@ -155,7 +167,13 @@ export interface ActorFunnelOptions {
  * `reached` (0-based furthest step; actors excluded or never entering are left out), `times` (the reported
  * chain's event timestamps in microseconds, in step order) and `uuids`.
  */
-export async function actorFunnelSql(input: FunnelInput, params: Params, ctx: InsightContext, bounds: FunnelBounds, options: ActorFunnelOptions): Promise<string> {
+export async function actorFunnelSql(
+  input: FunnelInput,
+  params: Params,
+  ctx: InsightContext,
+  bounds: FunnelBounds,
+  options: ActorFunnelOptions,
+): Promise<string> {
   const scope: FilterScope = { personId: PERSON_ID_EXPRESSION, ctx };
   const global = await propertiesCondition(input.properties, params, scope, 'properties');
   const steps = await Promise.all(input.steps.map((step, i) => entityCondition(step, params, scope, `events__${i}`)));
@@ -170,7 +188,7 @@ export async function actorFunnelSql(input: FunnelInput, params: Params, ctx: In
   const scanned = [...input.steps.map((step) => step.event), ...input.exclusions.map((exclusion) => exclusion.series.event)];
   const prefilter = strict || scanned.includes(null) ? '1' : `e.event IN ${params.add(scanned, 'Array(String)')}`;
   const group = input.aggregationGroupTypeIndex;
-  const actor = group === null ? `toString(${PERSON_ID_EXPRESSION})` : GROUP_KEY_COLUMNS[group]!;
+  const actor = actorExpression(group);
   const breakdown = input.breakdown;
   const value = breakdown === null ? "''" : propertyText(propertyColumn(breakdown.type, breakdown.groupTypeIndex), breakdown.property, params);
   const period = options.byPeriod ? periodExpression(input.interval, bounds.tz) : "''";
@@ -191,11 +209,14 @@ export async function actorFunnelSql(input: FunnelInput, params: Params, ctx: In
     all_events: 'groupUniqArray(bd)',
     step: `groupUniqArrayIf(bd, has(steps, ${attributionStep}))`,
   }[breakdown === null ? 'none' : input.attribution];
-  const periods = options.byPeriod ? "groupUniqArrayIf(pd, has(steps, toInt8(1)))" : "['']";
+  const periods = options.byPeriod ? 'groupUniqArrayIf(pd, has(steps, toInt8(1)))' : "['']";
   const restricted = { step: breakdown !== null && input.attribution === 'step' && input.orderType !== 'unordered', period: options.byPeriod };
   const filtered = breakdown !== null && input.attribution === 'all_events' ? 'arrayFilter(x -> x.3 = val, all_ev)' : 'all_ev';
   const windowMicros = params.add(input.window.amount * WINDOW_UNIT_SECONDS[input.window.unit] * 1_000_000, 'Int64');
-  const fold = input.orderType === 'unordered' ? unorderedFold(input, params, windowMicros, 'ev') : orderedFold(input, params, windowMicros, 'ev', itemsOf('ev'), restricted);
+  const fold =
+    input.orderType === 'unordered'
+      ? unorderedFold(input, params, windowMicros, 'ev')
+      : orderedFold(input, params, windowMicros, 'ev', itemsOf('ev'), restricted);
 
   return `SELECT actor, val, period, result.1 AS reached, arrayMap(i -> ev[i].1, result.2) AS times, arrayMap(i -> ev[i].2, result.2) AS uuids
     FROM (

@@ -85,7 +85,10 @@ async function stepsResult(ch: ClickHouse, input: FunnelInput, ctx: InsightConte
       ${later.map((k) => `avgStateIf(d${k}, d${k} > 0) AS a${k}, quantileExactInclusiveStateIf(0.5)(d${k}, d${k} > 0) AS m${k}`).join(', ')}
     FROM (SELECT val, reached, ${later.map((k) => `if(reached >= ${k}, ${secondsBetween(k - 1, k)}, 0) AS d${k}`).join(', ')} FROM (${actors}))
     GROUP BY val`;
-  const ranked = `SELECT *, row_number() OVER (ORDER BY ${[...indexes].reverse().map((i) => `e${i} DESC`).join(', ')}, val ASC) AS rank FROM (${perValue})`;
+  const ranked = `SELECT *, row_number() OVER (ORDER BY ${[...indexes]
+    .reverse()
+    .map((i) => `e${i} DESC`)
+    .join(', ')}, val ASC) AS rank FROM (${perValue})`;
   const limit = params.add(input.breakdown?.limit ?? 1, 'UInt32');
   const sql = `SELECT if(rank <= ${limit}, val, ${params.add(FUNNEL_BREAKDOWN_OTHER, 'String')}) AS shown, min(rank) AS shown_rank,
       ${indexes.map((i) => `sum(e${i}) AS e${i}`).join(', ')},
@@ -94,7 +97,10 @@ async function stepsResult(ch: ClickHouse, input: FunnelInput, ctx: InsightConte
   const rows = await query(ch, 'insights.funnel.steps', sql, params);
   const groups = rows.map((row) => {
     let reachedAtLeast = 0;
-    const counts = [...indexes].reverse().map((i) => (reachedAtLeast += Number(row[`e${i}`]))).reverse();
+    const counts = [...indexes]
+      .reverse()
+      .map((i) => (reachedAtLeast += Number(row[`e${i}`])))
+      .reverse();
     return indexes.map((i): FunnelStepResult => {
       const step = input.steps[i]!;
       const unordered = input.orderType === 'unordered';

@@ -11,3 +11,4 @@ export * from './filters';
 export * from './cache';
 export * from './funnel-input';
 export * from './funnels';
+export * from './retention';

@@ -26,7 +26,13 @@ const funnelInputArb: fc.Arbitrary<FunnelInput> = fc
   .record({
     steps: fc.array(stepArb, { minLength: 2, maxLength: 4 }),
     orderType: fc.constantFrom('ordered' as const, 'strict' as const, 'unordered' as const),
-    window: fc.constantFrom({ amount: 5, unit: 'minute' as const }, { amount: 3, unit: 'hour' as const }, { amount: 2, unit: 'day' as const }, { amount: 14, unit: 'day' as const }, { amount: 1, unit: 'week' as const }),
+    window: fc.constantFrom(
+      { amount: 5, unit: 'minute' as const },
+      { amount: 3, unit: 'hour' as const },
+      { amount: 2, unit: 'day' as const },
+      { amount: 14, unit: 'day' as const },
+      { amount: 1, unit: 'week' as const },
+    ),
     excluded: fc.boolean(),
     breakdown: fc.constantFrom(null, { property: 'plan', type: 'event' as const }, { property: 'tier', type: 'person' as const }),
     limit: fc.integer({ min: 1, max: 4 }),

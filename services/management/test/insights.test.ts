@@ -335,6 +335,8 @@ describe.each(backends)('saved insights on $name', (backend) => {
       ['get', `${s.base}/trend`, 'insight:read'],
       ['post', `${s.base}/trend`, 'insight:read'],
       ['get', `${s.base}/funnel`, 'insight:read'],
+      ['get', `${s.base}/retention`, 'insight:read'],
+      ['post', `${s.base}/retention`, 'insight:read'],
       ['post', `${s.base}/funnel`, 'insight:read'],
       ['get', `${s.base}/funnel/correlation`, 'insight:read'],
       ['post', `${s.base}/funnel/correlation`, 'insight:read'],
@@ -750,7 +752,7 @@ describe('insight computations with chDB', () => {
       expect(unknown.body).toMatchObject({ type: 'validation_error', attr: 'properties' });
     });
 
-    it('funnel: PostHog\'s legacy steps result from legacy fields (GET and POST) and a FunnelsQuery; bad input is a 400 naming the field', async () => {
+    it("funnel: PostHog's legacy steps result from legacy fields (GET and POST) and a FunnelsQuery; bad input is a 400 naming the field", async () => {
       const s = await setup([
         ['ann', 'signup', 1],
         ['ann', 'purchase', 2],
@@ -761,12 +763,35 @@ describe('insight computations with chDB', () => {
         { id: 'signup', order: 0 },
         { id: 'purchase', order: 1, custom_name: 'Paid' },
       ];
-      const posted = await request(world.app).post(`${s.base}/funnel/`).set(s.auth).send({ ...RANGE, events: steps });
+      const posted = await request(world.app)
+        .post(`${s.base}/funnel/`)
+        .set(s.auth)
+        .send({ ...RANGE, events: steps });
       expect(posted.status).toBe(200);
       expect(posted.body).toMatchObject({ is_cached: false, timezone: 'UTC' });
       expect(posted.body.result).toEqual([
-        { action_id: 'signup', name: 'signup', custom_name: null, order: 0, type: 'events', count: 2, average_conversion_time: null, median_conversion_time: null, people: [] },
-        { action_id: 'purchase', name: 'purchase', custom_name: 'Paid', order: 1, type: 'events', count: 1, average_conversion_time: 86400, median_conversion_time: 86400, people: [] },
+        {
+          action_id: 'signup',
+          name: 'signup',
+          custom_name: null,
+          order: 0,
+          type: 'events',
+          count: 2,
+          average_conversion_time: null,
+          median_conversion_time: null,
+          people: [],
+        },
+        {
+          action_id: 'purchase',
+          name: 'purchase',
+          custom_name: 'Paid',
+          order: 1,
+          type: 'events',
+          count: 1,
+          average_conversion_time: 86400,
+          median_conversion_time: 86400,
+          people: [],
+        },
       ]);
       const params = new URLSearchParams({ ...RANGE, events: JSON.stringify(steps) });
       const got = await request(world.app).get(`${s.base}/funnel?${params.toString()}`).set(s.auth);
@@ -790,6 +815,34 @@ describe('insight computations with chDB', () => {
       const noWindow = await request(world.app).get(`${s.base}/funnel/?${params.toString()}&funnel_window_interval=0`).set(s.auth);
       expect(noWindow.status).toBe(400);
       expect(noWindow.body).toMatchObject({ type: 'validation_error', attr: 'funnel_window_interval' });
+    });
+
+    it('retention: cohort rows from legacy fields (GET and POST) and a RetentionQuery; bad input is a 400 naming the field', async () => {
+      const s = await setup([
+        ['ann', '$pageview', 1],
+        ['ann', '$pageview', 2],
+        ['bob', '$pageview', 1],
+        ['bob', '$pageview', 3],
+      ]);
+      const fields = { date_to: '2024-03-03', total_intervals: 3 };
+      const posted = await request(world.app).post(`${s.base}/retention/`).set(s.auth).send(fields);
+      expect(posted.status).toBe(200);
+      expect(posted.body).toMatchObject({ is_cached: false, timezone: 'UTC' });
+      const counts = (rows: Array<{ values: Array<{ count: number }> }>) => rows.map((row) => row.values.map((value) => value.count));
+      expect(counts(posted.body.result)).toEqual([
+        [2, 1, 1],
+        [1, 0, 0],
+        [1, 0, 0],
+      ]);
+      expect(posted.body.result[0]).toMatchObject({ label: 'Day 0', date: '2024-03-01T00:00:00Z', breakdown_value: null });
+      const got = await request(world.app).get(`${s.base}/retention?date_to=2024-03-03&total_intervals=3`).set(s.auth);
+      expect(got.body).toMatchObject({ is_cached: true, result: posted.body.result });
+      const query = { kind: 'RetentionQuery', dateRange: { date_to: '2024-03-03' }, retentionFilter: { totalIntervals: 3 } };
+      const viaQuery = await request(world.app).post(`${s.base}/retention/`).set(s.auth).send({ query });
+      expect(viaQuery.body.result).toEqual(posted.body.result);
+      const bad = await request(world.app).get(`${s.base}/retention?period=Year`).set(s.auth);
+      expect(bad.status).toBe(400);
+      expect(bad.body).toMatchObject({ type: 'validation_error', attr: 'period' });
     });
 
     it('funnel correlation: {result: {events, skewed}, last_refresh, is_cached}, GET and POST, cached', async () => {

@@ -37,7 +37,12 @@ function matches(series: Series, event: PlainEvent, ctx: ReferenceContext): bool
 function breakdownValue(input: FunnelInput, event: PlainEvent): string {
   const breakdown = input.breakdown;
   if (breakdown === null) return '';
-  const source = breakdown.type === 'event' ? event.properties : breakdown.type === 'person' ? event.personProperties : (event.groupProperties[breakdown.groupTypeIndex ?? 0] ?? {});
+  const source =
+    breakdown.type === 'event'
+      ? event.properties
+      : breakdown.type === 'person'
+        ? event.personProperties
+        : (event.groupProperties[breakdown.groupTypeIndex ?? 0] ?? {});
   return propertyText(source[breakdown.property]) ?? '';
 }
 
@@ -50,7 +55,7 @@ function ordered(input: FunnelInput, events: readonly Candidate[], val: string, 
   let best = { step: 0, ...EMPTY };
   // Items: events in timestamp order; a timestamp whose events match different steps is split into one item per step.
   const items: { index: number; steps: number[]; split: boolean }[] = [];
-  for (let i = 0; i < events.length; ) {
+  for (let i = 0; i < events.length;) {
     let j = i;
     while (j < events.length && events[j]!.event.timestamp === events[i]!.event.timestamp) j += 1;
     const group = events.slice(i, j).map((candidate, k) => ({ candidate, index: i + k }));
@@ -127,7 +132,15 @@ function compareText(a: string, b: string): number {
 }
 
 export function referenceFunnelSteps(input: FunnelInput, ctx: ReferenceContext, allEvents: readonly PlainEvent[]): FunnelGroup[] {
-  const trendsLike = { series: [], interval: 'day' as const, properties: null, breakdown: null, compare: false, formula: null, display: 'ActionsLineGraph' as const };
+  const trendsLike = {
+    series: [],
+    interval: 'day' as const,
+    properties: null,
+    breakdown: null,
+    compare: false,
+    formula: null,
+    display: 'ActionsLineGraph' as const,
+  };
   const { current } = resolvePeriods({ ...trendsLike, dateFrom: input.dateFrom, dateTo: input.dateTo }, ctx, allEvents);
   const windowMs = input.window.amount * WINDOW_UNIT_SECONDS[input.window.unit] * 1000;
   const n = input.steps.length;
@@ -136,7 +149,8 @@ export function referenceFunnelSteps(input: FunnelInput, ctx: ReferenceContext, 
     if (event.timestamp < current.fromInstant || event.timestamp >= current.endInstant || !matchesGroup(event, input.properties, ctx)) continue;
     const steps = input.steps.flatMap((step, i) => (matches(step, event, ctx) ? [i + 1] : []));
     for (let gap = 1; gap < n; gap += 1) {
-      if (input.exclusions.some((exclusion) => exclusion.fromStep < gap && gap <= exclusion.toStep && matches(exclusion.series, event, ctx))) steps.push(-(gap + 1));
+      if (input.exclusions.some((exclusion) => exclusion.fromStep < gap && gap <= exclusion.toStep && matches(exclusion.series, event, ctx)))
+        steps.push(-(gap + 1));
     }
     if (input.orderType !== 'strict' && steps.length === 0) continue;
     const actor = input.aggregationGroupTypeIndex === null ? event.person : (event.groups[input.aggregationGroupTypeIndex] ?? '');
@@ -187,7 +201,10 @@ export function referenceFunnelSteps(input: FunnelInput, ctx: ReferenceContext, 
   });
   const groups = [...merged.entries()].map(([value, entry]) => {
     let atLeast = 0;
-    const counts = [...entry.exact].reverse().map((count) => (atLeast += count)).reverse();
+    const counts = [...entry.exact]
+      .reverse()
+      .map((count) => (atLeast += count))
+      .reverse();
     return {
       value: input.breakdown === null ? null : value,
       counts,

@@ -25,4 +25,3 @@ export async function ingestWorld(ingestion: Ingestion, world: World): Promise<P
     reference: { timezone: world.timezone, now: world.now, cohorts },
   };
 }
-

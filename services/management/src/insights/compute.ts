@@ -6,7 +6,10 @@ import {
   type CacheRequest,
   parseCorrelationRequest,
   parseFunnelRequest,
+  parseRetentionRequest,
+  retentionRange,
   runFunnel,
+  runRetention,
   parseInsightRequest,
   rangeKey,
   insightRange,
@@ -155,7 +158,27 @@ export function computeRoutes({ sql, clickhouse }: ManagementDeps, cache = new I
     return legacyBody(computed, ctx.timezone, started);
   }
 
+  async function retention(req: Request): Promise<unknown> {
+    const started = performance.now();
+    const input = parseRetentionRequest(req.query, req.body);
+    const ctx = insightContext(sql, req);
+    const key = await cacheRequest('retention', ctx, input, retentionRange(input, ctx));
+    const computed = await cache.run(clickhouse, key, refreshRequested(req), () => runRetention(clickhouse, input, ctx));
+    return legacyBody(computed, ctx.timezone, started);
+  }
+
   return (['get', 'post'] as const).flatMap((method): Route[] => [
+    {
+      method,
+      path: '/insights/retention',
+      scope: 'insight:read',
+      summary:
+        'Legacy retention: cohort rows (`values` per period, zero-padded) from legacy retention fields or a RetentionQuery `query`; recurring or first-time, cumulative, breakdowns',
+      query: { properties: { refresh: Q.string, query: Q.string } },
+      ...(method === 'post' ? { body: 'RetentionRequest' as const } : {}),
+      response: { status: 200 },
+      handler: retention,
+    },
     {
       method,
       path: '/insights/funnel',

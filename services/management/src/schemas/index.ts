@@ -260,6 +260,11 @@ export const bodySchemas = {
     description: 'legacy funnel filter fields (also in the query string), or `query`: a FunnelsQuery, as an object or its JSON text',
     properties: { query: { anyOf: [funnelsQuery, { type: 'string', description: 'the same node as JSON text' }] } },
   },
+  RetentionRequest: {
+    type: 'object',
+    description: 'legacy retention fields (also in the query string), or `query`: a RetentionQuery, as an object or its JSON text',
+    properties: { query: { type: ['object', 'string'], description: 'a RetentionQuery node, or the same node as JSON text' } },
+  },
   FunnelCorrelationRequest: {
     type: 'object',
     description:
