@@ -28,7 +28,7 @@ import { captureError } from './errors';
 import { captureMetrics } from './metrics';
 import { toBusMessage, type RequestContext } from './normalize';
 import { replayCapture } from './replay';
-import { parseCaptureRequest, requestToken } from './request';
+import { parseCaptureRequest, requestToken, type CaptureRequest } from './request';
 import { sentAtFromQuery } from './timestamp';
 
 export interface CaptureSettings extends CaptureConfig {
@@ -40,6 +40,8 @@ export interface CaptureSettings extends CaptureConfig {
     decompressedBytes: number;
     /** One bus message (Kafka's default `message.max.bytes`, which PostHog's capture inherits). */
     eventBytes: number;
+    /** One event on `/i/v0/ai/batch/`, as the client serialized it (PostHog's `AI_MAX_EVENT_BYTES`, 8 MiB). */
+    aiEventBytes: number;
   };
   /** Session replay (`/s/`): its topic, and its body limit as received (PostHog: 25 MiB). */
   replay: { topic: string; bodyBytes: number };
@@ -83,7 +85,7 @@ export const DEFAULT_CAPTURE_SETTINGS: CaptureSettings = {
   produceTimeoutMs: 5_000,
   rateLimit: undefined,
   topics: CAPTURE_TOPICS,
-  limits: { bodyBytes: 20 * MIB, decompressedBytes: 100 * MIB, eventBytes: 1_000_000 },
+  limits: { bodyBytes: 20 * MIB, decompressedBytes: 100 * MIB, eventBytes: 1_000_000, aiEventBytes: 8 * MIB },
   replay: { topic: REPLAY_TOPIC, bodyBytes: 25 * MIB },
   decompression: decompressionBudget,
   now: Date.now,
@@ -95,7 +97,15 @@ interface Route {
   engage?: boolean;
   /** Session replay `$snapshot` events (`replay.ts`). */
   replay?: boolean;
+  /** LLM analytics (`$ai_*` events, posthog-node's `captureAi`): single events up to `limits.aiEventBytes`. */
+  ai?: boolean;
 }
+
+/**
+ * What a bus message adds to an event on the AI route: the envelope (ids, address, times) and `$ip`. Distinct ids
+ * are cut to 200 code points, so 64 KiB is far more than any envelope needs.
+ */
+const AI_ENVELOPE_BYTES = 64 * 1024;
 
 /**
  * The ingest routes by path, without the trailing slash and lowercased: the SDKs call `/e` and `/e/` alike, and
@@ -109,6 +119,7 @@ const ROUTES = new Map<string, Route>([
   ['/track', { legacy: true }],
   ['/engage', { legacy: true, engage: true }],
   ['/s', { legacy: false, replay: true }],
+  ['/i/v0/ai/batch', { legacy: false, ai: true }],
 ]);
 
 /** Exactly this, with status 200: posthog-js retries anything but 200, posthog-python accepts only 200. */
@@ -150,6 +161,7 @@ export function captureRoutes(deps: CaptureDeps): FastRoute {
       lease,
     );
     const request = parseCaptureRequest(text);
+    if (route.ai) checkAiEventSizes(request, settings.limits.aiEventBytes);
     const project = await lookUpProject(requestToken(request));
     if (rate && !(await rate.admit(project.id, request.events.length))) throw captureError.rateLimited();
 
@@ -166,7 +178,7 @@ export function captureRoutes(deps: CaptureDeps): FastRoute {
       invalidSentAt: request.invalidSentAt,
       historical: request.historical,
       engage: route.engage === true,
-      maxMessageBytes: settings.limits.eventBytes,
+      maxMessageBytes: route.ai ? settings.limits.aiEventBytes + AI_ENVELOPE_BYTES : settings.limits.eventBytes,
     };
     const messages = request.events.map(({ event, attrPrefix }) => toBusMessage(event, attrPrefix, context));
     await produce(request.historical ? settings.topics.historical : settings.topics.events, messages);
@@ -236,6 +248,20 @@ export function captureRoutes(deps: CaptureDeps): FastRoute {
         return false;
     }
   };
+}
+
+/**
+ * PostHog measures an AI event as the client serialized it and refuses the whole request (413) when one is larger,
+ * so that posthog-node halves its batch and, for a lone event, drops it with a log line.
+ */
+function checkAiEventSizes(request: CaptureRequest, limit: number): void {
+  for (const { event, attrPrefix } of request.events) {
+    const bytes = Buffer.byteLength(JSON.stringify(event));
+    if (bytes > limit) {
+      const attr = attrPrefix === '' ? null : attrPrefix.slice(0, -2);
+      throw captureError.tooLarge(`${attr === null ? 'The event' : `Event ${attr}`} is ${bytes} bytes, above the limit of ${limit} bytes per AI event.`, attr);
+    }
+  }
 }
 
 function sendOk(res: ServerResponse): void {
