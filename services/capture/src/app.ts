@@ -30,6 +30,7 @@ import { toBusMessage, type RequestContext } from './normalize';
 import { replayCapture } from './replay';
 import { parseCaptureRequest, requestToken, type CaptureRequest } from './request';
 import { sentAtFromQuery } from './timestamp';
+import { v1Capture } from './v1';
 
 export interface CaptureSettings extends CaptureConfig {
   topics: { events: string; historical: string };
@@ -99,7 +100,12 @@ interface Route {
   replay?: boolean;
   /** LLM analytics (`$ai_*` events, posthog-node's `captureAi`): single events up to `limits.aiEventBytes`. */
   ai?: boolean;
+  /** Capture v1 (`v1.ts`): Bearer token, per-event results. */
+  v1?: boolean;
 }
+
+/** The body of a capture v1 request as received (PostHog's v1 limit). */
+const V1_BODY_BYTES = 10 * MIB;
 
 /**
  * What a bus message adds to an event on the AI route: the envelope (ids, address, times) and `$ip`. Distinct ids
@@ -120,6 +126,7 @@ const ROUTES = new Map<string, Route>([
   ['/engage', { legacy: true, engage: true }],
   ['/s', { legacy: false, replay: true }],
   ['/i/v0/ai/batch', { legacy: false, ai: true }],
+  ['/i/v1/analytics/events', { legacy: false, v1: true }],
 ]);
 
 /** Exactly this, with status 200: posthog-js retries anything but 200, posthog-python accepts only 200. */
@@ -143,6 +150,10 @@ export function captureRoutes(deps: CaptureDeps): FastRoute {
       if (route.replay) {
         metrics.events.inc({ topic: 'replay' }, await replay(req, lease));
         sendOk(res);
+      } else if (route.v1) {
+        const response = await v1(req, lease);
+        metrics.events.inc({ topic: 'events' }, Object.values(response.results).filter((r) => r.result === 'ok').length);
+        sendJson(res, Buffer.from(JSON.stringify(response)));
       } else {
         await captureWithin(req, res, route, lease);
       }
@@ -163,7 +174,7 @@ export function captureRoutes(deps: CaptureDeps): FastRoute {
     const request = parseCaptureRequest(text);
     if (route.ai) checkAiEventSizes(request, settings.limits.aiEventBytes);
     const project = await lookUpProject(requestToken(request));
-    if (rate && !(await rate.admit(project.id, request.events.length))) throw captureError.rateLimited();
+    if (!(await admit(project.id, request.events.length))) throw captureError.rateLimited();
 
     const ip = clientIp(req, deps.trustProxy);
     const sentAt = request.sentAt ?? sentAtFromQuery(query.get('sent_at') ?? query.get('_'));
@@ -184,6 +195,10 @@ export function captureRoutes(deps: CaptureDeps): FastRoute {
     await produce(request.historical ? settings.topics.historical : settings.topics.events, messages);
     metrics.events.inc({ topic: request.historical ? 'historical' : 'events' }, messages.length);
     sendOk(res);
+  }
+
+  async function admit(projectId: number, events: number): Promise<boolean> {
+    return !rate || rate.admit(projectId, events);
   }
 
   async function lookUpProject(token: string) {
@@ -226,6 +241,16 @@ export function captureRoutes(deps: CaptureDeps): FastRoute {
     produce,
   });
 
+  const v1 = v1Capture({
+    topics: settings.topics,
+    limits: { bodyBytes: V1_BODY_BYTES, decompressedBytes: settings.limits.decompressedBytes, eventBytes: settings.limits.eventBytes },
+    now: settings.now,
+    lookUpProject,
+    admit,
+    clientIp: (req) => clientIp(req, deps.trustProxy),
+    produce,
+  });
+
   return (req, res) => {
     const route = ROUTES.get(routePath(req.url));
     if (!route) return false;
@@ -265,8 +290,12 @@ function checkAiEventSizes(request: CaptureRequest, limit: number): void {
 }
 
 function sendOk(res: ServerResponse): void {
-  res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': OK_BODY.length });
-  res.end(OK_BODY);
+  sendJson(res, OK_BODY);
+}
+
+function sendJson(res: ServerResponse, body: Buffer): void {
+  res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': body.length });
+  res.end(body);
 }
 
 /** The client's address (`requestAddress`), IPv4-mapped IPv6 written as IPv4. */

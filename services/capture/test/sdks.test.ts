@@ -190,6 +190,36 @@ describe('real PostHog SDKs against capture', () => {
     }
   });
 
+  it('posthog-node 5.70.0 with POSTHOG_CAPTURE_MODE=v1 sends to /i/v1/analytics/events and every event is on the bus', async () => {
+    process.env.POSTHOG_CAPTURE_MODE = 'v1';
+    let client: InstanceType<typeof PostHogNode5>;
+    try {
+      client = new PostHogNode5(h.token, { host, flushAt: 10, flushInterval: 0 });
+    } finally {
+      delete process.env.POSTHOG_CAPTURE_MODE;
+    }
+    const errors: string[] = [];
+    client.on('error', (error: unknown) => errors.push(String(error)));
+    for (let i = 0; i < 12; i++) client.capture({ distinctId: 'v1-node', event: 'v1-node-event', properties: { index: i, $session_id: 'session-v1' } });
+    client.identify({ distinctId: 'v1-node', properties: { email: 'v1@example.com' } });
+    await client.shutdown();
+
+    expect(errors).toEqual([]);
+    expectEveryRequestOk(1);
+    expect(seen.every((r) => r.url === '/i/v1/analytics/events' && r.contentEncoding === 'gzip')).toBe(true);
+    const events = await onBus(h.topics.events, ['v1-node'], 13);
+    expect(events).toHaveLength(13);
+    expect(
+      events
+        .filter((c) => c.event.event === 'v1-node-event')
+        .map((c) => c.event.properties.index)
+        .sort((a, b) => Number(a) - Number(b)),
+    ).toEqual(Array.from({ length: 12 }, (_, i) => i));
+    expect(events.every((c) => c.event.properties.$lib === 'posthog-node')).toBe(true);
+    expect(events.find((c) => c.event.event === 'v1-node-event')!.event.properties.$session_id).toBe('session-v1');
+    expect(events.find((c) => c.event.event === '$identify')!.event.properties.$set).toEqual({ email: 'v1@example.com' });
+  });
+
   it('posthog-node with historicalMigration: true lands on the historical topic', async () => {
     const client = new PostHogNode5(h.token, { host, historicalMigration: true, flushAt: 5, flushInterval: 0 });
     for (let i = 0; i < 5; i++) client.capture({ distinctId: 'importer', event: 'imported', timestamp: new Date('2024-03-01T00:00:00Z') });
