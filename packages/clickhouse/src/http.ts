@@ -5,8 +5,8 @@ import { ClickHouseError, ClickHouseLogLevel, createClient, type ClickHouseClien
 import { StorageError } from '@plover/core';
 import { CLUSTER_SETTINGS } from './cluster';
 import { clickHouseFailure, closedFailure, nodeFailure, timeoutFailure, unclassifiedFailure } from './errors';
-import type { ClickHouse, ClickHouseCluster, ClickHouseParams } from './port';
-import { assertTableName, normalizeParams, SESSION_SETTINGS } from './wire';
+import type { ClickHouse, ClickHouseCluster, ClickHouseParams, RowsResult } from './port';
+import { assertTableName, compactRows, normalizeParams, SESSION_SETTINGS } from './wire';
 
 export interface HttpClickHouseOptions {
   /** e.g. `http://127.0.0.1:8123` */
@@ -72,6 +72,20 @@ export class HttpClickHouse implements ClickHouse {
         abort_signal,
       });
       return result.json<R>();
+    });
+  }
+
+  async queryRows(name: string, sql: string, params?: ClickHouseParams): Promise<RowsResult> {
+    return this.call(`ClickHouse query ${name}`, async (abort_signal) => {
+      const result = await this.client.query({
+        query: sql,
+        format: 'JSONCompact',
+        query_params: params && normalizeParams(params),
+        clickhouse_settings: { log_comment: name },
+        abort_signal,
+      });
+      const { meta = [], data } = await result.json<unknown[]>();
+      return compactRows({ meta, data });
     });
   }
 
