@@ -132,7 +132,9 @@ export class ChdbClickHouse implements ClickHouse {
   }
 
   async queryRows(name: string, sql: string, params?: ClickHouseParams): Promise<RowsResult> {
-    return this.run(`ClickHouse query ${name}`, async (session) => compactRows(JSON.parse((await execute(session, sql, params, 'JSONCompact')).text()) as CompactResult));
+    return this.run(`ClickHouse query ${name}`, async (session) =>
+      compactRows(JSON.parse((await execute(session, sql, params, 'JSONCompact')).text()) as CompactResult),
+    );
   }
 
   async insert(table: string, rows: readonly Record<string, unknown>[]): Promise<void> {

@@ -131,9 +131,13 @@ function nodes(value: unknown): AstNode[] {
   return Array.isArray(value) ? (value as AstNode[]) : [];
 }
 
+/** A name or keyword the parser gave as a string (or a number, in a field chain). */
+function text(value: unknown): string {
+  return typeof value === 'string' || typeof value === 'number' ? String(value) : '';
+}
+
 function chainOf(node: AstNode): string[] {
-  const chain = node.chain as unknown[];
-  return chain.map((part) => (typeof part === 'number' ? String(part) : String(part)));
+  return (node.chain as unknown[]).map(text);
 }
 
 export class Printer {
@@ -181,8 +185,9 @@ export class Printer {
       const first = this.selectOrSet(asNode(node.initial_select_query)!, scope);
       const parts = [`(${first.sql})`];
       for (const next of nodes(node.subsequent_select_queries)) {
-        const operator = String(next.set_operator);
-        if (!['UNION ALL', 'UNION DISTINCT', 'INTERSECT', 'INTERSECT DISTINCT', 'EXCEPT'].includes(operator)) fail(next, `Unsupported set operator ${operator}`);
+        const operator = text(next.set_operator);
+        if (!['UNION ALL', 'UNION DISTINCT', 'INTERSECT', 'INTERSECT DISTINCT', 'EXCEPT'].includes(operator))
+          fail(next, `Unsupported set operator ${operator}`);
         parts.push(operator, `(${this.selectOrSet(asNode(next.select_query)!, scope).sql})`);
       }
       return { sql: parts.join(' '), columns: first.columns, outputs: first.outputs };
@@ -193,7 +198,7 @@ export class Printer {
 
   private select(node: AstNode, scope: Scope): { sql: string; columns: string[]; outputs: Record<string, Column> } {
     for (const cte of nodes(node.ctes)) {
-      const name = String(cte.name);
+      const name = text(cte.name);
       if (cte.cte_type === 'column') scope.columnCtes.set(name, asNode(cte.expr)!);
       else scope.ctes.set(name, { node: asNode(cte.expr)!, scope });
     }
@@ -204,7 +209,7 @@ export class Printer {
     const from = node.select_from ? this.joins(asNode(node.select_from)!, scope) : '';
 
     const items = this.expandStar(nodes(node.select), scope);
-    for (const item of items) if (item.node === 'Alias') scope.aliases.add(String(item.alias));
+    for (const item of items) if (item.node === 'Alias') scope.aliases.add(text(item.alias));
     const columns: string[] = [];
     const outputs: Record<string, Column> = {};
     const printed = items.map((item) => {
@@ -218,17 +223,28 @@ export class Printer {
     if (from) parts.push(`FROM ${from}`);
     if (node.prewhere) parts.push(`PREWHERE ${this.expr(asNode(node.prewhere)!, scope)}`);
     if (node.where) parts.push(`WHERE ${this.expr(asNode(node.where)!, scope)}`);
-    if (node.group_by) parts.push(`GROUP BY ${nodes(node.group_by).map((expr) => this.expr(expr, scope)).join(', ')}`);
+    if (node.group_by)
+      parts.push(
+        `GROUP BY ${nodes(node.group_by)
+          .map((expr) => this.expr(expr, scope))
+          .join(', ')}`,
+      );
     if (node.having) parts.push(`HAVING ${this.expr(asNode(node.having)!, scope)}`);
     if (node.window_exprs && typeof node.window_exprs === 'object') {
-      const windows = Object.entries(node.window_exprs as Record<string, AstNode>).map(([name, expr]) => `${quoteIdentifier(name)} AS (${this.window(expr, scope)})`);
+      const windows = Object.entries(node.window_exprs as Record<string, AstNode>).map(
+        ([name, expr]) => `${quoteIdentifier(name)} AS (${this.window(expr, scope)})`,
+      );
       if (windows.length > 0) parts.push(`WINDOW ${windows.join(', ')}`);
     }
     if (node.order_by) parts.push(`ORDER BY ${this.orderBy(nodes(node.order_by), scope)}`);
     const limitBy = asNode(node.limit_by);
     if (limitBy) {
       const offset = limitBy.offset_value ? `${this.integer(asNode(limitBy.offset_value)!, scope)}, ` : '';
-      parts.push(`LIMIT ${offset}${this.integer(asNode(limitBy.n)!, scope)} BY ${nodes(limitBy.exprs).map((expr) => this.expr(expr, scope)).join(', ')}`);
+      parts.push(
+        `LIMIT ${offset}${this.integer(asNode(limitBy.n)!, scope)} BY ${nodes(limitBy.exprs)
+          .map((expr) => this.expr(expr, scope))
+          .join(', ')}`,
+      );
     }
     if (node.limit) parts.push(`LIMIT ${this.integer(asNode(node.limit)!, scope)}${node.limit_with_ties ? ' WITH TIES' : ''}`);
     if (node.offset) parts.push(`OFFSET ${this.integer(asNode(node.offset)!, scope)}`);
@@ -258,7 +274,7 @@ export class Printer {
 
   private selectItem(item: AstNode, scope: Scope): { sql: string; name: string; column?: Column } {
     if (item.node === 'Alias') {
-      const name = String(item.alias);
+      const name = text(item.alias);
       scope.resolving.add(name);
       try {
         const inner = asNode(item.expr)!;
@@ -290,9 +306,9 @@ export class Printer {
     const parts: string[] = [];
     for (let join: AstNode | undefined = first; join; join = asNode(join.next_join)) {
       if (join.sample) fail(join, 'Unsupported: SAMPLE', 'not_implemented');
-      const table = this.tableExpr(asNode(join.table)!, scope);
+      const table = join.table_args ? this.numbers(asNode(join.table)!, nodes(join.table_args)) : this.tableExpr(asNode(join.table)!, scope);
       // A subquery without an alias can only be reached by its columns' names.
-      const name = join.alias ? String(join.alias) : (table.defaultName ?? table.entry.sqlAlias);
+      const name = join.alias ? text(join.alias) : (table.defaultName ?? table.entry.sqlAlias);
       if (scope.tables.has(name)) fail(join, `Table alias "${name}" is used twice`);
       scope.tables.set(name, table.entry);
       const printed = `${table.sql} AS ${table.entry.sqlAlias}`;
@@ -308,7 +324,9 @@ export class Printer {
   }
 
   private joinType(join: AstNode): string {
-    const type = String(join.join_type ?? 'JOIN').trim().toUpperCase();
+    const type = text(join.join_type ?? 'JOIN')
+      .trim()
+      .toUpperCase();
     if (type === ',') return 'CROSS JOIN';
     const words = type.split(/\s+/);
     if (words.some((word) => !JOIN_WORDS.has(word)) || words.at(-1) !== 'JOIN') fail(join, `Unsupported join type ${type}`);
@@ -340,16 +358,21 @@ export class Printer {
       const { sql, outputs } = this.selectOrSet(node, scope);
       return { sql: `(${sql})`, entry: { sqlAlias, columns: outputs } };
     }
-    if (node.node === 'Call') return this.numbers(node, sqlAlias);
     if (node.node !== 'Field') fail(node, `Unsupported table expression ${node.node}`, 'not_implemented');
     const chain = chainOf(node);
     if (chain.length !== 1) fail(node, `Unknown table "${chain.join('.')}".`, 'resolution_error');
     const name = chain[0]!;
     const cte = scope.findCte(name);
-    if (cte) {
+    // Inside its own body a CTE's name means what it would without the CTE (`WITH events AS (… FROM events …)`).
+    if (cte && !this.expanding.has(cte)) {
       // Printed where it is used, as a subquery: a name given by the query never reaches ClickHouse as a table.
-      const { sql, outputs } = this.selectOrSet(cte.node, cte.scope);
-      return { sql: `(${sql})`, entry: { sqlAlias, columns: outputs }, defaultName: name };
+      this.expanding.add(cte);
+      try {
+        const { sql, outputs } = this.selectOrSet(cte.node, cte.scope);
+        return { sql: `(${sql})`, entry: { sqlAlias, columns: outputs }, defaultName: name };
+      } finally {
+        this.expanding.delete(cte);
+      }
     }
     const table = VIRTUAL_TABLES.get(name);
     if (!table) fail(node, `Unknown table "${name}".`, 'resolution_error');
@@ -362,6 +385,7 @@ export class Printer {
   }
 
   private readonly pending = new Map<string, ScopeTable>();
+  private readonly expanding = new Set<Cte>();
 
   /** Replaces each virtual table's marker by its subquery, now that its used columns are known. */
   private finish(printed: PrintedQuery): PrintedQuery {
@@ -371,15 +395,21 @@ export class Printer {
   }
 
   /** `numbers(n)` / `numbers(offset, n)`: a bounded counter, the one table function allowed. */
-  private numbers(node: AstNode, sqlAlias: string): { sql: string; entry: ScopeTable; defaultName: string } {
-    if (node.name !== 'numbers') fail(node, `Unknown table function "${String(node.name)}".`, 'resolution_error');
-    const args = nodes(node.args).map((arg) => (arg.node === 'Constant' ? arg.value : undefined));
+  private numbers(node: AstNode, argNodes: AstNode[]): { sql: string; entry: ScopeTable; defaultName: string } {
+    const name = node.node === 'Field' ? chainOf(node).join('.') : node.node;
+    if (name !== 'numbers') fail(node, `Unknown table function "${name}".`, 'resolution_error');
+    const sqlAlias = `hogql_t${this.tableCount++}`;
+    const args = argNodes.map((arg) => (arg.node === 'Constant' ? arg.value : undefined));
     if (args.length < 1 || args.length > 2 || args.some((value) => typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0)) {
       fail(node, 'numbers() takes one or two non-negative integers');
     }
     const count = args.at(-1) as number;
     if (count > NUMBERS_MAX) fail(node, `numbers() is limited to ${NUMBERS_MAX} rows`);
-    return { sql: `(SELECT number FROM numbers(${(args as number[]).join(', ')}))`, entry: { sqlAlias, columns: { number: { sql: '' } } }, defaultName: 'numbers' };
+    return {
+      sql: `(SELECT number FROM numbers(${(args as number[]).join(', ')}))`,
+      entry: { sqlAlias, columns: { number: { sql: '' } } },
+      defaultName: 'numbers',
+    };
   }
 
   /** Where a chain's first names lead: a table's column and the names left over (JSON keys). */
@@ -393,7 +423,7 @@ export class Printer {
     }
     const matches = [...scope.tables.values()].flatMap((table) => {
       const found = lookupColumn(table.columns, chain);
-      return found ? [{ table, column: found.leaf as Column, path: found.path, rest: chain.slice(found.used) }] : [];
+      return found ? [{ table, column: found.leaf, path: found.path, rest: chain.slice(found.used) }] : [];
     });
     if (matches.length > 1) fail(undefined, `Ambiguous column "${head}": qualify it with a table name`, 'resolution_error');
     return matches[0];
@@ -444,7 +474,8 @@ export class Printer {
     const chain = expr?.node === 'Field' ? chainOf(expr) : [];
     const name = chain.join('.');
     const values = this.options.values ?? {};
-    if (chain.length !== 1 || !Object.hasOwn(values, name)) fail(node, `Placeholder {${name || '?'}} is not available: pass it in "values"`, 'resolution_error');
+    if (chain.length !== 1 || !Object.hasOwn(values, name))
+      fail(node, `Placeholder {${name || '?'}} is not available: pass it in "values"`, 'resolution_error');
     return values[name];
   }
 
@@ -468,8 +499,8 @@ export class Printer {
       case 'Field':
         return this.field(node, scope);
       case 'Alias':
-        scope.aliases.add(String(node.alias));
-        return `(${sub(node.expr)} AS ${quoteIdentifier(String(node.alias))})`;
+        scope.aliases.add(text(node.alias));
+        return `(${sub(node.expr)} AS ${quoteIdentifier(text(node.alias))})`;
       case 'And':
       case 'Or': {
         const parts = list(node.exprs);
@@ -478,8 +509,8 @@ export class Printer {
       case 'Not':
         return `not(${sub(node.expr)})`;
       case 'ArithmeticOperation': {
-        const fn = ARITHMETIC[String(node.op)];
-        if (!fn) fail(node, `Unsupported operator ${String(node.op)}`);
+        const fn = ARITHMETIC[text(node.op)];
+        if (!fn) fail(node, `Unsupported operator ${text(node.op)}`);
         return `${fn}(${sub(node.left)}, ${sub(node.right)})`;
       }
       case 'CompareOperation':
@@ -498,8 +529,8 @@ export class Printer {
         return `tupleElement(${sub(node.tuple)}, ${index})`;
       }
       case 'TypeCast': {
-        const fn = CASTS[String(node.type_name).toLowerCase()];
-        if (!fn) fail(node, `Unsupported type ${String(node.type_name)}`);
+        const fn = CASTS[text(node.type_name).toLowerCase()];
+        if (!fn) fail(node, `Unsupported type ${text(node.type_name)}`);
         return `${fn}(${sub(node.expr)})`;
       }
       case 'Lambda': {
@@ -524,7 +555,7 @@ export class Printer {
   }
 
   private compare(node: AstNode, scope: Scope): string {
-    const op = String(node.op);
+    const op = text(node.op);
     const left = this.expr(asNode(node.left)!, scope);
     const rightNode = asNode(node.right)!;
     if (node.is_null_comparison_style && rightNode.node === 'Constant' && rightNode.value === null) {
@@ -546,7 +577,7 @@ export class Printer {
   }
 
   private call(node: AstNode, scope: Scope): string {
-    const name = String(node.name);
+    const name = text(node.name);
     const resolved = resolveFunction(name);
     if (!resolved) {
       const suggestion = closestFunction(name);
@@ -557,18 +588,22 @@ export class Printer {
       resolved.name === 'count' && args.length === 1 && args[0]!.node === 'Field' && chainOf(args[0]!).join('.') === '*'
         ? ''
         : args.map((arg) => this.expr(arg, scope)).join(', ');
-    const params = node.params ? `(${nodes(node.params).map((param) => this.expr(param, scope)).join(', ')})` : '';
+    const params = node.params
+      ? `(${nodes(node.params)
+          .map((param) => this.expr(param, scope))
+          .join(', ')})`
+      : '';
     if (params && resolved.kind !== 'aggregate') fail(node, `Function '${name}' takes no parameters`);
     return `${resolved.name}${params}(${node.distinct ? 'DISTINCT ' : ''}${printedArgs})`;
   }
 
   private windowFunction(node: AstNode, scope: Scope): string {
-    const name = String(node.name);
+    const name = text(node.name);
     const resolved = resolveFunction(name, true);
     if (!resolved) fail(node, `Unsupported window function '${name}(...)'`, 'resolution_error');
     const args = [...nodes(node.exprs), ...nodes(node.args)].map((arg) => this.expr(arg, scope));
     if (node.over_identifier !== undefined && node.over_identifier !== null) {
-      const window = String(node.over_identifier);
+      const window = text(node.over_identifier);
       if (!scope.windows.has(window)) fail(node, `Unknown window "${window}"`, 'resolution_error');
       return `${resolved.name}(${args.join(', ')}) OVER ${quoteIdentifier(window)}`;
     }
@@ -577,10 +612,15 @@ export class Printer {
 
   private window(node: AstNode, scope: Scope): string {
     const parts: string[] = [];
-    if (node.partition_by) parts.push(`PARTITION BY ${nodes(node.partition_by).map((expr) => this.expr(expr, scope)).join(', ')}`);
+    if (node.partition_by)
+      parts.push(
+        `PARTITION BY ${nodes(node.partition_by)
+          .map((expr) => this.expr(expr, scope))
+          .join(', ')}`,
+      );
     if (node.order_by) parts.push(`ORDER BY ${this.orderBy(nodes(node.order_by), scope)}`);
     if (node.frame_method) {
-      const method = String(node.frame_method);
+      const method = text(node.frame_method);
       if (method !== 'ROWS' && method !== 'RANGE') fail(node, `Unsupported frame ${method}`);
       const start = this.frame(asNode(node.frame_start)!);
       parts.push(node.frame_end ? `${method} BETWEEN ${start} AND ${this.frame(asNode(node.frame_end)!)}` : `${method} ${start}`);
@@ -589,7 +629,7 @@ export class Printer {
   }
 
   private frame(node: AstNode): string {
-    const type = String(node.frame_type);
+    const type = text(node.frame_type);
     if (!FRAME_TYPES.has(type)) fail(node, `Unsupported frame bound ${type}`);
     if (type === 'CURRENT ROW') return type;
     const value = node.frame_value;
@@ -601,7 +641,7 @@ export class Printer {
   private orderBy(items: AstNode[], scope: Scope): string {
     return items
       .map((item) => {
-        const order = String(item.order ?? 'ASC').toUpperCase();
+        const order = text(item.order ?? 'ASC').toUpperCase();
         if (order !== 'ASC' && order !== 'DESC') fail(item, `Unsupported order ${order}`);
         return `${this.expr(asNode(item.expr)!, scope)} ${order}`;
       })

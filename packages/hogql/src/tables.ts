@@ -112,7 +112,8 @@ const persons = table(
     team_id: col('any(tid)'),
   },
   ['id', 'properties', 'created_at'],
-  () => `FROM (SELECT ${PERSON_ID} AS id, e.person_properties AS person_properties, e.person_created_at AS person_created_at, e.timestamp AS timestamp, e.team_id AS tid ${eventsFrom(true)}) GROUP BY id`,
+  () =>
+    `FROM (SELECT ${PERSON_ID} AS id, e.person_properties AS person_properties, e.person_created_at AS person_created_at, e.timestamp AS timestamp, e.team_id AS tid ${eventsFrom(true)}) GROUP BY id`,
 );
 
 const personDistinctIds = table(
@@ -206,7 +207,17 @@ const sessions = table(
     $is_bounce: col(`if(${PAGEVIEWS} + ${SCREENS} = 0, NULL, NOT (${PAGEVIEWS} + ${SCREENS} > 1 OR ${AUTOCAPTURES} > 0 OR ${DURATION} >= 10))`),
     $channel_type: col(CHANNEL),
   },
-  ['session_id', 'distinct_id', '$start_timestamp', '$end_timestamp', '$session_duration', '$pageview_count', '$autocapture_count', '$entry_current_url', '$end_current_url'],
+  [
+    'session_id',
+    'distinct_id',
+    '$start_timestamp',
+    '$end_timestamp',
+    '$session_duration',
+    '$pageview_count',
+    '$autocapture_count',
+    '$entry_current_url',
+    '$end_current_url',
+  ],
   () => `FROM events AS e FINAL WHERE e.team_id = ${TEAM} AND e.session_id != '' GROUP BY e.session_id`,
 );
 
@@ -242,7 +253,10 @@ export const VIRTUAL_TABLES: ReadonlyMap<string, VirtualTable> = new Map([
 ]);
 
 /** The leaf path `chain` names in `table`, and how many of its names that took (the rest are JSON keys). */
-export function lookupColumn(columns: Readonly<Record<string, Column>>, chain: readonly string[]): { path: string; leaf: LeafColumn; used: number } | undefined {
+export function lookupColumn(
+  columns: Readonly<Record<string, Column>>,
+  chain: readonly string[],
+): { path: string; leaf: LeafColumn; used: number } | undefined {
   let current: Readonly<Record<string, Column>> = columns;
   const path: string[] = [];
   for (let i = 0; i < chain.length; i++) {

@@ -44,7 +44,12 @@ export async function seed(ch: ClickHouse, projects: readonly number[], perProje
     for (let i = 0; i < perProject; i++) {
       const stored = pick(persons);
       const distinctId = `p${projectId}-${stored.slice(-2)}`;
-      const properties = { $browser: pick(BROWSERS), n: Math.floor(next() * 10), $current_url: `https://x.test/${pick(['a', 'b'])}`, nested: { k: pick(['u', 'v']) } };
+      const properties = {
+        $browser: pick(BROWSERS),
+        n: Math.floor(next() * 10),
+        $current_url: `https://x.test/${pick(['a', 'b'])}`,
+        nested: { k: pick(['u', 'v']) },
+      };
       const timestamp = new Date(Date.UTC(2025, 0, 1) + Math.floor(next() * 10 * 86_400_000)).toISOString().replace('T', ' ').replace('Z', '');
       const event: SeedEvent = {
         uuid: uuid(100 + projectId, i),
