@@ -44,8 +44,7 @@ export function http(defaultPort: number): Section<HttpConfig> {
         default: false,
       },
       HTTP_MAX_CONNECTIONS: {
-        description:
-          'Open connections at most; 0 (auto) keeps a quarter of the file descriptor limit (at least 256) for the stores, and at most 16384',
+        description: 'Open connections at most; 0 (auto) keeps a quarter of the file descriptor limit (at least 256) for the stores, and at most 16384',
         type: 'integer',
         minimum: 0,
         maximum: 1_000_000,

@@ -98,10 +98,7 @@ export function onShutdown(logger: Logger, shutdown: () => Promise<void>): void 
 }
 
 /** Listens, logs where, and on SIGTERM stops accepting requests before closing the service's resources. */
-export async function serve(
-  app: ServiceApp,
-  options: ListenOptions & { logger: Logger; closeResources: () => Promise<void> },
-): Promise<RunningServer> {
+export async function serve(app: ServiceApp, options: ListenOptions & { logger: Logger; closeResources: () => Promise<void> }): Promise<RunningServer> {
   const running = await listen(app, options);
   options.logger.info({ port: running.port, host: options.host, maxConnections: running.server.maxConnections }, 'listening');
   onShutdown(options.logger, async () => {

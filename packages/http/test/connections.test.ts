@@ -87,7 +87,9 @@ describe('connections a client holds', () => {
 
   it('answers pipelined requests in order while they stay within the limit', async () => {
     const { socket, received, closed } = connect(running.port);
-    socket.write('GET /_health HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(MAX_UNANSWERED_PER_CONNECTION - 1) + 'GET /_health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    socket.write(
+      'GET /_health HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(MAX_UNANSWERED_PER_CONNECTION - 1) + 'GET /_health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+    );
     await closed;
     expect(received().match(/HTTP\/1\.1 200 /g)).toHaveLength(MAX_UNANSWERED_PER_CONNECTION);
   });
