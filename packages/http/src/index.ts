@@ -9,3 +9,4 @@ export * from './fast';
 export * from './body';
 export * from './address';
 export * from './cluster';
+export * from './sdk-routes';
