@@ -241,6 +241,19 @@ export function decideRoutes(deps: DecideDeps): DecideRoutes {
   };
   const flagsQuery = { token: TEXT, api_key: TEXT, data: TEXT, compression: TEXT, v: TEXT };
 
+  /** A project's public list (by `?token=`), as `{[field]: [...]}`. */
+  const publicList = (path: string, field: string, summary: string, read: (sql: Sql, projectId: number) => Promise<unknown[]>): SdkRoute => ({
+    methods: ['get'],
+    path,
+    summary,
+    query: { token: TEXT },
+    response: { status: 200, type: 'application/json', schema: listOf(field) },
+    express: async (req, res) => {
+      const { id } = await project(searchParams(req).get('token') ?? undefined);
+      res.json({ [field]: await read(deps.sql, id) });
+    },
+  });
+
   const table: SdkRoute[] = [
     {
       methods: ['get', 'post', 'head'],
@@ -318,28 +331,8 @@ export function decideRoutes(deps: DecideDeps): DecideRoutes {
         res.type('application/javascript').send(script);
       },
     },
-    {
-      methods: ['get'],
-      path: '/api/early_access_features/',
-      summary: "The project's public early access features.",
-      query: { token: TEXT },
-      response: { status: 200, type: 'application/json', schema: listOf('earlyAccessFeatures') },
-      express: async (req, res) => {
-        const { id } = await project(searchParams(req).get('token') ?? undefined);
-        res.json({ earlyAccessFeatures: await publicEarlyAccessFeatures(deps.sql, id) });
-      },
-    },
-    {
-      methods: ['get'],
-      path: '/api/surveys/',
-      summary: "The project's active surveys.",
-      query: { token: TEXT },
-      response: { status: 200, type: 'application/json', schema: listOf('surveys') },
-      express: async (req, res) => {
-        const { id } = await project(searchParams(req).get('token') ?? undefined);
-        res.json({ surveys: await publicSurveys(deps.sql, id) });
-      },
-    },
+    publicList('/api/early_access_features/', 'earlyAccessFeatures', "The project's public early access features.", publicEarlyAccessFeatures),
+    publicList('/api/surveys/', 'surveys', "The project's active surveys.", publicSurveys),
     ...staticScripts(),
   ];
 
