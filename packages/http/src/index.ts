@@ -10,3 +10,4 @@ export * from './body';
 export * from './address';
 export * from './cluster';
 export * from './sdk-routes';
+export * from './connections';

@@ -33,6 +33,9 @@ export function createApp(deps: StandaloneDeps): ServiceApp {
   return createServiceApp({
     ...shared,
     checks: { postgres: () => deps.sql.ping(), clickhouse: () => deps.clickhouse.ping(), bus: () => deps.bus.ping() },
+    // The local log recovers from a full disk or a lack of descriptors by itself; its ping fails only when it
+    // cannot go on without a restart (or while it closes).
+    liveness: { bus: () => deps.bus.ping() },
     fast: [capture.fast, decide.fast],
     mount(app) {
       app.use(capture.router, decide.router, sdkSchemaRouter([...capture.table, ...decide.table]));
