@@ -22,6 +22,7 @@ export const backends: Backend[] = sqlBackends(postgres.url);
 export const noClickHouse: ClickHouse = {
   command: () => Promise.resolve(),
   query: () => Promise.resolve([]),
+  queryRows: () => Promise.resolve({ columns: [], rows: [] }),
   insert: () => Promise.resolve(),
   ping: () => Promise.resolve(),
   close: () => Promise.resolve(),
