@@ -12,7 +12,7 @@ import { ApiError } from '@plover/core';
 import { isoTimestamp } from '@plover/core/utc-text';
 import { decodeContentEncoding, readBody, type DecompressionLease } from '@plover/http';
 import { captureError } from './errors';
-import { toBusMessage, type RequestContext } from './normalize';
+import { prepareContext, toBusMessage } from './normalize';
 import { checkTokenShape } from './request';
 import { MAX_FUTURE_MS } from './timestamp';
 
@@ -103,19 +103,16 @@ export function v1Capture(deps: V1CaptureDeps): (req: IncomingMessage, lease: De
 
     const ip = deps.clientIp(req);
     const historical = batch.historical_migration === true;
-    const context: RequestContext = {
+    const context = prepareContext({
       projectId: project.id,
       ip,
-      ipJson: JSON.stringify(ip),
       now,
-      nowIso: isoTimestamp(now),
       // The event times are corrected here with the request's clock header; nothing more to correct later.
       sentAt: undefined,
-      sentAtJson: 'null',
       historical,
       engage: false,
       maxMessageBytes: deps.limits.eventBytes,
-    };
+    });
     const results: Record<string, V1EventResult> = {};
     const messages: OutgoingMessage[] = [];
     batch.batch.forEach((event, i) => {
