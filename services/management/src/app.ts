@@ -1,7 +1,9 @@
 import { Router } from 'express';
 import helmet from 'helmet';
+import { limitedClickHouse } from '@plover/clickhouse';
 import { createServiceApp, type ServiceApp } from '@plover/http';
-import type { ManagementDeps } from './deps';
+import { analysisOf, type ManagementDeps } from './deps';
+import { AnalysisGate } from './http/analysis-gate';
 import { AuthFailureThrottle, authenticate, resolveProject } from './http/auth';
 import { checkQuery, jsonBody } from './http/body';
 import { unstorableInput } from './http/errors';
@@ -18,12 +20,15 @@ import { PROJECT_MOUNTS, routeTable } from './routes';
  * first. `/api/schema/` (the OpenAPI document of the same table) is public.
  */
 export function managementRoutes(deps: ManagementDeps): Router {
-  const table = routeTable(deps);
+  const analysis = analysisOf(deps);
+  const gate = new AnalysisGate(analysis.concurrencyPerProject, analysis.exportConcurrency);
+  // Every ClickHouse read of every handler is bounded and counted against its project (http/analysis-gate.ts).
+  const table = routeTable({ ...deps, analysis, clickhouse: limitedClickHouse(deps.clickhouse, analysis.limits, () => AnalysisGate.enter()) });
   const api = Router();
   api.use(checkFormat, authenticate(deps.sql, deps.authThrottle ?? new AuthFailureThrottle()), checkQuery, jsonBody);
   api.use(routerOf(table.api));
   const project = Router({ mergeParams: true });
-  project.use(resolveProject(deps.sql), routerOf(table.project));
+  project.use(resolveProject(deps.sql), gate.middleware, routerOf(table.project));
   api.use(PROJECT_MOUNTS, project);
 
   const router = Router();
