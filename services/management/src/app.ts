@@ -21,7 +21,7 @@ import { PROJECT_MOUNTS, routeTable } from './routes';
  */
 export function managementRoutes(deps: ManagementDeps): Router {
   const analysis = analysisOf(deps);
-  const gate = new AnalysisGate(analysis.concurrencyPerProject, analysis.exportConcurrency);
+  const gate = new AnalysisGate(analysis.concurrencyPerProject, analysis.exportConcurrency, analysis.csvMaxColumns);
   // Every ClickHouse read of every handler is bounded and counted against its project (http/analysis-gate.ts).
   const table = routeTable({ ...deps, analysis, clickhouse: limitedClickHouse(deps.clickhouse, analysis.limits, () => AnalysisGate.enter()) });
   const api = Router();

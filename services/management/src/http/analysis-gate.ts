@@ -36,7 +36,13 @@ export class AnalysisGate {
   constructor(
     private readonly perProject: number,
     private readonly exports: number,
+    private readonly csvColumns: number,
   ) {}
+
+  /** The column cap of the current request's CSV export (unbounded outside a gate's context). */
+  static csvMaxColumns(): number {
+    return current.getStore()?.gate.csvColumns ?? Number.POSITIVE_INFINITY;
+  }
 
   readonly middleware: RequestHandler = (req, res, next) => {
     const slot: RequestSlot = { gate: this, projectId: projectOf(req).id, holds: false, exporting: false, closed: false };

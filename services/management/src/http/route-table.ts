@@ -128,7 +128,7 @@ export class Written {
 /** Every matching row of a listing, read in keyset batches: as CSV, or as JSON lines on a route that declares `jsonl`. */
 export class ListingExport<C = unknown> extends CsvExport {
   constructor(readonly batch: ExportBatch<C>) {
-    super((req, res, file) => streamCsv(req, res, file, batch));
+    super((req, res, file) => streamCsv(req, res, file, batch, AnalysisGate.csvMaxColumns()));
   }
 }
 
