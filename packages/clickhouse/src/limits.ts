@@ -74,6 +74,14 @@ export function limitedClickHouse(clickhouse: ClickHouse, limits: QueryLimits, b
   const clause = `\nSETTINGS ${Object.entries(limitSettings(limits))
     .map(([name, value]) => `${name} = ${value}`)
     .join(', ')}`;
+  async function bounded<T>(read: () => Promise<T>): Promise<T> {
+    beforeQuery();
+    try {
+      return await read();
+    } catch (error) {
+      throw limitExceeded(error, limits) ?? error;
+    }
+  }
   return {
     cluster: clickhouse.cluster,
     command: (name, sql, params) => clickhouse.command(name, sql, params),
@@ -81,14 +89,9 @@ export function limitedClickHouse(clickhouse: ClickHouse, limits: QueryLimits, b
     sync: clickhouse.sync && (() => clickhouse.sync!()),
     ping: () => clickhouse.ping(),
     close: () => clickhouse.close(),
-    async query<R = Record<string, unknown>>(name: string, sql: string, params?: ClickHouseParams): Promise<R[]> {
-      beforeQuery();
-      try {
-        return await clickhouse.query<R>(name, `${sql}${clause}`, params);
-      } catch (error) {
-        throw limitExceeded(error, limits) ?? error;
-      }
-    },
+    query: <R = Record<string, unknown>>(name: string, sql: string, params?: ClickHouseParams) =>
+      bounded(() => clickhouse.query<R>(name, `${sql}${clause}`, params)),
+    queryRows: (name, sql, params) => bounded(() => clickhouse.queryRows(name, `${sql}${clause}`, params)),
   };
 }
 

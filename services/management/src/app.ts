@@ -1,10 +1,11 @@
 import { Router } from 'express';
 import helmet from 'helmet';
+import { PersonalKeyAuth } from '@plover/accounts';
 import { limitedClickHouse } from '@plover/clickhouse';
 import { createServiceApp, type ServiceApp } from '@plover/http';
 import { analysisOf, type ManagementDeps } from './deps';
 import { AnalysisGate } from './http/analysis-gate';
-import { AuthFailureThrottle, authenticate, resolveProject } from './http/auth';
+import { authenticate, resolveProject } from './http/auth';
 import { checkQuery, jsonBody } from './http/body';
 import { unstorableInput } from './http/errors';
 import { consoleRoutes } from './console';
@@ -25,7 +26,7 @@ export function managementRoutes(deps: ManagementDeps): Router {
   // Every ClickHouse read of every handler is bounded and counted against its project (http/analysis-gate.ts).
   const table = routeTable({ ...deps, analysis, clickhouse: limitedClickHouse(deps.clickhouse, analysis.limits, () => AnalysisGate.enter()) });
   const api = Router();
-  api.use(checkFormat, authenticate(deps.sql, deps.authThrottle ?? new AuthFailureThrottle()), checkQuery, jsonBody);
+  api.use(checkFormat, authenticate(new PersonalKeyAuth(deps.sql, deps.authThrottle)), checkQuery, jsonBody);
   api.use(routerOf(table.api));
   const project = Router({ mergeParams: true });
   project.use(resolveProject(deps.sql), gate.middleware, routerOf(table.project));
