@@ -166,6 +166,7 @@ export function computeRoutes(deps: ManagementDeps, cache = new InsightResultCac
     const input = parseFunnelRequest(req.query, req.body);
     const ctx = insightContext(sql, req);
     const range = await insightRange(clickhouse, input, input.vizType === 'trends' ? input.interval : 'day', ctx);
+    checkPoints(limits, input.steps.length, input.breakdown === null ? 1 : input.breakdown.limit + 1, input.vizType === 'trends' ? range.buckets.length : 1);
     const key = await cacheRequest('funnel', ctx, input, range);
     const computed = await cache.run(clickhouse, key, refreshRequested(req), () => runFunnel(clickhouse, input, ctx));
     return legacyBody(computed, ctx.timezone, started);
@@ -175,7 +176,9 @@ export function computeRoutes(deps: ManagementDeps, cache = new InsightResultCac
     const started = performance.now();
     const input = parseRetentionRequest(req.query, req.body);
     const ctx = insightContext(sql, req);
-    const key = await cacheRequest('retention', ctx, input, retentionRange(input, ctx));
+    const range = retentionRange(input, ctx);
+    checkPoints(limits, range.buckets.length, input.breakdown === null ? 1 : input.breakdown.limit + 1, input.totalIntervals);
+    const key = await cacheRequest('retention', ctx, input, range);
     const computed = await cache.run(clickhouse, key, refreshRequested(req), () => runRetention(clickhouse, input, ctx));
     return legacyBody(computed, ctx.timezone, started);
   }
