@@ -54,11 +54,7 @@ describe('/i/v1/logs and /i/v1/metrics', () => {
     // 101 MiB of zeros is about 100 KiB of gzip.
     const bomb = gzipSync(Buffer.alloc(101 * MIB));
     expect(bomb.length).toBeLessThan(MIB);
-    const response = await request(h.app)
-      .post(`/i/v1/logs?token=${h.token}`)
-      .set('Content-Type', 'text/plain')
-      .set('Content-Encoding', 'gzip')
-      .send(bomb);
+    const response = await request(h.app).post(`/i/v1/logs?token=${h.token}`).set('Content-Type', 'text/plain').set('Content-Encoding', 'gzip').send(bomb);
     expect(response.status).toBe(413);
     expect(response.body.code).toBe('payload_too_large');
   });
