@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ProjectTokenCache } from '@plover/accounts';
 import type { EventBus, OutgoingMessage } from '@plover/bus';
-import type { CaptureConfig } from '@plover/config';
+import { sectionDefaults, sections, type CaptureConfig } from '@plover/config';
 import { batchBodySchema, CAPTURE_TOPICS, eventArraySchema, rawEventSchema, REPLAY_TOPIC, v1BatchSchema } from '@plover/contracts';
 import { ApiError, TokenBuckets, withTimeout, type Logger } from '@plover/core';
 import {
@@ -83,8 +83,7 @@ export function captureLimits(settings: { rateLimit?: { perSecond: number; burst
 
 const MIB = 1024 * 1024;
 export const DEFAULT_CAPTURE_SETTINGS: CaptureSettings = {
-  produceTimeoutMs: 5_000,
-  rateLimit: undefined,
+  ...sectionDefaults(sections.capture),
   topics: CAPTURE_TOPICS,
   limits: { bodyBytes: 20 * MIB, decompressedBytes: 100 * MIB, eventBytes: 1_000_000, aiEventBytes: 8 * MIB },
   replay: { topic: REPLAY_TOPIC, bodyBytes: 25 * MIB },
