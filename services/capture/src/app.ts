@@ -30,6 +30,7 @@ import { toBusMessage, type RequestContext } from './normalize';
 import { replayCapture } from './replay';
 import { parseCaptureRequest, requestToken } from './request';
 import { sentAtFromQuery } from './timestamp';
+import { requestUuids } from './uuids';
 
 export interface CaptureSettings extends CaptureConfig {
   topics: { events: string; historical: string };
@@ -153,6 +154,7 @@ export function captureRoutes(deps: CaptureDeps): FastRoute {
     const project = await lookUpProject(requestToken(request));
     if (rate && !(await rate.admit(project.id, request.events.length))) throw captureError.rateLimited();
 
+    const topic = request.historical ? settings.topics.historical : settings.topics.events;
     const ip = clientIp(req, deps.trustProxy);
     const sentAt = request.sentAt ?? sentAtFromQuery(query.get('sent_at') ?? query.get('_'));
     const context: RequestContext = {
@@ -167,9 +169,10 @@ export function captureRoutes(deps: CaptureDeps): FastRoute {
       historical: request.historical,
       engage: route.engage === true,
       maxMessageBytes: settings.limits.eventBytes,
+      eventUuid: requestUuids(project.id, topic, text),
     };
     const messages = request.events.map(({ event, attrPrefix }) => toBusMessage(event, attrPrefix, context));
-    await produce(request.historical ? settings.topics.historical : settings.topics.events, messages);
+    await produce(topic, messages);
     metrics.events.inc({ topic: request.historical ? 'historical' : 'events' }, messages.length);
     sendOk(res);
   }
