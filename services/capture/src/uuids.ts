@@ -13,7 +13,7 @@ const NAMESPACE = '6f0b7f2e-3c1d-4e8a-9b5f-2d7c1a9e4b60';
  * to ingestion and ClickHouse, stored once. The digest is computed at most once per request, and only when an
  * event needs it.
  */
-export function requestUuids(projectId: number, topic: string, text: string): (position: string) => string {
+export function requestUuids(projectId: number, topic: string, text: string | Buffer): (position: string) => string {
   let digest: string | undefined;
   return (position) => {
     digest ??= createHash('sha256').update(text).digest('hex');
