@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ProjectTokenCache } from '@plover/accounts';
 import type { EventBus, OutgoingMessage } from '@plover/bus';
-import type { CaptureConfig } from '@plover/config';
+import { sectionDefaults, sections, type CaptureConfig } from '@plover/config';
 import { batchBodySchema, CAPTURE_TOPICS, eventArraySchema, rawEventSchema, REPLAY_TOPIC, v1BatchSchema } from '@plover/contracts';
 import { ApiError, TokenBuckets, withTimeout, type Logger } from '@plover/core';
 import {
@@ -29,6 +29,7 @@ import { prepareContext, toBusMessage } from './normalize';
 import { replayCapture } from './replay';
 import { parseCaptureRequest, requestToken, type CaptureRequest } from './request';
 import { sentAtFromQuery } from './timestamp';
+import { otlpCapture, type OtlpSignal } from './otlp';
 import { requestUuids } from './uuids';
 import { v1Capture } from './v1';
 
@@ -83,8 +84,7 @@ export function captureLimits(settings: { rateLimit?: { perSecond: number; burst
 
 const MIB = 1024 * 1024;
 export const DEFAULT_CAPTURE_SETTINGS: CaptureSettings = {
-  produceTimeoutMs: 5_000,
-  rateLimit: undefined,
+  ...sectionDefaults(sections.capture),
   topics: CAPTURE_TOPICS,
   limits: { bodyBytes: 20 * MIB, decompressedBytes: 100 * MIB, eventBytes: 1_000_000, aiEventBytes: 8 * MIB },
   replay: { topic: REPLAY_TOPIC, bodyBytes: 25 * MIB },
@@ -144,6 +144,10 @@ const V1_OK = {
   schema: { type: 'object', required: ['results'], properties: { results: { type: 'object', additionalProperties: V1_RESULT } } },
 };
 
+/** OTLP/HTTP's answer to an export it took whole: an empty `Export…ServiceResponse`. */
+const OTLP_OK_BODY = Buffer.from('{}');
+const OTLP_OK = { status: 200, type: 'application/json', schema: { type: 'object' } };
+
 /** Exactly this, with status 200: posthog-js retries anything but 200, posthog-python accepts only 200. */
 const OK_BODY = Buffer.from(JSON.stringify({ status: 1 }));
 
@@ -179,6 +183,16 @@ export function captureRoutes(deps: CaptureDeps): SdkRouters & { table: SdkRoute
       const response = await v1(req, lease);
       metrics.events.inc({ topic: 'events' }, Object.values(response.results).filter((r) => r.result === 'ok').length);
       sendJson(res, Buffer.from(JSON.stringify(response)));
+    } finally {
+      lease.release();
+    }
+  }
+
+  async function captureOtlp(req: IncomingMessage, res: ServerResponse, signal: OtlpSignal): Promise<void> {
+    const lease = settings.decompression.lease();
+    try {
+      await otlp(req, signal, lease);
+      sendJson(res, OTLP_OK_BODY);
     } finally {
       lease.release();
     }
@@ -262,6 +276,8 @@ export function captureRoutes(deps: CaptureDeps): SdkRouters & { table: SdkRoute
     produce,
   });
 
+  const otlp = otlpCapture({ limits: settings.limits, lookUpProject });
+
   const v1 = v1Capture({
     topics: settings.topics,
     limits: { bodyBytes: V1_BODY_BYTES, decompressedBytes: settings.limits.decompressedBytes, eventBytes: settings.limits.eventBytes },
@@ -296,6 +312,17 @@ export function captureRoutes(deps: CaptureDeps): SdkRouters & { table: SdkRoute
       fast: captureV1,
     },
     { methods: ['options'], path: '/i/v1/analytics/events', summary: 'A preflight.', response: OK, fast: (_req, res) => sendOk(res) },
+    ...(['logs', 'metrics'] as const).flatMap((signal): SdkRoute[] => [
+      {
+        methods: ['post'],
+        path: `/i/v1/${signal}`,
+        summary: `OpenTelemetry ${signal} (OTLP/HTTP JSON, token in \`?token=\`): checked and acknowledged, not stored.`,
+        query: { token: { type: 'string' } },
+        response: OTLP_OK,
+        fast: (req, res) => captureOtlp(req, res, signal),
+      },
+      { methods: ['options'], path: `/i/v1/${signal}`, summary: 'A preflight.', response: OK, fast: (_req, res) => sendOk(res) },
+    ]),
   );
   // Other methods fall through to the 404 (with the CORS headers, as the route's CORS layer gave them).
   const routers = sdkRouters(table, {
