@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ProjectTokenCache } from '@plover/accounts';
 import type { EventBus, OutgoingMessage } from '@plover/bus';
-import type { CaptureConfig } from '@plover/config';
+import { sectionDefaults, sections, type CaptureConfig } from '@plover/config';
 import { batchBodySchema, CAPTURE_TOPICS, eventArraySchema, rawEventSchema, REPLAY_TOPIC, v1BatchSchema } from '@plover/contracts';
 import { ApiError, TokenBuckets, withTimeout, type Logger } from '@plover/core';
 import {
@@ -29,6 +29,8 @@ import { prepareContext, toBusMessage } from './normalize';
 import { replayCapture } from './replay';
 import { parseCaptureRequest, requestToken, type CaptureRequest } from './request';
 import { sentAtFromQuery } from './timestamp';
+import { otlpCapture, type OtlpSignal } from './otlp';
+import { requestUuids } from './uuids';
 import { v1Capture } from './v1';
 
 export interface CaptureSettings extends CaptureConfig {
@@ -82,8 +84,7 @@ export function captureLimits(settings: { rateLimit?: { perSecond: number; burst
 
 const MIB = 1024 * 1024;
 export const DEFAULT_CAPTURE_SETTINGS: CaptureSettings = {
-  produceTimeoutMs: 5_000,
-  rateLimit: undefined,
+  ...sectionDefaults(sections.capture),
   topics: CAPTURE_TOPICS,
   limits: { bodyBytes: 20 * MIB, decompressedBytes: 100 * MIB, eventBytes: 1_000_000, aiEventBytes: 8 * MIB },
   replay: { topic: REPLAY_TOPIC, bodyBytes: 25 * MIB },
@@ -143,6 +144,10 @@ const V1_OK = {
   schema: { type: 'object', required: ['results'], properties: { results: { type: 'object', additionalProperties: V1_RESULT } } },
 };
 
+/** OTLP/HTTP's answer to an export it took whole: an empty `Export…ServiceResponse`. */
+const OTLP_OK_BODY = Buffer.from('{}');
+const OTLP_OK = { status: 200, type: 'application/json', schema: { type: 'object' } };
+
 /** Exactly this, with status 200: posthog-js retries anything but 200, posthog-python accepts only 200. */
 const OK_BODY = Buffer.from(JSON.stringify({ status: 1 }));
 
@@ -183,6 +188,16 @@ export function captureRoutes(deps: CaptureDeps): SdkRouters & { table: SdkRoute
     }
   }
 
+  async function captureOtlp(req: IncomingMessage, res: ServerResponse, signal: OtlpSignal): Promise<void> {
+    const lease = settings.decompression.lease();
+    try {
+      await otlp(req, signal, lease);
+      sendJson(res, OTLP_OK_BODY);
+    } finally {
+      lease.release();
+    }
+  }
+
   async function captureWithin(req: IncomingMessage, res: ServerResponse, route: Route, lease: DecompressionLease): Promise<void> {
     const now = settings.now();
     const query = new URLSearchParams(queryString(req.url));
@@ -197,6 +212,7 @@ export function captureRoutes(deps: CaptureDeps): SdkRouters & { table: SdkRoute
     const project = await lookUpProject(requestToken(request));
     if (!(await admit(project.id, request.events.length))) throw captureError.rateLimited();
 
+    const topic = request.historical ? settings.topics.historical : settings.topics.events;
     const ip = clientIp(req, deps.trustProxy);
     const sentAt = request.sentAt ?? sentAtFromQuery(query.get('sent_at') ?? query.get('_'));
     const context = prepareContext({
@@ -208,9 +224,10 @@ export function captureRoutes(deps: CaptureDeps): SdkRouters & { table: SdkRoute
       historical: request.historical,
       engage: route.engage === true,
       maxMessageBytes: route.ai ? settings.limits.aiEventBytes + AI_ENVELOPE_BYTES : settings.limits.eventBytes,
+      eventUuid: requestUuids(project.id, topic, text),
     });
     const messages = request.events.map(({ event, attrPrefix }) => toBusMessage(event, attrPrefix, context));
-    await produce(request.historical ? settings.topics.historical : settings.topics.events, messages);
+    await produce(topic, messages);
     metrics.events.inc({ topic: request.historical ? 'historical' : 'events' }, messages.length);
     sendOk(res);
   }
@@ -259,6 +276,8 @@ export function captureRoutes(deps: CaptureDeps): SdkRouters & { table: SdkRoute
     produce,
   });
 
+  const otlp = otlpCapture({ limits: settings.limits, lookUpProject });
+
   const v1 = v1Capture({
     topics: settings.topics,
     limits: { bodyBytes: V1_BODY_BYTES, decompressedBytes: settings.limits.decompressedBytes, eventBytes: settings.limits.eventBytes },
@@ -293,6 +312,17 @@ export function captureRoutes(deps: CaptureDeps): SdkRouters & { table: SdkRoute
       fast: captureV1,
     },
     { methods: ['options'], path: '/i/v1/analytics/events', summary: 'A preflight.', response: OK, fast: (_req, res) => sendOk(res) },
+    ...(['logs', 'metrics'] as const).flatMap((signal): SdkRoute[] => [
+      {
+        methods: ['post'],
+        path: `/i/v1/${signal}`,
+        summary: `OpenTelemetry ${signal} (OTLP/HTTP JSON, token in \`?token=\`): checked and acknowledged, not stored.`,
+        query: { token: { type: 'string' } },
+        response: OTLP_OK,
+        fast: (req, res) => captureOtlp(req, res, signal),
+      },
+      { methods: ['options'], path: `/i/v1/${signal}`, summary: 'A preflight.', response: OK, fast: (_req, res) => sendOk(res) },
+    ]),
   );
   // Other methods fall through to the 404 (with the CORS headers, as the route's CORS layer gave them).
   const routers = sdkRouters(table, {
