@@ -2,7 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { hashPersonalApiKey, keyLimitAllows } from '@plover/accounts';
 import type { Sql } from '@plover/postgres';
-import { errors } from './errors';
+import { errors } from '../shared/errors';
 
 export interface Principal {
   user: { id: number; uuid: string; email: string; isStaff: boolean };

@@ -19,11 +19,14 @@ import {
   type ResolvedRange,
 } from '@plover/insights';
 import type { ManagementDeps } from '../deps';
-import { errors } from '../http/errors';
+import { projectOf } from '../http/auth';
+import { errors } from '../shared/errors';
 import { csvCell } from '../http/render';
+import { Type } from '@sinclair/typebox';
 import { csvText, Q, type Route, type RouteInput } from '../http/route-table';
-import { funnelCorrelationNode, valueValidator } from '../schemas';
+import { valueValidator } from '../shared/schema';
 import { insightContext } from '../shared/insight-context';
+import { FunnelCorrelationRequest, funnelCorrelationNode, InsightResult } from './schemas';
 
 /** `refresh` values (query or body) that compute afresh instead of answering from the cache. */
 const REFRESH = new Set<unknown>([true, 'true', '1', 'blocking', 'force_blocking']);
@@ -109,7 +112,7 @@ export function computeRoutes({ sql, clickhouse }: ManagementDeps, cache = new I
   async function trend(req: Request, { format }: RouteInput): Promise<unknown> {
     const started = performance.now();
     const { insight, input } = parseInsightRequest(req.query, req.body);
-    const ctx = insightContext(sql, req);
+    const ctx = insightContext(sql, projectOf(req));
     const range = await insightRange(clickhouse, input, input.interval, ctx);
     const key = await cacheRequest(insight.toLowerCase(), ctx, input, range);
     const computed = await cache.run(clickhouse, key, refreshRequested(req), () => RUNS[insight](clickhouse, input, ctx));
@@ -131,7 +134,7 @@ export function computeRoutes({ sql, clickhouse }: ManagementDeps, cache = new I
   async function correlation(req: Request): Promise<unknown> {
     checkCorrelationText(req);
     const input = parseCorrelationRequest(req.query, req.body);
-    const ctx = insightContext(sql, req);
+    const ctx = insightContext(sql, projectOf(req));
     const range = await insightRange(clickhouse, input, 'day', ctx);
     const key = await cacheRequest('funnel_correlation', ctx, input, range);
     const computed = await cache.run(clickhouse, key, refreshRequested(req), () => runFunnelCorrelation(clickhouse, input, ctx));
@@ -145,9 +148,9 @@ export function computeRoutes({ sql, clickhouse }: ManagementDeps, cache = new I
       scope: 'insight:read',
       summary:
         'Legacy trend: series per interval (legacy filter fields or a TrendsQuery `query`); `insight` STICKINESS or LIFECYCLE (or `shown_as` Stickiness / Lifecycle) for stickiness or lifecycle; no series → `result: []`',
-      query: { properties: { refresh: Q.string, insight: Q.string, shown_as: Q.string } },
+      query: Type.Object({ refresh: Q.string, insight: Q.string, shown_as: Q.string }),
       csv: { file: 'trends', rows: 'export' },
-      response: { status: 200 },
+      response: { status: 200, schema: InsightResult },
       handler: trend,
     },
     {
@@ -155,10 +158,10 @@ export function computeRoutes({ sql, clickhouse }: ManagementDeps, cache = new I
       path: '/insights/funnel/correlation',
       scope: 'insight:read',
       summary: 'Legacy funnel correlation: odds ratios of events or properties (legacy funnel fields, or a FunnelsQuery / FunnelCorrelationQuery `query`)',
-      query: { properties: { refresh: Q.string, query: Q.string } },
-      ...(method === 'post' ? { body: 'FunnelCorrelationRequest' as const } : {}),
+      query: Type.Object({ refresh: Q.string, query: Q.string }),
+      ...(method === 'post' ? { body: FunnelCorrelationRequest } : {}),
       csv: { file: 'funnel_correlation' },
-      response: { status: 200 },
+      response: { status: 200, schema: InsightResult },
       handler: correlation,
     },
   ]);
