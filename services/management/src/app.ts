@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import helmet from 'helmet';
 import { createServiceApp, type ServiceApp } from '@plover/http';
-import type { ManagementDeps } from './deps';
+import type { ManagementDeps } from './http/deps';
 import { AuthFailureThrottle, authenticate, resolveProject } from './http/auth';
 import { checkQuery, jsonBody } from './http/body';
 import { unstorableInput } from './http/errors';

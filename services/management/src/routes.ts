@@ -1,7 +1,7 @@
 import { accountRoutes, projectRoutes } from './accounts/routes';
 import { dataRoutes } from './data/routes';
 import { flagDefinitionRoutes } from './flag-routes';
-import type { ManagementDeps } from './deps';
+import type { ManagementDeps } from './http/deps';
 import type { Route } from './http/route-table';
 import { insightRoutes } from './insights/routes';
 import { personRoutes } from './persons/routes';

@@ -7,7 +7,7 @@ import {
   type SessionReplaySettingsPatch,
 } from '@plover/accounts';
 import { writeDefinitions } from '@plover/flag-store';
-import type { ManagementDeps } from '../deps';
+import type { ManagementDeps } from '../http/deps';
 import { principalOf, projectOf } from '../http/auth';
 import { errors } from '../shared/errors';
 import { exceededLimit, type KeyLimits } from '../http/key-limits';

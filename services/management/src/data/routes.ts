@@ -1,7 +1,7 @@
 import type { Request } from 'express';
 import { isUuid } from '@plover/core';
 import { Params, parsePropertyFilters, propertiesCondition } from '@plover/insights';
-import type { ManagementDeps } from '../deps';
+import type { ManagementDeps } from '../http/deps';
 import { projectOf } from '../http/auth';
 import { errors } from '../shared/errors';
 import { Type, type Static } from '@sinclair/typebox';

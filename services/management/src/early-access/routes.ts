@@ -1,5 +1,5 @@
 import type { Static } from '@sinclair/typebox';
-import type { ManagementDeps } from '../deps';
+import type { ManagementDeps } from '../http/deps';
 import { callerOf } from '../http/access';
 import { found, pageOf, requiredName, resourceRoutes } from '../http/resource-routes';
 import type { Route } from '../http/route-table';

@@ -7,7 +7,7 @@
 import type { Request } from 'express';
 import { Type, type Static } from '@sinclair/typebox';
 import type { SqlExecutor } from '@plover/postgres';
-import type { ManagementDeps } from '../deps';
+import type { ManagementDeps } from '../http/deps';
 import { accessControlRoutes, callerOf, requireAccess } from '../http/access';
 import { idParam, pageOf, resourceRoutes } from '../http/resource-routes';
 import { Q, route, type Route } from '../http/route-table';

@@ -18,7 +18,7 @@ import {
   type InsightSeriesResult,
   type ResolvedRange,
 } from '@plover/insights';
-import type { ManagementDeps } from '../deps';
+import type { ManagementDeps } from '../http/deps';
 import { projectOf } from '../http/auth';
 import { errors } from '../shared/errors';
 import { csvCell } from '../http/render';

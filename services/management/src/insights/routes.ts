@@ -1,5 +1,5 @@
 import type { Request } from 'express';
-import type { ManagementDeps } from '../deps';
+import type { ManagementDeps } from '../http/deps';
 import { accessControlRoutes, callerOf, requireAccess } from '../http/access';
 import { principalOf } from '../http/auth';
 import { errors } from '../shared/errors';

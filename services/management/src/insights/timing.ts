@@ -1,5 +1,5 @@
 import { Counter, Histogram, type Registry } from 'prom-client';
-import type { ManagementDeps } from '../deps';
+import type { ManagementDeps } from '../http/deps';
 import { callerOf } from '../http/access';
 import { route, type Route } from '../http/route-table';
 import { Success } from '../shared/schema';

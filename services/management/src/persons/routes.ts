@@ -1,6 +1,6 @@
 import { isUuid } from '@plover/core';
 import type { Person, PersonListFilter } from '@plover/persons';
-import type { ManagementDeps } from '../deps';
+import type { ManagementDeps } from '../http/deps';
 import { principalOf, projectOf } from '../http/auth';
 import { errors } from '../shared/errors';
 import { Type } from '@sinclair/typebox';

@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import type { ManagementDeps } from '../deps';
+import type { ManagementDeps } from '../http/deps';
 import { callerOf } from '../http/access';
 import { projectOf } from '../http/auth';
 import { errors } from '../shared/errors';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Static } from '@sinclair/typebox';
 import { surveyFields, type SurveyRow } from '@plover/flag-store';
-import type { ManagementDeps } from '../deps';
+import type { ManagementDeps } from '../http/deps';
 import { callerOf } from '../http/access';
 import { found, pageOf, requiredName, resourceRoutes } from '../http/resource-routes';
 import type { Route } from '../http/route-table';

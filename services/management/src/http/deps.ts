@@ -3,7 +3,7 @@ import type { ClickHouse } from '@plover/clickhouse';
 import type { Logger } from '@plover/core';
 import type { MetricsRegistry } from '@plover/http';
 import type { Sql } from '@plover/postgres';
-import type { AuthFailureThrottle } from './http/auth';
+import type { AuthFailureThrottle } from './auth';
 
 /** What the management service is built from: its stores, logger and metrics. */
 export interface ManagementDeps {
