@@ -75,6 +75,14 @@ export const funnelCorrelationNode = Type.Unsafe<Record<string, unknown>>({
   ],
 });
 
+export const FunnelRequest = component(
+  'FunnelRequest',
+  Type.Object(
+    { query: Type.Optional(Type.Union([Type.Unsafe<Record<string, unknown>>(funnelsQuery), Type.String({ description: 'the same node as JSON text' })])) },
+    { description: 'legacy funnel filter fields (also in the query string), or `query`: a FunnelsQuery, as an object or its JSON text' },
+  ),
+);
+
 export const FunnelCorrelationRequest = component(
   'FunnelCorrelationRequest',
   Type.Object(
