@@ -85,6 +85,8 @@ const EXAMPLES: Record<string, Example> = {
   'PUT /feature_flags/:id/access_controls': { body: { access_level: 'editor' } },
   'PATCH /session_recordings/:session_recording_id': { body: { viewed: true } },
   'GET /groups': { query: 'group_type_index=0' },
+  'GET /insights/funnel': { query: `events=${encodeURIComponent(JSON.stringify([{ id: 'signup' }, { id: 'purchase' }]))}` },
+  'POST /insights/funnel': { body: { events: [{ id: 'signup' }, { id: 'purchase' }] } },
   'POST /feature_flags': {
     body: { key: 'conformance', is_remote_configuration: true, filters: { groups: [{ properties: [], rollout_percentage: 100 }], payloads: { true: '"x"' } } },
   },
@@ -100,8 +102,7 @@ const errorCases = mounted.flatMap(({ route, mount }) => {
     cases.push({ name: '401 without a key', status: 401, route, mount, key: 'none' });
     cases.push({ name: `403 without ${route.scope}`, status: 403, route, mount, key: 'unscoped' });
   }
-  if (route.body && route.response.status !== 405)
-    cases.push({ name: '400 on a refused body', status: 400, route, mount, body: refusedBody(route.body) });
+  if (route.body && route.response.status !== 405) cases.push({ name: '400 on a refused body', status: 400, route, mount, body: refusedBody(route.body) });
   const query = refusedQuery(route);
   if (query !== undefined && route.response.status !== 405) cases.push({ name: '400 on a refused query', status: 400, route, mount, query });
   if (/:(id|short_id|session_recording_id)\b/.test(route.path) && route.response.status !== 405) {

@@ -1,3 +1,4 @@
+import { addCohortMembers, cohortMemberCountSql } from '@plover/flag-store';
 import { PersonReads } from '@plover/persons';
 import type { SqlExecutor } from '@plover/postgres';
 import type { Page } from '../http/render';
@@ -25,7 +26,7 @@ export interface CohortFields {
 }
 
 const COHORT_COLUMNS = `c.id, c.name, c.description, c.filters, c.is_static, c.deleted, c.version, c.created_at, c.created_by_id,
-  (SELECT count(*) FROM cohort_people p WHERE p.cohort_id = c.id) AS count`;
+  ${cohortMemberCountSql('c.id')} AS count`;
 
 /** Cohorts (static ones with their members in `cohort_people`); writes run inside `write`. */
 export class CohortsStore extends DefinitionsStore {
@@ -75,9 +76,6 @@ export class CohortsStore extends DefinitionsStore {
   /** Adds the persons of the distinct ids (unknown ones skipped) to a static cohort. */
   async addMembers(tx: SqlExecutor, projectId: number, cohortId: number, distinctIds: readonly string[]): Promise<void> {
     const persons = await new PersonReads(tx).personIdsByDistinctIds(projectId, distinctIds);
-    await tx.query('cohorts.addMembers', 'INSERT INTO cohort_people (cohort_id, person_id) SELECT $1, unnest($2::bigint[]) ON CONFLICT DO NOTHING', [
-      cohortId,
-      [...new Set(persons.values())],
-    ]);
+    await addCohortMembers(tx, cohortId, [...persons.values()]);
   }
 }
