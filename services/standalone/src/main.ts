@@ -64,6 +64,7 @@ async function main(): Promise<void> {
     metrics,
     trustProxy: config.http.trustProxy,
     analysis: config.analysis,
+    siteUrl: config.management.siteUrl,
     ...stores,
     projectTokens: new ProjectTokenCache(stores.sql),
     definitions,
