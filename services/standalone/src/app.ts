@@ -2,7 +2,7 @@ import type { ProjectTokenCache } from '@plover/accounts';
 import type { EventBus } from '@plover/bus';
 import { captureRoutes, type CaptureSettings } from '@plover/capture/app';
 import type { ClickHouse } from '@plover/clickhouse';
-import type { Logger } from '@plover/core';
+import type { DiskWatch, Logger } from '@plover/core';
 import { decideRoutes, type DecideSettings, type DefinitionsCache } from '@plover/decide/app';
 import { createServiceApp, type MetricsRegistry, type ServiceApp } from '@plover/http';
 import { managementRoutes } from '@plover/management/app';
@@ -19,6 +19,8 @@ export interface StandaloneDeps {
   projectTokens: ProjectTokenCache;
   /** Decide's flag definitions, with their poll; the composition root closes it. */
   definitions: DefinitionsCache;
+  /** The stores' disks: `/_ready` fails while one is below the watermark, naming it. */
+  disk?: DiskWatch;
   /** Each service's settings override, as its own deps name it. */
   settings?: { capture?: Partial<CaptureSettings>; decide?: DecideSettings };
 }
@@ -29,7 +31,15 @@ export function createApp(deps: StandaloneDeps): ServiceApp {
   const decide = decideRoutes({ ...shared, settings: settings?.decide });
   return createServiceApp({
     ...shared,
-    checks: { postgres: () => deps.sql.ping(), clickhouse: () => deps.clickhouse.ping(), bus: () => deps.bus.ping() },
+    checks: {
+      postgres: () => deps.sql.ping(),
+      clickhouse: () => deps.clickhouse.ping(),
+      bus: () => deps.bus.ping(),
+      disk: () => {
+        const cause = deps.disk?.lowCause();
+        return cause === undefined ? Promise.resolve() : Promise.reject(new Error(cause));
+      },
+    },
     fast: [captureRoutes({ ...shared, settings: settings?.capture }), decide.fast],
     mount(app) {
       app.use(decide.router);
