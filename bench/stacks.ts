@@ -54,6 +54,7 @@ export function observeInserts(inner: ClickHouse, inserted: (table: string, rows
   return {
     command: (name, sql, params) => inner.command(name, sql, params),
     query: (name, sql, params) => inner.query(name, sql, params),
+    queryRows: (name, sql, params) => inner.queryRows(name, sql, params),
     insert: async (table, rows) => {
       await inner.insert(table, rows);
       inserted(table, rows);

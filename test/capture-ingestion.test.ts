@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import type { BusMessage, OutgoingMessage } from '@plover/bus';
 import { MAX_JSON_DEPTH, type CapturedEvent, type CapturedEventMessage } from '@plover/contracts';
 import { ApiError } from '@plover/core';
-import { toBusMessage, type RequestContext } from '../services/capture/src/normalize';
+import { prepareContext, toBusMessage, type PreparedContext } from '../services/capture/src/normalize';
 import { parseCaptureRequest } from '../services/capture/src/request';
 import { readMessage } from '../services/ingestion/src/message';
 
@@ -70,20 +70,17 @@ const body = fc.oneof(
   fc.record({ api_key: fc.constant('phc_test'), batch: fc.array(event, { minLength: 1, maxLength: 3 }), sent_at: fc.oneof(timestamp, fc.constant(null)) }),
 );
 
-function context(sentAt: number | undefined, invalidSentAt: string | undefined): RequestContext {
-  return {
+function context(sentAt: number | undefined, invalidSentAt: string | undefined): PreparedContext {
+  return prepareContext({
     projectId: 7,
     ip: '203.0.113.9',
-    ipJson: '"203.0.113.9"',
     now: NOW,
-    nowIso: new Date(NOW).toISOString(),
     sentAt,
-    sentAtJson: sentAt === undefined ? 'null' : `"${new Date(sentAt).toISOString()}"`,
     invalidSentAt,
     historical: false,
     engage: false,
     maxMessageBytes: 1_000_000,
-  };
+  });
 }
 
 function onBus(message: OutgoingMessage): BusMessage {

@@ -37,3 +37,10 @@ export function maskPersonalApiKey(value: string): string {
 export function keyLimitAllows<T>(limit: readonly T[] | null, item: T): boolean {
   return limit === null || limit.length === 0 || limit.includes(item);
 }
+
+/** write ⊇ read; `*` (or the legacy empty list) grants everything. */
+export function hasScope(scopes: readonly string[], required: string): boolean {
+  if (scopes.length === 0 || scopes.includes('*') || scopes.includes(required)) return true;
+  const [object, action] = required.split(':');
+  return action === 'read' && scopes.includes(`${object}:write`);
+}

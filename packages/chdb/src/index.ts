@@ -40,11 +40,14 @@ import {
   assertTableName,
   clickHouseFailure,
   closedFailure,
+  compactRows,
   normalizeParams,
   SESSION_SETTINGS,
   unclassifiedFailure,
   type ClickHouse,
   type ClickHouseParams,
+  type CompactResult,
+  type RowsResult,
 } from '@plover/clickhouse';
 
 export interface ChdbClickHouseOptions {
@@ -126,6 +129,12 @@ export class ChdbClickHouse implements ClickHouse {
 
   async query<R = Record<string, unknown>>(name: string, sql: string, params?: ClickHouseParams): Promise<R[]> {
     return this.run(`ClickHouse query ${name}`, async (session) => parseJsonEachRow<R>(await execute(session, sql, params, 'JSONEachRow')));
+  }
+
+  async queryRows(name: string, sql: string, params?: ClickHouseParams): Promise<RowsResult> {
+    return this.run(`ClickHouse query ${name}`, async (session) =>
+      compactRows(JSON.parse((await execute(session, sql, params, 'JSONCompact')).text()) as CompactResult),
+    );
   }
 
   async insert(table: string, rows: readonly Record<string, unknown>[]): Promise<void> {

@@ -1,12 +1,12 @@
 /**
  * The ClickHouse port over ClickHouse's HTTP interface (@clickhouse/client), for distributed mode.
  */
-import { ClickHouseError, ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
+import { ClickHouseError, ClickHouseLogLevel, createClient, type ClickHouseClient, type ResultSet } from '@clickhouse/client';
 import { StorageError } from '@plover/core';
 import { CLUSTER_SETTINGS } from './cluster';
 import { clickHouseFailure, closedFailure, nodeFailure, timeoutFailure, unclassifiedFailure } from './errors';
-import type { ClickHouse, ClickHouseCluster, ClickHouseParams } from './port';
-import { assertTableName, normalizeParams, SESSION_SETTINGS } from './wire';
+import type { ClickHouse, ClickHouseCluster, ClickHouseParams, RowsResult } from './port';
+import { assertTableName, compactRows, normalizeParams, SESSION_SETTINGS } from './wire';
 
 export interface HttpClickHouseOptions {
   /** e.g. `http://127.0.0.1:8123` */
@@ -62,16 +62,13 @@ export class HttpClickHouse implements ClickHouse {
   }
 
   async query<R = Record<string, unknown>>(name: string, sql: string, params?: ClickHouseParams): Promise<R[]> {
-    return this.call(`ClickHouse query ${name}`, async (abort_signal) => {
-      const result = await this.client.query({
-        query: sql,
-        format: 'JSONEachRow',
-        query_params: params && normalizeParams(params),
-        // Shows up in the server's system.query_log, so a slow or failing statement can be traced to its caller.
-        clickhouse_settings: { log_comment: name },
-        abort_signal,
-      });
-      return result.json<R>();
+    return this.select(name, sql, params, 'JSONEachRow', (result) => result.json<R>());
+  }
+
+  async queryRows(name: string, sql: string, params?: ClickHouseParams): Promise<RowsResult> {
+    return this.select(name, sql, params, 'JSONCompact', async (result) => {
+      const { meta = [], data } = await result.json<unknown[]>();
+      return compactRows({ meta, data });
     });
   }
 
@@ -94,6 +91,26 @@ export class HttpClickHouse implements ClickHouse {
   async close(): Promise<void> {
     this.closed = true;
     await this.client.close();
+  }
+
+  private select<T, F extends 'JSONEachRow' | 'JSONCompact'>(
+    name: string,
+    sql: string,
+    params: ClickHouseParams | undefined,
+    format: F,
+    read: (result: ResultSet<F>) => Promise<T>,
+  ): Promise<T> {
+    return this.call(`ClickHouse query ${name}`, async (abort_signal) => {
+      const result = await this.client.query({
+        query: sql,
+        format,
+        query_params: params && normalizeParams(params),
+        // Shows up in the server's system.query_log, so a slow or failing statement can be traced to its caller.
+        clickhouse_settings: { log_comment: name },
+        abort_signal,
+      });
+      return read(result);
+    });
   }
 
   /** Runs one request under the adapter's deadline and turns any failure into a classified StorageError. */

@@ -13,4 +13,4 @@ export * from './person-overrides';
 export * from './replay';
 // What an adapter outside this package (chDB) shares with the HTTP one: error classification and the wire rules.
 export { clickHouseFailure, closedFailure, unclassifiedFailure } from './errors';
-export { assertTableName, normalizeParams, SESSION_SETTINGS } from './wire';
+export { assertTableName, compactRows, normalizeParams, SESSION_SETTINGS, type CompactResult } from './wire';

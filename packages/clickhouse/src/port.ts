@@ -16,6 +16,11 @@ export interface ClickHouseCluster {
   replicated: boolean;
 }
 
+export interface RowsResult {
+  columns: { name: string; type: string }[];
+  rows: unknown[][];
+}
+
 export interface ClickHouse {
   /**
    * Set on a handle to a cluster: migrations create local and Distributed tables, inserts wait for every shard
@@ -26,6 +31,11 @@ export interface ClickHouse {
   command(name: string, sql: string, params?: ClickHouseParams): Promise<void>;
   /** A SELECT; rows come back as objects (JSONEachRow; 64-bit integers as strings). */
   query<R = Record<string, unknown>>(name: string, sql: string, params?: ClickHouseParams): Promise<R[]>;
+  /**
+   * A SELECT whose rows come back as arrays, with the result's column names and ClickHouse types (JSONCompact):
+   * for queries whose columns are not known in advance, or have the same name twice.
+   */
+  queryRows(name: string, sql: string, params?: ClickHouseParams): Promise<RowsResult>;
   /** Inserts rows as JSONEachRow into `table`; resolves once ClickHouse has stored them. */
   insert(table: string, rows: readonly Record<string, unknown>[]): Promise<void>;
   /**

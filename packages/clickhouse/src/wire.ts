@@ -3,7 +3,7 @@
  * values and table names, and return identically shaped rows.
  */
 import { StorageError } from '@plover/core';
-import type { ClickHouseParams } from './port';
+import type { ClickHouseParams, RowsResult } from './port';
 
 /**
  * Settings applied to every statement on both adapters. Each one is set explicitly because chDB's defaults
@@ -62,4 +62,14 @@ function normalizeValue(key: string, value: unknown): unknown {
 
 function badParameter(key: string, problem: string): StorageError {
   return new StorageError(`ClickHouse parameter ${key} ${problem}`, false, 'BAD_PARAMETER');
+}
+
+/** ClickHouse's JSONCompact output: column names and types in `meta`, rows as arrays in `data`. */
+export interface CompactResult {
+  meta: { name: string; type: string }[];
+  data: unknown[][];
+}
+
+export function compactRows(result: CompactResult): RowsResult {
+  return { columns: result.meta.map(({ name, type }) => ({ name, type })), rows: result.data };
 }

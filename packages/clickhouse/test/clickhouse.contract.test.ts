@@ -232,6 +232,22 @@ describe.each(variants)('ClickHouse contract: $name', (variant) => {
       ]);
     });
 
+    it('queryRows returns rows as arrays with each column name and type, duplicate names kept', async () => {
+      const result = await ch.queryRows('test.rows', 'SELECT {s:String} AS s, 1, 1, [1, 2] AS a FROM numbers(2)', { s: 'x' });
+      expect(result).toEqual({
+        columns: [
+          { name: 's', type: 'String' },
+          { name: '1', type: 'UInt8' },
+          { name: '1', type: 'UInt8' },
+          { name: 'a', type: 'Array(UInt8)' },
+        ],
+        rows: [
+          ['x', 1, 1, [1, 2]],
+          ['x', 1, 1, [1, 2]],
+        ],
+      });
+    });
+
     it('refuse integers that have already lost precision', async () => {
       const error = await failure(ch.query('test.unsafe', 'SELECT {i:Int64} AS i', { i: 2 ** 60 }));
       expect(error).toMatchObject({ retriable: false, code: 'BAD_PARAMETER' });

@@ -29,6 +29,8 @@ export interface HttpConfig {
   port: number;
   host: string;
   trustProxy: boolean;
+  /** What clients may hold of the server (`ConnectionLimits` of @plover/http). */
+  connections: { max: number | 'auto'; headersTimeoutMs: number; requestTimeoutMs: number };
 }
 
 export function http(defaultPort: number): Section<HttpConfig> {
@@ -41,8 +43,42 @@ export function http(defaultPort: number): Section<HttpConfig> {
         type: 'boolean',
         default: false,
       },
+      HTTP_MAX_CONNECTIONS: {
+        description: 'Open connections at most; 0 (auto) keeps a quarter of the file descriptor limit (at least 256) for the stores, and at most 16384',
+        type: 'integer',
+        minimum: 0,
+        maximum: 1_000_000,
+        default: 0,
+      },
+      HTTP_HEADERS_TIMEOUT_MS: {
+        description: 'A connection that sends no complete request line and headers within this (also one that sends nothing) is closed with 408',
+        type: 'integer',
+        minimum: 100,
+        maximum: 600_000,
+        default: 10_000,
+      },
+      HTTP_REQUEST_TIMEOUT_MS: {
+        description: 'A request whose body has not arrived whole within this is closed with 408; at least HTTP_HEADERS_TIMEOUT_MS',
+        type: 'integer',
+        minimum: 100,
+        maximum: 3_600_000,
+        default: 60_000,
+      },
     },
-    read: (v) => ({ port: v.PORT as number, host: v.HOST as string, trustProxy: v.TRUST_PROXY as boolean }),
+    read: (v) => {
+      const headersTimeoutMs = v.HTTP_HEADERS_TIMEOUT_MS as number;
+      const requestTimeoutMs = v.HTTP_REQUEST_TIMEOUT_MS as number;
+      if (requestTimeoutMs < headersTimeoutMs) {
+        throw new ConfigError('HTTP_REQUEST_TIMEOUT_MS', `must be at least HTTP_HEADERS_TIMEOUT_MS (${headersTimeoutMs})`);
+      }
+      const max = v.HTTP_MAX_CONNECTIONS as number;
+      return {
+        port: v.PORT as number,
+        host: v.HOST as string,
+        trustProxy: v.TRUST_PROXY as boolean,
+        connections: { max: max === 0 ? 'auto' : max, headersTimeoutMs, requestTimeoutMs },
+      };
+    },
   };
 }
 

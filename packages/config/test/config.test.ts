@@ -17,7 +17,12 @@ function errorOf(fn: () => unknown): ConfigError {
 describe('loadConfig', () => {
   it('coerces values and applies defaults', () => {
     const config = loadConfig({ ...valid, PORT: '9001', TRUST_PROXY: 'true' }, distributed);
-    expect(config.http).toEqual({ port: 9001, host: '0.0.0.0', trustProxy: true });
+    expect(config.http).toEqual({
+      port: 9001,
+      host: '0.0.0.0',
+      trustProxy: true,
+      connections: { max: 'auto', headersTimeoutMs: 10_000, requestTimeoutMs: 60_000 },
+    });
     expect(config.kafka).toEqual({ brokers: ['a:9092', 'b:9093'], clientId: 'plover', topicPrefix: '', partitions: 4 });
     expect(config.postgres.poolSize).toBe(10);
     expect(config.logging.level).toBe('info');
@@ -26,6 +31,13 @@ describe('loadConfig', () => {
   it('reads the Kafka topic prefix and partition count', () => {
     const config = loadConfig({ ...valid, KAFKA_TOPIC_PREFIX: 'staging.', KAFKA_TOPIC_PARTITIONS: '12' }, distributed);
     expect(config.kafka).toMatchObject({ topicPrefix: 'staging.', partitions: 12 });
+  });
+
+  it('reads the connection limits, and refuses a request timeout shorter than the header timeout', () => {
+    const config = loadConfig({ ...valid, HTTP_MAX_CONNECTIONS: '500', HTTP_HEADERS_TIMEOUT_MS: '2000', HTTP_REQUEST_TIMEOUT_MS: '3000' }, distributed);
+    expect(config.http.connections).toEqual({ max: 500, headersTimeoutMs: 2_000, requestTimeoutMs: 3_000 });
+    const error = errorOf(() => loadConfig({ ...valid, HTTP_HEADERS_TIMEOUT_MS: '5000', HTTP_REQUEST_TIMEOUT_MS: '4000' }, distributed));
+    expect(error.variable).toBe('HTTP_REQUEST_TIMEOUT_MS');
   });
 
   it('treats an empty value as unset', () => {

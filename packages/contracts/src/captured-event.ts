@@ -6,6 +6,7 @@
  * escaped by capture and parsed a second time by the consumer, and made the message twice the size of the event.
  * Messages written that way may still be on the bus (local log, Kafka topics), so the consumer reads both forms.
  */
+import { wellFormedJson } from './identifiers';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from './json-depth';
 import { ajv, schemaValidator, type Validation } from './validate';
 
@@ -140,6 +141,39 @@ function parseJson(value: Buffer | string): unknown {
     return JSON.parse(typeof value === 'string' ? value : value.toString('utf8'));
   } catch {
     return undefined;
+  }
+}
+
+/** The fields of a message that are the same for every event of one capture request. */
+export type CapturedEventEnvelope = Pick<CapturedEventMessage, 'team_id' | 'ip' | 'now' | 'sent_at' | 'historical'>;
+
+/**
+ * Writes the messages of one capture request, as `parseCapturedEventMessage` reads them (the event object in
+ * `data`). Written by hand rather than by one JSON.stringify of the message: the envelope's fields are
+ * serialized once per request, and per event only its strings and its properties go through JSON.stringify.
+ * Unpaired surrogates in the properties become U+FFFD, so the message is well-formed UTF-8.
+ */
+export class CapturedEventWriter {
+  private readonly teamId: string;
+  private readonly envelope: string;
+  private readonly historical: string;
+
+  constructor(envelope: CapturedEventEnvelope) {
+    this.envelope = `"ip":${JSON.stringify(envelope.ip)},"now":${JSON.stringify(envelope.now)},"sent_at":${JSON.stringify(envelope.sent_at)}`;
+    this.teamId = String(envelope.team_id);
+    this.historical = String(envelope.historical);
+  }
+
+  /** One message's bytes; `warnings` is left out when there are none. */
+  write(event: CapturedEvent, warnings?: readonly CapturedEventWarning[]): Buffer {
+    const uuid = JSON.stringify(event.uuid);
+    const distinctId = JSON.stringify(event.distinct_id);
+    return Buffer.from(
+      `{"uuid":${uuid},"team_id":${this.teamId},"distinct_id":${distinctId},${this.envelope},` +
+        `"data":{"uuid":${uuid},"event":${JSON.stringify(event.event)},"distinct_id":${distinctId},` +
+        `"properties":${wellFormedJson(JSON.stringify(event.properties))},"timestamp":${JSON.stringify(event.timestamp)}},"historical":${this.historical}` +
+        `${warnings && warnings.length > 0 ? `,"warnings":${wellFormedJson(JSON.stringify(warnings))}` : ''}}`,
+    );
   }
 }
 

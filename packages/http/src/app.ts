@@ -10,6 +10,8 @@ export interface ServiceAppOptions {
   logger: Logger;
   metrics: Registry;
   checks: ReadinessChecks;
+  /** Parts of the process that can break for good: `/_health` fails while one does (see operationalRoutes). */
+  liveness?: ReadinessChecks;
   /** In a cluster worker: the primary's view of the workers, for `/_health` and `/_ready`. */
   workers?: WorkersView | undefined;
   trustProxy: boolean;
@@ -27,7 +29,7 @@ export function createServiceApp(options: ServiceAppOptions): ServiceApp {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', options.trustProxy);
-  app.use(operationalRoutes({ checks: options.checks, metrics: options.metrics, workers: options.workers }));
+  app.use(operationalRoutes({ checks: options.checks, liveness: options.liveness, metrics: options.metrics, workers: options.workers }));
   options.mount?.(app);
   app.use(notFound);
   app.use(errorRenderer(options.logger));

@@ -3,7 +3,7 @@ import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client';
 import type { Logger } from '@plover/core';
 import type { ServiceApp } from './app';
 import { createMetricsRegistry, type WorkersStatus, type WorkersView } from './health';
-import { listen, onShutdown, serve } from './server';
+import { listen, onShutdown, serve, type ListenOptions } from './server';
 
 /**
  * A limit by key (a token, a project): whether `cost` more units may pass now, counting them when they do. In
@@ -38,7 +38,7 @@ export interface ServiceOptions<L> {
   service: string;
   /** 1 serves in this process; more fork that many `node:cluster` workers sharing the port. */
   workers: number;
-  http: { port: number; host: string };
+  http: ListenOptions;
   logger: Logger;
   /** Builds the limits where they are counted: this process, or a cluster's primary (never in a worker). */
   limits(): L;

@@ -32,6 +32,13 @@ async function runCheck(check: () => Promise<void>): Promise<string> {
   }
 }
 
+/** Every check's outcome by name ('ok' or what failed), and whether all passed. */
+async function runChecks(checks: ReadinessChecks): Promise<{ ok: boolean; outcome: Record<string, string> }> {
+  const names = Object.keys(checks);
+  const results = await Promise.all(names.map((name) => runCheck(checks[name]!)));
+  return { ok: results.every((result) => result === 'ok'), outcome: Object.fromEntries(names.map((name, i) => [name, results[i]!])) };
+}
+
 export type { Registry as MetricsRegistry };
 
 /**
@@ -57,11 +64,18 @@ export function singleMetric<T>(registry: Registry, name: string, create: () => 
 }
 
 /**
- * `/_health` (the process is alive), `/_ready` (its dependencies answer) and `/metrics` (Prometheus). With
- * `workers` (a cluster worker), `/_health` adds the primary's view of the workers and is 503 when the primary
- * does not answer, and `/_ready` also fails while the primary drains.
+ * `/_health` (the process is alive), `/_ready` (its dependencies answer) and `/metrics` (Prometheus). `liveness`
+ * are parts of the process itself that can break for good (the embedded local log after an I/O error): while one
+ * fails, `/_health` is 503 naming it, so that a supervisor restarts the process. With `workers` (a cluster worker),
+ * `/_health` adds the primary's view of the workers and is 503 when the primary does not answer, and `/_ready` also
+ * fails while the primary drains.
  */
-export function operationalRoutes(options: { checks: ReadinessChecks; metrics: Registry; workers?: WorkersView | undefined }): Router {
+export function operationalRoutes(options: {
+  checks: ReadinessChecks;
+  liveness?: ReadinessChecks | undefined;
+  metrics: Registry;
+  workers?: WorkersView | undefined;
+}): Router {
   const router = Router();
   const { workers } = options;
   const checks: ReadinessChecks = workers
@@ -75,6 +89,11 @@ export function operationalRoutes(options: { checks: ReadinessChecks; metrics: R
       }
     : options.checks;
   router.get('/_health', async (_req, res) => {
+    const liveness = await runChecks(options.liveness ?? {});
+    if (!liveness.ok) {
+      res.status(503).json({ status: 'unavailable', checks: liveness.outcome });
+      return;
+    }
     if (!workers) {
       res.json({ status: 'ok' });
       return;
@@ -84,11 +103,8 @@ export function operationalRoutes(options: { checks: ReadinessChecks; metrics: R
     else res.status(503).json({ status: 'unavailable', workers: null });
   });
   router.get('/_ready', async (_req, res) => {
-    const names = Object.keys(checks);
-    const results = await Promise.all(names.map((name) => runCheck(checks[name]!)));
-    const outcome = Object.fromEntries(names.map((name, i) => [name, results[i]]));
-    const ready = results.every((result) => result === 'ok');
-    res.status(ready ? 200 : 503).json({ status: ready ? 'ok' : 'unavailable', checks: outcome });
+    const { ok, outcome } = await runChecks(checks);
+    res.status(ok ? 200 : 503).json({ status: ok ? 'ok' : 'unavailable', checks: outcome });
   });
   router.get('/metrics', async (_req, res) => {
     res.type(options.metrics.contentType).send(await options.metrics.metrics());

@@ -9,3 +9,5 @@ export * from './fast';
 export * from './body';
 export * from './address';
 export * from './cluster';
+export * from './sdk-routes';
+export * from './connections';

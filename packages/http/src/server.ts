@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ApiError, type Logger } from '@plover/core';
 import type { ServiceApp } from './app';
+import { connectionsCheckingInterval, DEFAULT_CONNECTION_LIMITS, limitConnections, type ConnectionLimits } from './connections';
 
 export interface RunningServer {
   server: http.Server;
@@ -14,8 +15,17 @@ export interface RunningServer {
 /** While closing, how often connections that finished their request are closed. */
 const IDLE_SWEEP_MS = 100;
 
-export async function listen(app: ServiceApp, options: { port: number; host: string }): Promise<RunningServer> {
-  const server = http.createServer(app);
+export interface ListenOptions {
+  port: number;
+  host: string;
+  /** What clients may hold of the server; the defaults otherwise (the `http` config section has them). */
+  connections?: ConnectionLimits;
+}
+
+export async function listen(app: ServiceApp, options: ListenOptions): Promise<RunningServer> {
+  const limits = options.connections ?? DEFAULT_CONNECTION_LIMITS;
+  const server = http.createServer({ connectionsCheckingInterval: connectionsCheckingInterval(limits) });
+  server.on('request', limitConnections(server, app, limits));
   // Keep-alive longer than typical load balancers' idle timeout, so they never reuse a socket we closed.
   server.keepAliveTimeout = 65_000;
   server.on('clientError', answerClientError);
@@ -88,12 +98,9 @@ export function onShutdown(logger: Logger, shutdown: () => Promise<void>): void 
 }
 
 /** Listens, logs where, and on SIGTERM stops accepting requests before closing the service's resources. */
-export async function serve(
-  app: ServiceApp,
-  options: { port: number; host: string; logger: Logger; closeResources: () => Promise<void> },
-): Promise<RunningServer> {
+export async function serve(app: ServiceApp, options: ListenOptions & { logger: Logger; closeResources: () => Promise<void> }): Promise<RunningServer> {
   const running = await listen(app, options);
-  options.logger.info({ port: running.port, host: options.host }, 'listening');
+  options.logger.info({ port: running.port, host: options.host, maxConnections: running.server.maxConnections }, 'listening');
   onShutdown(options.logger, async () => {
     await running.close();
     await options.closeResources();

@@ -5,37 +5,17 @@
  */
 import { ApiError } from '@plover/core';
 import { MATERIALIZED_PROPERTIES, PERSON_ID_EXPRESSION, PERSON_OVERRIDES_SUBQUERY, type ClickHouse } from '@plover/clickhouse';
-import { bodyFields, choice, decode, describe, integer, isAbsent, isObject, list, object, optionalString, required, type Fields } from './fields';
-import { parseEntities, parsePropertyFilters } from './filters';
+import { bodyFields, choice, isAbsent, list, object, optionalString, required, type Fields } from './fields';
+import { funnelsQueryFields, kindOf, parseFunnelCore, withNodeAttrs, type ConvertedQuery, type FunnelCore, type FunnelWindowUnit } from './funnel-input';
 import { Params } from './params';
 import { propertiesCondition, textOfRaw, type FilterScope } from './properties';
 import { insightRange } from './range';
-import type { InsightContext, PropertyGroup, ResolvedRange, Series } from './types';
+import type { InsightContext, ResolvedRange, Series } from './types';
 
 export type CorrelationType = 'events' | 'properties' | 'event_with_properties';
 export const CORRELATION_TYPES: readonly CorrelationType[] = ['events', 'properties', 'event_with_properties'];
 
-export type FunnelWindowUnit = 'second' | 'minute' | 'hour' | 'day' | 'week' | 'month';
-export const FUNNEL_WINDOW_UNITS: readonly FunnelWindowUnit[] = ['second', 'minute', 'hour', 'day', 'week', 'month'];
-
-/** An event that disqualifies a funnel attempt when it happens between steps `fromStep` and `toStep` (0-based). */
-export interface FunnelExclusion {
-  series: Series;
-  fromStep: number;
-  toStep: number;
-}
-
-export interface CorrelationInput {
-  /** The funnel steps in order (an event name, null = any event, and the step's own filters). */
-  steps: readonly Series[];
-  exclusions: readonly FunnelExclusion[];
-  /** How long after entering the funnel a person has to reach the last step. */
-  window: { amount: number; unit: FunnelWindowUnit };
-  /** The trend date grammar, unresolved (see TrendsInput). */
-  dateFrom: string | null;
-  dateTo: string | null;
-  /** Filters every step and exclusion event must match too. */
-  properties: PropertyGroup | null;
+export interface CorrelationInput extends FunnelCore {
   correlationType: CorrelationType;
   /** `properties`: the person properties to correlate; `$all` = every key. */
   propertyNames: readonly string[];
@@ -62,9 +42,6 @@ export interface CorrelationResult {
   skewed: boolean;
 }
 
-const DEFAULT_WINDOW_DAYS = 14;
-/** At most about ten years, so that a deadline never leaves DateTime64's range. */
-const MAX_WINDOW: Record<FunnelWindowUnit, number> = { second: 315_360_000, minute: 5_256_000, hour: 87_600, day: 3_650, week: 521, month: 120 };
 const ALL_PROPERTIES = '$all';
 const ORDER_TYPES = ['ordered'];
 
@@ -78,20 +55,22 @@ const ORDER_TYPES = ['ordered'];
 export function parseCorrelationRequest(query: Record<string, unknown>, body: unknown): CorrelationInput {
   const fields: Fields = { ...query, ...bodyFields(body) };
   if (isAbsent(fields.query)) return parseCorrelationFields(fields);
-  const converted = funnelQueryFields(fields.query);
+  const converted = correlationQueryFields(fields.query);
   try {
-    return parseCorrelationFields({ ...correlationFields(fields), ...converted.fields });
+    return withNodeAttrs(converted, () => parseCorrelationFields({ ...correlationFields(fields), ...converted.fields }));
   } catch (error) {
-    if (!(error instanceof ApiError) || error.attr === null) throw error;
-    throw new ApiError(error.status, error.type, error.code, error.detail, queryAttr(error.attr, converted));
+    if (!(error instanceof ApiError) || error.attr === null || !converted.correlationInNode) throw error;
+    const [head = '', ...rest] = error.attr.split('__');
+    const name = CORRELATION_FIELDS[head];
+    if (name === undefined) throw error;
+    throw new ApiError(error.status, error.type, error.code, error.detail, ['query', name, ...rest].join('__'));
   }
 }
 
 /** The legacy fields of one request, however they arrived. */
 function parseCorrelationFields(fields: Fields): CorrelationInput {
   if (list(fields.actions, 'actions').length > 0) throw ApiError.validation('Plover has no actions: funnel steps must be events.', 'actions');
-  const steps = parseEntities(fields.events, 'events');
-  if (steps.length === 1) throw ApiError.validation('A funnel needs at least 2 steps.', 'events', 'min_length');
+  const core = parseFunnelCore(fields, true);
   const orderType = optionalString(fields.funnel_order_type, 'funnel_order_type');
   if (orderType !== null && !ORDER_TYPES.includes(orderType)) {
     throw ApiError.validation(`"${orderType}" is not supported: only ordered funnels are.`, 'funnel_order_type', 'invalid_choice');
@@ -102,12 +81,7 @@ function parseCorrelationFields(fields: Fields): CorrelationInput {
 
   const correlationType = choice(fields.funnel_correlation_type, CORRELATION_TYPES, 'funnel_correlation_type') ?? 'events';
   const input: CorrelationInput = {
-    steps,
-    exclusions: parseExclusions(fields.exclusions, steps),
-    window: parseWindow(fields),
-    dateFrom: optionalString(fields.date_from, 'date_from'),
-    dateTo: optionalString(fields.date_to, 'date_to'),
-    properties: parsePropertyFilters(fields.properties, 'properties'),
+    ...core,
     correlationType,
     propertyNames: stringList(fields.funnel_correlation_names, 'funnel_correlation_names'),
     excludePropertyNames: stringList(fields.funnel_correlation_exclude_names, 'funnel_correlation_exclude_names'),
@@ -137,26 +111,7 @@ const CORRELATION_FIELDS: Record<string, string> = {
   funnel_correlation_event_exclude_property_names: 'funnelCorrelationEventExcludePropertyNames',
 };
 
-/** Where a legacy field sits in a FunnelsQuery (relative to it). */
-const FUNNEL_FIELDS: Record<string, string> = {
-  events: 'series',
-  exclusions: 'funnelsFilter__exclusions',
-  date_from: 'dateRange__date_from',
-  date_to: 'dateRange__date_to',
-  properties: 'properties',
-  funnel_window_interval: 'funnelsFilter__funnelWindowInterval',
-  funnel_window_interval_unit: 'funnelsFilter__funnelWindowIntervalUnit',
-  funnel_order_type: 'funnelsFilter__funnelOrderType',
-  aggregation_group_type_index: 'aggregation_group_type_index',
-};
-
-/** Fields of a series or exclusion entity that a node names differently. */
-const ENTITY_FIELDS: Record<string, string> = { id: 'event', funnel_from_step: 'funnelFromStep', funnel_to_step: 'funnelToStep' };
-
-interface ConvertedQuery {
-  fields: Fields;
-  /** The FunnelsQuery's attr path. */
-  funnels: string;
+interface CorrelationQuery extends ConvertedQuery {
   /** Whether the correlation settings came from the node (a FunnelCorrelationQuery). */
   correlationInNode: boolean;
 }
@@ -169,110 +124,21 @@ function correlationFields(fields: Fields): Fields {
   );
 }
 
-/** A legacy error attr renamed to the node's path. */
-function queryAttr(attr: string, converted: ConvertedQuery): string {
-  const [head = '', ...rest] = attr.split('__');
-  const correlation = CORRELATION_FIELDS[head];
-  if (correlation !== undefined) return converted.correlationInNode ? ['query', correlation, ...rest].join('__') : attr;
-  const funnel = FUNNEL_FIELDS[head];
-  if (funnel === undefined) return attr;
-  const [index, field, ...more] = rest;
-  const entity = index === undefined ? [] : [index, ...(field === undefined ? [] : [ENTITY_FIELDS[field] ?? field]), ...more];
-  return [converted.funnels, funnel, ...entity].join('__');
-}
-
-function kindOf(node: Fields, kinds: readonly string[], attr: string): string {
-  if (typeof node.kind === 'string' && kinds.includes(node.kind)) return node.kind;
-  throw ApiError.validation(`${describe(node.kind)} is not a valid choice: expected ${kinds.join(' or ')}.`, `${attr}__kind`, 'invalid_choice');
-}
-
-/** An EventsNode (or an ActionsNode, which the legacy parser refuses as it refuses action entities) as a legacy entity. */
-function entityOf(raw: unknown, attr: string): Fields {
-  const node = object(raw, attr);
-  if (node === null) throw required(attr);
-  if (kindOf(node, ['EventsNode', 'ActionsNode'], attr) === 'ActionsNode') return { type: 'actions', id: node.id };
-  const { kind: _kind, event, funnelFromStep, funnelToStep, ...rest } = node;
-  return { ...rest, type: 'events', id: event, funnel_from_step: funnelFromStep, funnel_to_step: funnelToStep };
-}
-
-/** The legacy fields a funnel `query` node stands for. */
-function funnelQueryFields(raw: unknown): ConvertedQuery {
+/** The legacy fields a FunnelsQuery, or a FunnelCorrelationQuery around one, stands for. */
+function correlationQueryFields(raw: unknown): CorrelationQuery {
   const node = object(raw, 'query');
   if (node === null) throw required('query');
-  const wrapped = kindOf(node, ['FunnelsQuery', 'FunnelCorrelationQuery'], 'query') === 'FunnelCorrelationQuery';
-  let funnelsAttr = 'query';
-  let funnels = node;
-  const fields: Fields = {};
-  if (wrapped) {
-    const actors = object(node.source, 'query__source');
-    if (actors === null) throw required('query__source');
-    kindOf(actors, ['FunnelsActorsQuery'], 'query__source');
-    funnelsAttr = 'query__source__source';
-    funnels = object(actors.source, funnelsAttr) ?? {};
-    kindOf(funnels, ['FunnelsQuery'], funnelsAttr);
-    for (const [legacy, name] of Object.entries(CORRELATION_FIELDS)) fields[legacy] = node[name];
+  if (kindOf(node, ['FunnelsQuery', 'FunnelCorrelationQuery'], 'query') === 'FunnelsQuery') {
+    return { fields: funnelsQueryFields(node, 'query'), funnels: 'query', correlationInNode: false };
   }
-  const dateRange = object(funnels.dateRange, `${funnelsAttr}__dateRange`) ?? {};
-  const filter = object(funnels.funnelsFilter, `${funnelsAttr}__funnelsFilter`) ?? {};
-  Object.assign(fields, {
-    events: list(funnels.series, `${funnelsAttr}__series`).map((item, index) => entityOf(item, `${funnelsAttr}__series__${index}`)),
-    exclusions: list(filter.exclusions, `${funnelsAttr}__funnelsFilter__exclusions`).map((item, index) =>
-      entityOf(item, `${funnelsAttr}__funnelsFilter__exclusions__${index}`),
-    ),
-    date_from: dateRange.date_from,
-    date_to: dateRange.date_to,
-    properties: funnels.properties,
-    funnel_window_interval: filter.funnelWindowInterval,
-    funnel_window_interval_unit: filter.funnelWindowIntervalUnit,
-    funnel_order_type: filter.funnelOrderType,
-    aggregation_group_type_index: funnels.aggregation_group_type_index,
-  });
-  return { fields, funnels: funnelsAttr, correlationInNode: wrapped };
-}
-
-/** `funnel_window_interval` + `funnel_window_interval_unit` (default day), else `funnel_window_days` (default 14). */
-function parseWindow(fields: Fields): CorrelationInput['window'] {
-  if (!isAbsent(fields.funnel_window_interval)) {
-    const unit = choice(fields.funnel_window_interval_unit, FUNNEL_WINDOW_UNITS, 'funnel_window_interval_unit') ?? 'day';
-    return { amount: windowAmount(fields.funnel_window_interval, unit, 'funnel_window_interval'), unit };
-  }
-  if (!isAbsent(fields.funnel_window_days)) return { amount: windowAmount(fields.funnel_window_days, 'day', 'funnel_window_days'), unit: 'day' };
-  return { amount: DEFAULT_WINDOW_DAYS, unit: 'day' };
-}
-
-function windowAmount(raw: unknown, unit: FunnelWindowUnit, attr: string): number {
-  const amount = requiredInteger(raw, attr);
-  if (amount < 1 || amount > MAX_WINDOW[unit]) throw ApiError.validation(`Must be between 1 and ${MAX_WINDOW[unit]} ${unit}s.`, attr);
-  return amount;
-}
-
-/** Legacy exclusion entities: an event (with filters) and the steps it must not happen between (default: all). */
-function parseExclusions(raw: unknown, steps: readonly Series[]): FunnelExclusion[] {
-  const items = list(raw, 'exclusions').map((item, index) => {
-    const entity = decode(item, `exclusions__${index}`);
-    if (!isObject(entity)) throw ApiError.validation('Must be an object.', `exclusions__${index}`);
-    return entity;
-  });
-  // Without `order`, parseEntities keeps request order, so its series line up with the items.
-  const series = parseEntities(
-    items.map(({ order: _order, ...entity }) => entity),
-    'exclusions',
-  );
-  const stepNames = new Set(steps.map((step) => step.event));
-  return items.map((item, index) => {
-    const attr = `exclusions__${index}`;
-    const exclusion = series[index]!;
-    if (exclusion.event === null) throw ApiError.validation('An exclusion must name an event.', `${attr}__id`, 'required');
-    if (stepNames.has(exclusion.event)) {
-      throw ApiError.validation("Exclusion steps cannot contain an event that's part of funnel steps.", `${attr}__id`);
-    }
-    const last = Math.max(steps.length - 1, 1);
-    const fromStep = isAbsent(item.funnel_from_step) ? 0 : requiredInteger(item.funnel_from_step, `${attr}__funnel_from_step`);
-    const toStep = isAbsent(item.funnel_to_step) ? last : requiredInteger(item.funnel_to_step, `${attr}__funnel_to_step`);
-    if (fromStep < 0 || fromStep >= last) throw ApiError.validation(`Must be between 0 and ${last - 1}.`, `${attr}__funnel_from_step`);
-    if (toStep <= fromStep || toStep > last) throw ApiError.validation(`Must be between ${fromStep + 1} and ${last}.`, `${attr}__funnel_to_step`);
-    return { series: exclusion, fromStep, toStep };
-  });
+  const actors = object(node.source, 'query__source');
+  if (actors === null) throw required('query__source');
+  kindOf(actors, ['FunnelsActorsQuery'], 'query__source');
+  const funnelsAttr = 'query__source__source';
+  const funnels = object(actors.source, funnelsAttr) ?? {};
+  const fields = funnelsQueryFields(funnels, funnelsAttr);
+  for (const [legacy, name] of Object.entries(CORRELATION_FIELDS)) fields[legacy] = node[name];
+  return { fields, funnels: funnelsAttr, correlationInNode: true };
 }
 
 function stringList(raw: unknown, attr: string): string[] {
@@ -280,12 +146,6 @@ function stringList(raw: unknown, attr: string): string[] {
     if (typeof item !== 'string') throw ApiError.validation('Must be a string.', `${attr}__${index}`);
     return item;
   });
-}
-
-function requiredInteger(raw: unknown, attr: string): number {
-  const value = integer(raw, attr);
-  if (value === null) throw required(attr);
-  return value;
 }
 
 // ---------------------------------------------------------------------------------------------------------

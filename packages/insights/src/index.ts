@@ -9,3 +9,5 @@ export { insightRange } from './range';
 export * from './correlation';
 export * from './filters';
 export * from './cache';
+export * from './funnel-input';
+export * from './funnels';

@@ -11,6 +11,7 @@ import { runTrends } from '../src/trends';
 import type { InsightContext, PropertyFilter, Series, TrendSeriesResult, TrendsInput } from '../src/types';
 import { COHORT_ID, legacyRequestArb, trendsInputArb, trendsQuery, worldArb, type World } from './support/generate';
 import { openIngestion, type Dataset, type Ingestion } from './support/ingest';
+import { ingestWorld, type Project } from './support/project';
 import { referenceTrends, type ComparedSeries, type PlainEvent, type ReferenceContext } from './support/reference';
 import { insightInput, seriesOf } from './support/inputs';
 
@@ -149,27 +150,6 @@ function compared(actual: readonly TrendSeriesResult[], expected: readonly Compa
     );
     return Object.fromEntries(fields.map(([key, value]) => [key, align(value, expected[i]?.[key as keyof ComparedSeries])])) as ComparedSeries;
   });
-}
-
-interface Project {
-  events: PlainEvent[];
-  ctx: InsightContext;
-  reference: ReferenceContext;
-}
-
-async function ingestWorld(ingestion: Ingestion, world: World): Promise<Project> {
-  const { projectId, events } = await ingestion.ingest(world.dataset);
-  const persons = [...new Set(events.map((event) => event.person))].sort();
-  const cohorts = new Map([[COHORT_ID, persons.filter((_, i) => world.cohortPicks.some((pick) => pick % persons.length === i))]]);
-  const cohortMembers = (id: number) => {
-    const members = cohorts.get(id);
-    return members ? Promise.resolve(members) : Promise.reject(ApiError.validation(`no cohort ${id}`, 'properties'));
-  };
-  return {
-    events,
-    ctx: { projectId, timezone: world.timezone, now: world.now, cohortMembers },
-    reference: { timezone: world.timezone, now: world.now, cohorts },
-  };
 }
 
 /** The engine's answer equals the reference's, or both refuse the input (400 naming the same field). */

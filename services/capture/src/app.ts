@@ -2,23 +2,22 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ProjectTokenCache } from '@plover/accounts';
 import type { EventBus, OutgoingMessage } from '@plover/bus';
 import type { CaptureConfig } from '@plover/config';
-import { CAPTURE_TOPICS, REPLAY_TOPIC } from '@plover/contracts';
+import { batchBodySchema, CAPTURE_TOPICS, eventArraySchema, rawEventSchema, REPLAY_TOPIC } from '@plover/contracts';
 import { ApiError, TokenBuckets, withTimeout, type Logger } from '@plover/core';
-import { isoTimestamp } from '@plover/core/utc-text';
 import {
   createServiceApp,
   decompressionBudget,
   queryString,
   readBody,
   requestAddress,
-  routePath,
-  sendError,
-  setPermissiveCorsHeaders,
+  sdkRouters,
+  sdkSchemaRouter,
   type DecompressionBudget,
   type Admission,
   type DecompressionLease,
-  type FastRoute,
   type MetricsRegistry,
+  type SdkRoute,
+  type SdkRouters,
   type ServiceApp,
   type WorkersView,
 } from '@plover/http';
@@ -26,7 +25,7 @@ import type { Sql } from '@plover/postgres';
 import { decodePayload } from './decode';
 import { captureError } from './errors';
 import { captureMetrics } from './metrics';
-import { toBusMessage, type RequestContext } from './normalize';
+import { prepareContext, toBusMessage } from './normalize';
 import { replayCapture } from './replay';
 import { parseCaptureRequest, requestToken } from './request';
 import { sentAtFromQuery } from './timestamp';
@@ -97,19 +96,26 @@ interface Route {
   replay?: boolean;
 }
 
+/** One group of ingest paths of capture's table, served alike. */
+interface IngestPaths extends Route {
+  paths: [string, ...string[]];
+  summary: string;
+}
+
 /**
- * The ingest routes by path, without the trailing slash and lowercased: the SDKs call `/e` and `/e/` alike, and
- * Express's default (non-strict, case-insensitive) routing, which these paths had before, accepts both.
+ * The ingest paths, in the SDKs' spelling: they are served with or without the trailing slash, in any case
+ * (Express's default routing, which these paths had before).
  */
-const ROUTES = new Map<string, Route>([
-  ['/i/v0/e', { legacy: false }],
-  ['/batch', { legacy: false }],
-  ['/e', { legacy: true }],
-  ['/capture', { legacy: true }],
-  ['/track', { legacy: true }],
-  ['/engage', { legacy: true, engage: true }],
-  ['/s', { legacy: false, replay: true }],
-]);
+const INGEST: IngestPaths[] = [
+  { paths: ['/i/v0/e/', '/batch/'], legacy: false, summary: 'Events: one, an array, or a `{batch}` (`historical_migration` for imports).' },
+  { paths: ['/e/', '/capture/', '/track/'], legacy: true, summary: 'Events, on the legacy paths (a second base64 layer allowed).' },
+  { paths: ['/engage/'], legacy: true, engage: true, summary: 'Person updates (`$set`, `$set_once`) as `$identify`-less events, legacy encoding.' },
+  { paths: ['/s/'], legacy: false, replay: true, summary: 'Session recording `$snapshot` events.' },
+];
+
+const CAPTURE_QUERY = { data: { type: 'string' }, compression: { type: 'string' }, sent_at: { type: 'string' }, _: { type: 'string' } };
+const CAPTURE_BODY = { oneOf: [rawEventSchema, eventArraySchema, batchBodySchema] };
+const OK = { status: 200, type: 'application/json', schema: { type: 'object', required: ['status'], properties: { status: { const: 1 } } } };
 
 /** Exactly this, with status 200: posthog-js retries anything but 200, posthog-python accepts only 200. */
 const OK_BODY = Buffer.from(JSON.stringify({ status: 1 }));
@@ -119,7 +125,7 @@ const OK_BODY = Buffer.from(JSON.stringify({ status: 1 }));
  * call; the answer is 200 only once the bus has every event durably (docs/capture.md#status-codes). Nothing of
  * a rejected request reaches the bus.
  */
-export function captureRoutes(deps: CaptureDeps): FastRoute {
+export function captureRoutes(deps: CaptureDeps): SdkRouters & { table: SdkRoute[] } {
   const settings: CaptureSettings = { ...DEFAULT_CAPTURE_SETTINGS, ...deps.settings };
   const { rate } = deps.limits ?? captureLimits(settings);
   const metrics = captureMetrics(deps.metrics);
@@ -155,19 +161,16 @@ export function captureRoutes(deps: CaptureDeps): FastRoute {
 
     const ip = clientIp(req, deps.trustProxy);
     const sentAt = request.sentAt ?? sentAtFromQuery(query.get('sent_at') ?? query.get('_'));
-    const context: RequestContext = {
+    const context = prepareContext({
       projectId: project.id,
       ip,
-      ipJson: JSON.stringify(ip),
       now,
-      nowIso: isoTimestamp(now),
       sentAt,
-      sentAtJson: sentAt === undefined ? 'null' : `"${isoTimestamp(sentAt)}"`,
       invalidSentAt: request.invalidSentAt,
       historical: request.historical,
       engage: route.engage === true,
       maxMessageBytes: settings.limits.eventBytes,
-    };
+    });
     const messages = request.events.map(({ event, attrPrefix }) => toBusMessage(event, attrPrefix, context));
     await produce(request.historical ? settings.topics.historical : settings.topics.events, messages);
     metrics.events.inc({ topic: request.historical ? 'historical' : 'events' }, messages.length);
@@ -214,28 +217,27 @@ export function captureRoutes(deps: CaptureDeps): FastRoute {
     produce,
   });
 
-  return (req, res) => {
-    const route = ROUTES.get(routePath(req.url));
-    if (!route) return false;
-    setPermissiveCorsHeaders(req, res);
-    switch (req.method) {
-      case 'GET':
-      case 'HEAD':
-      case 'POST':
-        capture(req, res, route).catch((error: unknown) => {
-          metrics.rejected.inc({ code: error instanceof ApiError ? error.code : 'error' });
-          sendError(req, res, error, logger);
-        });
-        return true;
-      case 'OPTIONS':
-        // PostHog answers a preflight with the success body.
-        sendOk(res);
-        return true;
-      default:
-        // Other methods fall through to the 404 (with the CORS headers, as the route's CORS layer gave them).
-        return false;
-    }
-  };
+  const table = INGEST.flatMap(({ paths: [path, ...aliases], summary, ...route }): SdkRoute[] => [
+    {
+      methods: ['get', 'head', 'post'],
+      path,
+      aliases,
+      summary,
+      query: CAPTURE_QUERY,
+      body: CAPTURE_BODY,
+      response: OK,
+      fast: (req, res) => capture(req, res, route),
+    },
+    // PostHog answers a preflight with the success body.
+    { methods: ['options'], path, aliases, summary: 'A preflight, answered with the success body.', response: OK, fast: (_req, res) => sendOk(res) },
+  ]);
+  // Other methods fall through to the 404 (with the CORS headers, as the route's CORS layer gave them).
+  const routers = sdkRouters(table, {
+    logger,
+    otherMethods: 'not_found',
+    onError: (error) => metrics.rejected.inc({ code: error instanceof ApiError ? error.code : 'error' }),
+  });
+  return { ...routers, table };
 }
 
 function sendOk(res: ServerResponse): void {
@@ -252,9 +254,11 @@ function clientIp(req: IncomingMessage, trustProxy: boolean): string | null {
 }
 
 export function createApp(deps: CaptureDeps): ServiceApp {
+  const routes = captureRoutes(deps);
   return createServiceApp({
     ...deps,
     checks: { postgres: () => deps.sql.ping(), bus: () => deps.bus.ping() },
-    fast: [captureRoutes(deps)],
+    fast: [routes.fast],
+    mount: (app) => app.use(routes.router, sdkSchemaRouter(routes.table)),
   });
 }

@@ -4,7 +4,7 @@
  * ingestion reads clean events. The rules: docs/capture.md#normalization.
  */
 import type { OutgoingMessage } from '@plover/bus';
-import { capturedEventKey, distinctIdOf, exceedsJsonDepth, firstChars, wellFormedJson, type CapturedEventWarning, type RawEvent } from '@plover/contracts';
+import { capturedEventKey, distinctIdOf, exceedsJsonDepth, firstChars, CapturedEventWriter, type CapturedEventWarning, type RawEvent } from '@plover/contracts';
 import { uuidv7 } from '@plover/core';
 import { isoTimestamp } from '@plover/core/utc-text';
 import { captureError } from './errors';
@@ -14,14 +14,10 @@ import { eventTimestamp, type EventTime } from './timestamp';
 export interface RequestContext {
   projectId: number;
   ip: string | null;
-  ipJson: string;
   /** Receive time, epoch ms. */
   now: number;
-  nowIso: string;
   /** When the client sent the request (epoch ms), if it said so. */
   sentAt: number | undefined;
-  /** The same as JSON (`"…"` or `null`), written into every message of the request. */
-  sentAtJson: string;
   /** The batch's `sent_at` as sent, when it was not a time and so was ignored: each event warns of it. */
   invalidSentAt?: string | undefined;
   historical: boolean;
@@ -31,7 +27,20 @@ export interface RequestContext {
   maxMessageBytes: number;
 }
 
-export function toBusMessage(raw: RawEvent, attrPrefix: string, context: RequestContext): OutgoingMessage {
+/** A request's context with what its events share computed once: the receive time as text, the message writer. */
+export interface PreparedContext extends RequestContext {
+  nowIso: string;
+  writer: CapturedEventWriter;
+}
+
+export function prepareContext(context: RequestContext): PreparedContext {
+  const nowIso = isoTimestamp(context.now);
+  const sent_at = context.sentAt === undefined ? null : isoTimestamp(context.sentAt);
+  const writer = new CapturedEventWriter({ team_id: context.projectId, ip: context.ip, now: nowIso, sent_at, historical: context.historical });
+  return { ...context, nowIso, writer };
+}
+
+export function toBusMessage(raw: RawEvent, attrPrefix: string, context: PreparedContext): OutgoingMessage {
   const name = eventName(raw, attrPrefix, context.engage);
   const properties = raw.properties ?? {};
   const rawDistinctId = raw.distinct_id ?? raw.$distinct_id ?? properties.distinct_id;
@@ -54,15 +63,7 @@ export function toBusMessage(raw: RawEvent, attrPrefix: string, context: Request
   const timestamp = isoTimestamp(time.ms);
   const warnings =
     time.ignored || invalidSentAt !== undefined ? timestampWarnings(raw, time, { uuid, name, sentAt, invalidSentAt }, context.nowIso) : undefined;
-  const distinctIdJson = JSON.stringify(distinctId);
-  // The message (CapturedEventMessage, with the CapturedEvent nested in `data`) is written by hand: only the
-  // strings that need escaping and the properties go through JSON.stringify.
-  const value = Buffer.from(
-    `{"uuid":"${uuid}","team_id":${context.projectId},"distinct_id":${distinctIdJson},"ip":${context.ipJson},"now":"${context.nowIso}",` +
-      `"sent_at":${context.sentAtJson},"data":{"uuid":"${uuid}","event":${JSON.stringify(name)},"distinct_id":${distinctIdJson},` +
-      `"properties":${wellFormedJson(JSON.stringify(properties))},"timestamp":"${timestamp}"},"historical":${context.historical}` +
-      `${warnings ? `,"warnings":${wellFormedJson(JSON.stringify(warnings))}` : ''}}`,
-  );
+  const value = context.writer.write({ uuid, event: name, distinct_id: distinctId, properties, timestamp }, warnings);
   if (value.length > context.maxMessageBytes) {
     const attr = attrPrefix === '' ? null : attrPrefix.slice(0, -2);
     const which = attr === null ? 'The event' : `Event ${attr}`;

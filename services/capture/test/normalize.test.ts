@@ -1,26 +1,22 @@
 import { MAX_JSON_DEPTH, parseCapturedEventMessage, type CapturedEvent, type CapturedEventMessage, type RawEvent } from '@plover/contracts';
 import { ApiError } from '@plover/core';
 import { distinctIdOf } from '@plover/contracts';
-import { toBusMessage, type RequestContext } from '../src/normalize';
+import { prepareContext, toBusMessage, type RequestContext } from '../src/normalize';
 
 const NOW = Date.parse('2025-06-01T12:00:00.000Z');
-const context: RequestContext = {
+const fields: RequestContext = {
   projectId: 7,
   ip: '203.0.113.9',
-  ipJson: '"203.0.113.9"',
   now: NOW,
-  nowIso: new Date(NOW).toISOString(),
   sentAt: undefined,
-  sentAtJson: 'null',
   historical: false,
   engage: false,
   maxMessageBytes: 1_000_000,
 };
+const context = prepareContext(fields);
 
 function normalize(raw: RawEvent, overrides: Partial<RequestContext> = {}): { key: string; message: CapturedEventMessage; event: CapturedEvent } {
-  const merged = { ...context, ...overrides };
-  if (overrides.ip !== undefined) merged.ipJson = JSON.stringify(overrides.ip);
-  const { key, value } = toBusMessage(raw, '', merged);
+  const { key, value } = toBusMessage(raw, '', prepareContext({ ...fields, ...overrides }));
   const message = JSON.parse(value.toString()) as CapturedEventMessage & { data: CapturedEvent };
   // The contract's own reader accepts it and reads the same event.
   expect(parseCapturedEventMessage(value)).toEqual({ ok: true, value: { message, event: message.data } });
@@ -145,7 +141,11 @@ describe('normalization', () => {
 
   it('refuses an event whose message would pass the size limit, naming it', () => {
     try {
-      toBusMessage({ event: 'e', distinct_id: 'd', properties: { blob: 'x'.repeat(2000) } }, 'batch__4__', { ...context, maxMessageBytes: 1000 });
+      toBusMessage(
+        { event: 'e', distinct_id: 'd', properties: { blob: 'x'.repeat(2000) } },
+        'batch__4__',
+        prepareContext({ ...fields, maxMessageBytes: 1000 }),
+      );
       throw new Error('accepted');
     } catch (error) {
       expect(error).toMatchObject({ status: 413, code: 'payload_too_large', attr: 'batch__4' });
@@ -153,7 +153,8 @@ describe('normalization', () => {
   });
 
   it('counts the limit in UTF-8 bytes, not characters', () => {
-    const sized = (text: string) => () => toBusMessage({ event: 'e', distinct_id: 'd', properties: { text } }, '', { ...context, maxMessageBytes: 1000 });
+    const sized = (text: string) => () =>
+      toBusMessage({ event: 'e', distinct_id: 'd', properties: { text } }, '', prepareContext({ ...fields, maxMessageBytes: 1000 }));
     const envelope = Buffer.byteLength(JSON.stringify(normalize({ event: 'e', distinct_id: 'd', properties: { text: '' } }).message));
     // Fewer characters than the limit, more bytes: refused; as many ASCII characters: accepted.
     const characters = 1000 - envelope - 10;
@@ -162,11 +163,11 @@ describe('normalization', () => {
   });
 
   it('nests the event in data as a JSON object, with every field of the envelope', () => {
-    const { value } = toBusMessage({ event: 'e', distinct_id: 'd', uuid: '0190b0f2-0e5f-7a2c-9d4e-6f1a2b3c4d5e', timestamp: '2025-06-01T11:00:00Z' }, '', {
-      ...context,
-      sentAt: NOW - 60_000,
-      sentAtJson: `"${new Date(NOW - 60_000).toISOString()}"`,
-    });
+    const { value } = toBusMessage(
+      { event: 'e', distinct_id: 'd', uuid: '0190b0f2-0e5f-7a2c-9d4e-6f1a2b3c4d5e', timestamp: '2025-06-01T11:00:00Z' },
+      '',
+      prepareContext({ ...fields, sentAt: NOW - 60_000 }),
+    );
     expect(JSON.parse(value.toString())).toEqual({
       uuid: '0190b0f2-0e5f-7a2c-9d4e-6f1a2b3c4d5e',
       team_id: 7,
@@ -253,10 +254,7 @@ describe('timestamp warnings for ingestion', () => {
 
   it('warns of a time more than 23 h ahead replaced by the receive time, as PostHog does', () => {
     const sentAt = NOW - 60_000;
-    const { message, event } = normalize(
-      { event: 'signed up', distinct_id: 'd', uuid: UUID, timestamp: '2025-06-03T00:00:00.000Z' },
-      { sentAt, sentAtJson: `"${new Date(sentAt).toISOString()}"` },
-    );
+    const { message, event } = normalize({ event: 'signed up', distinct_id: 'd', uuid: UUID, timestamp: '2025-06-03T00:00:00.000Z' }, { sentAt });
     expect(event.timestamp).toBe(context.nowIso);
     expect(message.warnings).toEqual([
       {

@@ -1,21 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Router, type Request, type Response } from 'express';
-import type { ProjectByToken, ProjectTokenCache } from '@plover/accounts';
+import type { Request, Response } from 'express';
+import { PersonalKeyAuth, type AuthFailureThrottle, type ProjectByToken, type ProjectTokenCache } from '@plover/accounts';
 import type { DecideConfig } from '@plover/config';
 import { ApiError, type Logger } from '@plover/core';
 import type { FlagEvaluation, Properties } from '@plover/flags';
 import {
   createServiceApp,
-  permissiveCors,
   queryString,
   readBody,
-  routePath,
-  sendError,
+  sdkRouters,
+  sdkSchemaRouter,
   sendJson,
-  setPermissiveCorsHeaders,
-  type FastRoute,
   type MetricsRegistry,
+  type SdkRoute,
+  type SdkRouters,
   type ServiceApp,
   type WorkersView,
 } from '@plover/http';
@@ -27,7 +26,7 @@ import { clientIp, loadGeoIp, type GeoIpLookup } from './geoip';
 import { decideLimits, type DecideLimits } from './limits';
 import { decideMetrics } from './metrics';
 import { authorizeDefinitionsRead } from './personal-key';
-import { decideErrors, parseFlagsRequest } from './request';
+import { decideErrors, flagsBodySchema, parseFlagsRequest } from './request';
 import { publicEarlyAccessFeatures, publicSurveys } from './store';
 import { capturePerformanceConfig, sessionRecordingConfig } from './session-recording';
 import { staticScripts } from './static-scripts';
@@ -62,6 +61,8 @@ export interface DecideDeps {
   limits?: DecideLimits;
   /** In a cluster worker: the primary's view of the workers (`/_health`, `/_ready`). */
   workers?: WorkersView | undefined;
+  /** Failed personal-key authentications (local evaluation) before 429; embedded mode shares the management API's. */
+  authThrottle?: AuthFailureThrottle;
 }
 
 const BODY_LIMIT = 20 * 1024 * 1024;
@@ -86,11 +87,12 @@ const BODY_ERRORS = { tooLarge, decoding: malformed };
 /** What an answer without definitions (quota limited, or none could be loaded) is written from. */
 const NO_DEFINITIONS = renderDefinitions({ flags: [], hasActiveSurveys: false, replaySettings: undefined });
 
-export interface DecideRoutes {
-  /** `/decide` and `/flags`, what the SDKs call on every page load, served ahead of Express. */
-  fast: FastRoute;
-  /** Local evaluation, remote config, public early access features and surveys, posthog-js's scripts. */
-  router: Router;
+/**
+ * Decide's route table: `/decide` and `/flags`, what the SDKs call on every page load, served ahead of Express;
+ * local evaluation, remote config, public early access features and surveys, posthog-js's scripts by Express.
+ */
+export interface DecideRoutes extends SdkRouters {
+  table: SdkRoute[];
 }
 
 /** What an answer to one `/decide` or `/flags` request is written with. */
@@ -108,6 +110,7 @@ export function decideRoutes(deps: DecideDeps): DecideRoutes {
   const { rate, quota } = deps.limits ?? decideLimits(settings);
   const metrics = decideMetrics(deps.metrics);
   const lookupTimeoutMs = settings.lookupTimeoutMs ?? 200;
+  const personalKeys = new PersonalKeyAuth(deps.sql, deps.authThrottle);
 
   async function project(token: string | undefined): Promise<ProjectByToken> {
     if (!token) throw decideErrors.noToken();
@@ -195,7 +198,7 @@ export function decideRoutes(deps: DecideDeps): DecideRoutes {
     if (token) projectId = (await project(token)).id;
     else if (/^\d{1,10}$/.test(projectIdText) && Number(projectIdText) <= MAX_PROJECT_ID) projectId = Number(projectIdText);
     else throw ApiError.validation('Provide the project API key as ?token=.', 'token', 'required');
-    await authorizeDefinitionsRead(deps.sql, req.headers.authorization, projectId);
+    await authorizeDefinitionsRead(deps.sql, personalKeys, { authorization: req.headers.authorization, address: req.ip ?? 'unknown' }, projectId);
     const definitions = await cache.get(projectId).catch((error: unknown) => {
       deps.logger.warn({ err: error, projectId }, 'flag definitions could not be loaded');
       throw ApiError.unavailable('Flag definitions are unavailable; try again.');
@@ -230,80 +233,119 @@ export function decideRoutes(deps: DecideDeps): DecideRoutes {
     };
   }
 
-  /** `/decide`: OPTIONS gets the success body (PostHog); GET, POST and HEAD are evaluated. */
-  function decide(req: IncomingMessage, res: ServerResponse): Promise<void> | void {
-    if (req.method === 'OPTIONS') return sendJson(res, 200, { status: 1 });
-    if (req.method !== 'GET' && req.method !== 'POST' && req.method !== 'HEAD') throw methodNotAllowed(req.method);
+  /** `/decide` (GET, POST and HEAD) and `/flags` (GET and POST): evaluated. */
+  const evaluated = (endpoint: 'decide' | 'flags') => (req: IncomingMessage, res: ServerResponse) => {
     const query = searchParams(req);
-    return answer(req, res, query, decideShaping(query.get('v')), 'decide');
-  }
-
-  /** `/flags` (Rust): OPTIONS 204 with `Allow`, HEAD an empty 200, GET and POST evaluated. */
-  function flags(req: IncomingMessage, res: ServerResponse): Promise<void> | void {
-    if (req.method === 'OPTIONS') {
-      res.writeHead(204, { Allow: 'GET, POST, OPTIONS, HEAD' });
-      res.end();
-      return;
-    }
-    if (req.method === 'HEAD') {
-      res.writeHead(200);
-      res.end();
-      return;
-    }
-    if (req.method !== 'GET' && req.method !== 'POST') throw methodNotAllowed(req.method);
-    const query = searchParams(req);
-    return answer(req, res, query, flagsShaping(query.get('v'), query.get('config')), 'flags');
-  }
-
-  const fastPaths = new Map([
-    ['/decide', { handle: decide, requests: metrics.requests.labels('decide') }],
-    ['/flags', { handle: flags, requests: metrics.requests.labels('flags') }],
-  ]);
-  const fast: FastRoute = (req, res) => {
-    const route = fastPaths.get(routePath(req.url));
-    if (route === undefined) return false;
-    route.requests.inc();
-    setPermissiveCorsHeaders(req, res);
-    try {
-      route.handle(req, res)?.catch((error: unknown) => sendError(req, res, error, deps.logger));
-    } catch (error) {
-      sendError(req, res, error, deps.logger);
-    }
-    return true;
+    const shaping = endpoint === 'decide' ? decideShaping(query.get('v')) : flagsShaping(query.get('v'), query.get('config'));
+    return answer(req, res, query, shaping, endpoint);
   };
+  const flagsQuery = { token: TEXT, api_key: TEXT, data: TEXT, compression: TEXT, v: TEXT };
 
-  const router = Router();
-  router.use(['/flags', '/array', '/api/feature_flag', '/api/early_access_features', '/api/surveys'], permissiveCors());
-  router.get(['/flags/definitions', '/flags/definitions/', '/api/feature_flag/local_evaluation', '/api/feature_flag/local_evaluation/'], localEvaluation);
-
-  router.get('/array/:token/config', async (req, res) => {
-    res.json((await remoteConfig(req)).config);
-  });
-  router.get('/array/:token/config.js', async (req, res) => {
-    const { token, config } = await remoteConfig(req);
-    const script =
-      '(function() {\n  window._POSTHOG_REMOTE_CONFIG = window._POSTHOG_REMOTE_CONFIG || {};\n' +
-      `  window._POSTHOG_REMOTE_CONFIG[${JSON.stringify(token)}] = {\n    config: ${JSON.stringify(config)},\n    siteApps: []\n  }\n})();`;
-    res.type('application/javascript').send(script);
-  });
-
-  router.get(['/api/early_access_features', '/api/early_access_features/'], async (req, res) => {
-    const { id } = await project(searchParams(req).get('token') ?? undefined);
-    res.json({ earlyAccessFeatures: await publicEarlyAccessFeatures(deps.sql, id) });
-  });
-  router.get(['/api/surveys', '/api/surveys/'], async (req, res) => {
-    const { id } = await project(searchParams(req).get('token') ?? undefined);
-    res.json({ surveys: await publicSurveys(deps.sql, id) });
+  /** A project's public list (by `?token=`), as `{[field]: [...]}`. */
+  const publicList = (path: string, field: string, summary: string, read: (sql: Sql, projectId: number) => Promise<unknown[]>): SdkRoute => ({
+    methods: ['get'],
+    path,
+    summary,
+    query: { token: TEXT },
+    response: { status: 200, type: 'application/json', schema: listOf(field) },
+    express: async (req, res) => {
+      const { id } = await project(searchParams(req).get('token') ?? undefined);
+      res.json({ [field]: await read(deps.sql, id) });
+    },
   });
 
-  router.use(staticScripts());
+  const table: SdkRoute[] = [
+    {
+      methods: ['get', 'post', 'head'],
+      path: '/decide/',
+      summary: "Flags and config for one person (the legacy endpoint; `v` picks the answer's shape).",
+      query: flagsQuery,
+      body: flagsBodySchema,
+      response: { status: 200, type: 'application/json', schema: OBJECT },
+      fast: evaluated('decide'),
+    },
+    {
+      methods: ['options'],
+      path: '/decide/',
+      summary: 'A preflight, answered with the success body as PostHog does.',
+      response: { status: 200, type: 'application/json', schema: OBJECT },
+      fast: (_req, res) => sendJson(res, 200, { status: 1 }),
+    },
+    {
+      methods: ['get', 'post'],
+      path: '/flags/',
+      summary: 'Flags (and with `config=true` the remote config) for one person.',
+      query: { ...flagsQuery, config: TEXT },
+      body: flagsBodySchema,
+      response: { status: 200, type: 'application/json', schema: OBJECT },
+      fast: evaluated('flags'),
+    },
+    {
+      methods: ['head'],
+      path: '/flags/',
+      summary: 'An empty 200.',
+      response: { status: 200, type: 'application/json' },
+      fast: (_req, res) => {
+        res.writeHead(200);
+        res.end();
+      },
+    },
+    {
+      methods: ['options'],
+      path: '/flags/',
+      summary: 'A preflight: 204 with `Allow`.',
+      response: { status: 204, type: 'application/json' },
+      fast: (_req, res) => {
+        res.writeHead(204, { Allow: 'GET, POST, OPTIONS, HEAD' });
+        res.end();
+      },
+    },
+    {
+      methods: ['get'],
+      path: '/api/feature_flag/local_evaluation/',
+      aliases: ['/flags/definitions/'],
+      summary: "A project's flag definitions for local evaluation (a personal API key with feature_flag:read, or the project's secret key); ETag/304.",
+      query: { token: TEXT, project_id: TEXT, send_cohorts: TEXT },
+      response: { status: 200, type: 'application/json', schema: OBJECT },
+      express: localEvaluation,
+    },
+    {
+      methods: ['get'],
+      path: '/array/:token/config',
+      summary: "The project's remote config as JSON.",
+      response: { status: 200, type: 'application/json', schema: OBJECT },
+      express: async (req, res) => {
+        res.json((await remoteConfig(req)).config);
+      },
+    },
+    {
+      methods: ['get'],
+      path: '/array/:token/config.js',
+      summary: 'The remote config as a script setting `window._POSTHOG_REMOTE_CONFIG`.',
+      response: { status: 200, type: 'application/javascript' },
+      express: async (req, res) => {
+        const { token, config } = await remoteConfig(req);
+        const script =
+          '(function() {\n  window._POSTHOG_REMOTE_CONFIG = window._POSTHOG_REMOTE_CONFIG || {};\n' +
+          `  window._POSTHOG_REMOTE_CONFIG[${JSON.stringify(token)}] = {\n    config: ${JSON.stringify(config)},\n    siteApps: []\n  }\n})();`;
+        res.type('application/javascript').send(script);
+      },
+    },
+    publicList('/api/early_access_features/', 'earlyAccessFeatures', "The project's public early access features.", publicEarlyAccessFeatures),
+    publicList('/api/surveys/', 'surveys', "The project's active surveys.", publicSurveys),
+    ...staticScripts(),
+  ];
 
-  return { fast, router };
+  const requests = new Map(['/decide/', '/flags/'].map((path) => [path, metrics.requests.labels(path.slice(1, -1))]));
+  return {
+    ...sdkRouters(table, { logger: deps.logger, otherMethods: 'method_not_allowed', onRequest: (path) => requests.get(path)?.inc() }),
+    table,
+  };
 }
 
-function methodNotAllowed(method: string | undefined): ApiError {
-  return new ApiError(405, 'validation_error', 'method_not_allowed', `Method "${method}" not allowed.`);
-}
+const TEXT = { type: 'string' };
+const OBJECT = { type: 'object' };
+const listOf = (field: string) => ({ type: 'object', required: [field], properties: { [field]: { type: 'array', items: OBJECT } } });
 
 export function createApp(deps: DecideDeps): ServiceApp {
   const routes = decideRoutes(deps);
@@ -311,6 +353,6 @@ export function createApp(deps: DecideDeps): ServiceApp {
     ...deps,
     checks: { postgres: () => deps.sql.ping() },
     fast: [routes.fast],
-    mount: (app) => app.use(routes.router),
+    mount: (app) => app.use(routes.router, sdkSchemaRouter(routes.table)),
   });
 }

@@ -49,7 +49,7 @@ const flag = { type: ['boolean', 'null'] };
  * The known fields must have their type, so that `groups: "acme"` or `person_properties: [1]` is a 400 naming
  * the field rather than a request quietly evaluated without them; unknown fields are ignored.
  */
-const validateFlagsBody = schemaValidator<FlagsBody>({
+export const flagsBodySchema = {
   type: 'object',
   properties: {
     token: text,
@@ -69,7 +69,8 @@ const validateFlagsBody = schemaValidator<FlagsBody>({
     geoip_disable: flag,
     disable_flags: flag,
   },
-});
+};
+const validateFlagsBody = schemaValidator<FlagsBody>(flagsBodySchema);
 
 function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value === '' ? undefined : value;

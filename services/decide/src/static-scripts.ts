@@ -8,9 +8,9 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Router, type Request, type Response } from 'express';
+import type { Request, Response } from 'express';
 import { ApiError } from '@plover/core';
-import { permissiveCors } from '@plover/http';
+import type { SdkRoute } from '@plover/http';
 
 interface Script {
   body: Buffer;
@@ -38,8 +38,8 @@ const SCRIPT_NAMES: ReadonlySet<string> = new Set(
 const CACHE_UNVERSIONED = 'public, max-age=3600';
 const CACHE_VERSIONED = 'public, max-age=31536000, immutable';
 
-/** `/static/<name>` and `/static/<version>/<name>`, with permissive CORS; read from disk once per file. */
-export function staticScripts(): Router {
+/** `/static/<name>` and `/static/<version>/<name>` (decide's route table); read from disk once per file. */
+export function staticScripts(): SdkRoute[] {
   const cache = new Map<string, Promise<Script>>();
 
   function load(name: string): Promise<Script> {
@@ -65,12 +65,24 @@ export function staticScripts(): Router {
     res.type('application/javascript; charset=utf-8').send(body);
   }
 
-  const router = Router();
-  router.use('/static', permissiveCors());
-  router.get('/static/:name', (req, res) => serve(req, res, String(req.params.name), CACHE_UNVERSIONED));
-  router.get('/static/:version/:name', async (req, res) => {
-    if (req.params.version !== VERSION) throw ApiError.notFound(`This server has posthog-js ${VERSION}, not ${JSON.stringify(req.params.version)}.`);
-    await serve(req, res, String(req.params.name), CACHE_VERSIONED);
-  });
-  return router;
+  const script = { status: 200, type: 'application/javascript' };
+  return [
+    {
+      methods: ['get'],
+      path: '/static/:name',
+      summary: "One of posthog-js's browser bundles, of the version Plover depends on (`array.js`, `recorder.js`, …).",
+      response: script,
+      express: (req, res) => serve(req, res, String(req.params.name), CACHE_UNVERSIONED),
+    },
+    {
+      methods: ['get'],
+      path: '/static/:version/:name',
+      summary: "One of posthog-js's browser bundles by version (`strict_script_versioning`); 404 for another version.",
+      response: script,
+      express: async (req, res) => {
+        if (req.params.version !== VERSION) throw ApiError.notFound(`This server has posthog-js ${VERSION}, not ${JSON.stringify(req.params.version)}.`);
+        await serve(req, res, String(req.params.name), CACHE_VERSIONED);
+      },
+    },
+  ];
 }

@@ -13,6 +13,7 @@ function holdingHistoricalInserts(inner: ClickHouse): { clickhouse: ClickHouse; 
   const clickhouse: ClickHouse = {
     command: (name, sql, params) => inner.command(name, sql, params),
     query: (name, sql, params) => inner.query(name, sql, params),
+    queryRows: (name, sql, params) => inner.queryRows(name, sql, params),
     async insert(table, rows) {
       if (table === 'events' && rows.some((row) => row.historical_migration === true)) await released;
       await inner.insert(table, rows);

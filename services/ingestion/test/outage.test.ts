@@ -45,6 +45,7 @@ function switchedClickHouse(inner: ClickHouse, power: Switch): ClickHouse {
   return {
     command: (name: string, sql: string, params?: ClickHouseParams) => (power.check(name), inner.command(name, sql, params)),
     query: <R>(name: string, sql: string, params?: ClickHouseParams) => (power.check(name), inner.query<R>(name, sql, params)),
+    queryRows: (name: string, sql: string, params?: ClickHouseParams) => (power.check(name), inner.queryRows(name, sql, params)),
     insert: (table, rows) => (power.check(`insert into ${table}`), inner.insert(table, rows)),
     ping: () => (power.check('ping'), inner.ping()),
     close: () => inner.close(),

@@ -1,8 +1,9 @@
 import { Router } from 'express';
 import helmet from 'helmet';
+import { PersonalKeyAuth } from '@plover/accounts';
 import { createServiceApp, type ServiceApp } from '@plover/http';
 import type { ManagementDeps } from './deps';
-import { AuthFailureThrottle, authenticate, resolveProject } from './http/auth';
+import { authenticate, resolveProject } from './http/auth';
 import { checkQuery, jsonBody } from './http/body';
 import { unstorableInput } from './http/errors';
 import { consoleRoutes } from './console';
@@ -20,7 +21,7 @@ import { PROJECT_MOUNTS, routeTable } from './routes';
 export function managementRoutes(deps: ManagementDeps): Router {
   const table = routeTable(deps);
   const api = Router();
-  api.use(checkFormat, authenticate(deps.sql, deps.authThrottle ?? new AuthFailureThrottle()), checkQuery, jsonBody);
+  api.use(checkFormat, authenticate(new PersonalKeyAuth(deps.sql, deps.authThrottle)), checkQuery, jsonBody);
   api.use(routerOf(table.api));
   const project = Router({ mergeParams: true });
   project.use(resolveProject(deps.sql), routerOf(table.project));

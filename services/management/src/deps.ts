@@ -1,9 +1,8 @@
-import type { ProjectTokenCache } from '@plover/accounts';
+import type { AuthFailureThrottle, ProjectTokenCache } from '@plover/accounts';
 import type { ClickHouse } from '@plover/clickhouse';
 import type { Logger } from '@plover/core';
 import type { MetricsRegistry } from '@plover/http';
 import type { Sql } from '@plover/postgres';
-import type { AuthFailureThrottle } from './http/auth';
 
 /** What the management service is built from: its stores, logger and metrics. */
 export interface ManagementDeps {
@@ -12,7 +11,7 @@ export interface ManagementDeps {
   sql: Sql;
   clickhouse: ClickHouse;
   trustProxy: boolean;
-  /** Failed authentications per client address before 429 (tests pass their own). */
+  /** Failed personal-key authentications before 429; embedded mode shares one with decide, tests pass their own. */
   authThrottle?: AuthFailureThrottle;
   /**
    * The project token cache of capture and decide when they share this process (embedded mode): a rotated-away

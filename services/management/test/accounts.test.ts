@@ -1,6 +1,5 @@
 import request from 'supertest';
-import { hashPersonalApiKey } from '@plover/accounts';
-import { AuthFailureThrottle, hasScope } from '../src/http/auth';
+import { AuthFailureThrottle, hashPersonalApiKey, hasScope } from '@plover/accounts';
 import { flatten, toCsv } from '../src/http/render';
 import { createLogger } from '@plover/core';
 import { createMetricsRegistry } from '@plover/http';

@@ -334,6 +334,8 @@ describe.each(backends)('saved insights on $name', (backend) => {
       ['post', `${s.base}/viewed`, 'insight:read'],
       ['get', `${s.base}/trend`, 'insight:read'],
       ['post', `${s.base}/trend`, 'insight:read'],
+      ['get', `${s.base}/funnel`, 'insight:read'],
+      ['post', `${s.base}/funnel`, 'insight:read'],
       ['get', `${s.base}/funnel/correlation`, 'insight:read'],
       ['post', `${s.base}/funnel/correlation`, 'insight:read'],
       ['post', s.base, 'insight:write'],
@@ -746,6 +748,48 @@ describe('insight computations with chDB', () => {
         .set(s.auth);
       expect(unknown.status).toBe(400);
       expect(unknown.body).toMatchObject({ type: 'validation_error', attr: 'properties' });
+    });
+
+    it('funnel: PostHog\'s legacy steps result from legacy fields (GET and POST) and a FunnelsQuery; bad input is a 400 naming the field', async () => {
+      const s = await setup([
+        ['ann', 'signup', 1],
+        ['ann', 'purchase', 2],
+        ['bob', 'purchase', 1],
+        ['bob', 'signup', 2],
+      ]);
+      const steps = [
+        { id: 'signup', order: 0 },
+        { id: 'purchase', order: 1, custom_name: 'Paid' },
+      ];
+      const posted = await request(world.app).post(`${s.base}/funnel/`).set(s.auth).send({ ...RANGE, events: steps });
+      expect(posted.status).toBe(200);
+      expect(posted.body).toMatchObject({ is_cached: false, timezone: 'UTC' });
+      expect(posted.body.result).toEqual([
+        { action_id: 'signup', name: 'signup', custom_name: null, order: 0, type: 'events', count: 2, average_conversion_time: null, median_conversion_time: null, people: [] },
+        { action_id: 'purchase', name: 'purchase', custom_name: 'Paid', order: 1, type: 'events', count: 1, average_conversion_time: 86400, median_conversion_time: 86400, people: [] },
+      ]);
+      const params = new URLSearchParams({ ...RANGE, events: JSON.stringify(steps) });
+      const got = await request(world.app).get(`${s.base}/funnel?${params.toString()}`).set(s.auth);
+      expect(got.body).toMatchObject({ is_cached: true, result: posted.body.result });
+      const query = {
+        kind: 'FunnelsQuery',
+        series: [
+          { kind: 'EventsNode', event: 'signup' },
+          { kind: 'EventsNode', event: 'purchase', custom_name: 'Paid' },
+        ],
+        dateRange: { date_from: RANGE.date_from, date_to: RANGE.date_to },
+      };
+      const viaQuery = await request(world.app).post(`${s.base}/funnel/`).set(s.auth).send({ query, refresh: true });
+      expect(viaQuery.body.result).toEqual(posted.body.result);
+      const oneStep = await request(world.app)
+        .post(`${s.base}/funnel/`)
+        .set(s.auth)
+        .send({ events: [{ id: 'signup' }] });
+      expect(oneStep.status).toBe(400);
+      expect(oneStep.body).toMatchObject({ type: 'validation_error', attr: 'events' });
+      const noWindow = await request(world.app).get(`${s.base}/funnel/?${params.toString()}&funnel_window_interval=0`).set(s.auth);
+      expect(noWindow.status).toBe(400);
+      expect(noWindow.body).toMatchObject({ type: 'validation_error', attr: 'funnel_window_interval' });
     });
 
     it('funnel correlation: {result: {events, skewed}, last_refresh, is_cached}, GET and POST, cached', async () => {

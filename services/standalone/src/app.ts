@@ -1,10 +1,10 @@
-import type { ProjectTokenCache } from '@plover/accounts';
+import { AuthFailureThrottle, type ProjectTokenCache } from '@plover/accounts';
 import type { EventBus } from '@plover/bus';
 import { captureRoutes, type CaptureSettings } from '@plover/capture/app';
 import type { ClickHouse } from '@plover/clickhouse';
 import type { DiskWatch, Logger } from '@plover/core';
 import { decideRoutes, type DecideSettings, type DefinitionsCache } from '@plover/decide/app';
-import { createServiceApp, type MetricsRegistry, type ServiceApp } from '@plover/http';
+import { createServiceApp, sdkSchemaRouter, type MetricsRegistry, type ServiceApp } from '@plover/http';
 import { managementRoutes } from '@plover/management/app';
 import type { Sql } from '@plover/postgres';
 
@@ -27,7 +27,10 @@ export interface StandaloneDeps {
 
 /** Every HTTP service on one port: the SDKs' capture and flag routes beside the management API. */
 export function createApp(deps: StandaloneDeps): ServiceApp {
-  const { settings, ...shared } = deps;
+  const { settings, ...rest } = deps;
+  // One failure throttle for every personal-key check (the management API and decide's local evaluation).
+  const shared = { ...rest, authThrottle: new AuthFailureThrottle() };
+  const capture = captureRoutes({ ...shared, settings: settings?.capture });
   const decide = decideRoutes({ ...shared, settings: settings?.decide });
   return createServiceApp({
     ...shared,
@@ -40,9 +43,12 @@ export function createApp(deps: StandaloneDeps): ServiceApp {
         return cause === undefined ? Promise.resolve() : Promise.reject(new Error(cause));
       },
     },
-    fast: [captureRoutes({ ...shared, settings: settings?.capture }), decide.fast],
+    // The local log recovers from a full disk or a lack of descriptors by itself; its ping fails only when it
+    // cannot go on without a restart (or while it closes).
+    liveness: { bus: () => deps.bus.ping() },
+    fast: [capture.fast, decide.fast],
     mount(app) {
-      app.use(decide.router);
+      app.use(capture.router, decide.router, sdkSchemaRouter([...capture.table, ...decide.table]));
       app.use(managementRoutes(shared));
     },
   });

@@ -66,3 +66,43 @@ describe('embedded mode: capture and decide share one project token cache', () =
     }
   });
 });
+
+describe('embedded mode: /_health', () => {
+  it('fails once the local log cannot go on without a restart, naming it', async () => {
+    const database = await PGliteSql.open();
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'plover-standalone-health-'));
+    // Every append after the first rolls to a new segment file.
+    const bus = await LocalLogBus.open({ dataDir, partitions: 1, segmentBytes: 1 });
+    const logger = silentLogger();
+    const definitions = new DefinitionsCache(database, { logger });
+    try {
+      await migrate(database);
+      const credentials = (await bootstrap(database, { adminEmail: 'admin@example.com', projectName: 'P', timezone: 'UTC' }))!;
+      const app = createApp({
+        logger,
+        metrics: createMetricsRegistry('test'),
+        sql: database,
+        clickhouse: {} as ClickHouse,
+        bus,
+        trustProxy: false,
+        projectTokens: new ProjectTokenCache(database, { refreshAfterMs: 60_000 }),
+        definitions,
+      });
+      const capture = () => request(app).post('/i/v0/e/').send({ api_key: credentials.project.api_token, event: 'e', distinct_id: 'u1' });
+      expect((await capture()).status).toBe(200);
+      expect((await request(app).get('/_health')).status).toBe(200);
+
+      // The partition's directory is gone: the next segment cannot be created, which no retry mends.
+      await rm(path.join(dataDir, 'events'), { recursive: true });
+      expect((await capture()).status).toBe(503);
+      const health = await request(app).get('/_health');
+      expect(health.status).toBe(503);
+      expect(health.body).toEqual({ status: 'unavailable', checks: { bus: expect.stringContaining('ENOENT') } });
+    } finally {
+      definitions.close();
+      await bus.close();
+      await database.close();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});

@@ -29,6 +29,8 @@ export interface Segment {
   assignedBytes: number;
   /** Bytes written and fsynced: readers never look beyond them. */
   durableBytes: number;
+  /** The file's directory entry is durable (fsynced into the partition directory). */
+  linked: boolean;
 }
 
 interface PendingWrite {
@@ -62,6 +64,18 @@ export interface PartitionLogOptions {
   onFatalError: (error: StorageError) => void;
 }
 
+/**
+ * Errors of an append that say nothing about the bytes already durable, and that pass once space or descriptors are
+ * freed: the partition cuts its file back to its durable end and takes the next append (see rewind).
+ */
+const TRANSIENT_CODES = new Set(['ENOSPC', 'EDQUOT', 'EMFILE', 'ENFILE', 'ENOMEM', 'EAGAIN']);
+
+function isTransient(error: unknown): boolean {
+  const cause = error instanceof SyncFailed ? error.error : error;
+  const code = (cause as NodeJS.ErrnoException | undefined)?.code;
+  return code !== undefined && TRANSIENT_CODES.has(code);
+}
+
 /** An fsync that failed: what it should have made durable may be lost, though it still reads back. */
 class SyncFailed extends Error {
   constructor(readonly error: unknown) {
@@ -76,7 +90,11 @@ export class PartitionLog {
   private flushing: Promise<void> | undefined;
   private readonly listeners = new Set<() => void>();
   private closed = false;
-  /** Set when a write or fsync failed: the tail of the file is unknown, so nothing is appended until a reopen recovers it. */
+  /**
+   * Set when a write failed in a way the partition cannot recover from (an I/O error, a file that cannot be cut
+   * back): the tail of the file is unknown, so nothing is appended until a reopen recovers it. A transient failure
+   * (a full disk, no descriptor left) refuses only the appends it met (see rewind).
+   */
   failure: StorageError | undefined;
   /** fdatasync calls so far; with group commit far fewer than produce calls. */
   syncs = 0;
@@ -177,6 +195,7 @@ export class PartitionLog {
         }
       } catch (error) {
         const unsettled = writes.slice(done);
+        if (isTransient(error) && (await this.rewind(error, unsettled))) continue;
         if (error instanceof SyncFailed) await this.failSync(error.error, (unsettled[0] as PendingWrite).segment, unsettled);
         else this.fail(error, unsettled);
         break;
@@ -186,9 +205,10 @@ export class PartitionLog {
   }
 
   private async writeDurably(segment: Segment, writes: PendingWrite[]): Promise<void> {
-    if (!segment.handle) {
-      segment.handle = await this.options.fs.open(segment.path, 'wx+');
+    segment.handle ??= await this.options.fs.open(segment.path, 'wx+');
+    if (!segment.linked) {
       await synced(this.options.fs.fsyncDir(this.options.dir));
+      segment.linked = true;
     }
     const bytes = await writeFully(
       segment.handle,
@@ -254,6 +274,37 @@ export class PartitionLog {
     for (const write of [...unsettled, ...this.pending]) write.reject(this.failure);
     this.pending = [];
     return this.failure;
+  }
+
+  /**
+   * After a transient failure (see TRANSIENT_CODES) the durable end is still known: every append not yet durable is
+   * refused (their callers answer 503 and the SDKs retry), the offsets and file positions handed out to them are
+   * taken back, segments rolled for them are forgotten (their files were never created: a segment is opened only
+   * once the one before it is durable to its end), and the last file is cut back to its durable end and synced, so
+   * that no byte of a refused append, nor a page whose writeback failed, is ever read as a record. Appends made
+   * while the cut runs wait for it. Returns false when the cut itself failed: the partition cannot go on.
+   */
+  private async rewind(error: unknown, unsettled: PendingWrite[]): Promise<boolean> {
+    const cause = error instanceof SyncFailed ? error.error : error;
+    const refused = storageError(`LocalLogBus: appending to ${this.options.dir} failed; the partition goes on from its durable end`, cause, true);
+    this.options.logger.warn({ err: cause, dir: this.options.dir }, 'local log append failed; cutting back to the durable end');
+    for (const write of [...unsettled, ...this.pending]) write.reject(refused);
+    this.pending = [];
+    this.nextOffset = this.durableOffset;
+    while (this.segments.length > 1 && (this.segments.at(-1) as Segment).baseOffset > this.durableOffset) this.segments.pop();
+    const tail = this.segments.at(-1) as Segment;
+    tail.assignedBytes = tail.durableBytes;
+    try {
+      if (tail.handle) {
+        await tail.handle.truncate(tail.durableBytes);
+        await tail.handle.datasync();
+      }
+      return true;
+    } catch (cutError) {
+      this.options.logger.error({ err: cutError, file: tail.path }, 'could not cut the local log back to its durable end');
+      this.fail(cutError, []);
+      return false;
+    }
   }
 
   /**
@@ -408,7 +459,7 @@ export async function closeFiles(segments: readonly Segment[]): Promise<void> {
 
 function newSegment(dir: string, baseOffset: number): Segment {
   const file = path.join(dir, `${String(baseOffset).padStart(20, '0')}.log`);
-  return { baseOffset, path: file, handle: undefined, assignedBytes: 0, durableBytes: 0 };
+  return { baseOffset, path: file, handle: undefined, assignedBytes: 0, durableBytes: 0, linked: false };
 }
 
 interface FramesRead {
@@ -458,7 +509,14 @@ export async function openSegments(fs: LogFileSystem, dir: string): Promise<Segm
   try {
     for (const name of names) {
       const file = path.join(dir, name);
-      const segment: Segment = { baseOffset: Number(name.slice(0, 20)), path: file, handle: await fs.open(file, 'r+'), assignedBytes: 0, durableBytes: 0 };
+      const segment: Segment = {
+        baseOffset: Number(name.slice(0, 20)),
+        path: file,
+        handle: await fs.open(file, 'r+'),
+        assignedBytes: 0,
+        durableBytes: 0,
+        linked: true,
+      };
       segments.push(segment);
       const { size } = await (segment.handle as LogFile).stat();
       segment.assignedBytes = size;

@@ -2,7 +2,7 @@
  * A ClickHouse port that runs nothing and records what it is given, answering migrate()'s two queries as a fresh
  * database would: the statements migrate() sends, in order, for golden files and for replaying them elsewhere.
  */
-import type { ClickHouse, ClickHouseCluster, ClickHouseParams } from '@plover/clickhouse';
+import type { ClickHouse, ClickHouseCluster, ClickHouseParams, RowsResult } from '@plover/clickhouse';
 
 export interface Recorded {
   kind: 'command' | 'query';
@@ -24,6 +24,11 @@ export class RecordingClickHouse implements ClickHouse {
   query<R>(name: string, sql: string, params?: ClickHouseParams): Promise<R[]> {
     this.recorded.push({ kind: 'query', name, sql, params });
     return Promise.resolve((name === 'migrate.currentDatabase' ? [{ database: 'default' }] : []) as R[]);
+  }
+
+  queryRows(name: string, sql: string, params?: ClickHouseParams): Promise<RowsResult> {
+    this.recorded.push({ kind: 'query', name, sql, params });
+    return Promise.resolve({ columns: [], rows: [] });
   }
 
   insert(table: string): Promise<void> {

@@ -2,7 +2,8 @@
  * docs/insights.md "Funnel correlation" in plain TypeScript over events already read back (no SQL): the oracle
  * the correlation property test compares the engine with. Filters are the trends reference's (every operator).
  */
-import type { CorrelationEntry, CorrelationInput, CorrelationResult, FunnelWindowUnit } from '../../src/correlation';
+import type { CorrelationEntry, CorrelationInput, CorrelationResult } from '../../src/correlation';
+import type { FunnelWindowUnit } from '../../src/funnel-input';
 import type { PropertyGroup, Series } from '../../src/types';
 import { matchesGroup, propertyText, resolvePeriods, type PlainEvent, type ReferenceContext } from './reference';
 

@@ -31,6 +31,7 @@ async function main(): Promise<void> {
   const clickhouse: ClickHouse = {
     command: (name, sql, params) => stores.clickhouse.command(name, sql, params),
     query: (name, sql, params) => stores.clickhouse.query(name, sql, params),
+    queryRows: (name, sql, params) => stores.clickhouse.queryRows(name, sql, params),
     async insert(table, rows) {
       if (hangTable === undefined) {
         await stores.clickhouse.insert(table, rows);

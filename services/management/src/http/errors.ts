@@ -16,7 +16,6 @@ export const errors = {
   methodNotAllowed: (method: string, detail?: string) =>
     new ApiError(405, 'invalid_request', 'method_not_allowed', detail ?? `Method "${method}" not allowed.`),
   unsupportedMediaType: (type: string) => new ApiError(415, 'invalid_request', 'unsupported_media_type', `Unsupported media type "${type}" in request.`),
-  throttled: (seconds: number) => new ApiError(429, 'throttled', 'throttled', `Request was throttled. Expected available in ${seconds} seconds.`),
   validation: (detail: string, attr: string | null = null, code = 'invalid_input') => ApiError.validation(detail, attr, code),
   required: (attr: string) => ApiError.validation('This field is required.', attr, 'required'),
 };

@@ -1,4 +1,5 @@
-import { hasScope, type Principal } from './auth';
+import { hasScope } from '@plover/accounts';
+import type { Principal } from './auth';
 
 /** What a personal API key may do: its scopes and the projects and organizations it is limited to (null or empty: none). */
 export type KeyLimits = Omit<Principal['key'], 'id'>;

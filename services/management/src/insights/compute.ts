@@ -5,6 +5,8 @@ import {
   InsightResultCache,
   type CacheRequest,
   parseCorrelationRequest,
+  parseFunnelRequest,
+  runFunnel,
   parseInsightRequest,
   rangeKey,
   insightRange,
@@ -90,6 +92,18 @@ export function trendCsv(series: readonly InsightSeriesResult[]): string {
   return rows.map((row) => `${row.map(csvCell).join(',')}\r\n`).join('');
 }
 
+/** PostHog's legacy computed-insight answer around a (maybe cached) result. */
+function legacyBody(computed: { result: unknown; isCached: boolean; lastRefresh: Date }, timezone: string, started: number): Record<string, unknown> {
+  return {
+    result: computed.result,
+    timezone,
+    is_cached: computed.isCached,
+    last_refresh: computed.lastRefresh.toISOString(),
+    next: null,
+    timings: [{ k: computed.isCached ? './cache' : './calculate', t: (performance.now() - started) / 1000 }],
+  };
+}
+
 const RUNS: Record<InsightKind, (clickhouse: ClickHouse, input: InsightRequest['input'], ctx: InsightContext) => Promise<InsightSeriesResult[]>> = {
   TRENDS: runTrends,
   STICKINESS: runStickiness,
@@ -118,14 +132,7 @@ export function computeRoutes({ sql, clickhouse }: ManagementDeps, cache = new I
       const span = days.length > 0 ? ` (${days[0]} ${days[days.length - 1]})` : '';
       return csvText(`trends${span}`, trendCsv(computed.result));
     }
-    return {
-      result: computed.result,
-      timezone: ctx.timezone,
-      is_cached: computed.isCached,
-      last_refresh: computed.lastRefresh.toISOString(),
-      next: null,
-      timings: [{ k: computed.isCached ? './cache' : './calculate', t: (performance.now() - started) / 1000 }],
-    };
+    return legacyBody(computed, ctx.timezone, started);
   }
 
   async function correlation(req: Request): Promise<unknown> {
@@ -138,7 +145,28 @@ export function computeRoutes({ sql, clickhouse }: ManagementDeps, cache = new I
     return { result: computed.result, last_refresh: computed.lastRefresh.toISOString(), is_cached: computed.isCached };
   }
 
+  async function funnel(req: Request): Promise<unknown> {
+    const started = performance.now();
+    const input = parseFunnelRequest(req.query, req.body);
+    const ctx = insightContext(sql, req);
+    const range = await insightRange(clickhouse, input, input.vizType === 'trends' ? input.interval : 'day', ctx);
+    const key = await cacheRequest('funnel', ctx, input, range);
+    const computed = await cache.run(clickhouse, key, refreshRequested(req), () => runFunnel(clickhouse, input, ctx));
+    return legacyBody(computed, ctx.timezone, started);
+  }
+
   return (['get', 'post'] as const).flatMap((method): Route[] => [
+    {
+      method,
+      path: '/insights/funnel',
+      scope: 'insight:read',
+      summary:
+        'Legacy funnel: steps, time to convert or conversion trends (legacy funnel fields, or a FunnelsQuery `query`); ordered, strict or unordered, with exclusions, breakdowns and group aggregation',
+      query: { properties: { refresh: Q.string, query: Q.string } },
+      ...(method === 'post' ? { body: 'FunnelRequest' as const } : {}),
+      response: { status: 200 },
+      handler: funnel,
+    },
     {
       method,
       path: '/insights/trend',

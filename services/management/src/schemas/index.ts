@@ -255,6 +255,11 @@ export const bodySchemas = {
       deleted: { type: 'boolean' },
     },
   },
+  FunnelRequest: {
+    type: 'object',
+    description: 'legacy funnel filter fields (also in the query string), or `query`: a FunnelsQuery, as an object or its JSON text',
+    properties: { query: { anyOf: [funnelsQuery, { type: 'string', description: 'the same node as JSON text' }] } },
+  },
   FunnelCorrelationRequest: {
     type: 'object',
     description:

@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { hashPersonalApiKey, maskPersonalApiKey, newPersonalApiKey, newProjectToken } from '@plover/accounts';
+import { AuthFailureThrottle, hashPersonalApiKey, maskPersonalApiKey, newPersonalApiKey, newProjectToken } from '@plover/accounts';
 import type { ClickHouse } from '@plover/clickhouse';
 import { createLogger } from '@plover/core';
 import { createMetricsRegistry, type ServiceApp } from '@plover/http';
 import type { Sql } from '@plover/postgres';
 import { createApp } from '../../src/app';
-import { AuthFailureThrottle } from '../../src/http/auth';
 import { realService } from '../../../../test/support/services';
 import { sqlBackends } from '../../../../packages/postgres/test/support/backends';
 
@@ -23,6 +22,7 @@ export const backends: Backend[] = sqlBackends(postgres.url);
 export const noClickHouse: ClickHouse = {
   command: () => Promise.resolve(),
   query: () => Promise.resolve([]),
+  queryRows: () => Promise.resolve({ columns: [], rows: [] }),
   insert: () => Promise.resolve(),
   ping: () => Promise.resolve(),
   close: () => Promise.resolve(),

@@ -1,0 +1,10 @@
+/**
+ * @plover/hogql: HogQL, PostHog's SQL dialect, over Plover's data. PostHog's own parser reads the text; Plover's
+ * printer turns it into ClickHouse SQL over virtual tables guarded to one project; run.ts executes it read-only
+ * under limits.
+ */
+export { HogQLError, type HogQLErrorKind } from './errors';
+export { parseExpr, parseSelect, type AstNode } from './parser';
+export { Printer, type PrintedQuery, type PrintOptions } from './printer';
+export { VIRTUAL_TABLES } from './tables';
+export * from './run';

@@ -1,0 +1,158 @@
+/**
+ * Running a HogQL query for one project: parse, print, then one read-only ClickHouse statement under Plover's
+ * limits. Every failure comes out as an ApiError (a 400 for anything the query did, 503 when ClickHouse could
+ * not be reached), never as a raw storage error.
+ */
+import { randomUUID } from 'node:crypto';
+import type { ClickHouse } from '@plover/clickhouse';
+import { ApiError, StorageError } from '@plover/core';
+import { HogQLError } from './errors';
+import { parseSelect } from './parser';
+import { Printer, type PrintedQuery } from './printer';
+
+/** What one query may use. Applied as ClickHouse settings on the statement itself, so both stores honour them. */
+export interface QueryLimits {
+  maxExecutionSeconds: number;
+  maxMemoryBytes: number;
+  maxRowsToRead: number;
+  /** Threads one query may use; set in embedded mode, where the query shares the machine with capture. */
+  maxThreads?: number;
+}
+
+export const DEFAULT_QUERY_LIMITS: QueryLimits = {
+  maxExecutionSeconds: 60,
+  maxMemoryBytes: 2 * 1024 ** 3,
+  maxRowsToRead: 2_000_000_000,
+};
+
+export const DEFAULT_LIMIT = 100;
+export const MAX_LIMIT = 50_000;
+
+export interface HogQLRunOptions {
+  teamId: number;
+  values?: Readonly<Record<string, unknown>>;
+  limits?: QueryLimits;
+  /** Marks the statement so that cancel() can find it; a fresh id when absent. */
+  queryId?: string;
+  /** Timings are added here as `{k, t}` (seconds), PostHog's shape. */
+  timings?: { k: string; t: number }[];
+}
+
+export interface HogQLResult {
+  results: unknown[][];
+  columns: string[];
+  /** `[name, ClickHouse type]` per column. */
+  types: [string, string][];
+  hogql: string;
+  clickhouse: string;
+  hasMore: boolean;
+  limit: number;
+  offset: number;
+}
+
+/** The statement's settings clause. `readonly = 2`: reads only, and no user text can reach it (SETTINGS is refused). */
+export function settingsClause(limits: QueryLimits): string {
+  const settings: [string, number | string][] = [
+    ['readonly', 2],
+    ['max_execution_time', limits.maxExecutionSeconds],
+    ['max_memory_usage', limits.maxMemoryBytes],
+    ['max_rows_to_read', limits.maxRowsToRead],
+    ['read_overflow_mode', `'throw'`],
+    ['max_ast_elements', 1_000_000],
+    ['max_expanded_ast_elements', 1_000_000],
+    ['transform_null_in', 1],
+    ['output_format_json_quote_64bit_integers', 0],
+  ];
+  if (limits.maxThreads !== undefined) settings.push(['max_threads', limits.maxThreads]);
+  for (const [, value] of settings) if (typeof value === 'number' && !Number.isSafeInteger(value)) throw new RangeError(`Invalid query limit ${value}`);
+  return `SETTINGS ${settings.map(([name, value]) => `${name} = ${value}`).join(', ')}`;
+}
+
+/** Parses and prints `query` for `teamId`; HogQLErrors for anything wrong with it. */
+export async function printHogQL(query: string, options: { teamId: number; values?: Readonly<Record<string, unknown>> }): Promise<PrintedQuery> {
+  const ast = await parseSelect(query);
+  return new Printer({ teamId: options.teamId, values: options.values, defaultLimit: DEFAULT_LIMIT, maxLimit: MAX_LIMIT }, query).print(ast);
+}
+
+const queryMarker = (queryId: string) => `/* hogql-query ${queryId} */`;
+
+export async function runHogQL(ch: ClickHouse, query: string, options: HogQLRunOptions): Promise<HogQLResult> {
+  const timings = options.timings ?? [];
+  let started = performance.now();
+  const lap = (k: string) => {
+    const now = performance.now();
+    timings.push({ k, t: (now - started) / 1000 });
+    started = now;
+  };
+  const printed = await toApi(() => printHogQL(query, options));
+  lap('./print');
+  const limits = options.limits ?? DEFAULT_QUERY_LIMITS;
+  const sql = `${queryMarker(options.queryId ?? randomUUID())} ${printed.sql} ${settingsClause(limits)}`;
+  const result = await toApi(() => ch.queryRows('hogql', sql, printed.params), limits);
+  lap('./clickhouse_execute');
+  const hasMore = result.rows.length > printed.limit;
+  return {
+    results: hasMore ? result.rows.slice(0, printed.limit) : result.rows,
+    columns: printed.columns,
+    types: printed.columns.map((name, i) => [name, result.columns[i]?.type ?? 'String']),
+    hogql: query,
+    clickhouse: printed.sql,
+    hasMore,
+    limit: printed.limit,
+    offset: printed.offset,
+  };
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * Stops the statement run with `queryId` (a uuid Plover made), on whichever connection runs it. The marker is
+ * written into the statement rather than bound: chDB runs bound statements one at a time, so a bound KILL would
+ * wait for the very query it is meant to stop.
+ */
+export async function cancelHogQL(ch: ClickHouse, queryId: string): Promise<void> {
+  if (!UUID.test(queryId)) throw new RangeError('A query id is a uuid');
+  await ch.command('hogql.cancel', `KILL QUERY WHERE startsWith(query, '${queryMarker(queryId)}') ASYNC`);
+}
+
+/** ClickHouse error codes a query can cause, with what to tell its author. */
+const LIMIT_CODES: ReadonlyMap<number, (limits: QueryLimits) => string> = new Map([
+  [159, (limits) => `Query exceeded the time limit (max_execution_time: ${limits.maxExecutionSeconds} s)`],
+  [160, (limits) => `Query would exceed the time limit (max_execution_time: ${limits.maxExecutionSeconds} s)`],
+  [241, (limits) => `Query exceeded the memory limit (max_memory_usage: ${limits.maxMemoryBytes} bytes)`],
+  [158, (limits) => `Query exceeded the limit of rows to read (max_rows_to_read: ${limits.maxRowsToRead})`],
+  [307, () => 'Query exceeded the limit of bytes to read'],
+  [394, () => 'Query was cancelled'],
+]);
+
+/** ClickHouse codes of failures outside the query's control: the store is down or overloaded. */
+const UNAVAILABLE = new Set(['202', '203', '209', '210', '279', 'TIMEOUT', 'CLOSED', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE']);
+
+/** The message of a ClickHouse exception without its code prefix, the SQL it quotes and the server version. */
+function clickHouseMessage(error: StorageError): string {
+  const text = error.message.replace(/^.*?DB::Exception: /s, '');
+  return text.split(/: In scope |\. \([A-Z_]+\)|\n| \(version /)[0]!.trim();
+}
+
+export function toApiError(error: unknown, limits: QueryLimits = DEFAULT_QUERY_LIMITS): ApiError {
+  if (error instanceof ApiError) return error;
+  if (error instanceof HogQLError) {
+    const position = error.start !== undefined ? ` (at ${error.start}${error.end !== undefined ? `-${error.end}` : ''})` : '';
+    return ApiError.validation(`${error.message}${position}`, null, error.kind);
+  }
+  if (error instanceof StorageError) {
+    const limit = LIMIT_CODES.get(Number(error.code));
+    if (limit) return ApiError.validation(limit(limits), null, 'query_limit_exceeded');
+    if (UNAVAILABLE.has(String(error.code)) || error.retriable) return ApiError.unavailable('ClickHouse is unavailable, try again', 5);
+    if (/^\d+$/.test(String(error.code))) return ApiError.validation(clickHouseMessage(error), null, 'clickhouse_error');
+  }
+  return ApiError.unavailable('The query could not be run', 5);
+}
+
+async function toApi<T>(run: () => Promise<T>, limits?: QueryLimits): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    throw toApiError(error, limits);
+  }
+}

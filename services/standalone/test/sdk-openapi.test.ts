@@ -1,0 +1,132 @@
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import request from 'supertest';
+import { bootstrap, ProjectTokenCache, type Credentials } from '@plover/accounts';
+import { LocalLogBus } from '@plover/bus';
+import type { ClickHouse } from '@plover/clickhouse';
+import { silentLogger } from '@plover/core';
+import { DefinitionsCache } from '@plover/decide/app';
+import { createMetricsRegistry, type ServiceApp } from '@plover/http';
+import { migrate } from '@plover/postgres';
+import { PGliteSql } from '@plover/postgres/pglite';
+import { SDK_ROUTES } from '../../../test/support/fuzz/requests';
+import { createApp } from '../src/app';
+
+interface Operation {
+  summary: string;
+  responses: Record<string, unknown>;
+}
+type Document = { openapi: string; paths: Record<string, Record<string, Operation>> };
+
+const POSTHOG_JS_VERSION = (JSON.parse(readFileSync(require.resolve('posthog-js/package.json'), 'utf8')) as { version: string }).version;
+
+/** A concrete URL of a documented path: its parameters filled with values the route serves. */
+function concrete(template: string, token: string): string {
+  return template.replace('{token}', token).replace('{version}', POSTHOG_JS_VERSION).replace('{name}', 'array.js');
+}
+
+/** The documented path a request path is served by (`/array/phc_x/config.js` → `/array/{token}/config.js`). */
+function documentedPath(document: Document, requestPath: string): string | undefined {
+  const pathname = requestPath.split('?')[0]!.toLowerCase();
+  return Object.keys(document.paths).find((template) => {
+    const pattern = new RegExp(
+      `^${template
+        .replace(/\./g, '\\.')
+        .replace(/\{[a-z_]+\}/g, '[^/]+')
+        .replace(/\/$/, '')}/?$`,
+    );
+    return pattern.test(pathname);
+  });
+}
+
+describe('the SDK routes OpenAPI document (/api/schema/sdk/)', () => {
+  let database: PGliteSql;
+  let dataDir: string;
+  let bus: LocalLogBus;
+  let definitions: DefinitionsCache;
+  let app: ServiceApp;
+  let credentials: Credentials;
+  let document: Document;
+
+  beforeAll(async () => {
+    database = await PGliteSql.open();
+    dataDir = await mkdtemp(path.join(os.tmpdir(), 'plover-sdk-openapi-'));
+    bus = await LocalLogBus.open({ dataDir });
+    const logger = silentLogger();
+    definitions = new DefinitionsCache(database, { logger });
+    await migrate(database);
+    credentials = (await bootstrap(database, { adminEmail: 'admin@example.com', projectName: 'P', timezone: 'UTC' }))!;
+    app = createApp({
+      logger,
+      metrics: createMetricsRegistry('test'),
+      sql: database,
+      clickhouse: {} as ClickHouse,
+      bus,
+      trustProxy: false,
+      projectTokens: new ProjectTokenCache(database),
+      definitions,
+    });
+    const response = await request(app).get('/api/schema/sdk/').expect(200);
+    expect(response.headers['content-type']).toMatch(/^application\/vnd\.oai\.openapi\+json/);
+    document = JSON.parse(response.text) as Document;
+  }, 60_000);
+
+  afterAll(async () => {
+    definitions.close();
+    await bus.close();
+    await database.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('is OpenAPI 3.1 with a summary and a success answer for every operation', () => {
+    expect(document.openapi).toBe('3.1.0');
+    const operations = Object.values(document.paths).flatMap((methods) => Object.values(methods));
+    expect(operations.length).toBeGreaterThan(20);
+    for (const operation of operations) {
+      expect(operation.summary).toEqual(expect.any(String));
+      expect(Object.keys(operation.responses).some((status) => /^2\d\d$/.test(status))).toBe(true);
+    }
+  });
+
+  it('lists every SDK route the hostile-input fuzz drives, and the ones posthog-js loads besides', () => {
+    const random = () => 0.5;
+    const fuzzed = SDK_ROUTES.map((route) => route.generate(random, { token: 'phc_x', personalKey: 'phx_x', projectId: 1 }));
+    const called = [
+      ...fuzzed.map((generated) => `${generated.method.toLowerCase()} ${generated.path}`),
+      'post /s/',
+      'get /static/array.js',
+      `get /static/${POSTHOG_JS_VERSION}/recorder.js`,
+      'get /array/phc_x/config.js',
+      'options /flags/',
+      'head /decide/',
+    ];
+    for (const call of called) {
+      const [method, requestPath] = call.split(' ') as [string, string];
+      const documented = documentedPath(document, requestPath);
+      expect({ call, documented: documented !== undefined && method in document.paths[documented]! }).toEqual({ call, documented: true });
+    }
+  });
+
+  it('serves every operation it lists (never the 404 of an unknown route, nor a 405)', async () => {
+    const token = credentials.project.api_token;
+    for (const [template, methods] of Object.entries(document.paths)) {
+      for (const method of Object.keys(methods)) {
+        const url = concrete(template, token);
+        const call = request(app)[method as 'get' | 'post' | 'head' | 'options'](url);
+        const response = method === 'post' ? await call.send({ token, api_key: token, event: 'e', distinct_id: 'u1' }) : await call;
+        const generic404 = response.status === 404 && response.body?.detail === 'Not found.';
+        const operation = `${method} ${url}`;
+        expect({ operation, generic404, methodNotAllowed: response.status === 405 }).toEqual({ operation, generic404: false, methodNotAllowed: false });
+      }
+    }
+  }, 60_000);
+
+  it('does not list an unknown path, which answers the generic 404', async () => {
+    expect(documentedPath(document, '/array/phc_x/other')).toBeUndefined();
+    const response = await request(app).get('/array/phc_x/other');
+    expect(response.status).toBe(404);
+    expect(response.body).toMatchObject({ code: 'not_found', detail: 'Not found.' });
+  });
+});
