@@ -58,6 +58,7 @@ class RefusingClickHouse implements ClickHouse {
   }
 
   query: ClickHouse['query'] = (name, sql, params) => this.clickhouse.query(name, sql, params);
+  queryRows: ClickHouse['queryRows'] = (name, sql, params) => this.clickhouse.queryRows(name, sql, params);
   sync = () => this.clickhouse.sync?.() ?? Promise.resolve();
   ping = () => this.clickhouse.ping();
   close = () => this.clickhouse.close();
