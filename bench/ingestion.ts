@@ -9,7 +9,7 @@
  * - kafka-chdb: the same with chDB in this process instead, which shows the consumer without that cost.
  * BENCH_INGESTION_STACKS (`embedded,distributed,kafka-chdb`) picks them. Prints one JSON line per stack.
  *
- *   node --max-semi-space-size=64 --heap-growing-percent=100 --conditions=plover-source --import tsx bench/ingestion.ts
+ *   node <the flags of services/standalone/node-flags.json> --conditions=plover-source --import tsx bench/ingestion.ts
  *
  * (`npm run bench -- ingestion` does so: the consumer runs in this process, with the heap settings `npm start`
  * gives Plover; without them the drain spends more CPU in garbage collection: about 8 % without the young

@@ -302,7 +302,7 @@ describeProxied('distributed services behind nginx on one host', () => {
 
   it("every capture route takes events on nginx's host, and ingestion stores them", async () => {
     const event = (path: string) => ({ event: 'routed', distinct_id: `route${path}`, properties: { path } });
-    const paths = ['/e/', '/i/v0/e/?ip=1', '/batch', '/capture/', '/track?_=1700000000000', '/E/'];
+    const paths = ['/e/', '/i/v0/e/?ip=1', '/batch', '/capture/', '/track?_=1700000000000', '/E/', '/i/v0/ai/batch/'];
     for (const route of paths) {
       const response = await fetch(`${host}${route}`, {
         method: 'POST',

@@ -14,8 +14,8 @@ import { writeCredentials } from '../../services/standalone/src/data-dir';
 
 const ROOT = path.resolve(__dirname, '../..');
 
-/** The Node flags `npm start` gives Plover (package.json's start script): its heap settings. */
-export const PLOVER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=64', '--heap-growing-percent=100'];
+/** The Node flags `npm start` gives Plover (its heap settings): services/standalone/node-flags.json, the one list of them. */
+export const PLOVER_NODE_FLAGS: readonly string[] = JSON.parse(fs.readFileSync(path.join(ROOT, 'services/standalone/node-flags.json'), 'utf8')) as string[];
 
 export interface EmbeddedPlover {
   port: number;

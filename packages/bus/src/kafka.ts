@@ -175,7 +175,11 @@ export class KafkaBus implements EventBus {
         // topic of the request already existed. A topic created concurrently elsewhere still just returns false.
         if (missing.length > 0) {
           await admin.createTopics({
-            topics: missing.map((topic) => ({ topic, numPartitions: this.partitions })),
+            topics: missing.map((topic) => ({
+              topic,
+              numPartitions: this.partitions,
+              configEntries: [{ name: 'max.message.bytes', value: String(TOPIC_MAX_MESSAGE_BYTES) }],
+            })),
             waitForLeaders: true,
             timeout: this.requestTimeoutMs,
           });
@@ -236,6 +240,12 @@ export class KafkaBus implements EventBus {
     if (this.closed) throw new StorageError('the Kafka bus is closed', false, 'BUS_CLOSED');
   }
 }
+
+/**
+ * The largest record a topic Plover creates takes: an LLM analytics event may be 8 MiB as the client sent it
+ * (docs/capture.md#llm-analytics-iv0aibatch), above the broker's 1 MiB default.
+ */
+const TOPIC_MAX_MESSAGE_BYTES = 9 * 1024 * 1024;
 
 /**
  * Our share of a produce request's bytes. The broker refuses a partition's record batch above

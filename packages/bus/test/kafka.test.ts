@@ -194,6 +194,26 @@ describeWith(kafka)('KafkaBus against a broker', () => {
     expect(received).toEqual([...Array(3072).keys()]);
   });
 
+  it('takes a record of 8.5 MiB on a topic it created (an LLM analytics event), above the broker default of 1 MiB', async () => {
+    const topic = uniqueTopic('ai');
+    await bus.ensureTopics([topic]);
+    const value = Buffer.alloc(8.5 * 1024 * 1024, 'a');
+    await bus.produce(topic, [{ key: 'llm', value }]);
+    const received: BusMessage[] = [];
+    consumers.push(
+      await bus.consume({
+        groupId: unique('group'),
+        topics: [topic],
+        handleBatch: (batch) => {
+          received.push(...batch.messages);
+          return Promise.resolve();
+        },
+      }),
+    );
+    await until(() => received.length === 1, 30_000, 'the large record');
+    expect(received[0]!.value.equals(value)).toBe(true);
+  });
+
   it('acknowledges every one of many concurrent calls, each only once its messages are stored', async () => {
     const topic = uniqueTopic('concurrent');
     await bus.ensureTopics([topic]);

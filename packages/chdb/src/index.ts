@@ -210,6 +210,7 @@ export class ChdbClickHouse implements ClickHouse {
     try {
       return await call(session);
     } catch (error) {
+      await flushLeftovers(session);
       throw classify(operation, error);
     } finally {
       this.release(session);
@@ -238,6 +239,20 @@ const ENGINE_SIGNALS: readonly NodeJS.Signals[] = ['SIGABRT', 'SIGSEGV', 'SIGBUS
 function restoreDefaultSignalActions(): void {
   const ignore = () => {};
   for (const signal of ENGINE_SIGNALS) process.on(signal, ignore).off(signal, ignore);
+}
+
+/**
+ * A statement that fails after it produced output (a limit such as max_result_rows or max_execution_time hit
+ * part-way) leaves that output in its connection, and chdb hands it out in front of the NEXT statement's result
+ * on the connection (chdb 3.4.0): another caller would read rows of a query it never ran. One throw-away
+ * statement takes them, so the connection goes back to the pool clean.
+ */
+async function flushLeftovers(session: Session): Promise<void> {
+  try {
+    await session.queryAsync('SELECT 1', { format: 'Null' });
+  } catch {
+    // The connection could not even run this; the next real statement reports that itself.
+  }
 }
 
 function execute(session: Session, sql: string, params: ClickHouseParams | undefined, format: string): Promise<ChdbResult> {

@@ -4,8 +4,20 @@ import { rename, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { StorageError } from '@plover/core';
-import { countEvents, HttpClickHouse, insertEvents, listEvents, migrate, NO_GROUPS, type ClickHouse, type EventRow } from '@plover/clickhouse';
+import { ApiError, StorageError } from '@plover/core';
+import {
+  checkPoints,
+  countEvents,
+  HttpClickHouse,
+  insertEvents,
+  limitedClickHouse,
+  listEvents,
+  migrate,
+  NO_GROUPS,
+  type ClickHouse,
+  type EventRow,
+  type QueryLimits,
+} from '@plover/clickhouse';
 import { ChdbClickHouse } from '@plover/chdb';
 import { splitStatements } from '../src/migrate';
 import { tempDir, variants, type Target } from './support/variants';
@@ -302,6 +314,64 @@ describe.each(variants)('ClickHouse contract: $name', (variant) => {
         }
       });
     }
+  });
+
+  describe('analysis limits (limitedClickHouse)', () => {
+    const generous: QueryLimits = {
+      maxExecutionSeconds: 30,
+      maxMemoryBytes: 1_000_000_000,
+      maxRowsToRead: 1_000_000_000,
+      maxBytesToRead: 100_000_000_000,
+      maxResultRows: 1000,
+      maxResultBytes: 10_000_000,
+      maxThreads: 1,
+      maxPoints: 1000,
+    };
+    async function refusal(limits: Partial<QueryLimits>, sql: string): Promise<ApiError> {
+      const error: unknown = await limitedClickHouse(ch, { ...generous, ...limits })
+        .query('test.limited', sql)
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      expect(error).toBeInstanceOf(ApiError);
+      return error as ApiError;
+    }
+
+    it('a statement within the limits answers as the handle does, trailing comment and bound parameters included', async () => {
+      const limited = limitedClickHouse(ch, generous);
+      await expect(
+        limited.query('test.within', 'SELECT number AS n FROM numbers(3) WHERE number < {below:UInt32} -- a comment', { below: 2 }),
+      ).resolves.toEqual([{ n: '0' }, { n: '1' }]);
+    });
+
+    it.each([
+      [{ maxResultRows: 10 }, 'SELECT number FROM numbers(100000)', 'too_many_rows_or_bytes', /max_result_rows/],
+      [{ maxResultBytes: 1000 }, 'SELECT toString(number) FROM numbers(100000)', 'too_many_rows_or_bytes', /max_result_bytes/],
+      [{ maxRowsToRead: 1000 }, 'SELECT count() FROM numbers(1000000)', 'too_many_rows', /max_rows_to_read \(1000 rows\)/],
+      [{ maxBytesToRead: 1000 }, 'SELECT count() FROM numbers(1000000)', 'too_many_bytes', /max_bytes_to_read/],
+      [{ maxMemoryBytes: 1_000_000 }, 'SELECT groupArray(number) FROM numbers(10000000)', 'memory_limit_exceeded', /max_memory_usage/],
+      [{ maxExecutionSeconds: 1 }, 'SELECT sleepEachRow(0.25) FROM numbers(12) SETTINGS max_block_size = 1', 'timeout_exceeded', /max_execution_time \(1 s\)/],
+    ])('%j is a 400 naming the limit', async (limits, sql, code, detail) => {
+      const error = await refusal(limits, sql);
+      expect(error).toMatchObject({ status: 400, type: 'validation_error', code });
+      expect(error.detail).toMatch(detail);
+    });
+
+    it('the rows a refused statement had produced never reach the next statement', async () => {
+      const limited = limitedClickHouse(ch, { ...generous, maxResultRows: 5000 });
+      for (let round = 0; round < 3; round++) {
+        await expect(limited.query('test.cut', 'SELECT number FROM numbers(100000) SETTINGS max_block_size = 1000')).rejects.toBeInstanceOf(ApiError);
+        await expect(ch.query('test.next', 'SELECT 42 AS answer')).resolves.toEqual([{ answer: 42 }]);
+      }
+    });
+
+    it('checkPoints refuses series × breakdown values × intervals beyond maxPoints, naming the figures', () => {
+      expect(() => checkPoints(generous, 2, 25, 20)).not.toThrow();
+      expect(() => checkPoints(generous, 10, 1001, 4992)).toThrow(
+        expect.objectContaining({ status: 400, code: 'too_many_points', detail: expect.stringMatching(/49969920 points .* limit of 1000/) }),
+      );
+    });
   });
 
   if (variant.kind === 'chdb') {

@@ -1,6 +1,7 @@
 export * from './load';
 export * as sections from './sections';
 export type {
+  AnalysisConfig,
   BootstrapConfig,
   CaptureConfig,
   ClickHouseConfig,

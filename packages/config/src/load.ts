@@ -79,3 +79,11 @@ export function loadConfigOrExit<S extends Sections>(env: Record<string, string 
     process.exit(1);
   }
 }
+
+/**
+ * A section's value with every variable at its schema default: what a service falls back to for what its caller
+ * did not set (tests, benches). The schema is the one place a default is written.
+ */
+export function sectionDefaults<T>(section: Section<T>): T {
+  return loadConfig({}, { section }).section;
+}

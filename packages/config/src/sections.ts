@@ -1,6 +1,6 @@
 import os from 'node:os';
 import path from 'node:path';
-import { ConfigError, type Section } from './load';
+import { ConfigError, type Section, type VariableSchema } from './load';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -414,6 +414,71 @@ export const management: Section<ManagementConfig> = {
   },
   read: (v) => ({ deletionJobSchedule: v.DELETION_JOB_SCHEDULE as string }),
 };
+
+export interface AnalysisConfig {
+  /** What one analysis statement may make ClickHouse do (the shape of @plover/clickhouse's QueryLimits). */
+  limits: {
+    maxExecutionSeconds: number;
+    maxMemoryBytes: number;
+    maxRowsToRead: number;
+    maxBytesToRead: number;
+    maxResultRows: number;
+    maxResultBytes: number;
+    maxThreads: number;
+    maxPoints: number;
+  };
+  /** Analysis requests one project may have running at once; more answer 429. */
+  concurrencyPerProject: number;
+  /** Streamed exports (CSV, JSON lines) running at once in the process; more wait their turn. */
+  exportConcurrency: number;
+  /** Flattened columns a CSV export may have; the rest go into one `other_properties` JSON column. */
+  csvMaxColumns: number;
+}
+
+/**
+ * Bounds of analysis requests (docs/management.md#analysis-limits). `defaultThreads` is the default of
+ * ANALYSIS_MAX_THREADS: 1 in embedded mode, where analysis shares two or so cores with capture and ingestion;
+ * 0 (the server's own default) against a ClickHouse server.
+ */
+export function analysis(defaultThreads: number): Section<AnalysisConfig> {
+  const count = (description: string, defaultValue: number, minimum = 1): VariableSchema => ({
+    description,
+    type: 'integer',
+    minimum,
+    maximum: Number.MAX_SAFE_INTEGER,
+    default: defaultValue,
+  });
+  return {
+    variables: {
+      ANALYSIS_MAX_EXECUTION_SECONDS: count('Seconds one analysis statement may run (ClickHouse max_execution_time)', 25),
+      ANALYSIS_MAX_MEMORY_BYTES: count('Bytes one analysis statement may allocate in ClickHouse (max_memory_usage)', 1_073_741_824),
+      ANALYSIS_MAX_ROWS_TO_READ: count('Rows one analysis statement may read (max_rows_to_read)', 1_000_000_000),
+      ANALYSIS_MAX_BYTES_TO_READ: count('Bytes one analysis statement may read (max_bytes_to_read)', 100_000_000_000),
+      ANALYSIS_MAX_RESULT_ROWS: count('Rows one analysis statement may return (max_result_rows)', 500_000),
+      ANALYSIS_MAX_RESULT_BYTES: count('Bytes one analysis statement may return (max_result_bytes)', 134_217_728),
+      ANALYSIS_MAX_THREADS: count('ClickHouse threads per analysis statement (max_threads); 0: the engine default', defaultThreads, 0),
+      ANALYSIS_MAX_POINTS: count('Points (series × breakdown values × intervals) one insight may compute; more is a 400', 500_000),
+      ANALYSIS_CONCURRENCY_PER_PROJECT: count('Analysis requests one project may run at once; more answer 429 with Retry-After', 4),
+      EXPORT_CONCURRENCY: count('Streamed exports running at once in a process; more wait in a queue', 2),
+      CSV_EXPORT_MAX_COLUMNS: count('Columns a CSV export may have; further properties go into one JSON column', 1000),
+    },
+    read: (v) => ({
+      limits: {
+        maxExecutionSeconds: v.ANALYSIS_MAX_EXECUTION_SECONDS as number,
+        maxMemoryBytes: v.ANALYSIS_MAX_MEMORY_BYTES as number,
+        maxRowsToRead: v.ANALYSIS_MAX_ROWS_TO_READ as number,
+        maxBytesToRead: v.ANALYSIS_MAX_BYTES_TO_READ as number,
+        maxResultRows: v.ANALYSIS_MAX_RESULT_ROWS as number,
+        maxResultBytes: v.ANALYSIS_MAX_RESULT_BYTES as number,
+        maxThreads: v.ANALYSIS_MAX_THREADS as number,
+        maxPoints: v.ANALYSIS_MAX_POINTS as number,
+      },
+      concurrencyPerProject: v.ANALYSIS_CONCURRENCY_PER_PROJECT as number,
+      exportConcurrency: v.EXPORT_CONCURRENCY as number,
+      csvMaxColumns: v.CSV_EXPORT_MAX_COLUMNS as number,
+    }),
+  };
+}
 
 function ianaTimezone(variable: string, name: string): string {
   try {

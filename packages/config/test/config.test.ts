@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { ConfigError, loadConfig, sections } from '@plover/config';
+import { ConfigError, loadConfig, sectionDefaults, sections } from '@plover/config';
 
 const distributed = { logging: sections.logging, http: sections.http(8000), postgres: sections.postgres, kafka: sections.kafka };
 const valid = { DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/plover', KAFKA_BROKERS: 'a:9092,b:9093' };
@@ -102,5 +102,12 @@ describe('loadConfig', () => {
     const error = errorOf(() => loadConfig({ DECIDE_WORKERS: value }, { workers: sections.decideWorkers }));
     expect(error.variable).toBe('DECIDE_WORKERS');
     expect(error.message).toContain('must match pattern');
+  });
+});
+
+describe('sectionDefaults', () => {
+  it('reads a section with every variable at its schema default', () => {
+    expect(sectionDefaults(sections.ingestion)).toEqual(loadConfig({}, { ingestion: sections.ingestion }).ingestion);
+    expect(sectionDefaults(sections.decide)).toMatchObject({ lookupTimeoutMs: 200, definitionsPollMs: 500, flagQuotaMonthly: 0, rateLimit: undefined });
   });
 });

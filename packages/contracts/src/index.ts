@@ -4,3 +4,4 @@ export * from './captured-event';
 export * from './json-depth';
 export * from './identifiers';
 export * from './replay';
+export * from './capture-v1';

@@ -8,7 +8,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { createGunzip } from 'node:zlib';
+import { createGunzip, createInflate, type Gunzip, type Inflate } from 'node:zlib';
 import { decompressionBudget, type DecompressionLease } from './budget';
 import { Lz64Decoder } from './lz64';
 
@@ -83,7 +83,8 @@ async function decodeWithin(request: EncodedRequest, maxBytes: number, errors: P
 
   const compression = compressionHint(request.query.get('compression'), formCompression, request.contentEncoding);
   let decoded: Buffer;
-  if (compression === 'gzip' || startsWith(payload, GZIP_MAGIC)) decoded = await gunzipLimited(payload, maxBytes, errors, lease);
+  if (compression === 'gzip' || startsWith(payload, GZIP_MAGIC))
+    decoded = await inflateLimited(createGunzip({ chunkSize: GZIP_CHUNK_BYTES }), 'gzip', payload, maxBytes, errors, lease);
   else if (compression === 'lz64') decoded = await decompressLz64(payload, Math.min(maxBytes, LZ64_MAX_BYTES), errors, lease);
   else if (compression === 'base64') decoded = (isBase64(payload, false) && decodeBase64(payload)) || payload;
   else decoded = payload;
@@ -176,11 +177,45 @@ function restorePlus(value: string): string {
 }
 
 /**
+ * A body in one declared `Content-Encoding` (`gzip`, `deflate`, none or `identity`), for the routes that take only
+ * that (capture v1, OTLP): its bytes, decompressed within `maxBytes` and charged to `lease`. Another encoding is
+ * `errors.unsupportedEncoding`.
+ */
+export async function decodeContentEncoding(
+  body: Buffer,
+  contentEncoding: string | undefined,
+  maxBytes: number,
+  errors: Pick<PayloadErrors, 'decoding' | 'tooLarge'> & { unsupportedEncoding(encoding: string): Error },
+  lease: DecompressionLease,
+): Promise<Buffer> {
+  const encoding = contentEncoding?.trim().toLowerCase();
+  switch (encoding) {
+    case undefined:
+    case '':
+    case 'identity':
+      if (body.length > maxBytes) throw decompressedTooLarge(maxBytes, errors);
+      return body;
+    case 'gzip':
+      return inflateLimited(createGunzip({ chunkSize: GZIP_CHUNK_BYTES }), 'gzip', body, maxBytes, errors, lease);
+    case 'deflate':
+      return inflateLimited(createInflate({ chunkSize: GZIP_CHUNK_BYTES }), 'deflate', body, maxBytes, errors, lease);
+    default:
+      throw errors.unsupportedEncoding(encoding);
+  }
+}
+
+/**
  * zlib runs on libuv's thread pool, off the event loop, and produces a chunk only when the previous one was
  * taken, so a bomb stops at the limit and holds no more than its lease grants.
  */
-async function gunzipLimited(payload: Buffer, maxBytes: number, errors: PayloadErrors, lease: DecompressionLease): Promise<Buffer> {
-  const inflater = createGunzip({ chunkSize: GZIP_CHUNK_BYTES });
+async function inflateLimited(
+  inflater: Gunzip | Inflate,
+  format: string,
+  payload: Buffer,
+  maxBytes: number,
+  errors: Pick<PayloadErrors, 'decoding' | 'tooLarge'>,
+  lease: DecompressionLease,
+): Promise<Buffer> {
   const chunks = inflater[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   inflater.end(payload);
   const output: Buffer[] = [];
@@ -192,7 +227,7 @@ async function gunzipLimited(payload: Buffer, maxBytes: number, errors: PayloadE
         next = await chunks.next();
       } catch {
         // Truncated input, a bad header or checksum: the client's bytes, never a server error.
-        throw errors.decoding('invalid gzip data');
+        throw errors.decoding(`invalid ${format} data`);
       }
       if (next.done) break;
       if (length + next.value.length > maxBytes) throw decompressedTooLarge(maxBytes, errors);
@@ -243,6 +278,6 @@ async function decompressLz64(payload: Buffer, maxBytes: number, errors: Payload
   }
 }
 
-function decompressedTooLarge(maxBytes: number, errors: PayloadErrors): Error {
+function decompressedTooLarge(maxBytes: number, errors: Pick<PayloadErrors, 'tooLarge'>): Error {
   return errors.tooLarge(`Decompressed payload exceeds the limit of ${maxBytes} bytes.`);
 }

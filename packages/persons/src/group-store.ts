@@ -1,4 +1,4 @@
-import type { Sql } from '@plover/postgres';
+import { containsPattern, SqlBuilder, type Sql } from '@plover/postgres';
 import type { Properties } from './json';
 import { MAX_GROUP_TYPES, applyGroupSet, eventGroupsOf, groupIdentifyOf } from './rules/groups';
 import { isPersonless } from './rules/identity';
@@ -166,4 +166,35 @@ export class GroupStore {
     );
     return result.rows;
   }
+
+  /** One page (and one row more) of the groups of a type, newest first, key or name containing `search`; with their count. */
+  async list(
+    projectId: number,
+    typeIndex: number,
+    search: string | undefined,
+    page: { limit: number; offset: number },
+  ): Promise<{ rows: GroupListRow[]; count: number }> {
+    const params = new SqlBuilder([projectId, typeIndex]);
+    let where = 'project_id = $1 AND group_type_index = $2';
+    if (search !== undefined) {
+      const pattern = params.bind(containsPattern(search));
+      where += ` AND (group_key ILIKE ${pattern} OR (group_properties ->> 'name') ILIKE ${pattern})`;
+    }
+    const rows = await this.sql.query<GroupListRow>(
+      'groups.list',
+      `SELECT group_type_index, group_key, group_properties, created_at FROM groups WHERE ${where}
+        ORDER BY created_at DESC, id DESC LIMIT ${page.limit + 1} OFFSET ${page.offset}`,
+      params.params,
+    );
+    const count = await this.sql.query<{ n: number }>('groups.count', `SELECT count(*)::int AS n FROM groups WHERE ${where}`, params.params);
+    return { rows: rows.rows, count: count.rows[0]?.n ?? 0 };
+  }
+}
+
+/** A group as a listing shows it. */
+export interface GroupListRow {
+  group_type_index: number;
+  group_key: string;
+  group_properties: Record<string, unknown>;
+  created_at: Date;
 }

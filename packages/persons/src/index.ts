@@ -16,7 +16,7 @@ export {
 export type { BatchPersonStore } from './batch-person-store';
 export type { StagedChange } from './person-snapshot';
 export { PersonWriteConflict } from './transactions';
-export { GroupStore, type EventGroup, type Group, type GroupEvent, type GroupTypeMapping } from './group-store';
+export { GroupStore, type EventGroup, type Group, type GroupEvent, type GroupListRow, type GroupTypeMapping } from './group-store';
 export { MAX_PROPERTIES_BYTES } from './rules/properties';
 export { PERSON_UUID_NAMESPACE, PERSONLESS_CREATED_AT, isPersonless, personUuid } from './rules/identity';
 export { MAX_GROUP_TYPES, isGroupIdentify } from './rules/groups';

@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ProjectTokenCache } from '@plover/accounts';
 import type { EventBus, OutgoingMessage } from '@plover/bus';
-import type { CaptureConfig } from '@plover/config';
-import { batchBodySchema, CAPTURE_TOPICS, eventArraySchema, rawEventSchema, REPLAY_TOPIC } from '@plover/contracts';
+import { sectionDefaults, sections, type CaptureConfig } from '@plover/config';
+import { batchBodySchema, CAPTURE_TOPICS, eventArraySchema, rawEventSchema, REPLAY_TOPIC, v1BatchSchema } from '@plover/contracts';
 import { ApiError, TokenBuckets, withTimeout, type Logger } from '@plover/core';
 import {
   createServiceApp,
@@ -27,8 +27,10 @@ import { captureError } from './errors';
 import { captureMetrics } from './metrics';
 import { prepareContext, toBusMessage } from './normalize';
 import { replayCapture } from './replay';
-import { parseCaptureRequest, requestToken } from './request';
+import { parseCaptureRequest, requestToken, type CaptureRequest } from './request';
 import { sentAtFromQuery } from './timestamp';
+import { otlpCapture, type OtlpSignal } from './otlp';
+import { v1Capture } from './v1';
 
 export interface CaptureSettings extends CaptureConfig {
   topics: { events: string; historical: string };
@@ -39,6 +41,8 @@ export interface CaptureSettings extends CaptureConfig {
     decompressedBytes: number;
     /** One bus message (Kafka's default `message.max.bytes`, which PostHog's capture inherits). */
     eventBytes: number;
+    /** One event on `/i/v0/ai/batch/`, as the client serialized it (PostHog's `AI_MAX_EVENT_BYTES`, 8 MiB). */
+    aiEventBytes: number;
   };
   /** Session replay (`/s/`): its topic, and its body limit as received (PostHog: 25 MiB). */
   replay: { topic: string; bodyBytes: number };
@@ -79,10 +83,9 @@ export function captureLimits(settings: { rateLimit?: { perSecond: number; burst
 
 const MIB = 1024 * 1024;
 export const DEFAULT_CAPTURE_SETTINGS: CaptureSettings = {
-  produceTimeoutMs: 5_000,
-  rateLimit: undefined,
+  ...sectionDefaults(sections.capture),
   topics: CAPTURE_TOPICS,
-  limits: { bodyBytes: 20 * MIB, decompressedBytes: 100 * MIB, eventBytes: 1_000_000 },
+  limits: { bodyBytes: 20 * MIB, decompressedBytes: 100 * MIB, eventBytes: 1_000_000, aiEventBytes: 8 * MIB },
   replay: { topic: REPLAY_TOPIC, bodyBytes: 25 * MIB },
   decompression: decompressionBudget,
   now: Date.now,
@@ -94,7 +97,18 @@ interface Route {
   engage?: boolean;
   /** Session replay `$snapshot` events (`replay.ts`). */
   replay?: boolean;
+  /** LLM analytics (`$ai_*` events, posthog-node's `captureAi`): single events up to `limits.aiEventBytes`. */
+  ai?: boolean;
 }
+
+/** The body of a capture v1 request as received (PostHog's v1 limit). */
+const V1_BODY_BYTES = 10 * MIB;
+
+/**
+ * What a bus message adds to an event on the AI route: the envelope (ids, address, times) and `$ip`. Distinct ids
+ * are cut to 200 code points, so 64 KiB is far more than any envelope needs.
+ */
+const AI_ENVELOPE_BYTES = 64 * 1024;
 
 /** One group of ingest paths of capture's table, served alike. */
 interface IngestPaths extends Route {
@@ -111,11 +125,27 @@ const INGEST: IngestPaths[] = [
   { paths: ['/e/', '/capture/', '/track/'], legacy: true, summary: 'Events, on the legacy paths (a second base64 layer allowed).' },
   { paths: ['/engage/'], legacy: true, engage: true, summary: 'Person updates (`$set`, `$set_once`) as `$identify`-less events, legacy encoding.' },
   { paths: ['/s/'], legacy: false, replay: true, summary: 'Session recording `$snapshot` events.' },
+  {
+    paths: ['/i/v0/ai/batch/'],
+    legacy: false,
+    ai: true,
+    summary: "LLM analytics `$ai_*` events (posthog-node's and posthog-python's `captureAi`), `/batch/`'s shapes, one event up to 8 MiB.",
+  },
 ];
 
 const CAPTURE_QUERY = { data: { type: 'string' }, compression: { type: 'string' }, sent_at: { type: 'string' }, _: { type: 'string' } };
 const CAPTURE_BODY = { oneOf: [rawEventSchema, eventArraySchema, batchBodySchema] };
 const OK = { status: 200, type: 'application/json', schema: { type: 'object', required: ['status'], properties: { status: { const: 1 } } } };
+const V1_RESULT = { type: 'object', required: ['result'], properties: { result: { enum: ['ok', 'drop'] }, details: { type: 'string' } } };
+const V1_OK = {
+  status: 200,
+  type: 'application/json',
+  schema: { type: 'object', required: ['results'], properties: { results: { type: 'object', additionalProperties: V1_RESULT } } },
+};
+
+/** OTLP/HTTP's answer to an export it took whole: an empty `Export…ServiceResponse`. */
+const OTLP_OK_BODY = Buffer.from('{}');
+const OTLP_OK = { status: 200, type: 'application/json', schema: { type: 'object' } };
 
 /** Exactly this, with status 200: posthog-js retries anything but 200, posthog-python accepts only 200. */
 const OK_BODY = Buffer.from(JSON.stringify({ status: 1 }));
@@ -146,6 +176,27 @@ export function captureRoutes(deps: CaptureDeps): SdkRouters & { table: SdkRoute
     }
   }
 
+  async function captureV1(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const lease = settings.decompression.lease();
+    try {
+      const response = await v1(req, lease);
+      metrics.events.inc({ topic: 'events' }, Object.values(response.results).filter((r) => r.result === 'ok').length);
+      sendJson(res, Buffer.from(JSON.stringify(response)));
+    } finally {
+      lease.release();
+    }
+  }
+
+  async function captureOtlp(req: IncomingMessage, res: ServerResponse, signal: OtlpSignal): Promise<void> {
+    const lease = settings.decompression.lease();
+    try {
+      await otlp(req, signal, lease);
+      sendJson(res, OTLP_OK_BODY);
+    } finally {
+      lease.release();
+    }
+  }
+
   async function captureWithin(req: IncomingMessage, res: ServerResponse, route: Route, lease: DecompressionLease): Promise<void> {
     const now = settings.now();
     const query = new URLSearchParams(queryString(req.url));
@@ -156,8 +207,9 @@ export function captureRoutes(deps: CaptureDeps): SdkRouters & { table: SdkRoute
       lease,
     );
     const request = parseCaptureRequest(text);
+    if (route.ai) checkAiEventSizes(request, settings.limits.aiEventBytes);
     const project = await lookUpProject(requestToken(request));
-    if (rate && !(await rate.admit(project.id, request.events.length))) throw captureError.rateLimited();
+    if (!(await admit(project.id, request.events.length))) throw captureError.rateLimited();
 
     const ip = clientIp(req, deps.trustProxy);
     const sentAt = request.sentAt ?? sentAtFromQuery(query.get('sent_at') ?? query.get('_'));
@@ -169,12 +221,16 @@ export function captureRoutes(deps: CaptureDeps): SdkRouters & { table: SdkRoute
       invalidSentAt: request.invalidSentAt,
       historical: request.historical,
       engage: route.engage === true,
-      maxMessageBytes: settings.limits.eventBytes,
+      maxMessageBytes: route.ai ? settings.limits.aiEventBytes + AI_ENVELOPE_BYTES : settings.limits.eventBytes,
     });
     const messages = request.events.map(({ event, attrPrefix }) => toBusMessage(event, attrPrefix, context));
     await produce(request.historical ? settings.topics.historical : settings.topics.events, messages);
     metrics.events.inc({ topic: request.historical ? 'historical' : 'events' }, messages.length);
     sendOk(res);
+  }
+
+  async function admit(projectId: number, events: number): Promise<boolean> {
+    return !rate || rate.admit(projectId, events);
   }
 
   async function lookUpProject(token: string) {
@@ -217,6 +273,18 @@ export function captureRoutes(deps: CaptureDeps): SdkRouters & { table: SdkRoute
     produce,
   });
 
+  const otlp = otlpCapture({ limits: settings.limits, lookUpProject });
+
+  const v1 = v1Capture({
+    topics: settings.topics,
+    limits: { bodyBytes: V1_BODY_BYTES, decompressedBytes: settings.limits.decompressedBytes, eventBytes: settings.limits.eventBytes },
+    now: settings.now,
+    lookUpProject,
+    admit,
+    clientIp: (req) => clientIp(req, deps.trustProxy),
+    produce,
+  });
+
   const table = INGEST.flatMap(({ paths: [path, ...aliases], summary, ...route }): SdkRoute[] => [
     {
       methods: ['get', 'head', 'post'],
@@ -231,6 +299,28 @@ export function captureRoutes(deps: CaptureDeps): SdkRouters & { table: SdkRoute
     // PostHog answers a preflight with the success body.
     { methods: ['options'], path, aliases, summary: 'A preflight, answered with the success body.', response: OK, fast: (_req, res) => sendOk(res) },
   ]);
+  table.push(
+    {
+      methods: ['post'],
+      path: '/i/v1/analytics/events',
+      summary: 'Capture v1 (`POSTHOG_CAPTURE_MODE=v1`): Bearer token, PostHog-* headers, a typed batch; one result per event.',
+      body: v1BatchSchema,
+      response: V1_OK,
+      fast: captureV1,
+    },
+    { methods: ['options'], path: '/i/v1/analytics/events', summary: 'A preflight.', response: OK, fast: (_req, res) => sendOk(res) },
+    ...(['logs', 'metrics'] as const).flatMap((signal): SdkRoute[] => [
+      {
+        methods: ['post'],
+        path: `/i/v1/${signal}`,
+        summary: `OpenTelemetry ${signal} (OTLP/HTTP JSON, token in \`?token=\`): checked and acknowledged, not stored.`,
+        query: { token: { type: 'string' } },
+        response: OTLP_OK,
+        fast: (req, res) => captureOtlp(req, res, signal),
+      },
+      { methods: ['options'], path: `/i/v1/${signal}`, summary: 'A preflight.', response: OK, fast: (_req, res) => sendOk(res) },
+    ]),
+  );
   // Other methods fall through to the 404 (with the CORS headers, as the route's CORS layer gave them).
   const routers = sdkRouters(table, {
     logger,
@@ -240,9 +330,27 @@ export function captureRoutes(deps: CaptureDeps): SdkRouters & { table: SdkRoute
   return { ...routers, table };
 }
 
+/**
+ * PostHog measures an AI event as the client serialized it and refuses the whole request (413) when one is larger,
+ * so that posthog-node halves its batch and, for a lone event, drops it with a log line.
+ */
+function checkAiEventSizes(request: CaptureRequest, limit: number): void {
+  for (const { event, attrPrefix } of request.events) {
+    const bytes = Buffer.byteLength(JSON.stringify(event));
+    if (bytes > limit) {
+      const attr = attrPrefix === '' ? null : attrPrefix.slice(0, -2);
+      throw captureError.tooLarge(`${attr === null ? 'The event' : `Event ${attr}`} is ${bytes} bytes, above the limit of ${limit} bytes per AI event.`, attr);
+    }
+  }
+}
+
 function sendOk(res: ServerResponse): void {
-  res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': OK_BODY.length });
-  res.end(OK_BODY);
+  sendJson(res, OK_BODY);
+}
+
+function sendJson(res: ServerResponse, body: Buffer): void {
+  res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': body.length });
+  res.end(body);
 }
 
 /** The client's address (`requestAddress`), IPv4-mapped IPv6 written as IPv4. */

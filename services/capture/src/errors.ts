@@ -33,4 +33,12 @@ export const captureError = {
   unknownToken: () => ApiError.unauthenticated('API key does not resolve to a known project.', 'ingest_key_unknown'),
   rateLimited: () => new ApiError(429, 'throttled', 'rate_limited', 'Rate limit exceeded: too many events for this project.'),
   unavailable: () => ApiError.unavailable('Transient error, please retry.'),
+  // Capture v1 (`/i/v1/analytics/events`): the codes of PostHog's `v1::Error`.
+  missingHeaders: (names: string[]) => ApiError.validation(`Request is missing required headers: ${names.join(', ')}.`, null, 'missing_required_headers'),
+  invalidHeader: (detail: string, header: string) => ApiError.validation(`Invalid header value: ${detail}.`, header, 'invalid_header_value'),
+  unsupportedContentType: (type: string) => new ApiError(415, 'validation_error', 'unsupported_content_type', `Unsupported content type: ${type}.`),
+  unsupportedEncoding: (encoding: string) => new ApiError(415, 'validation_error', 'unsupported_encoding', `Unsupported content encoding: ${encoding}.`),
+  invalidBatch: (detail: string) => ApiError.validation(`Invalid batch: ${detail}.`, 'created_at', 'invalid_batch'),
+  missingEventUuid: (attr: string) => ApiError.validation('Event submitted without a uuid.', attr, 'missing_event_uuid'),
+  duplicateEventUuid: (attr: string, uuid: string) => ApiError.validation(`Duplicate event uuid: ${uuid}.`, attr, 'duplicate_event_uuid'),
 };

@@ -374,7 +374,9 @@ describe('capture limits', () => {
   let h: CaptureHarness;
 
   beforeAll(async () => {
-    h = await openHarness({ capture: { limits: { bodyBytes: 64 * 1024, decompressedBytes: 256 * 1024, eventBytes: 1_000_000 } } });
+    h = await openHarness({
+      capture: { limits: { bodyBytes: 64 * 1024, decompressedBytes: 256 * 1024, eventBytes: 1_000_000, aiEventBytes: 8 * 1024 * 1024 } },
+    });
   });
 
   afterAll(() => h.close());

@@ -15,7 +15,9 @@ describe('compressed bodies a client should not send', () => {
   const budget = new DecompressionBudget(40 * MIB, 300);
 
   beforeAll(async () => {
-    h = await openHarness({ capture: { limits: { bodyBytes: 20 * MIB, decompressedBytes: 8 * MIB, eventBytes: 1_000_000 }, decompression: budget } });
+    h = await openHarness({
+      capture: { limits: { bodyBytes: 20 * MIB, decompressedBytes: 8 * MIB, eventBytes: 1_000_000, aiEventBytes: 8 * MIB }, decompression: budget },
+    });
   });
 
   afterAll(() => h.close());

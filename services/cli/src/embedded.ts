@@ -12,7 +12,12 @@ import { UserError } from './errors';
  * child process with the terminal: the CLI imports no service, so that it installs without chDB where only the
  * HTTP commands are wanted (the distributed images), and `start` gets the Node flags `npm start` uses.
  */
-function standaloneEntry(name: 'main' | 'cli'): string {
+/** The Node flags embedded Plover runs with: services/standalone/node-flags.json, the one list of them. */
+function standaloneNodeFlags(): string[] {
+  return JSON.parse(fs.readFileSync(path.join(standaloneDir(), 'node-flags.json'), 'utf8')) as string[];
+}
+
+function standaloneDir(): string {
   let dir: string;
   try {
     dir = path.dirname(require.resolve('@plover/standalone/package.json'));
@@ -23,6 +28,11 @@ function standaloneEntry(name: 'main' | 'cli'): string {
         '`node services/management/dist/cli.js migrate|bootstrap|delete-events` and start each service',
     );
   }
+  return dir;
+}
+
+function standaloneEntry(name: 'main' | 'cli'): string {
+  const dir = standaloneDir();
   // Run from the TypeScript sources (a checkout, through tsx), this CLI starts the sources; built, the build.
   const source = __filename.endsWith('.ts');
   const entry = path.join(dir, source ? `src/${name}.ts` : `dist/${name}.js`);
@@ -72,10 +82,12 @@ export function embeddedCommands(program: Command, env: NodeJS.ProcessEnv): void
     .addHelpText('after', '\nExamples:\n  $ plover start\n  $ plover start --data-dir /srv/plover --port 8080\n  $ LOG_FORMAT=json plover start > plover.log')
     .action(
       action((options: DataDirOptions & { port?: string }) =>
-        runChild(standaloneEntry('main'), [], { ...env, PLOVER_DATA_DIR: options.dataDir, ...(options.port ? { PORT: options.port } : {}) }, [
-          '--max-semi-space-size=64',
-          '--heap-growing-percent=100',
-        ]),
+        runChild(
+          standaloneEntry('main'),
+          [],
+          { ...env, PLOVER_DATA_DIR: options.dataDir, ...(options.port ? { PORT: options.port } : {}) },
+          standaloneNodeFlags(),
+        ),
       ),
     );
 

@@ -20,7 +20,7 @@ import {
 } from '@plover/http';
 import type { Sql } from '@plover/postgres';
 import { decodeFlagsBody, malformed, tooLarge } from './decode';
-import type { CachedDefinitions, DefinitionsCache } from './definitions';
+import { DECIDE_DEFAULTS, type CachedDefinitions, type DefinitionsCache } from './definitions';
 import { evaluateRequest } from './evaluate';
 import { clientIp, loadGeoIp, type GeoIpLookup } from './geoip';
 import { decideLimits, type DecideLimits } from './limits';
@@ -109,7 +109,7 @@ export function decideRoutes(deps: DecideDeps): DecideRoutes {
   const { projectTokens: tokens, definitions: cache } = deps;
   const { rate, quota } = deps.limits ?? decideLimits(settings);
   const metrics = decideMetrics(deps.metrics);
-  const lookupTimeoutMs = settings.lookupTimeoutMs ?? 200;
+  const lookupTimeoutMs = settings.lookupTimeoutMs ?? DECIDE_DEFAULTS.lookupTimeoutMs;
   const personalKeys = new PersonalKeyAuth(deps.sql, deps.authThrottle);
 
   async function project(token: string | undefined): Promise<ProjectByToken> {

@@ -1,9 +1,13 @@
 import { createHash } from 'node:crypto';
+import { sectionDefaults, sections } from '@plover/config';
 import type { Logger } from '@plover/core';
 import { definitionVersions, loadDefinitions, onDefinitionsChanged, type ProjectDefinitions } from '@plover/flag-store';
 import { compileFlags, type CompiledFlags, type PropertyGroup } from '@plover/flags';
 import type { Sql } from '@plover/postgres';
 import { renderDefinitions, type RenderedDefinitions } from './responses';
+
+/** The `decide` config section's defaults, for what a caller's settings leave out. */
+export const DECIDE_DEFAULTS = sectionDefaults(sections.decide);
 
 export interface CachedDefinitions extends ProjectDefinitions {
   /** `definitionVersions` at the time the definitions were read. */
@@ -44,7 +48,7 @@ export class DefinitionsCache {
     private readonly sql: Sql,
     options: DefinitionsCacheOptions,
   ) {
-    this.pollIntervalMs = options.pollIntervalMs ?? 500;
+    this.pollIntervalMs = options.pollIntervalMs ?? DECIDE_DEFAULTS.definitionsPollMs;
     this.logger = options.logger;
     this.unsubscribe = onDefinitionsChanged((projectId) => this.invalidate(projectId));
     this.timer = setInterval(() => void this.poll(), this.pollIntervalMs);

@@ -1,10 +1,11 @@
 import { withTimeout, type Logger } from '@plover/core';
 import { evaluateFlags, planLookup, type EvaluationContext, type FlagEvaluation, type LookupPlan, type Properties, type StoredData } from '@plover/flags';
+import { staticCohortMemberships } from '@plover/flag-store';
 import { GroupStore, PersonReads } from '@plover/persons';
 import type { Sql } from '@plover/postgres';
 import type { CachedDefinitions } from './definitions';
 import type { FlagsRequest } from './request';
-import { hashKeyOverrides, staticCohortMemberships } from './store';
+import { hashKeyOverrides } from './store';
 
 export interface FlagEvaluationResult {
   flags: Map<string, FlagEvaluation>;

@@ -1,21 +1,11 @@
 /**
- * Decide's own reads and writes: static cohort memberships, experience-continuity overrides, and the public
- * early access features and surveys. Definitions are read through `@plover/flag-store` (which also writes
+ * Decide's own reads and writes: experience-continuity overrides, and the public early access features and
+ * surveys. Definitions and static cohort memberships are read through `@plover/flag-store` (which also writes
  * them), persons and groups through `@plover/persons`.
  */
 import { ACTIVE_SURVEY, selectSurveys, surveyFields, type SurveyRow } from '@plover/flag-store';
 import { PersonReads } from '@plover/persons';
 import type { SqlExecutor } from '@plover/postgres';
-
-export async function staticCohortMemberships(sql: SqlExecutor, personId: number, cohortIds: readonly number[]): Promise<Set<number>> {
-  if (cohortIds.length === 0) return new Set();
-  const result = await sql.query<{ cohort_id: number }>(
-    'decide.staticCohorts',
-    'SELECT cohort_id FROM cohort_people WHERE person_id = $1 AND cohort_id = ANY($2::int[])',
-    [personId, cohortIds],
-  );
-  return new Set(result.rows.map((row) => row.cohort_id));
-}
 
 /**
  * Continuity write + read (PostHog's hash-key overrides): first override wins; the distinct id's own person has

@@ -6,7 +6,7 @@
  */
 import type { Consumer, EventBus } from '@plover/bus';
 import type { ClickHouse } from '@plover/clickhouse';
-import type { IngestionConfig } from '@plover/config';
+import { sectionDefaults, sections, type IngestionConfig } from '@plover/config';
 import { CAPTURE_TOPICS } from '@plover/contracts';
 import type { Logger } from '@plover/core';
 import type { MetricsRegistry } from '@plover/http';
@@ -23,10 +23,7 @@ export interface IngestionSettings extends IngestionConfig {
 }
 
 export const DEFAULT_INGESTION_SETTINGS: IngestionSettings = {
-  batchSize: 2000,
-  lingerMs: 0,
-  concurrency: 16,
-  retryBackoffMs: 1000,
+  ...sectionDefaults(sections.ingestion),
   topics: { ...CAPTURE_TOPICS, deadLetter: 'events_dlq' },
   groupIds: { events: 'ingestion', historical: 'ingestion-historical' },
 };

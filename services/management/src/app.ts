@@ -1,8 +1,10 @@
 import { Router } from 'express';
 import helmet from 'helmet';
 import { PersonalKeyAuth } from '@plover/accounts';
+import { limitedClickHouse } from '@plover/clickhouse';
 import { createServiceApp, type ServiceApp } from '@plover/http';
-import type { ManagementDeps } from './deps';
+import { analysisOf, type ManagementDeps } from './deps';
+import { AnalysisGate } from './http/analysis-gate';
 import { authenticate, resolveProject } from './http/auth';
 import { checkQuery, jsonBody } from './http/body';
 import { unstorableInput } from './http/errors';
@@ -19,12 +21,15 @@ import { PROJECT_MOUNTS, routeTable } from './routes';
  * first. `/api/schema/` (the OpenAPI document of the same table) is public.
  */
 export function managementRoutes(deps: ManagementDeps): Router {
-  const table = routeTable(deps);
+  const analysis = analysisOf(deps);
+  const gate = new AnalysisGate(analysis.concurrencyPerProject, analysis.exportConcurrency, analysis.csvMaxColumns);
+  // Every ClickHouse read of every handler is bounded and counted against its project (http/analysis-gate.ts).
+  const table = routeTable({ ...deps, analysis, clickhouse: limitedClickHouse(deps.clickhouse, analysis.limits, () => AnalysisGate.enter()) });
   const api = Router();
   api.use(checkFormat, authenticate(new PersonalKeyAuth(deps.sql, deps.authThrottle)), checkQuery, jsonBody);
   api.use(routerOf(table.api));
   const project = Router({ mergeParams: true });
-  project.use(resolveProject(deps.sql), routerOf(table.project));
+  project.use(resolveProject(deps.sql), gate.middleware, routerOf(table.project));
   api.use(PROJECT_MOUNTS, project);
 
   const router = Router();

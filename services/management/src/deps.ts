@@ -1,5 +1,6 @@
 import type { AuthFailureThrottle, ProjectTokenCache } from '@plover/accounts';
 import type { ClickHouse } from '@plover/clickhouse';
+import { loadConfig, sections, type AnalysisConfig } from '@plover/config';
 import type { Logger } from '@plover/core';
 import type { MetricsRegistry } from '@plover/http';
 import type { Sql } from '@plover/postgres';
@@ -9,7 +10,10 @@ export interface ManagementDeps {
   logger: Logger;
   metrics: MetricsRegistry;
   sql: Sql;
+  /** Every read of the API's handlers goes through it bounded by `analysis` (app.ts). */
   clickhouse: ClickHouse;
+  /** Bounds of analysis requests; the configuration's defaults when unset. */
+  analysis?: AnalysisConfig;
   trustProxy: boolean;
   /** Failed personal-key authentications before 429; embedded mode shares one with decide, tests pass their own. */
   authThrottle?: AuthFailureThrottle;
@@ -18,4 +22,9 @@ export interface ManagementDeps {
    * token is dropped from it at once. Other processes notice at their cache's next refresh.
    */
   projectTokens?: ProjectTokenCache;
+}
+
+/** The bounds of analysis requests: the deps' own, else the configuration's defaults (distributed mode's). */
+export function analysisOf(deps: ManagementDeps): AnalysisConfig {
+  return deps.analysis ?? loadConfig({}, { analysis: sections.analysis(0) }).analysis;
 }

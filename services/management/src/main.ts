@@ -12,6 +12,7 @@ const config = loadConfigOrExit(process.env, {
   postgres: sections.postgres,
   clickhouse: sections.clickhouse,
   management: sections.management,
+  analysis: sections.analysis(0),
 });
 const logger = createLogger({ service: 'management', level: config.logging.level });
 exitOnUncaughtErrors(logger);
@@ -19,7 +20,7 @@ const sql = PgSql.fromConfig(config.postgres);
 const clickhouse = new HttpClickHouse(config.clickhouse);
 const schedules = startSchedules({ sql, clickhouse, logger }, { deletionCron: config.management.deletionJobSchedule });
 
-serve(createApp({ logger, metrics: createMetricsRegistry('management'), sql, clickhouse, trustProxy: config.http.trustProxy }), {
+serve(createApp({ logger, metrics: createMetricsRegistry('management'), sql, clickhouse, analysis: config.analysis, trustProxy: config.http.trustProxy }), {
   ...config.http,
   logger,
   closeResources: async () => {

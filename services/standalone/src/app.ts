@@ -2,6 +2,7 @@ import { AuthFailureThrottle, type ProjectTokenCache } from '@plover/accounts';
 import type { EventBus } from '@plover/bus';
 import { captureRoutes, type CaptureSettings } from '@plover/capture/app';
 import type { ClickHouse } from '@plover/clickhouse';
+import type { AnalysisConfig } from '@plover/config';
 import type { DiskWatch, Logger } from '@plover/core';
 import { decideRoutes, type DecideSettings, type DefinitionsCache } from '@plover/decide/app';
 import { createServiceApp, sdkSchemaRouter, type MetricsRegistry, type ServiceApp } from '@plover/http';
@@ -14,6 +15,8 @@ export interface StandaloneDeps {
   sql: Sql;
   clickhouse: ClickHouse;
   bus: EventBus;
+  /** Bounds of the management API's analysis requests (its defaults when unset). */
+  analysis?: AnalysisConfig;
   trustProxy: boolean;
   /** One cache for capture and decide: a token either of them looked up or refreshed is known to both. */
   projectTokens: ProjectTokenCache;

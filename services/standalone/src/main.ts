@@ -23,6 +23,8 @@ const config = loadConfigOrExit(process.env, {
   capture: sections.capture,
   decide: sections.decide,
   management: sections.management,
+  // One engine thread per analysis statement: the cores are shared with capture and ingestion.
+  analysis: sections.analysis(1),
   ingestion: sections.ingestion,
 });
 // On a terminal: readable log lines and a banner once ready (terminal.ts); elsewhere JSON lines.
@@ -65,6 +67,7 @@ async function main(): Promise<void> {
     logger,
     metrics,
     trustProxy: config.http.trustProxy,
+    analysis: config.analysis,
     ...writers,
     disk,
     projectTokens: new ProjectTokenCache(stores.sql),

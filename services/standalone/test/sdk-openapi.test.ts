@@ -123,6 +123,61 @@ describe('the SDK routes OpenAPI document (/api/schema/sdk/)', () => {
     }
   }, 60_000);
 
+  it('answers every path the newest posthog-js, posthog-node and posthog-python call (read from their source), none with a 404', async () => {
+    const token = credentials.project.api_token;
+    const personal = { Authorization: `Bearer ${credentials.personal_api_key.value}` };
+    const v1Headers = {
+      Authorization: `Bearer ${token}`,
+      'Content-Type': 'application/json',
+      'PostHog-Sdk-Info': 'posthog-node/5.70.0',
+      'PostHog-Attempt': '1',
+      'PostHog-Request-Id': '0190b0f2-0e5f-7a2c-9d4e-6f1a2b3c4d5e',
+      'PostHog-Request-Timestamp': new Date().toISOString(),
+      'User-Agent': 'posthog-node/5.70.0',
+    };
+    const event = { event: 'e', distinct_id: 'u1', properties: { token } };
+    const batch = { api_key: token, batch: [event] };
+    const otlpLogs = { resourceLogs: [] };
+    // [who calls it, method, path, headers, body, the status Plover answers]
+    const table: [string, 'get' | 'post', string, Record<string, string>, unknown, number][] = [
+      ['node, python, js-lite', 'post', '/batch/', {}, batch, 200],
+      ['node captureAi, python capture_ai', 'post', '/i/v0/ai/batch/', {}, batch, 200],
+      [
+        'node, python (POSTHOG_CAPTURE_MODE=v1)',
+        'post',
+        '/i/v1/analytics/events',
+        v1Headers,
+        {
+          created_at: new Date().toISOString(),
+          batch: [{ event: 'e', uuid: '0190b0f2-0e5f-7a2c-9d4e-6f1a2b3c4d5f', distinct_id: 'u1', timestamp: new Date().toISOString(), options: {} }],
+        },
+        200,
+      ],
+      ['node, python, js', 'post', '/flags/?v=2', {}, { token, api_key: token, distinct_id: 'u1' }, 200],
+      ['js (only_evaluate_survey_feature_flags)', 'post', '/flags/?v=2&only_evaluate_survey_feature_flags=true', {}, { token, distinct_id: 'u1' }, 200],
+      ['node, python local evaluation', 'get', `/flags/definitions?token=${token}&send_cohorts`, personal, undefined, 200],
+      ['older node, python local evaluation', 'get', `/api/feature_flag/local_evaluation?token=${token}&send_cohorts`, personal, undefined, 200],
+      ['js, js-lite, node remote config', 'get', `/array/${token}/config`, {}, undefined, 200],
+      ['js', 'get', `/array/${token}/config.js`, {}, undefined, 200],
+      ['js lazy scripts', 'get', `/static/${POSTHOG_JS_VERSION}/recorder.js`, {}, undefined, 200],
+      ['js analytics (default endpoint)', 'post', '/e/', {}, event, 200],
+      ['js analytics (remote config endpoint)', 'post', '/i/v0/e/', {}, event, 200],
+      ['js session replay', 'post', '/s/', {}, { event: '$snapshot', properties: { token, distinct_id: 'u1', $session_id: 's1', $snapshot_data: [] } }, 200],
+      ['js console logs, node captureLog', 'post', `/i/v1/logs?token=${token}`, {}, otlpLogs, 200],
+      ['js, node, python metrics', 'post', `/i/v1/metrics?token=${token}`, {}, { resourceMetrics: [] }, 200],
+      ['js, node surveys', 'get', `/api/surveys/?token=${token}`, {}, undefined, 200],
+      ['js early access features', 'get', `/api/early_access_features/?token=${token}`, {}, undefined, 200],
+    ];
+    const answered = [];
+    for (const [who, method, url, headers, body, status] of table) {
+      const call = request(app)[method](url).set(headers);
+      const response = body === undefined ? await call : await call.send(JSON.stringify(body)).set('Content-Type', 'application/json');
+      answered.push({ who, url, status: response.status });
+      expect({ who, url, status: response.status }).toEqual({ who, url, status });
+    }
+    expect(answered.filter((row) => row.status === 404)).toEqual([]);
+  });
+
   it('does not list an unknown path, which answers the generic 404', async () => {
     expect(documentedPath(document, '/array/phc_x/other')).toBeUndefined();
     const response = await request(app).get('/array/phc_x/other');

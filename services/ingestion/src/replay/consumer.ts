@@ -4,7 +4,7 @@
  * runs it in the ingestion service beside the events consumer; embedded mode in the standalone process.
  */
 import type { EventBus } from '@plover/bus';
-import type { IngestionConfig } from '@plover/config';
+import { sectionDefaults, sections, type IngestionConfig } from '@plover/config';
 import type { ClickHouse } from '@plover/clickhouse';
 import { REPLAY_TOPIC } from '@plover/contracts';
 import type { Logger } from '@plover/core';
@@ -28,13 +28,15 @@ export interface ReplaySettings {
   retryBackoffMs: number;
 }
 
+const INGESTION_DEFAULTS = sectionDefaults(sections.ingestion);
+
 export const DEFAULT_REPLAY_SETTINGS: ReplaySettings = {
   topic: REPLAY_TOPIC,
   groupId: 'session-recordings',
   deadLetterTopic: `${REPLAY_TOPIC}_dlq`,
   batchSize: 100,
-  lingerMs: 0,
-  retryBackoffMs: 1000,
+  lingerMs: INGESTION_DEFAULTS.lingerMs,
+  retryBackoffMs: INGESTION_DEFAULTS.retryBackoffMs,
 };
 
 /** What the ingestion config section sets of a replay consumer; the rest keeps its defaults. */

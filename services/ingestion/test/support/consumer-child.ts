@@ -77,7 +77,7 @@ async function main(): Promise<void> {
     sql: stores.sql,
     clickhouse,
     bus,
-    settings: { ...description.settings, batchSize: Number(required('TEST_BATCH_SIZE')) },
+    settings: { ...description.settings, batchSize: Number(required('TEST_BATCH_SIZE')), lingerMs: 0 },
   });
 }
 

@@ -237,7 +237,8 @@ export async function startConsumer(stack: Stack, overrides: Partial<ConsumerDep
     logger: silentLogger(),
     metrics: new Registry(),
     ...stack.stores,
-    settings: { ...stack.description.settings, retryBackoffMs: 100 },
+    // A test reads what it produced at once: short batches do not wait for more.
+    settings: { ...stack.description.settings, retryBackoffMs: 100, lingerMs: 0 },
     now: () => INGESTED_AT,
     ...overrides,
   });

@@ -1,14 +1,7 @@
 import type { ClickHouse, ClickHouseParams } from '@plover/clickhouse';
-import { GroupStore, PersonReads, type Person } from '@plover/persons';
-import { containsPattern, SqlBuilder, type Sql } from '@plover/postgres';
+import { GroupStore, PersonReads, type GroupListRow, type Person } from '@plover/persons';
+import type { Sql } from '@plover/postgres';
 import type { Page } from '../http/render';
-
-export interface GroupRow {
-  group_type_index: number;
-  group_key: string;
-  group_properties: Record<string, unknown>;
-  created_at: Date;
-}
 
 export interface EventRow {
   uuid_text: string;
@@ -50,21 +43,8 @@ export class DataStore {
   }
 
   /** One page (and one row more) of the groups of a type, newest first, key or name containing `search`; with their count. */
-  async groups(projectId: number, typeIndex: number, search: string | undefined, page: Page): Promise<{ rows: GroupRow[]; count: number }> {
-    const params = new SqlBuilder([projectId, typeIndex]);
-    let where = 'project_id = $1 AND group_type_index = $2';
-    if (search !== undefined) {
-      const pattern = params.bind(containsPattern(search));
-      where += ` AND (group_key ILIKE ${pattern} OR (group_properties ->> 'name') ILIKE ${pattern})`;
-    }
-    const rows = await this.sql.query<GroupRow>(
-      'management.listGroups',
-      `SELECT group_type_index, group_key, group_properties, created_at FROM groups WHERE ${where}
-        ORDER BY created_at DESC, id DESC LIMIT ${page.limit + 1} OFFSET ${page.offset}`,
-      params.params,
-    );
-    const count = await this.sql.query<{ n: number }>('management.countGroups', `SELECT count(*)::int AS n FROM groups WHERE ${where}`, params.params);
-    return { rows: rows.rows, count: count.rows[0]?.n ?? 0 };
+  groups(projectId: number, typeIndex: number, search: string | undefined, page: Page): Promise<{ rows: GroupListRow[]; count: number }> {
+    return this.groupTypes.list(projectId, typeIndex, search, page);
   }
 
   /**

@@ -1,5 +1,5 @@
 import { ApiError } from '@plover/core';
-import { writeDefinitions } from '@plover/flag-store';
+import { addCohortMembers, cohortMemberCountSql, writeDefinitions } from '@plover/flag-store';
 import { PersonReads } from '@plover/persons';
 import { containsPattern, SqlBuilder, type Sql, type SqlExecutor } from '@plover/postgres';
 import type { Page } from '../http/render';
@@ -75,7 +75,7 @@ function selectFlags(where: string): string {
 }
 
 const COHORT_COLUMNS = `c.id, c.name, c.description, c.filters, c.is_static, c.deleted, c.version, c.created_at, c.created_by_id,
-  (SELECT count(*) FROM cohort_people p WHERE p.cohort_id = c.id) AS count`;
+  ${cohortMemberCountSql('c.id')} AS count`;
 
 function uniqueViolation(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;
@@ -231,9 +231,6 @@ export class FlagsStore {
   /** Adds the persons of the distinct ids (unknown ones skipped) to a static cohort. */
   async addMembers(tx: SqlExecutor, projectId: number, cohortId: number, distinctIds: readonly string[]): Promise<void> {
     const persons = await new PersonReads(tx).personIdsByDistinctIds(projectId, distinctIds);
-    await tx.query('cohorts.addMembers', 'INSERT INTO cohort_people (cohort_id, person_id) SELECT $1, unnest($2::bigint[]) ON CONFLICT DO NOTHING', [
-      cohortId,
-      [...new Set(persons.values())],
-    ]);
+    await addCohortMembers(tx, cohortId, [...persons.values()]);
   }
 }

@@ -164,6 +164,11 @@ async function writeDrained(res: Response, text: string): Promise<void> {
   });
 }
 
+/** The column of a CSV export that holds, as one JSON object, the flattened fields past its column cap. */
+export const CSV_OTHER_COLUMN = 'other_properties';
+/** Rows formatted between two turns of the event loop while an export is written. */
+const CSV_ROWS_PER_TURN = 200;
+
 /**
  * `format=csv` of a listing: every matching row (from `offset`; `limit` rows when the request names a limit),
  * at most CSV_EXPORT_MAX_ROWS, with CSV_EXPORT_TRUNCATED_HEADER `true` when rows were left out. The listing is
@@ -171,25 +176,53 @@ async function writeDrained(res: Response, text: string): Promise<void> {
  * flattened keys, which the header needs before the first row), then to write the rows as they come, waiting
  * for the client to drain. Memory holds one batch and the column names, never the export. A row that appears
  * between the two reads with a column the first did not see loses that column.
+ * The first `maxColumns` flattened keys met become columns; when rows have more (properties are sent by anyone
+ * holding the public token), the rest of each row goes into one CSV_OTHER_COLUMN JSON column, so the file grows
+ * with the data, not with rows × every key ever seen. Rows are formatted a few hundred at a time, yielding the
+ * event loop between them.
  */
-export async function streamCsv<C>(req: Request, res: Response, filename: string, batch: ExportBatch<C>): Promise<void> {
+export async function streamCsv<C>(req: Request, res: Response, filename: string, batch: ExportBatch<C>, maxColumns: number): Promise<void> {
   const max = queryValue(req, 'limit') ? pageOf(req).limit : CSV_EXPORT_MAX_ROWS;
   const columns = new Set<string>();
+  let overflow = false;
   let seen = 0;
   for await (const rows of exportRows(batch, max + 1)) {
-    for (const row of rows.slice(0, max - seen)) for (const key of Object.keys(flatten(row))) columns.add(key);
+    for (const row of rows.slice(0, max - seen)) {
+      for (const key of Object.keys(flatten(row))) {
+        if (columns.size < maxColumns) columns.add(key);
+        else overflow ||= !columns.has(key);
+      }
+    }
     seen += rows.length;
   }
   const header = [...columns].sort();
+  if (overflow) header.push(CSV_OTHER_COLUMN);
   csvResponse(res, 200, filename).setHeader(CSV_EXPORT_TRUNCATED_HEADER, String(seen > max));
   if (header.length === 0) {
     res.end();
     return;
   }
   res.write(`${header.map(csvCell).join(',')}\r\n`);
+  const line = (row: unknown): string => {
+    const flat = flatten(row);
+    if (overflow) {
+      const other = Object.fromEntries(Object.entries(flat).filter(([key]) => !columns.has(key)));
+      flat[CSV_OTHER_COLUMN] = Object.keys(other).length > 0 ? other : undefined;
+    }
+    return csvLine(header, flat);
+  };
   for await (const rows of exportRows(batch, max)) {
-    if (res.destroyed) return;
-    await writeDrained(res, rows.map((row) => csvLine(header, flatten(row))).join(''));
+    for (let start = 0; start < rows.length; start += CSV_ROWS_PER_TURN) {
+      if (res.destroyed) return;
+      await writeDrained(
+        res,
+        rows
+          .slice(start, start + CSV_ROWS_PER_TURN)
+          .map(line)
+          .join(''),
+      );
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
   }
   res.end();
 }

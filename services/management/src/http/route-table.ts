@@ -1,5 +1,6 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { valueValidator, validateBody, type BodySchemaName, type JsonSchema, type ResponseSchemaName } from '../schemas';
+import { AnalysisGate } from './analysis-gate';
 import { requireScope } from './auth';
 import { bodyOf, type Body } from './body';
 import { errors } from './errors';
@@ -127,7 +128,7 @@ export class Written {
 /** Every matching row of a listing, read in keyset batches: as CSV, or as JSON lines on a route that declares `jsonl`. */
 export class ListingExport<C = unknown> extends CsvExport {
   constructor(readonly batch: ExportBatch<C>) {
-    super((req, res, file) => streamCsv(req, res, file, batch));
+    super((req, res, file) => streamCsv(req, res, file, batch, AnalysisGate.csvMaxColumns()));
   }
 }
 
@@ -181,6 +182,8 @@ function pageBody(pagination: Pagination, req: Request, page: Page, paged: Paged
 }
 
 async function answer(route: Route, req: Request, res: Response, input: RouteInput, result: unknown): Promise<void> {
+  // A streamed answer waits for one of the process's export turns (http/analysis-gate.ts).
+  if (result instanceof Written || result instanceof CsvExport) await AnalysisGate.exportTurn();
   if (result instanceof Written) {
     await result.write(res);
     return;

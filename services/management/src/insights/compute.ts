@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Request } from 'express';
-import type { ClickHouse } from '@plover/clickhouse';
+import { checkPoints, type ClickHouse, type QueryLimits } from '@plover/clickhouse';
 import {
   InsightResultCache,
   type CacheRequest,
@@ -20,7 +20,7 @@ import {
   type InsightSeriesResult,
   type ResolvedRange,
 } from '@plover/insights';
-import type { ManagementDeps } from '../deps';
+import { analysisOf, type ManagementDeps } from '../deps';
 import { errors } from '../http/errors';
 import { csvCell } from '../http/render';
 import { csvText, Q, type Route, type RouteInput } from '../http/route-table';
@@ -119,12 +119,25 @@ const RUNS: Record<InsightKind, (clickhouse: ClickHouse, input: InsightRequest['
  * `{result, timezone, is_cached, last_refresh, next: null, timings}` (CSV with `format=csv`), correlation
  * `{result: {events, skewed}, last_refresh, is_cached}`.
  */
-export function computeRoutes({ sql, clickhouse }: ManagementDeps, cache = new InsightResultCache()): Route[] {
+/**
+ * Refuses, before any statement runs, a computation whose answer would exceed the points limit: a line per
+ * series (two when compared with the previous period; lifecycle's four statuses each) per breakdown value (the
+ * `breakdown_limit` shown and "other") per interval.
+ */
+function checkInsightPoints(limits: QueryLimits, insight: InsightKind, input: InsightRequest['input'], range: ResolvedRange): void {
+  const lines = input.series.length * (input.compare ? 2 : 1) * (insight === 'LIFECYCLE' ? 4 : 1);
+  checkPoints(limits, lines, input.breakdown === null ? 1 : input.breakdown.limit + 1, range.buckets.length);
+}
+
+export function computeRoutes(deps: ManagementDeps, cache = new InsightResultCache()): Route[] {
+  const { sql, clickhouse } = deps;
+  const { limits } = analysisOf(deps);
   async function trend(req: Request, { format }: RouteInput): Promise<unknown> {
     const started = performance.now();
     const { insight, input } = parseInsightRequest(req.query, req.body);
     const ctx = insightContext(sql, req);
     const range = await insightRange(clickhouse, input, input.interval, ctx);
+    checkInsightPoints(limits, insight, input, range);
     const key = await cacheRequest(insight.toLowerCase(), ctx, input, range);
     const computed = await cache.run(clickhouse, key, refreshRequested(req), () => RUNS[insight](clickhouse, input, ctx));
     if (format === 'csv') {

@@ -1,0 +1,111 @@
+/**
+ * Bounds on what one analysis request may make ClickHouse do, the same on a server and on chDB. Every read a
+ * request handler makes goes through `limitedClickHouse`, which gives each SELECT the settings below as a trailing
+ * `SETTINGS` clause (both adapters send the SQL text as it is, so one mechanism serves both) and turns a limit
+ * the engine hit into a 400 naming it, instead of a 500 or a process that runs out of memory.
+ */
+import { ApiError, StorageError } from '@plover/core';
+import type { ClickHouse, ClickHouseParams } from './port';
+
+export interface QueryLimits {
+  /** `max_execution_time`: seconds a statement may run. */
+  maxExecutionSeconds: number;
+  /** `max_memory_usage`: bytes one statement may allocate in the engine. */
+  maxMemoryBytes: number;
+  /** `max_rows_to_read` / `max_bytes_to_read`: what one statement may scan. */
+  maxRowsToRead: number;
+  maxBytesToRead: number;
+  /** `max_result_rows` / `max_result_bytes`: what one statement may hand back to Node. */
+  maxResultRows: number;
+  maxResultBytes: number;
+  /** `max_threads`: the engine's threads per statement; 0 leaves the engine's default (its cores). */
+  maxThreads: number;
+  /**
+   * Points (series × breakdown values × intervals) one computed insight may answer with; a request that could
+   * produce more is refused before any statement runs (`checkPoints`).
+   */
+  maxPoints: number;
+}
+
+/** The ClickHouse codes of the limits above (src/Common/ErrorCodes.cpp), each with the setting it names. */
+const LIMIT_CODES: ReadonlyMap<string, { name: string; setting: (limits: QueryLimits) => string }> = new Map([
+  ['158', { name: 'too_many_rows', setting: (l) => `max_rows_to_read (${l.maxRowsToRead} rows)` }],
+  ['159', { name: 'timeout_exceeded', setting: (l) => `max_execution_time (${l.maxExecutionSeconds} s)` }],
+  ['160', { name: 'too_slow', setting: (l) => `max_execution_time (${l.maxExecutionSeconds} s, estimated)` }],
+  ['241', { name: 'memory_limit_exceeded', setting: (l) => `max_memory_usage (${l.maxMemoryBytes} bytes)` }],
+  ['307', { name: 'too_many_bytes', setting: (l) => `max_bytes_to_read (${l.maxBytesToRead} bytes)` }],
+  ['396', { name: 'too_many_rows_or_bytes', setting: (l) => `max_result_rows / max_result_bytes (${l.maxResultRows} rows, ${l.maxResultBytes} bytes)` }],
+  // The HTTP adapter's own deadline (its requests time out a little after max_execution_time would).
+  ['TIMEOUT', { name: 'timeout_exceeded', setting: (l) => `max_execution_time (${l.maxExecutionSeconds} s)` }],
+]);
+
+/** The settings clause of `limits`: numbers from configuration only, never request input. */
+export function limitSettings(limits: QueryLimits): Record<string, number> {
+  const settings: Record<string, number> = {
+    max_execution_time: limits.maxExecutionSeconds,
+    max_memory_usage: limits.maxMemoryBytes,
+    max_rows_to_read: limits.maxRowsToRead,
+    max_bytes_to_read: limits.maxBytesToRead,
+    max_result_rows: limits.maxResultRows,
+    max_result_bytes: limits.maxResultBytes,
+  };
+  if (limits.maxThreads > 0) settings.max_threads = limits.maxThreads;
+  return settings;
+}
+
+/**
+ * The 400 a statement that hit one of `limits` answers with (`code` the ClickHouse error's name, as PostHog
+ * exposes ClickHouse errors a user can act on); undefined for any other failure.
+ */
+export function limitExceeded(error: unknown, limits: QueryLimits): ApiError | undefined {
+  if (!(error instanceof StorageError) || error.code === undefined) return undefined;
+  const hit = LIMIT_CODES.get(error.code);
+  if (hit === undefined) return undefined;
+  return ApiError.validation(`The query exceeded the limit ${hit.setting(limits)}. Narrow the date range, the filters or the breakdown.`, null, hit.name);
+}
+
+/**
+ * `clickhouse` with every `query` bounded by `limits`: the settings are appended to the statement (after a line
+ * break, so a trailing `--` comment cannot swallow them) and a limit the engine hit becomes a 400 ApiError.
+ * `beforeQuery` runs before each query and may refuse it by throwing (the management API's concurrency gate).
+ * Commands and inserts pass through: handlers of analysis routes only read.
+ */
+export function limitedClickHouse(clickhouse: ClickHouse, limits: QueryLimits, beforeQuery: () => void = () => {}): ClickHouse {
+  const clause = `\nSETTINGS ${Object.entries(limitSettings(limits))
+    .map(([name, value]) => `${name} = ${value}`)
+    .join(', ')}`;
+  async function bounded<T>(read: () => Promise<T>): Promise<T> {
+    beforeQuery();
+    try {
+      return await read();
+    } catch (error) {
+      throw limitExceeded(error, limits) ?? error;
+    }
+  }
+  return {
+    cluster: clickhouse.cluster,
+    command: (name, sql, params) => clickhouse.command(name, sql, params),
+    insert: (table, rows) => clickhouse.insert(table, rows),
+    sync: clickhouse.sync && (() => clickhouse.sync!()),
+    ping: () => clickhouse.ping(),
+    close: () => clickhouse.close(),
+    query: <R = Record<string, unknown>>(name: string, sql: string, params?: ClickHouseParams) =>
+      bounded(() => clickhouse.query<R>(name, `${sql}${clause}`, params)),
+    queryRows: (name, sql, params) => bounded(() => clickhouse.queryRows(name, `${sql}${clause}`, params)),
+  };
+}
+
+/**
+ * Refuses up front (400 naming the limit) a computation of `series` lines × `breakdownValues` values each ×
+ * `intervals` points that would exceed `limits.maxPoints`: its answer would not fit the memory of one request.
+ */
+export function checkPoints(limits: QueryLimits, series: number, breakdownValues: number, intervals: number): void {
+  const points = Math.max(1, series) * Math.max(1, breakdownValues) * Math.max(1, intervals);
+  if (points > limits.maxPoints) {
+    throw ApiError.validation(
+      `This insight would compute ${points} points (${series} series × ${breakdownValues} breakdown values × ${intervals} intervals), more than the limit of ${limits.maxPoints}. Use fewer series, a lower breakdown_limit, a longer interval or a shorter date range.`,
+      null,
+      'too_many_points',
+    );
+  }
+}
