@@ -401,6 +401,8 @@ export const bootstrap: Section<BootstrapConfig> = {
 export interface ManagementConfig {
   /** Cron expression (UTC) of the queued event deletion job. */
   deletionJobSchedule: string;
+  /** Where clients reach Plover: the origin of the API's absolute links (`next`, `previous`). */
+  siteUrl: string;
 }
 
 export const management: Section<ManagementConfig> = {
@@ -411,8 +413,14 @@ export const management: Section<ManagementConfig> = {
       pattern: '^\\S+(\\s+\\S+){4}$',
       default: '0 5 * * 0',
     },
+    SITE_URL: {
+      description: 'The URL clients reach Plover at (scheme, host, port): absolute links the API answers with start with it',
+      type: 'string',
+      pattern: '^https?://[^/?#]+/?$',
+      default: 'http://localhost:8000',
+    },
   },
-  read: (v) => ({ deletionJobSchedule: v.DELETION_JOB_SCHEDULE as string }),
+  read: (v) => ({ deletionJobSchedule: v.DELETION_JOB_SCHEDULE as string, siteUrl: (v.SITE_URL as string).replace(/\/$/, '') }),
 };
 
 export interface AnalysisConfig {

@@ -3,7 +3,7 @@ import helmet from 'helmet';
 import { PersonalKeyAuth } from '@plover/accounts';
 import { limitedClickHouse } from '@plover/clickhouse';
 import { createServiceApp, type ServiceApp } from '@plover/http';
-import { analysisOf, type ManagementDeps } from './deps';
+import { analysisOf, siteUrlOf, type ManagementDeps } from './deps';
 import { AnalysisGate } from './http/analysis-gate';
 import { authenticate, resolveProject } from './http/auth';
 import { checkQuery, jsonBody } from './http/body';
@@ -26,6 +26,11 @@ export function managementRoutes(deps: ManagementDeps): Router {
   // Every ClickHouse read of every handler is bounded and counted against its project (http/analysis-gate.ts).
   const table = routeTable({ ...deps, analysis, clickhouse: limitedClickHouse(deps.clickhouse, analysis.limits, () => AnalysisGate.enter()) });
   const api = Router();
+  const siteUrl = siteUrlOf(deps);
+  api.use((_req, res, next) => {
+    res.locals.siteUrl = siteUrl;
+    next();
+  });
   api.use(checkFormat, authenticate(new PersonalKeyAuth(deps.sql, deps.authThrottle)), checkQuery, jsonBody);
   api.use(routerOf(table.api));
   const project = Router({ mergeParams: true });

@@ -14,6 +14,8 @@ export interface ManagementDeps {
   clickhouse: ClickHouse;
   /** Bounds of analysis requests; the configuration's defaults when unset. */
   analysis?: AnalysisConfig;
+  /** The origin of absolute links (`next`, `previous`): SITE_URL, never the request's Host header. The default's when unset. */
+  siteUrl?: string;
   trustProxy: boolean;
   /** Failed personal-key authentications before 429; embedded mode shares one with decide, tests pass their own. */
   authThrottle?: AuthFailureThrottle;
@@ -27,4 +29,9 @@ export interface ManagementDeps {
 /** The bounds of analysis requests: the deps' own, else the configuration's defaults (distributed mode's). */
 export function analysisOf(deps: ManagementDeps): AnalysisConfig {
   return deps.analysis ?? loadConfig({}, { analysis: sections.analysis(0) }).analysis;
+}
+
+/** SITE_URL: the deps' own, else the configuration's default. */
+export function siteUrlOf(deps: ManagementDeps): string {
+  return deps.siteUrl ?? loadConfig({}, { management: sections.management }).management.siteUrl;
 }

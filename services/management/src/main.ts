@@ -20,7 +20,7 @@ const sql = PgSql.fromConfig(config.postgres);
 const clickhouse = new HttpClickHouse(config.clickhouse);
 const schedules = startSchedules({ sql, clickhouse, logger }, { deletionCron: config.management.deletionJobSchedule });
 
-serve(createApp({ logger, metrics: createMetricsRegistry('management'), sql, clickhouse, analysis: config.analysis, trustProxy: config.http.trustProxy }), {
+serve(createApp({ logger, metrics: createMetricsRegistry('management'), sql, clickhouse, analysis: config.analysis, siteUrl: config.management.siteUrl, trustProxy: config.http.trustProxy }), {
   ...config.http,
   logger,
   closeResources: async () => {

@@ -17,6 +17,8 @@ export interface StandaloneDeps {
   bus: EventBus;
   /** Bounds of the management API's analysis requests (its defaults when unset). */
   analysis?: AnalysisConfig;
+  /** SITE_URL: the origin of the management API's absolute links (its default when unset). */
+  siteUrl?: string;
   trustProxy: boolean;
   /** One cache for capture and decide: a token either of them looked up or refreshed is known to both. */
   projectTokens: ProjectTokenCache;

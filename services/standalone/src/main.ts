@@ -68,6 +68,7 @@ async function main(): Promise<void> {
     metrics,
     trustProxy: config.http.trustProxy,
     analysis: config.analysis,
+    siteUrl: config.management.siteUrl,
     ...writers,
     disk,
     projectTokens: new ProjectTokenCache(stores.sql),

@@ -41,9 +41,12 @@ export function pageOf(req: Request): Page {
   return { limit, offset: nonNegativeInteger(req, 'offset') ?? 0 };
 }
 
-/** The absolute URL of this request with `limit`/`offset` replaced. */
+/**
+ * The absolute URL of this request with `limit`/`offset` replaced, under SITE_URL (set on `res.locals` by app.ts):
+ * the Host header is the client's to choose, so a link built from it could point anywhere.
+ */
 export function pageUrl(req: Request, page: Page): string {
-  const url = new URL(req.originalUrl, `${req.protocol}://${req.get('host') ?? 'localhost'}`);
+  const url = new URL(req.originalUrl, String(req.res!.locals.siteUrl));
   url.searchParams.set('limit', String(page.limit));
   if (page.offset > 0) url.searchParams.set('offset', String(page.offset));
   else url.searchParams.delete('offset');
