@@ -31,7 +31,7 @@ import { bootstrap, updateSessionReplaySettings, type Credentials } from '@plove
 import type { OutgoingMessage } from '@plover/bus';
 import { migrate as migrateClickHouse, readSnapshotBlocks, type ClickHouse } from '@plover/clickhouse';
 import { REPLAY_TOPIC } from '@plover/contracts';
-import { createLogger } from '@plover/core';
+import { createLogger, uuidv7 } from '@plover/core';
 import { listen } from '@plover/http';
 import { createReplayConsumer } from '@plover/ingestion/replay';
 import { createApp as createManagementApp } from '@plover/management/app';
@@ -187,7 +187,7 @@ function messagesOf(projectId: number, events: readonly Record<string, unknown>[
   const now = Date.now();
   return snapshotMessages(
     events.map((event) => ({ event, attrPrefix: '' })),
-    { projectId, now, nowIso: new Date(now).toISOString(), sentAt: undefined, maxMessageBytes: 1_000_000 },
+    { projectId, now, nowIso: new Date(now).toISOString(), sentAt: undefined, maxMessageBytes: 1_000_000, eventUuid: () => uuidv7(now) },
   );
 }
 

@@ -11,6 +11,7 @@ import { MAX_JSON_DEPTH, type CapturedEvent, type CapturedEventMessage } from '@
 import { ApiError } from '@plover/core';
 import { prepareContext, toBusMessage, type PreparedContext } from '../services/capture/src/normalize';
 import { parseCaptureRequest } from '../services/capture/src/request';
+import { requestUuids } from '../services/capture/src/uuids';
 import { readMessage } from '../services/ingestion/src/message';
 
 const NOW = Date.parse('2025-06-01T12:00:00.000Z');
@@ -80,6 +81,7 @@ function context(sentAt: number | undefined, invalidSentAt: string | undefined):
     historical: false,
     engage: false,
     maxMessageBytes: 1_000_000,
+    eventUuid: requestUuids(7, 'events', 'the request'),
   });
 }
 

@@ -30,6 +30,7 @@ import { replayCapture } from './replay';
 import { parseCaptureRequest, requestToken, type CaptureRequest } from './request';
 import { sentAtFromQuery } from './timestamp';
 import { otlpCapture, type OtlpSignal } from './otlp';
+import { requestUuids } from './uuids';
 import { v1Capture } from './v1';
 
 export interface CaptureSettings extends CaptureConfig {
@@ -211,6 +212,7 @@ export function captureRoutes(deps: CaptureDeps): SdkRouters & { table: SdkRoute
     const project = await lookUpProject(requestToken(request));
     if (!(await admit(project.id, request.events.length))) throw captureError.rateLimited();
 
+    const topic = request.historical ? settings.topics.historical : settings.topics.events;
     const ip = clientIp(req, deps.trustProxy);
     const sentAt = request.sentAt ?? sentAtFromQuery(query.get('sent_at') ?? query.get('_'));
     const context = prepareContext({
@@ -222,9 +224,10 @@ export function captureRoutes(deps: CaptureDeps): SdkRouters & { table: SdkRoute
       historical: request.historical,
       engage: route.engage === true,
       maxMessageBytes: route.ai ? settings.limits.aiEventBytes + AI_ENVELOPE_BYTES : settings.limits.eventBytes,
+      eventUuid: requestUuids(project.id, topic, text),
     });
     const messages = request.events.map(({ event, attrPrefix }) => toBusMessage(event, attrPrefix, context));
-    await produce(request.historical ? settings.topics.historical : settings.topics.events, messages);
+    await produce(topic, messages);
     metrics.events.inc({ topic: request.historical ? 'historical' : 'events' }, messages.length);
     sendOk(res);
   }

@@ -5,7 +5,6 @@
  */
 import type { OutgoingMessage } from '@plover/bus';
 import { capturedEventKey, distinctIdOf, exceedsJsonDepth, firstChars, CapturedEventWriter, type CapturedEventWarning, type RawEvent } from '@plover/contracts';
-import { uuidv7 } from '@plover/core';
 import { isoTimestamp } from '@plover/core/utc-text';
 import { captureError } from './errors';
 import { eventTimestamp, type EventTime } from './timestamp';
@@ -25,6 +24,8 @@ export interface RequestContext {
   engage: boolean;
   /** Bus message size limit (Kafka's default `message.max.bytes`); a bigger event is refused with 413. */
   maxMessageBytes: number;
+  /** The uuid of an event sent without one, by its place in the request (`requestUuids`). */
+  eventUuid: (attrPrefix: string) => string;
 }
 
 /** A request's context with what its events share computed once: the receive time as text, the message writer. */
@@ -55,7 +56,7 @@ export function toBusMessage(raw: RawEvent, attrPrefix: string, context: Prepare
   // After the folding above, which may put `$set` one level deeper: this is what ingestion checks too.
   if (exceedsJsonDepth(properties)) throw captureError.tooDeep(`${attrPrefix}properties`);
 
-  const uuid = raw.uuid ? raw.uuid.toLowerCase() : uuidv7(context.now);
+  const uuid = raw.uuid ? raw.uuid.toLowerCase() : context.eventUuid(attrPrefix);
   const ignoreSentAt = properties.$ignore_sent_at === true;
   const sentAt = ignoreSentAt ? undefined : context.sentAt;
   const invalidSentAt = ignoreSentAt ? undefined : context.invalidSentAt;

@@ -7,12 +7,12 @@ import type { IncomingMessage } from 'node:http';
 import type { ProjectByToken } from '@plover/accounts';
 import type { OutgoingMessage } from '@plover/bus';
 import { distinctIdOf, exceedsJsonDepth, REPLAY_ID_PATTERN, snapshotMessageKey, wellFormedJson, type RawEvent, type SnapshotMessage } from '@plover/contracts';
-import { uuidv7 } from '@plover/core';
 import { queryString, readBody, type DecompressionLease } from '@plover/http';
 import { decodePayload } from './decode';
 import { captureError } from './errors';
 import { parseCaptureRequest, requestToken, type IndexedEvent } from './request';
 import { parseIsoTimestamp, sentAtFromQuery } from './timestamp';
+import { requestUuids } from './uuids';
 
 export interface ReplayCaptureDeps {
   topic: string;
@@ -39,6 +39,8 @@ interface ReplayContext {
   /** The request's `sent_at` (batch body, else query), epoch ms; an event's own `sent_at` wins over it. */
   sentAt: number | undefined;
   maxMessageBytes: number;
+  /** The uuid of an event sent without one, by its place in the request (`requestUuids`). */
+  eventUuid: (attrPrefix: string) => string;
 }
 
 /** A session id as posthog-js makes them (PostHog refuses anything else since 2025). */
@@ -69,6 +71,7 @@ export function replayCapture(deps: ReplayCaptureDeps): (req: IncomingMessage, l
       nowIso: new Date(now).toISOString(),
       sentAt: request.sentAt ?? sentAtFromQuery(query.get('sent_at') ?? query.get('_')),
       maxMessageBytes: limits.messageBytes,
+      eventUuid: requestUuids(project.id, deps.topic, text),
     });
     await deps.produce(deps.topic, messages);
     return messages.length;
@@ -108,7 +111,7 @@ function snapshotMessage(raw: RawEvent, attrPrefix: string, context: ReplayConte
   const events = snapshotItems(properties.$snapshot_data, `${attrPrefix}properties__$snapshot_data`);
   if (events.length === 0) return undefined;
 
-  const uuid = raw.uuid ? raw.uuid.toLowerCase() : uuidv7(context.now);
+  const uuid = raw.uuid ? raw.uuid.toLowerCase() : context.eventUuid(attrPrefix);
   const sentAt = eventSentAt(raw) ?? context.sentAt;
   const message: SnapshotMessage = {
     uuid,

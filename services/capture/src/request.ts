@@ -24,6 +24,13 @@ export interface CaptureRequest {
   invalidSentAt: string | undefined;
 }
 
+/**
+ * Events one request may carry. The body limits alone let a 2.8 MB gzip body expand to 475,000 small events, seconds
+ * of the request thread; the SDKs send at most a few hundred per request (posthog-js and posthog-node batch 100 at
+ * most, and halve a batch answered 413), `plover import` 1,000 by default. Counted before any event is validated.
+ */
+export const MAX_EVENTS_PER_REQUEST = 10_000;
+
 /** Dropped without a word: posthog-js's performance events are not analytics (PostHog `RawRequest::events`). */
 const DROPPED_EVENTS = new Set(['$performance_event']);
 
@@ -34,6 +41,7 @@ export function parseCaptureRequest(text: string): CaptureRequest {
   } catch (error) {
     throw captureError.parsing(error instanceof Error ? error.message : 'invalid JSON');
   }
+  checkEventCount(body);
   let request: CaptureRequest;
   if (Array.isArray(body)) {
     const events = valid(validateEventArray(body));
@@ -69,6 +77,16 @@ export function parseCaptureRequest(text: string): CaptureRequest {
   request.events = request.events.filter(({ event }) => !(event.event !== undefined && DROPPED_EVENTS.has(event.event)));
   if (request.events.length === 0) throw captureError.emptyAfterFiltering();
   return request;
+}
+
+function checkEventCount(body: unknown): void {
+  const events = Array.isArray(body) ? body : isObject(body) && Array.isArray(body.batch) ? (body.batch as unknown[]) : [];
+  if (events.length > MAX_EVENTS_PER_REQUEST) {
+    throw captureError.tooLarge(
+      `The request holds ${events.length} events, above the limit of ${MAX_EVENTS_PER_REQUEST} per request: send them in smaller batches.`,
+      Array.isArray(body) ? null : 'batch',
+    );
+  }
 }
 
 function valid<T>(validation: Validation<T>): T {

@@ -13,6 +13,7 @@ import { isoTimestamp } from '@plover/core/utc-text';
 import { decodeContentEncoding, readBody, type DecompressionLease } from '@plover/http';
 import { captureError } from './errors';
 import { prepareContext, toBusMessage } from './normalize';
+import { requestUuids } from './uuids';
 import { checkTokenShape } from './request';
 import { MAX_FUTURE_MS } from './timestamp';
 
@@ -103,6 +104,7 @@ export function v1Capture(deps: V1CaptureDeps): (req: IncomingMessage, lease: De
 
     const ip = deps.clientIp(req);
     const historical = batch.historical_migration === true;
+    const topic = historical ? deps.topics.historical : deps.topics.events;
     const context = prepareContext({
       projectId: project.id,
       ip,
@@ -112,6 +114,8 @@ export function v1Capture(deps: V1CaptureDeps): (req: IncomingMessage, lease: De
       historical,
       engage: false,
       maxMessageBytes: deps.limits.eventBytes,
+      // Every event has its own uuid here (one without is refused), so this is never asked.
+      eventUuid: requestUuids(project.id, topic, bytes),
     });
     const results: Record<string, V1EventResult> = {};
     const messages: OutgoingMessage[] = [];
@@ -129,7 +133,7 @@ export function v1Capture(deps: V1CaptureDeps): (req: IncomingMessage, lease: De
         results[event.uuid] = { result: 'drop', details: error.code };
       }
     });
-    if (messages.length > 0) await deps.produce(historical ? deps.topics.historical : deps.topics.events, messages);
+    if (messages.length > 0) await deps.produce(topic, messages);
     return { results };
   };
 }

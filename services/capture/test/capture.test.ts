@@ -7,6 +7,7 @@ import { compressToBase64 } from 'lz-string';
 import request from 'supertest';
 import type { EventBus } from '@plover/bus';
 import { StorageError } from '@plover/core';
+import { MAX_EVENTS_PER_REQUEST } from '../src/request';
 import { NOW, openHarness, useListeningHarness, type CaptureHarness } from './support/harness';
 
 const UUID = '0190b0f2-0e5f-7a2c-9d4e-6f1a2b3c4d5e';
@@ -388,6 +389,27 @@ describe('capture limits', () => {
       .send(`{"api_key":"${h.token}","batch":[],"pad":"${'x'.repeat(70 * 1024)}"}`);
     expect(response.status).toBe(413);
     expect(response.body).toMatchObject({ code: 'payload_too_large' });
+  });
+
+  it('refuses more events than a request may carry with 413, before validating any, and keeps none', async () => {
+    // Not even events: the count is checked first.
+    const tooMany = Array.from({ length: MAX_EVENTS_PER_REQUEST + 1 }, () => 0);
+    const batch = await request(h.app).post('/batch/').send({ api_key: h.token, batch: tooMany });
+    expect(batch.status).toBe(413);
+    expect(batch.body).toEqual({
+      type: 'validation_error',
+      code: 'payload_too_large',
+      detail: `The request holds ${MAX_EVENTS_PER_REQUEST + 1} events, above the limit of ${MAX_EVENTS_PER_REQUEST} per request: send them in smaller batches.`,
+      attr: 'batch',
+    });
+    const array = await request(h.app).post('/e/').send(tooMany);
+    expect(array.status).toBe(413);
+    expect(array.body).toMatchObject({ code: 'payload_too_large', attr: null });
+    const atTheLimit = await request(h.app)
+      .post('/batch/')
+      .send({ api_key: h.token, batch: tooMany.slice(1) });
+    expect(atTheLimit.body).toMatchObject({ code: 'invalid_event' });
+    expect(await h.read(h.topics.events, 0)).toEqual([]);
   });
 
   it('stops inflating a gzip bomb at the decompressed limit (413)', async () => {

@@ -2,6 +2,7 @@ import { MAX_JSON_DEPTH, parseCapturedEventMessage, type CapturedEvent, type Cap
 import { ApiError } from '@plover/core';
 import { distinctIdOf } from '@plover/contracts';
 import { prepareContext, toBusMessage, type RequestContext } from '../src/normalize';
+import { requestUuids } from '../src/uuids';
 
 const NOW = Date.parse('2025-06-01T12:00:00.000Z');
 const fields: RequestContext = {
@@ -12,6 +13,7 @@ const fields: RequestContext = {
   historical: false,
   engage: false,
   maxMessageBytes: 1_000_000,
+  eventUuid: requestUuids(7, 'events', '{"event":"e"}'),
 };
 const context = prepareContext(fields);
 
@@ -63,12 +65,22 @@ describe('normalization', () => {
     expect(message.uuid).toBe('0190b0f2-0e5f-7a2c-9d4e-6f1a2b3c4d5e');
   });
 
-  it('generates a UUIDv7 of the receive time when the client sent none (or "")', () => {
-    for (const uuid of [undefined, '']) {
-      const { message } = normalize({ event: 'e', distinct_id: 'd', uuid });
-      expect(message.uuid).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-      expect(parseInt(message.uuid.replace(/-/g, '').slice(0, 12), 16)).toBe(NOW);
-    }
+  it('derives a UUIDv5 from the request and the event\'s place in it when the client sent none (or "")', () => {
+    const uuids = [undefined, ''].map((uuid) => normalize({ event: 'e', distinct_id: 'd', uuid }).message.uuid);
+    expect(uuids[0]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(uuids[1]).toBe(uuids[0]);
+    // Another request (text, project or topic), or another place in it, gives another uuid.
+    const other = (eventUuid: RequestContext['eventUuid'], prefix = '') => toBusMessage({ event: 'e', distinct_id: 'd' }, prefix, { ...context, eventUuid });
+    const uuidOf = (message: { value: Buffer }) => (JSON.parse(message.value.toString()) as CapturedEventMessage).uuid;
+    const variants = [
+      other(requestUuids(7, 'events', '{"event":"e" }')),
+      other(requestUuids(8, 'events', '{"event":"e"}')),
+      other(requestUuids(7, 'events_historical', '{"event":"e"}')),
+      other(context.eventUuid, 'batch__1__'),
+      other(requestUuids(7, 'events', '{"event":"e"}')),
+    ].map(uuidOf);
+    expect(new Set([uuids[0], ...variants.slice(0, 4)]).size).toBe(5);
+    expect(variants[4]).toBe(uuids[0]);
   });
 
   it('cuts the event name to 200 characters', () => {

@@ -2,6 +2,7 @@ import { gzipSync } from 'node:zlib';
 import { compressToBase64 } from 'lz-string';
 import request from 'supertest';
 import type { Credentials } from '@plover/accounts';
+import { MAX_FLAG_REQUEST_ENTRIES } from '../src/request';
 import { backends, buildApp, createGroup, createPerson, FaultySql, setup, type Database } from './support/harness';
 
 const BOOLEAN_FLAG = { key: 'beta', filters: { groups: [{ properties: [], rollout_percentage: 100 }], payloads: { true: '{"color":"blue"}' } } };
@@ -211,6 +212,30 @@ describe.each(backends)('decide on $name', (backend) => {
       .send(Buffer.alloc(20 * 1024 * 1024 + 1, 0x20))
       .expect(413);
     expect(huge.body).toMatchObject({ type: 'validation_error', code: 'payload_too_large', attr: null });
+  });
+
+  it.each([
+    ['person_properties', (entries: Record<string, number>) => ({ person_properties: entries })],
+    ['group_properties', (entries: Record<string, number>) => ({ group_properties: { company: entries, team: { a: 1 } } })],
+    ['groups', (entries: Record<string, number>) => ({ groups: entries })],
+    ['flag_keys_to_evaluate', (entries: Record<string, number>) => ({ flag_keys_to_evaluate: Object.keys(entries) })],
+  ])('refuses a request with more than the limit of entries in %s with 413 naming it', async (attr, field) => {
+    const entries = (count: number) => Object.fromEntries(Array.from({ length: count }, (_, i) => [`p${i}`, i]));
+    const limit = MAX_FLAG_REQUEST_ENTRIES + (attr === 'group_properties' ? 0 : 1);
+    const refused = await request(app)
+      .post('/flags/?v=2')
+      .send({ token, distinct_id: 'pro-user', ...field(entries(limit)) })
+      .expect(413);
+    expect(refused.body).toEqual({
+      type: 'validation_error',
+      code: 'payload_too_large',
+      detail: `${attr} holds ${MAX_FLAG_REQUEST_ENTRIES + 1} entries, above the limit of ${MAX_FLAG_REQUEST_ENTRIES}.`,
+      attr,
+    });
+    await request(app)
+      .post('/flags/?v=2')
+      .send({ token, distinct_id: 'pro-user', ...field(entries(limit - 1)) })
+      .expect(200);
   });
 
   it('answers preflights and bare requests like PostHog', async () => {
