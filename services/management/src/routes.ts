@@ -6,6 +6,7 @@ import type { Route } from './http/route-table';
 import { insightRoutes } from './insights/routes';
 import { personRoutes } from './persons/routes';
 import { playlistRoutes } from './playlists/routes';
+import { queryRoutes } from './query/routes';
 import { recordingRoutes } from './recordings/routes';
 
 /**
@@ -29,6 +30,7 @@ export function routeTable(deps: ManagementDeps): RouteTable {
       ...playlistRoutes(deps),
       ...recordingRoutes(deps),
       ...insightRoutes(deps),
+      ...queryRoutes(deps),
       ...dataRoutes(deps),
       ...featureFlagRoutes(deps),
     ],

@@ -280,6 +280,26 @@ export const bodySchemas = {
       role: { type: 'null' },
     },
   },
+  QueryRequest: {
+    type: 'object',
+    required: ['query'],
+    properties: {
+      query: {
+        type: 'object',
+        required: ['kind'],
+        properties: { kind: { type: 'string', maxLength: 100 } },
+        additionalProperties: true,
+        description: 'a query node: HogQLQuery `{kind, query, values?}`, HogQLMetadata, TrendsQuery, or a wrapper with a `source`',
+      },
+      refresh: { type: ['string', 'boolean'], description: '`blocking` (default), `force_blocking`, `force_cache`, `async`, …' },
+      client_query_id: { type: 'string', maxLength: 128 },
+      name: { type: 'string', maxLength: 128 },
+      async: { type: 'boolean' },
+      filters_override: { type: ['object', 'null'] },
+      variables_override: { type: ['object', 'null'] },
+      limit_context: { type: ['string', 'null'] },
+    },
+  },
 } satisfies Record<string, JsonSchema>;
 
 export const responseSchemas = {

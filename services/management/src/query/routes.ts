@@ -1,0 +1,211 @@
+/**
+ * `/query/` (scope query:read): PostHog's query API. `POST /query/` (or `/query/{Kind}/`) runs a query node of any
+ * registered kind (kinds.ts) and answers its response with the cache fields; at most {@link MAX_RUNNING} queries
+ * of a project run at once (then 429 with Retry-After). `GET /query/:id/` answers a query's status while it runs
+ * (202) and once done (200, with its results) for {@link STATUS_TTL_MS}; `DELETE /query/:id/` cancels a running
+ * query's ClickHouse statement. docs/query.md.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import type { Request } from 'express';
+import { cancelHogQL, DEFAULT_QUERY_LIMITS, type QueryLimits } from '@plover/hogql';
+import { InsightResultCache, stableJson } from '@plover/insights';
+import { ApiError } from '@plover/core';
+import type { ManagementDeps } from '../deps';
+import { projectOf } from '../http/auth';
+import { errors } from '../http/errors';
+import { Reply, type Route, type RouteInput } from '../http/route-table';
+import { insightContext } from '../shared/insight-context';
+import { queryKinds, type QueryContext, type QueryKind } from './kinds';
+
+export const MAX_RUNNING = 3;
+export const STATUS_TTL_MS = 20 * 60_000;
+const MAX_STATUSES = 1000;
+/** How long a client should wait before asking for a fresh computation of the same query. */
+const CLIENT_REFRESH_MS = 60_000;
+const CLIENT_QUERY_ID = /^[A-Za-z0-9_-]{1,128}$/;
+/** `refresh` values that skip the cache; every other mode answers from it when it can, else computes now. */
+const FORCE = new Set<unknown>([true, 'force_blocking', 'force_async']);
+
+interface QueryStatus {
+  id: string;
+  projectId: number;
+  statementId: string;
+  complete: boolean;
+  error: boolean;
+  error_message: string | null;
+  results: unknown;
+  start_time: string;
+  end_time: string | null;
+  expiresAt: number;
+}
+
+function statusBody(status: QueryStatus): Record<string, unknown> {
+  return {
+    id: status.id,
+    query_async: true,
+    team_id: status.projectId,
+    insight_id: null,
+    dashboard_id: null,
+    complete: status.complete,
+    error: status.error,
+    error_message: status.error_message,
+    results: status.results,
+    pickup_time: status.start_time,
+    start_time: status.start_time,
+    end_time: status.end_time,
+    expiration_time: new Date(status.expiresAt).toISOString(),
+    task_id: null,
+    labels: null,
+  };
+}
+
+/** The `:id` path parameter (a query's id, or the kind in `POST /query/{Kind}/`). */
+function pathId(req: Request): string | undefined {
+  const { id } = req.params;
+  return typeof id === 'string' ? id : undefined;
+}
+
+function nodeOf(value: unknown, attr = 'query'): Record<string, unknown> & { kind: string } {
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || typeof (value as { kind?: unknown }).kind !== 'string') {
+    throw errors.validation('A query node is an object with a string `kind`.', attr);
+  }
+  return value as Record<string, unknown> & { kind: string };
+}
+
+export function queryRoutes(
+  { sql, clickhouse }: ManagementDeps,
+  {
+    kinds = queryKinds(),
+    cache = new InsightResultCache(),
+    limits = DEFAULT_QUERY_LIMITS,
+  }: { kinds?: ReadonlyMap<string, QueryKind>; cache?: InsightResultCache; limits?: QueryLimits } = {},
+): Route[] {
+  const running = new Map<number, number>();
+  const statuses = new Map<string, QueryStatus>();
+
+  function remember(status: QueryStatus): void {
+    const now = Date.now();
+    for (const [key, old] of statuses) if (old.expiresAt < now || statuses.size >= MAX_STATUSES) statuses.delete(key);
+    statuses.set(`${status.projectId}:${status.id}`, status);
+  }
+
+  async function runNode(raw: unknown, ctx: Omit<QueryContext, 'runNode'>, refresh: boolean): Promise<Record<string, unknown>> {
+    const node = nodeOf(raw);
+    const kind = kinds.get(node.kind);
+    if (!kind) throw errors.validation(`Unsupported query kind: ${node.kind}`, 'kind');
+    const full: QueryContext = { ...ctx, runNode: (source) => runNode(source ?? null, ctx, refresh) };
+    const { timezone, projectId } = ctx.insight;
+    if (kind.cache === false) return kind.run(node, full);
+    const scope = kind.cacheScope ? await kind.cacheScope(node, full) : null;
+    const request = { kind: node.kind, projectId, input: node, range: scope };
+    const computed = await cache.run(clickhouse, request, refresh, () => kind.run(node, full));
+    const lastRefresh = computed.lastRefresh;
+    return {
+      ...computed.result,
+      is_cached: computed.isCached,
+      last_refresh: lastRefresh.toISOString(),
+      next_allowed_client_refresh: new Date(lastRefresh.getTime() + CLIENT_REFRESH_MS).toISOString(),
+      cache_key: createHash('sha256').update(stableJson(request)).digest('hex'),
+      cache_target_age: null,
+      timezone,
+      query_status: null,
+    };
+  }
+
+  async function create(req: Request, { body }: RouteInput): Promise<unknown> {
+    const node = nodeOf(body.query);
+    // `POST /query/{Kind}/`: the path names the kind (the same path is a query's id for GET and DELETE).
+    const pathKind = pathId(req);
+    if (pathKind !== undefined && pathKind !== node.kind) throw errors.validation(`Query kind mismatch: ${pathKind} != ${node.kind}`, 'kind');
+    const project = projectOf(req);
+    const active = running.get(project.id) ?? 0;
+    if (active >= MAX_RUNNING) {
+      throw new ApiError(
+        429,
+        'throttled',
+        'throttled',
+        `Too many queries running for this project (at most ${MAX_RUNNING} at once). Try again shortly.`,
+        null,
+        1,
+      );
+    }
+    const clientId = body.client_query_id;
+    if (clientId !== undefined && (typeof clientId !== 'string' || !CLIENT_QUERY_ID.test(clientId))) {
+      throw errors.validation('client_query_id must be 1-128 letters, digits, _ or -', 'client_query_id');
+    }
+    const now = new Date();
+    const status: QueryStatus = {
+      id: clientId ?? randomUUID().replace(/-/g, ''),
+      projectId: project.id,
+      statementId: randomUUID(),
+      complete: false,
+      error: false,
+      error_message: null,
+      results: null,
+      start_time: now.toISOString(),
+      end_time: null,
+      expiresAt: now.getTime() + STATUS_TTL_MS,
+    };
+    remember(status);
+    running.set(project.id, active + 1);
+    try {
+      const ctx = { clickhouse, insight: insightContext(sql, req), limits, statementId: status.statementId };
+      const response = await runNode(node, ctx, FORCE.has(body.refresh));
+      status.results = response;
+      return response;
+    } catch (error) {
+      status.error = true;
+      status.error_message = error instanceof ApiError ? error.detail : 'The query failed';
+      throw error;
+    } finally {
+      status.complete = true;
+      status.end_time = new Date().toISOString();
+      const left = (running.get(project.id) ?? 1) - 1;
+      if (left > 0) running.set(project.id, left);
+      else running.delete(project.id);
+    }
+  }
+
+  function find(req: Request): QueryStatus {
+    const id = pathId(req) ?? '';
+    const status = statuses.get(`${projectOf(req).id}:${id}`);
+    if (!status || status.expiresAt < Date.now()) throw errors.notFound(`Query ${id} not found.`);
+    return status;
+  }
+
+  const bodyAndScope = { scope: 'query:read', body: 'QueryRequest' as const, response: { status: 200 } };
+  return [
+    {
+      method: 'post',
+      path: '/query',
+      summary: 'Run a query node (HogQLQuery, HogQLMetadata, TrendsQuery, wrappers) for the project',
+      ...bodyAndScope,
+      handler: create,
+    },
+    { method: 'post', path: '/query/:id', summary: 'Run a query node whose kind must be the one in the path', ...bodyAndScope, handler: create },
+    {
+      method: 'get',
+      path: '/query/:id',
+      scope: 'query:read',
+      summary: "A query's status: 202 while it runs, 200 with its results once done",
+      response: { status: 200 },
+      handler: (req) => {
+        const status = find(req);
+        return status.complete ? { query_status: statusBody(status) } : new Reply(202, { query_status: statusBody(status) });
+      },
+    },
+    {
+      method: 'delete',
+      path: '/query/:id',
+      scope: 'query:read',
+      summary: "Cancel a running query's ClickHouse statement",
+      response: { status: 200 },
+      handler: async (req) => {
+        const status = find(req);
+        if (status.complete) return { message: 'Query already complete' };
+        await cancelHogQL(clickhouse, status.statementId);
+        return { message: 'Cancelled query on clickhouse' };
+      },
+    },
+  ];
+}

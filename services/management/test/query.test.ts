@@ -1,0 +1,256 @@
+/**
+ * `/query/` as PostHog's tools call it, through `/api/projects/` and `/api/environments/`: HogQL with the
+ * response envelope and the cache, errors in PostHog's shape, other projects' rows out of reach, HogQLMetadata,
+ * TrendsQuery, wrapper nodes, the per-project concurrency limit, and status and cancel of a running query.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import request from 'supertest';
+import { insertEvents, migrate as migrateClickHouse, NO_GROUPS, type ClickHouse, type EventRow } from '@plover/clickhouse';
+import { ChdbClickHouse } from '@plover/chdb';
+import { silentLogger } from '@plover/core';
+import { backends, useWorld } from './support/app';
+
+let clickhouse: ClickHouse;
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'plover-mgmt-query-'));
+  clickhouse = await ChdbClickHouse.open({ dataDir: dir });
+  await migrateClickHouse(clickhouse, { logger: silentLogger() });
+});
+afterAll(async () => {
+  await clickhouse.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+let counter = 0;
+function event(projectId: number, name: string, distinctId: string, timestamp: string): EventRow {
+  counter++;
+  return {
+    uuid: `00000000-0000-4000-8000-${counter.toString(16).padStart(12, '0')}`,
+    event: name,
+    properties: JSON.stringify({ $browser: 'Chrome' }),
+    timestamp,
+    team_id: projectId,
+    distinct_id: distinctId,
+    elements_chain: '',
+    created_at: timestamp,
+    person_id: `00000000-0000-4000-9000-${counter.toString(16).padStart(12, '0')}`,
+    person_properties: '{}',
+    person_created_at: '2025-01-01 00:00:00.000',
+    person_mode: 'full',
+    ...NO_GROUPS,
+    session_id: '',
+    window_id: '',
+    historical_migration: false,
+  };
+}
+
+const SLOW = 'SELECT count() FROM numbers(0, 1000000000) AS a, numbers(10) AS b WHERE sipHash64(a.number, b.number) = 1';
+/** A scan of a second or so on this machine. */
+const MEDIUM_ROWS = 20_000_000;
+
+describe.each(backends.map((backend, index) => ({ ...backend, index })))('/query/ on $name', (backend) => {
+  const world = useWorld(backend, { clickhouse: () => clickhouse });
+  beforeAll(() => world.sql.query('t.ids', `ALTER TABLE projects ALTER COLUMN id RESTART WITH ${(backend.index + 1) * 100_000}`));
+
+  async function setup() {
+    const t = await world.tenant();
+    const other = await world.tenant();
+    const now = new Date().toISOString().replace('T', ' ').replace('Z', '');
+    await insertEvents(clickhouse, [
+      event(t.projectId, '$pageview', 'ann', now),
+      event(t.projectId, '$pageview', 'bob', now),
+      event(t.projectId, 'signed up', 'ann', now),
+      event(other.projectId, '$pageview', 'eve', now),
+      event(other.projectId, 'secret', 'eve', now),
+    ]);
+    return t;
+  }
+
+  it('runs HogQL through both prefixes with PostHog envelope; a repeat is served from the cache', async () => {
+    const t = await setup();
+    const query = { kind: 'HogQLQuery', query: 'select event, count() as c from events group by event order by c desc, event' };
+    const first = await request(world.app).post(`/api/projects/${t.projectId}/query/`).set(t.auth).send({ query });
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({
+      results: [
+        ['$pageview', 2],
+        ['signed up', 1],
+      ],
+      columns: ['event', 'c'],
+      types: [
+        ['event', 'String'],
+        ['c', 'UInt64'],
+      ],
+      hasMore: false,
+      limit: 100,
+      offset: 0,
+      is_cached: false,
+      query_status: null,
+    });
+    expect(typeof first.body.cache_key).toBe('string');
+    expect(Date.parse(first.body.next_allowed_client_refresh as string)).toBeGreaterThan(Date.parse(first.body.last_refresh as string));
+    const again = await request(world.app).post(`/api/environments/${t.projectId}/query`).set(t.auth).send({ query, refresh: 'blocking' });
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ results: first.body.results, is_cached: true, cache_key: first.body.cache_key });
+    const forced = await request(world.app).post(`/api/environments/${t.projectId}/query/`).set(t.auth).send({ query, refresh: 'force_blocking' });
+    expect(forced.body.is_cached).toBe(false);
+  });
+
+  it("never shows another project's rows, and refuses what is not a virtual table", async () => {
+    const t = await setup();
+    const url = `/api/projects/${t.projectId}/query/`;
+    const all = await request(world.app)
+      .post(url)
+      .set(t.auth)
+      .send({
+        query: { kind: 'HogQLQuery', query: 'select distinct_id from events where team_id != 0 or 1 = 1 union all select {v}', values: { v: "eve' OR 1=1" } },
+      });
+    expect(all.status).toBe(200);
+    expect((all.body.results as string[][]).map(([id]) => id).sort()).toEqual(['ann', 'ann', 'bob', "eve' OR 1=1"]);
+    for (const query of ['select * from system.tables', "select * from url('http://127.0.0.1:1/', CSV)", 'select 1 settings readonly = 0']) {
+      const res = await request(world.app)
+        .post(url)
+        .set(t.auth)
+        .send({ query: { kind: 'HogQLQuery', query } });
+      expect(res.status).toBe(400);
+      expect(res.body.type).toBe('validation_error');
+    }
+  });
+
+  it('answers errors in PostHog shape: syntax with its position, unknown kind, kind mismatch, missing scope', async () => {
+    const t = await setup();
+    const url = `/api/projects/${t.projectId}/query/`;
+    const syntax = await request(world.app)
+      .post(url)
+      .set(t.auth)
+      .send({ query: { kind: 'HogQLQuery', query: 'select count( from events' } });
+    expect(syntax.status).toBe(400);
+    expect(syntax.body).toMatchObject({ type: 'validation_error', code: 'syntax_error' });
+    expect(syntax.body.detail).toMatch(/\(at \d+/);
+    const unknown = await request(world.app)
+      .post(url)
+      .set(t.auth)
+      .send({ query: { kind: 'NoSuchQuery' } });
+    expect(unknown.body).toMatchObject({ type: 'validation_error', detail: 'Unsupported query kind: NoSuchQuery' });
+    const mismatch = await request(world.app)
+      .post(`${url}TrendsQuery/`)
+      .set(t.auth)
+      .send({ query: { kind: 'HogQLQuery', query: 'select 1' } });
+    expect(mismatch.status).toBe(400);
+    const missing = await request(world.app).post(url).set(t.auth).send({});
+    expect(missing.body).toMatchObject({ type: 'validation_error', attr: 'query' });
+    const key = await world.newKey(t.userId, ['insight:read']);
+    const forbidden = await request(world.app)
+      .post(url)
+      .set({ Authorization: `Bearer ${key}` })
+      .send({ query: { kind: 'HogQLQuery', query: 'select 1' } });
+    expect(forbidden.status).toBe(403);
+    const allowed = await world.newKey(t.userId, ['query:read']);
+    const ok = await request(world.app)
+      .post(url)
+      .set({ Authorization: `Bearer ${allowed}` })
+      .send({ query: { kind: 'HogQLQuery', query: 'select 1' } });
+    expect(ok.status).toBe(200);
+  });
+
+  it('HogQLMetadata reports validity and error positions; wrappers run their source; TrendsQuery counts', async () => {
+    const t = await setup();
+    const url = `/api/projects/${t.projectId}/query/`;
+    const bad = await request(world.app)
+      .post(url)
+      .set(t.auth)
+      .send({ query: { kind: 'HogQLMetadata', query: 'select nosuchfn(event) from events' } });
+    expect(bad.status).toBe(200);
+    expect(bad.body).toMatchObject({ isValid: false, errors: [{ start: 7, end: 22 }] });
+    expect(bad.body.errors[0].message).toContain("Unsupported function call 'nosuchfn(...)'");
+    const good = await request(world.app)
+      .post(url)
+      .set(t.auth)
+      .send({ query: { kind: 'HogQLMetadata', query: 'select event from events' } });
+    expect(good.body).toMatchObject({ isValid: true, errors: [] });
+
+    const wrapped = await request(world.app)
+      .post(url)
+      .set(t.auth)
+      .send({ query: { kind: 'DataVisualizationNode', source: { kind: 'HogQLQuery', query: 'select count() from events' } } });
+    expect(wrapped.body.results).toEqual([[3]]);
+
+    const trends = await request(world.app)
+      .post(url)
+      .set(t.auth)
+      .send({
+        query: {
+          kind: 'InsightVizNode',
+          source: { kind: 'TrendsQuery', series: [{ kind: 'EventsNode', event: '$pageview' }], dateRange: { date_from: '-7d' } },
+        },
+      });
+    expect(trends.status).toBe(200);
+    expect(trends.body.results[0]).toMatchObject({ count: 2, label: '$pageview' });
+  });
+
+  async function waitForStatus(url: string, id: string, auth: Record<string, string>) {
+    for (let i = 0; i < 200; i++) {
+      const status = await request(world.app).get(`${url}${id}/`).set(auth);
+      if (status.status !== 404) return status;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    throw new Error(`query ${id} never showed up`);
+  }
+
+  it('runs at most 3 queries of a project at once: a fourth is a 429 with Retry-After', async () => {
+    const t = await setup();
+    const url = `/api/projects/${t.projectId}/query/`;
+    const query = { kind: 'HogQLQuery', query: `SELECT count() FROM numbers(${MEDIUM_ROWS}) AS n WHERE sipHash64(n.number) = 1` };
+    const started = ['m1', 'm2', 'm3'].map((id) =>
+      request(world.app)
+        .post(url)
+        .set(t.auth)
+        .send({ query, client_query_id: id, refresh: 'force_blocking' })
+        .then((res) => res),
+    );
+    for (const id of ['m1', 'm2', 'm3']) await waitForStatus(url, id, t.auth);
+    const fourth = await request(world.app)
+      .post(url)
+      .set(t.auth)
+      .send({ query: { kind: 'HogQLQuery', query: 'select 1' } });
+    expect(fourth.status).toBe(429);
+    expect(fourth.headers['retry-after']).toBeDefined();
+    expect(fourth.body.type).toBe('throttled');
+    for (const answer of await Promise.all(started)) expect(answer.status).toBe(200);
+    const after = await request(world.app)
+      .post(url)
+      .set(t.auth)
+      .send({ query: { kind: 'HogQLQuery', query: 'select 1' } });
+    expect(after.status).toBe(200);
+  });
+
+  it("answers a running query's status (202, then 200) and DELETE really cancels its ClickHouse statement", async () => {
+    const t = await setup();
+    const url = `/api/projects/${t.projectId}/query/`;
+    const startedAt = performance.now();
+    const running = request(world.app)
+      .post(url)
+      .set(t.auth)
+      .send({ query: { kind: 'HogQLQuery', query: SLOW }, client_query_id: 'slow-1' })
+      .then((res) => res);
+    const status = await waitForStatus(url, 'slow-1', t.auth);
+    expect(status.status).toBe(202);
+    expect(status.body.query_status).toMatchObject({ id: 'slow-1', complete: false });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const cancel = await request(world.app).delete(`${url}slow-1/`).set(t.auth);
+    expect(cancel.body).toEqual({ message: 'Cancelled query on clickhouse' });
+    const answer = await running;
+    // Cancelled, not finished: the scan of 10^10 rows would take minutes.
+    expect(performance.now() - startedAt).toBeLessThan(30_000);
+    expect(answer.body).toMatchObject({ type: 'validation_error', detail: 'Query was cancelled' });
+    const done = await request(world.app).get(`${url}slow-1/`).set(t.auth);
+    expect(done.status).toBe(200);
+    expect(done.body.query_status).toMatchObject({ complete: true, error: true });
+    const again = await request(world.app).delete(`${url}slow-1/`).set(t.auth);
+    expect(again.body).toEqual({ message: 'Query already complete' });
+    expect((await request(world.app).get(`${url}nope/`).set(t.auth)).status).toBe(404);
+  });
+});
