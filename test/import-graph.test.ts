@@ -29,6 +29,11 @@ describe('the import graph of packages/*/src and services/*/src', () => {
   it('has no import cycle', () => {
     expect(findings.cycles).toEqual([]);
   });
+
+  it('has the management folders the rule below is about', () => {
+    const folders = new Set([...tree.imports.keys()].flatMap((file) => /^services\/management\/src\/([^/]+)\//.exec(file)?.[1] ?? []));
+    expect([...folders]).toEqual(expect.arrayContaining(['shared', 'http', 'persons', 'feature-flags', 'cohorts', 'early-access', 'surveys', 'recordings']));
+  });
 });
 
 const workspace = (dir: string, dependencies: string[] = [], exports: Record<string, string> = {}): Workspace => ({
@@ -143,6 +148,30 @@ describe('checkTree', () => {
       'services/capture/src/app.ts → services/capture/src/routes/index.ts → services/capture/src/app.ts',
     ]);
     expect(findings.boundaries).toEqual([]);
+  });
+
+  it('keeps a management feature folder off other feature folders and the root of src/, and shared/ off http/', () => {
+    const management = workspace('services/management', ['@plover/core']);
+    const findings = checkTree(
+      treeWith(
+        {
+          'services/management/src/routes.ts': imports('./persons/routes'),
+          'services/management/src/persons/routes.ts': imports('./store', '../shared/body', '../http/table', '../recordings/store', '../routes'),
+          'services/management/src/persons/store.ts': [],
+          'services/management/src/recordings/store.ts': [],
+          'services/management/src/shared/body.ts': imports('../http/table'),
+          'services/management/src/http/table.ts': imports('../shared/errors', '../persons/store'),
+          'services/management/src/shared/errors.ts': [],
+        },
+        [core, capture, decide, standalone, management],
+      ),
+    );
+    expect(findings.boundaries).toEqual([
+      "services/management/src/persons/routes.ts:4 imports '../recordings/store': a feature folder (persons/) imports only shared/, http/ and packages, not recordings/",
+      "services/management/src/persons/routes.ts:5 imports '../routes': a feature folder (persons/) imports only shared/, http/ and packages, not routes.ts at the root of src/",
+      "services/management/src/shared/body.ts:1 imports '../http/table': shared/ imports only shared/ and packages, not http/",
+      "services/management/src/http/table.ts:2 imports '../persons/store': http/ imports only http/, shared/ and packages, not persons/",
+    ]);
   });
 
   it('reports an import whose specifier is computed, which no rule could check', () => {

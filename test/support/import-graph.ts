@@ -153,12 +153,40 @@ export function checkTree(tree: Tree): Findings {
         continue;
       }
       targets.push(target);
-      const crossing = from && to && from !== to ? layeringViolation(from, to) : undefined;
+      const crossing = from && to && from !== to ? layeringViolation(from, to) : folderViolation(file, target);
       if (crossing) findings.boundaries.push(`${at}: ${crossing}`);
     }
   }
   findings.cycles = findCycles(edges);
   return findings;
+}
+
+/** The management service's source, whose folders are layered. */
+const MANAGEMENT = 'services/management/src/';
+
+/**
+ * The management service's folders: `shared/` imports only itself and packages, `http/` (the frame of every route)
+ * only itself, `shared/` and packages, and a feature folder only itself, `shared/`, `http/` and packages — never
+ * another feature folder, nor the files at the root of src/ that wire them (docs/architecture.md).
+ */
+function folderViolation(file: string, target: string): string | undefined {
+  if (!file.startsWith(MANAGEMENT) || !target.startsWith(MANAGEMENT)) return undefined;
+  const folderOf = (source: string) => {
+    const parts = source.slice(MANAGEMENT.length).split('/');
+    return parts.length > 1 ? parts[0] : undefined;
+  };
+  const [from, to] = [folderOf(file), folderOf(target)];
+  if (from === undefined || from === to) return undefined;
+  const allowed = from === 'shared' ? ['shared'] : from === 'http' ? ['shared'] : ['shared', 'http'];
+  if (to !== undefined && allowed.includes(to)) return undefined;
+  const what = to === undefined ? `${target.slice(MANAGEMENT.length)} at the root of src/` : `${to}/`;
+  const rule =
+    from === 'shared'
+      ? 'shared/ imports only shared/ and packages'
+      : from === 'http'
+        ? 'http/ imports only http/, shared/ and packages'
+        : `a feature folder (${from}/) imports only shared/, http/ and packages`;
+  return `${rule}, not ${what}`;
 }
 
 function layeringViolation(from: Workspace, to: Workspace): string | undefined {

@@ -84,13 +84,21 @@ export function http(defaultPort: number): Section<HttpConfig> {
 
 export interface DataDirConfig {
   dataDir: string;
+  /** Below this much free space on a store's disk, new writes are refused (bytes). */
+  diskMinFreeBytes: number;
 }
 
 export const dataDir: Section<DataDirConfig> = {
   variables: {
     PLOVER_DATA_DIR: { description: 'Where embedded mode keeps Postgres, ClickHouse and the bus', type: 'string', minLength: 1, default: './.plover' },
+    PLOVER_DISK_MIN_FREE_MB: {
+      description: 'Free space (MiB) below which embedded mode refuses new writes, so that what it acknowledged has room to finish',
+      type: 'integer',
+      minimum: 0,
+      default: 300,
+    },
   },
-  read: (v) => ({ dataDir: path.resolve(v.PLOVER_DATA_DIR as string) }),
+  read: (v) => ({ dataDir: path.resolve(v.PLOVER_DATA_DIR as string), diskMinFreeBytes: (v.PLOVER_DISK_MIN_FREE_MB as number) * 1024 * 1024 }),
 };
 
 export interface PostgresConfig {

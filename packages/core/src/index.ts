@@ -8,3 +8,4 @@ export * from './token-buckets';
 export * from './time';
 export * from './timeout';
 export * from './port-rpc';
+export * from './disk-space';

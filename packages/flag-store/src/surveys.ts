@@ -4,9 +4,10 @@ export interface SurveyRow {
   name: string;
   description: string;
   type: string;
-  questions: unknown;
-  appearance: unknown;
-  conditions: unknown;
+  /** As the management API stored them (its schema: a list of objects; objects or null). */
+  questions: Array<Record<string, unknown>>;
+  appearance: Record<string, unknown> | null;
+  conditions: Record<string, unknown> | null;
   start_date: Date | null;
   end_date: Date | null;
   archived: boolean;
@@ -30,8 +31,21 @@ export function selectSurveys(where: string): string {
    WHERE s.project_id = $1 AND ${where}`;
 }
 
+/** The fields every survey body starts with. */
+export interface SurveyBase {
+  id: string;
+  name: string;
+  description: string;
+  type: string;
+  questions: Array<Record<string, unknown>>;
+  appearance: Record<string, unknown> | null;
+  conditions: Record<string, unknown> | null;
+  start_date: string | null;
+  end_date: string | null;
+}
+
 /** The fields every survey body starts with, as PostHog serializes them. */
-export function surveyFields(row: SurveyRow): Record<string, unknown> {
+export function surveyFields(row: SurveyRow): SurveyBase {
   return {
     id: row.id,
     name: row.name,

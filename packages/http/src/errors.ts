@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
-import { ApiError, type Logger } from '@plover/core';
+import { ApiError, isDiskFull, type Logger } from '@plover/core';
 import { sendJson } from './fast';
 
 /** Unknown routes answer in the same error shape as everything else. */
@@ -17,8 +17,16 @@ function isBodyParserError(error: unknown): error is BodyParserError {
   return typeof error === 'object' && error !== null && 'type' in error && 'status' in error;
 }
 
+/** How long a client is asked to wait after a write refused for want of disk space. */
+const DISK_FULL_RETRY_AFTER_SECONDS = 60;
+
 function toApiError(error: unknown): ApiError | undefined {
   if (error instanceof ApiError) return error;
+  // A full disk (or one below the watermark) is a condition of the server, said as such: 507, never a bare 500.
+  if (isDiskFull(error)) {
+    const detail = `Not enough disk space to store this; try again once space is freed (${error instanceof Error ? error.message : 'disk full'}).`;
+    return new ApiError(507, 'server_error', 'insufficient_storage', detail, null, DISK_FULL_RETRY_AFTER_SECONDS);
+  }
   // Express's router could not percent-decode a path parameter (invalid UTF-8 such as `%ED%A0%80`).
   if (error instanceof URIError && (error as URIError & { status?: number }).status === 400) {
     return ApiError.validation('The URL path is not valid percent-encoded UTF-8.', null, 'parse_error');

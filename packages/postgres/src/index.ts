@@ -4,3 +4,4 @@ export type { QueryResult, Sql, SqlExecutor } from './sql';
 export { SqlBuilder, containsPattern } from './sql-builder';
 export { PgSql, type PgSqlOptions } from './pg';
 export { migrate, type MigrateOptions } from './migrate';
+export { WritesRefusedWhen, readOnly } from './read-only';

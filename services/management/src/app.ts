@@ -3,7 +3,7 @@ import helmet from 'helmet';
 import { PersonalKeyAuth } from '@plover/accounts';
 import { limitedClickHouse } from '@plover/clickhouse';
 import { createServiceApp, type ServiceApp } from '@plover/http';
-import { analysisOf, siteUrlOf, type ManagementDeps } from './deps';
+import { analysisOf, siteUrlOf, type ManagementDeps } from './http/deps';
 import { AnalysisGate } from './http/analysis-gate';
 import { authenticate, resolveProject } from './http/auth';
 import { checkQuery, jsonBody } from './http/body';

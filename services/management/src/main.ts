@@ -20,15 +20,26 @@ const sql = PgSql.fromConfig(config.postgres);
 const clickhouse = new HttpClickHouse(config.clickhouse);
 const schedules = startSchedules({ sql, clickhouse, logger }, { deletionCron: config.management.deletionJobSchedule });
 
-serve(createApp({ logger, metrics: createMetricsRegistry('management'), sql, clickhouse, analysis: config.analysis, siteUrl: config.management.siteUrl, trustProxy: config.http.trustProxy }), {
-  ...config.http,
-  logger,
-  closeResources: async () => {
-    await schedules.stop();
-    await clickhouse.close();
-    await sql.close();
+serve(
+  createApp({
+    logger,
+    metrics: createMetricsRegistry('management'),
+    sql,
+    clickhouse,
+    analysis: config.analysis,
+    siteUrl: config.management.siteUrl,
+    trustProxy: config.http.trustProxy,
+  }),
+  {
+    ...config.http,
+    logger,
+    closeResources: async () => {
+      await schedules.stop();
+      await clickhouse.close();
+      await sql.close();
+    },
   },
-}).catch((error: unknown) => {
+).catch((error: unknown) => {
   logger.fatal({ err: error }, 'failed to start');
   process.exit(1);
 });

@@ -1,7 +1,7 @@
 import { accountRoutes, projectRoutes } from './accounts/routes';
 import { dataRoutes } from './data/routes';
-import type { ManagementDeps } from './deps';
-import { featureFlagRoutes } from './feature-flags/routes';
+import { flagDefinitionRoutes } from './flag-routes';
+import type { ManagementDeps } from './http/deps';
 import type { Route } from './http/route-table';
 import { insightRoutes } from './insights/routes';
 import { personRoutes } from './persons/routes';
@@ -32,7 +32,7 @@ export function routeTable(deps: ManagementDeps): RouteTable {
       ...insightRoutes(deps),
       ...queryRoutes(deps),
       ...dataRoutes(deps),
-      ...featureFlagRoutes(deps),
+      ...flagDefinitionRoutes(deps),
     ],
   };
 }

@@ -3,7 +3,7 @@ import type { EventBus } from '@plover/bus';
 import { captureRoutes, type CaptureSettings } from '@plover/capture/app';
 import type { ClickHouse } from '@plover/clickhouse';
 import type { AnalysisConfig } from '@plover/config';
-import type { Logger } from '@plover/core';
+import type { DiskWatch, Logger } from '@plover/core';
 import { decideRoutes, type DecideSettings, type DefinitionsCache } from '@plover/decide/app';
 import { createServiceApp, sdkSchemaRouter, type MetricsRegistry, type ServiceApp } from '@plover/http';
 import { managementRoutes } from '@plover/management/app';
@@ -24,6 +24,8 @@ export interface StandaloneDeps {
   projectTokens: ProjectTokenCache;
   /** Decide's flag definitions, with their poll; the composition root closes it. */
   definitions: DefinitionsCache;
+  /** The stores' disks: `/_ready` fails while one is below the watermark, naming it. */
+  disk?: DiskWatch;
   /** Each service's settings override, as its own deps name it. */
   settings?: { capture?: Partial<CaptureSettings>; decide?: DecideSettings };
 }
@@ -37,7 +39,15 @@ export function createApp(deps: StandaloneDeps): ServiceApp {
   const decide = decideRoutes({ ...shared, settings: settings?.decide });
   return createServiceApp({
     ...shared,
-    checks: { postgres: () => deps.sql.ping(), clickhouse: () => deps.clickhouse.ping(), bus: () => deps.bus.ping() },
+    checks: {
+      postgres: () => deps.sql.ping(),
+      clickhouse: () => deps.clickhouse.ping(),
+      bus: () => deps.bus.ping(),
+      disk: () => {
+        const cause = deps.disk?.lowCause();
+        return cause === undefined ? Promise.resolve() : Promise.reject(new Error(cause));
+      },
+    },
     // The local log recovers from a full disk or a lack of descriptors by itself; its ping fails only when it
     // cannot go on without a restart (or while it closes).
     liveness: { bus: () => deps.bus.ping() },

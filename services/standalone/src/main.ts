@@ -9,6 +9,7 @@ import { startSchedules } from '@plover/management/schedule';
 import { Registry } from 'prom-client';
 import { createApp } from './app';
 import { lockDataDir, writeCredentials } from './data-dir';
+import { refusingWrites, watchDisk } from './disk';
 import { spawnIngestionThread, type IngestionThread } from './ingestion-thread';
 import { sqlClientPort } from './sql-thread';
 import { openEmbeddedStores } from './stores';
@@ -43,6 +44,7 @@ class ProcessMetrics extends Registry {
 
 async function main(): Promise<void> {
   const unlock = lockDataDir(config.data.dataDir);
+  const disk = watchDisk(config.data.dataDir, config.data.diskMinFreeBytes, logger);
   // Embedded mode ingests in this process, on a thread of its own (ingestion-thread.ts): capture → local bus →
   // consumers → PGlite (in a thread of its own too, sql-thread.ts) and chDB. Spawned first, the ingestion thread
   // loads its modules while this thread opens the stores.
@@ -59,20 +61,23 @@ async function main(): Promise<void> {
   const metrics = new ProcessMetrics();
   createMetricsRegistry('plover', metrics);
   const definitions = new DefinitionsCache(stores.sql, { logger, pollIntervalMs: config.decide.definitionsPollMs });
+  // Capture, management and the schedules write through these: refused while the disk is below the watermark.
+  const writers = refusingWrites(stores, disk);
   const app = createApp({
     logger,
     metrics,
     trustProxy: config.http.trustProxy,
     analysis: config.analysis,
     siteUrl: config.management.siteUrl,
-    ...stores,
+    ...writers,
+    disk,
     projectTokens: new ProjectTokenCache(stores.sql),
     definitions,
     settings: { capture: config.capture, decide: decideSettings(config.decide) },
   });
   const ingestion = await ingestionThread.start(stores.bus);
   metrics.ingestion = ingestion;
-  const schedules = startSchedules({ sql: stores.sql, clickhouse: stores.clickhouse, logger }, { deletionCron: config.management.deletionJobSchedule });
+  const schedules = startSchedules({ sql: writers.sql, clickhouse: writers.clickhouse, logger }, { deletionCron: config.management.deletionJobSchedule });
   const running = await serve(app, {
     ...config.http,
     logger,
@@ -82,6 +87,7 @@ async function main(): Promise<void> {
       await ingestion.stop();
       await schedules.stop();
       await stores.close();
+      disk.stop();
       unlock();
     },
   });

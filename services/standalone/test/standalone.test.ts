@@ -73,7 +73,7 @@ describe('npm start (embedded)', () => {
       const health = await fetch(`http://127.0.0.1:${plover.port}/_health`);
       expect(health.status).toBe(200);
       const ready = await fetch(`http://127.0.0.1:${plover.port}/_ready`);
-      expect(await ready.json()).toEqual({ status: 'ok', checks: { postgres: 'ok', clickhouse: 'ok', bus: 'ok' } });
+      expect(await ready.json()).toEqual({ status: 'ok', checks: { postgres: 'ok', clickhouse: 'ok', bus: 'ok', disk: 'ok' } });
     } finally {
       expect(await stop(plover)).toBe(0);
     }

@@ -4,7 +4,7 @@ import { bootstrap, ProjectTokenCache, type Credentials } from '@plover/accounts
 import { ApiError, silentLogger } from '@plover/core';
 import { createMetricsRegistry, createServiceApp, type ServiceApp } from '@plover/http';
 import { PgSql, type Sql, type SqlExecutor } from '@plover/postgres';
-import { projectFlagRoutes } from '../../../management/src/feature-flags';
+import { projectFlagRoutes } from '../../../management/src/flag-routes';
 import { jsonBody } from '../../../management/src/http/body';
 import { realService } from '../../../../test/support/services';
 import { openMigratedPGlite, openMigratedPostgres } from '../../../../packages/postgres/test/support/backends';

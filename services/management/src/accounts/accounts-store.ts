@@ -1,6 +1,6 @@
 import { hashPersonalApiKey, maskPersonalApiKey, newProjectToken } from '@plover/accounts';
 import type { Sql, SqlExecutor } from '@plover/postgres';
-import { errors } from '../http/errors';
+import { errors } from '../shared/errors';
 import { limitParams, organizationWithinSql, projectWithinSql, type KeyLimits } from '../http/key-limits';
 import type { Page } from '../http/render';
 import type { UserBasic } from '../shared/users';

@@ -7,12 +7,14 @@ import {
   type SessionReplaySettingsPatch,
 } from '@plover/accounts';
 import { writeDefinitions } from '@plover/flag-store';
-import type { ManagementDeps } from '../deps';
+import type { ManagementDeps } from '../http/deps';
 import { principalOf, projectOf } from '../http/auth';
-import { errors } from '../http/errors';
+import { errors } from '../shared/errors';
 import { exceededLimit, type KeyLimits } from '../http/key-limits';
-import { pageFrom, updates, type Paged, type Route } from '../http/route-table';
+import { Type, type Static } from '@sinclair/typebox';
+import { pageFrom, route, updates, type Route } from '../http/route-table';
 import { AccountsStore, type KeyRow, type ProjectRow } from './accounts-store';
+import { PersonalApiKey, PersonalApiKeyCreate, Project, ProjectCreate, ProjectUpdate, User } from './schemas';
 
 /** Scope objects a key may carry (PostHog's posthog/scopes.py). */
 export const SCOPE_OBJECTS = [
@@ -61,7 +63,7 @@ export const SCOPE_OBJECTS = [
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-function projectBody(row: ProjectRow): Record<string, unknown> {
+function projectBody(row: ProjectRow): Static<typeof Project> {
   return {
     id: row.id,
     uuid: row.uuid,
@@ -76,7 +78,7 @@ function projectBody(row: ProjectRow): Record<string, unknown> {
   };
 }
 
-function keyBody(row: KeyRow, value?: string): Record<string, unknown> {
+function keyBody(row: KeyRow, value?: string): Static<typeof PersonalApiKey> {
   return {
     id: row.id,
     label: row.label,
@@ -115,8 +117,7 @@ function validScopes(scopes: string[]): string[] {
 }
 
 /** A required text field (the schema has checked it is a non-empty string) that must not be only blanks either. */
-function nonBlank(value: unknown, attr: string): string {
-  const text = value as string;
+function nonBlank(text: string, attr: string): string {
   if (text.trim() === '') throw errors.validation('This field may not be blank.', attr, 'blank');
   return text;
 }
@@ -142,13 +143,13 @@ export function accountRoutes({ sql }: ManagementDeps): Route[] {
   }
 
   return [
-    {
+    route({
       method: 'get',
       path: '/users/@me',
       scope: 'user:read',
       summary: 'The authenticated user',
       csv: { file: 'user' },
-      response: { status: 200 },
+      response: { status: 200, schema: User },
       async handler(req) {
         const { user, key } = principalOf(req);
         const row = await store.user(user.id);
@@ -165,53 +166,53 @@ export function accountRoutes({ sql }: ManagementDeps): Route[] {
           organizations: organizations.map((o) => ({ id: o.id, name: o.name, membership_level: o.level })),
         };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/personal_api_keys',
       scope: 'personal_api_key:read',
       summary: 'List your personal API keys (masked)',
       csv: { file: 'personal_api_keys' },
-      response: { status: 200, schema: 'PersonalApiKey', array: true },
+      response: { status: 200, schema: Type.Array(PersonalApiKey) },
       async handler(req) {
         const { user, key } = principalOf(req);
         const rows = await store.listKeys(user.id);
         return rows.filter((row) => exceededLimit(limitsOf(row), key) === null).map((row) => keyBody(row));
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/personal_api_keys/:id',
       scope: 'personal_api_key:read',
       summary: 'One of your personal API keys (masked); `@current` is the calling key',
       csv: { file: 'personal_api_key' },
-      response: { status: 200, schema: 'PersonalApiKey' },
+      response: { status: 200, schema: PersonalApiKey },
       handler: async (req) => keyBody(await keyWithinCaller(req)),
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/personal_api_keys',
       scope: 'personal_api_key:write',
       summary: 'Create a personal API key; `value` is shown once',
-      body: 'PersonalApiKeyCreate',
+      body: PersonalApiKeyCreate,
       csv: { file: 'personal_api_key' },
-      response: { status: 201, schema: 'PersonalApiKey' },
+      response: { status: 201, schema: PersonalApiKey },
       async handler(req, { body }) {
         const principal = principalOf(req);
         const label = nonBlank(body.label, 'label');
-        const scopes = validScopes(body.scopes as string[]);
+        const scopes = validScopes(body.scopes);
         // Omitted limits are the calling key's own, so a limited key mints limited keys by default; an explicit
         // empty list asks for no limit, which only an unlimited key may grant.
-        const scopedProjects = (body.scoped_teams as number[] | null | undefined) ?? principal.key.scopedProjects;
-        const scopedOrganizations = (body.scoped_organizations as string[] | null | undefined) ?? principal.key.scopedOrganizations;
+        const scopedProjects = body.scoped_teams ?? principal.key.scopedProjects;
+        const scopedOrganizations = body.scoped_organizations ?? principal.key.scopedOrganizations;
         const exceeded = exceededLimit({ scopes, scopedProjects, scopedOrganizations }, principal.key);
         if (exceeded) throw errors.forbidden(`A personal API key cannot create a key with wider ${exceeded} than its own.`);
         const value = newPersonalApiKey();
         const row = await store.createKey({ userId: principal.user.id, label, value, scopes, scopedProjects, scopedOrganizations });
         return keyBody(row, value);
       },
-    },
-    {
+    }),
+    route({
       method: 'delete',
       path: '/personal_api_keys/:id',
       scope: 'personal_api_key:write',
@@ -221,36 +222,36 @@ export function accountRoutes({ sql }: ManagementDeps): Route[] {
         const row = await keyWithinCaller(req);
         if (!(await store.deleteKey(row.id, principalOf(req).user.id))) throw errors.notFound();
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/projects',
       scope: 'project:read',
       summary: 'Projects you can access',
       paginated: 'envelope',
       csv: { file: 'projects' },
-      response: { status: 200, schema: 'Project' },
-      async handler(req, { page }): Promise<Paged> {
+      response: { status: 200, schema: Project },
+      async handler(req, { page }) {
         const { user, key } = principalOf(req);
         const { rows, count } = await store.listProjects(user.id, key, page);
         return pageFrom(rows, page, projectBody, count);
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/projects',
       scope: 'project:write',
       summary: 'Create a project (organization admins)',
-      body: 'ProjectCreate',
+      body: ProjectCreate,
       csv: { file: 'project' },
-      response: { status: 201, schema: 'Project' },
+      response: { status: 201, schema: Project },
       async handler(req, { body }) {
         const principal = principalOf(req);
         if (principal.key.scopedProjects?.length) throw errors.forbidden('API keys with scoped projects are only supported on project-based endpoints.');
         const name = nonBlank(body.name, 'name');
-        const timezone = (body.timezone as string | undefined) ?? 'UTC';
+        const timezone = body.timezone ?? 'UTC';
         if (!isValidTimezone(timezone)) throw errors.validation(`"${timezone}" is not a valid choice.`, 'timezone', 'invalid_choice');
-        const organization = body.organization as string | undefined;
+        const organization = body.organization;
         const memberships = await store.memberships(principal.user.id);
         const target = organization ? memberships.find((m) => m.organization_id === organization) : memberships[0];
         if (!target) throw errors.forbidden("You don't have access to the organization.");
@@ -261,7 +262,7 @@ export function accountRoutes({ sql }: ManagementDeps): Route[] {
         if (target.level !== 'admin' && target.level !== 'owner') throw errors.forbidden('Your organization access level is insufficient.');
         return projectBody(await store.createProject(target.organization_id, name, timezone));
       },
-    },
+    }),
   ];
 }
 
@@ -281,45 +282,48 @@ export function projectRoutes({ sql, projectTokens }: ManagementDeps): Route[] {
   const adminOnly = (req: Request) => {
     if (projectOf(req).level === 'member') throw errors.forbidden('Your organization access level is insufficient.');
   };
-  const rotate = (method: 'patch' | 'post'): Route => ({
-    method,
-    path: '/reset_token',
-    scope: 'project:write',
-    summary: 'Rotate the project API key (admins)',
-    csv: { file: 'project' },
-    response: { status: 200, schema: 'Project' },
-    async handler(req) {
-      adminOnly(req);
-      const id = projectOf(req).id;
-      const rotated = await store.project(id);
-      await store.rotateToken(id);
-      if (rotated) projectTokens?.invalidate(rotated.api_token);
-      return current(req);
-    },
-  });
+  const rotate = (method: 'patch' | 'post'): Route =>
+    route({
+      method,
+      path: '/reset_token',
+      scope: 'project:write',
+      summary: 'Rotate the project API key (admins)',
+      csv: { file: 'project' },
+      response: { status: 200, schema: Project },
+      async handler(req) {
+        adminOnly(req);
+        const id = projectOf(req).id;
+        const rotated = await store.project(id);
+        await store.rotateToken(id);
+        if (rotated) projectTokens?.invalidate(rotated.api_token);
+        return current(req);
+      },
+    });
   return [
-    {
+    route({
       method: 'get',
       path: '/',
       scope: 'project:read',
       summary: 'A project and its session replay settings',
       csv: { file: 'project' },
-      response: { status: 200, schema: 'Project' },
+      response: { status: 200, schema: Project },
       handler: current,
-    },
+    }),
     ...updates({
       path: '/',
       scope: 'project:write',
       summary: 'Change the name, timezone or session replay settings of a project (admins)',
-      body: 'ProjectUpdate',
+      body: ProjectUpdate,
       csv: { file: 'project' },
-      response: { status: 200, schema: 'Project' },
+      response: { status: 200, schema: Project },
       async handler(req, { body }) {
         adminOnly(req);
         const name = body.name === undefined ? undefined : nonBlank(body.name, 'name');
-        const timezone = body.timezone as string | undefined;
+        const timezone = body.timezone;
         if (timezone !== undefined && !isValidTimezone(timezone)) throw errors.validation(`"${timezone}" is not a valid choice.`, 'timezone', 'invalid_choice');
-        const replay = Object.fromEntries(SESSION_REPLAY_SETTINGS.filter((key) => key in body).map((key) => [key, body[key]])) as SessionReplaySettingsPatch;
+        const replay = Object.fromEntries(
+          SESSION_REPLAY_SETTINGS.filter((key) => key in body).map((key) => [key, (body as Record<string, unknown>)[key]]),
+        ) as SessionReplaySettingsPatch;
         const id = projectOf(req).id;
         // One transaction that bumps the definitions version: decide serves the new timezone and recording
         // config on its next request.

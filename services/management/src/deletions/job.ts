@@ -2,7 +2,7 @@ import { mutationTarget, type ClickHouse } from '@plover/clickhouse';
 import type { Logger } from '@plover/core';
 import { PersonReads } from '@plover/persons';
 import type { Sql, SqlExecutor } from '@plover/postgres';
-import { DELETION_TYPE_PERSON } from './queue';
+import { DELETION_TYPE_PERSON } from '../shared/deletion-queue';
 
 /** Any fixed number; every process running the job must use the same one. */
 export const DELETION_JOB_LOCK = 7_140_221_006;

@@ -1,7 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { hasScope, keyLimitAllows, projectForUser, type AuthenticatedKey, type PersonalKeyAuth } from '@plover/accounts';
 import type { Sql } from '@plover/postgres';
-import { errors } from './errors';
+import { errors } from '../shared/errors';
 
 export type Principal = AuthenticatedKey;
 

@@ -3,7 +3,7 @@ import { gunzip, inflate, type InputType, type ZlibOptions } from 'node:zlib';
 import type { Request, RequestHandler } from 'express';
 import { ApiError } from '@plover/core';
 import { readBody } from '@plover/http';
-import { errors } from './errors';
+import { errors } from '../shared/errors';
 
 /** A JSON body's bytes, both as sent and once inflated (a gzip bomb stops here with a 413). */
 export const MAX_BODY_BYTES = 5 * 1024 * 1024;

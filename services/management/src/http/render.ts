@@ -1,5 +1,5 @@
 import type { Request, RequestHandler, Response } from 'express';
-import { errors } from './errors';
+import { errors } from '../shared/errors';
 
 export const DEFAULT_LIMIT = 100;
 export const MAX_LIMIT = 1000;

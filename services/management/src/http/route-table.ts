@@ -1,9 +1,10 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
-import { valueValidator, validateBody, type BodySchemaName, type JsonSchema, type ResponseSchemaName } from '../schemas';
+import { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox';
 import { AnalysisGate } from './analysis-gate';
 import { requireScope } from './auth';
 import { bodyOf, type Body } from './body';
-import { errors } from './errors';
+import { errors } from '../shared/errors';
+import { validateBody, valueValidator, type JsonSchema } from '../shared/schema';
 import {
   csvResponse,
   DEFAULT_LIMIT,
@@ -28,14 +29,11 @@ import {
 export type Method = 'get' | 'post' | 'patch' | 'put' | 'delete';
 
 /**
- * A route's query parameters as a JSON Schema of the query object. A parameter whose schema has `type: "boolean"`
- * is read from `true`/`false`/`1`/`0` (any case), one with `type: "integer"` from its digits, before validation;
- * an empty value is an absent one; a repeated parameter is its last value.
+ * A route's query parameters as the schema of the query object (`Type.Object` of {@link Q} parameters). A parameter
+ * whose schema has `type: "boolean"` is read from `true`/`false`/`1`/`0` (any case), one with `type: "integer"` from
+ * its digits, before validation; an empty value is an absent one; a repeated parameter is its last value.
  */
-export interface QuerySchema {
-  properties: Record<string, JsonSchema>;
-  required?: string[];
-}
+export type QuerySchema = TObject;
 
 /**
  * How a paginated listing answers (`limit`/`offset` always parsed as http/render.ts's `pageOf`: 400 on a bad
@@ -66,26 +64,43 @@ export interface CsvShape {
   rows?: 'body' | 'export';
 }
 
-export interface RouteInput {
+export interface RouteInput<B = Body, Q = Readonly<Record<string, string | number | boolean | undefined>>> {
   /** The validated body (`{}` on a route that declares none). */
-  body: Body;
+  body: B;
   /** The declared query parameters, read and validated (see {@link QuerySchema}); absent ones are missing. */
-  query: Readonly<Record<string, string | number | boolean | undefined>>;
+  query: Q;
   /** The requested page on a paginated route; the first default page elsewhere. */
   page: Page;
   format: Format;
 }
 
-export interface Route {
-  method: Method;
+export type StaticOr<S, Else> = S extends TSchema ? Static<S> : Else;
+
+/** What a handler answers on success: a page of items on a paginated route, the response schema's type elsewhere. */
+export type Output<R, P> = P extends Pagination ? Paged<StaticOr<R, unknown>> : StaticOr<R, void>;
+
+/** A handler's answer: its route's output, or one of the other answers (another status, a CSV of its own, a stream). */
+export type Answer<T> = T | Reply | CsvExport | Written;
+
+/**
+ * One route, declared as data. Its schemas are the one description of its shapes: `body` and `query` validate the
+ * request before the handler runs and type its input, `response.schema` types what the handler must return, and
+ * all three are published in the OpenAPI document (openapi.ts) and checked by the conformance test.
+ */
+export interface RouteDeclaration<
+  B extends TSchema | undefined,
+  Q extends TObject | undefined,
+  R extends TSchema | undefined,
+  P extends Pagination | undefined,
+> {
   /** Express path relative to where the table is mounted (`/persons/:id`); trailing slashes are optional. */
   path: string;
   /** The scope a key needs (checked before anything else the route does); null only on public routes. */
   scope: string | null;
   summary: string;
-  body?: BodySchemaName;
-  query?: QuerySchema;
-  paginated?: Pagination;
+  body?: B;
+  query?: Q;
+  paginated?: P;
   csv?: CsvShape;
   /**
    * `format=jsonl`: the listing streamed whole as JSON lines (`csv.file`.jsonl), uncapped. Only on a route whose
@@ -93,13 +108,38 @@ export interface Route {
    */
   jsonl?: true;
   /** The status of success and the schema of its body (a paginated route: of one result). */
-  response: { status: number; schema?: ResponseSchemaName; array?: boolean };
+  response: { status: number; schema?: R };
   /**
    * Answers with the body to send (undefined: none) with `response.status`; a {@link Reply} for another status;
    * a {@link Paged} on a paginated route; a {@link CsvExport} for `format=csv` on a route whose CSV is `export`; a
    * {@link Written} for a body of another type.
    */
-  handler(req: Request, input: RouteInput): unknown;
+  handler(
+    req: Request,
+    input: NoInfer<RouteInput<StaticOr<B, Body>, StaticOr<Q, Record<string, never>>>>,
+  ): NoInfer<Answer<Output<R, P>> | Promise<Answer<Output<R, P>>>>;
+}
+
+export interface TypedRoute<
+  B extends TSchema | undefined,
+  Q extends TObject | undefined,
+  R extends TSchema | undefined,
+  P extends Pagination | undefined,
+> extends RouteDeclaration<B, Q, R, P> {
+  method: Method;
+}
+
+/** A route of the table, its types erased (what the table, the router and the OpenAPI document read). */
+export type Route = TypedRoute<TSchema | undefined, TObject | undefined, TSchema | undefined, Pagination | undefined>;
+
+/** Declares a route: its handler's input and output are typed by the route's own schemas. */
+export function route<
+  B extends TSchema | undefined = undefined,
+  Q extends TObject | undefined = undefined,
+  R extends TSchema | undefined = undefined,
+  P extends Pagination | undefined = undefined,
+>(declaration: TypedRoute<B, Q, R, P>): Route {
+  return declaration;
 }
 
 /** One page from rows read one past it (`LIMIT limit + 1`): the extra row only says that more follow. */
@@ -143,16 +183,21 @@ export const csvText = (file: string, text: string): CsvExport =>
   });
 
 /** PATCH and PUT of one object: wherever PUT is served it is the same partial update as PATCH. */
-export function updates(route: Omit<Route, 'method'>): Route[] {
-  return (['patch', 'put'] as const).map((method) => ({ ...route, method }));
+export function updates<
+  B extends TSchema | undefined = undefined,
+  Q extends TObject | undefined = undefined,
+  R extends TSchema | undefined = undefined,
+  P extends Pagination | undefined = undefined,
+>(declaration: RouteDeclaration<B, Q, R, P>): Route[] {
+  return (['patch', 'put'] as const).map((method) => route({ ...declaration, method }));
 }
 
-/** The schema of a string, boolean or integer query parameter. */
+/** The schema of an optional string, boolean or integer query parameter. */
 export const Q = {
-  string: { type: 'string' },
-  boolean: { type: 'boolean' },
-  integer: { type: 'integer' },
-} satisfies Record<string, JsonSchema>;
+  string: Type.Optional(Type.String()),
+  boolean: Type.Optional(Type.Boolean()),
+  integer: Type.Optional(Type.Integer()),
+};
 
 const FIRST_PAGE: Page = { limit: DEFAULT_LIMIT, offset: 0 };
 
@@ -168,7 +213,7 @@ function readParam(schema: JsonSchema, text: string): string | number | boolean 
 
 function queryValues(req: Request, query: QuerySchema): Record<string, string | number | boolean> {
   const values: Record<string, string | number | boolean> = {};
-  for (const [name, schema] of Object.entries(query.properties)) {
+  for (const [name, schema] of Object.entries(query.properties as Record<string, JsonSchema>)) {
     const text = queryValue(req, name);
     if (text !== undefined && text !== '') values[name] = readParam(schema, text);
   }
@@ -212,7 +257,7 @@ async function answer(route: Route, req: Request, res: Response, input: RouteInp
 }
 
 function handle(route: Route): RequestHandler {
-  const checkQuery = route.query && valueValidator({ type: 'object', ...route.query });
+  const checkQuery = route.query && valueValidator(route.query);
   return async (req, res) => {
     if (route.scope !== null) requireScope(req, route.scope);
     const format = formatOf(req);

@@ -23,12 +23,15 @@ import {
   type InsightSeriesResult,
   type ResolvedRange,
 } from '@plover/insights';
-import { analysisOf, type ManagementDeps } from '../deps';
-import { errors } from '../http/errors';
+import { analysisOf, type ManagementDeps } from '../http/deps';
+import { projectOf } from '../http/auth';
+import { errors } from '../shared/errors';
 import { csvCell } from '../http/render';
+import { Type } from '@sinclair/typebox';
 import { csvText, Q, type Route, type RouteInput } from '../http/route-table';
-import { funnelCorrelationNode, valueValidator } from '../schemas';
+import { valueValidator } from '../shared/schema';
 import { insightContext } from '../shared/insight-context';
+import { FunnelCorrelationRequest, funnelCorrelationNode, FunnelRequest, InsightResult } from './schemas';
 
 /** `refresh` values (query or body) that compute afresh instead of answering from the cache. */
 const REFRESH = new Set<unknown>([true, 'true', '1', 'blocking', 'force_blocking']);
@@ -138,7 +141,7 @@ export function computeRoutes(deps: ManagementDeps, cache = new InsightResultCac
   async function trend(req: Request, { format }: RouteInput): Promise<unknown> {
     const started = performance.now();
     const { insight, input } = parseInsightRequest(req.query, req.body);
-    const ctx = insightContext(sql, req);
+    const ctx = insightContext(sql, projectOf(req));
     const range = await insightRange(clickhouse, input, input.interval, ctx);
     checkInsightPoints(limits, insight, input, range);
     const key = await cacheRequest(insight.toLowerCase(), ctx, input, range);
@@ -154,7 +157,7 @@ export function computeRoutes(deps: ManagementDeps, cache = new InsightResultCac
   async function correlation(req: Request): Promise<unknown> {
     checkCorrelationText(req);
     const input = parseCorrelationRequest(req.query, req.body);
-    const ctx = insightContext(sql, req);
+    const ctx = insightContext(sql, projectOf(req));
     const range = await insightRange(clickhouse, input, 'day', ctx);
     const key = await cacheRequest('funnel_correlation', ctx, input, range);
     const computed = await cache.run(clickhouse, key, refreshRequested(req), () => runFunnelCorrelation(clickhouse, input, ctx));
@@ -164,7 +167,7 @@ export function computeRoutes(deps: ManagementDeps, cache = new InsightResultCac
   async function funnel(req: Request): Promise<unknown> {
     const started = performance.now();
     const input = parseFunnelRequest(req.query, req.body);
-    const ctx = insightContext(sql, req);
+    const ctx = insightContext(sql, projectOf(req));
     const range = await insightRange(clickhouse, input, input.vizType === 'trends' ? input.interval : 'day', ctx);
     checkPoints(limits, input.steps.length, input.breakdown === null ? 1 : input.breakdown.limit + 1, input.vizType === 'trends' ? range.buckets.length : 1);
     const key = await cacheRequest('funnel', ctx, input, range);
@@ -201,9 +204,9 @@ export function computeRoutes(deps: ManagementDeps, cache = new InsightResultCac
       scope: 'insight:read',
       summary:
         'Legacy funnel: steps, time to convert or conversion trends (legacy funnel fields, or a FunnelsQuery `query`); ordered, strict or unordered, with exclusions, breakdowns and group aggregation',
-      query: { properties: { refresh: Q.string, query: Q.string } },
-      ...(method === 'post' ? { body: 'FunnelRequest' as const } : {}),
-      response: { status: 200 },
+      query: Type.Object({ refresh: Q.string, query: Q.string }),
+      ...(method === 'post' ? { body: FunnelRequest } : {}),
+      response: { status: 200, schema: InsightResult },
       handler: funnel,
     },
     {
@@ -212,9 +215,9 @@ export function computeRoutes(deps: ManagementDeps, cache = new InsightResultCac
       scope: 'insight:read',
       summary:
         'Legacy trend: series per interval (legacy filter fields or a TrendsQuery `query`); `insight` STICKINESS or LIFECYCLE (or `shown_as` Stickiness / Lifecycle) for stickiness or lifecycle; no series → `result: []`',
-      query: { properties: { refresh: Q.string, insight: Q.string, shown_as: Q.string } },
+      query: Type.Object({ refresh: Q.string, insight: Q.string, shown_as: Q.string }),
       csv: { file: 'trends', rows: 'export' },
-      response: { status: 200 },
+      response: { status: 200, schema: InsightResult },
       handler: trend,
     },
     {
@@ -222,10 +225,10 @@ export function computeRoutes(deps: ManagementDeps, cache = new InsightResultCac
       path: '/insights/funnel/correlation',
       scope: 'insight:read',
       summary: 'Legacy funnel correlation: odds ratios of events or properties (legacy funnel fields, or a FunnelsQuery / FunnelCorrelationQuery `query`)',
-      query: { properties: { refresh: Q.string, query: Q.string } },
-      ...(method === 'post' ? { body: 'FunnelCorrelationRequest' as const } : {}),
+      query: Type.Object({ refresh: Q.string, query: Q.string }),
+      ...(method === 'post' ? { body: FunnelCorrelationRequest } : {}),
       csv: { file: 'funnel_correlation' },
-      response: { status: 200 },
+      response: { status: 200, schema: InsightResult },
       handler: correlation,
     },
   ]);

@@ -1,13 +1,14 @@
 import type { Request } from 'express';
-import type { ManagementDeps } from '../deps';
+import type { ManagementDeps } from '../http/deps';
 import { accessControlRoutes, callerOf, requireAccess } from '../http/access';
 import { principalOf } from '../http/auth';
-import type { Body } from '../http/body';
-import { errors } from '../http/errors';
-import { pageFrom, Q, updates, type Paged, type Route } from '../http/route-table';
+import { errors } from '../shared/errors';
+import { Type, type Static } from '@sinclair/typebox';
+import { pageFrom, Q, route, updates, type Route } from '../http/route-table';
 import type { AccessTarget } from '../shared/access-store';
 import { computeRoutes } from './compute';
 import { COLUMNS, InsightsStore, RESOURCE, type Field, type InsightRow } from './insights-store';
+import { Insight, InsightBasic, InsightViewed, InsightWrite } from './schemas';
 import { timingRoutes } from './timing';
 
 const INSIGHT = '/insights/:id';
@@ -16,7 +17,7 @@ const MAX_ID = 2_147_483_647;
 const iso = (value: Date | null) => (value === null ? null : value.toISOString());
 
 /** InsightSerializer's fields that Plover has data for; results are computed by `/insights/trend/`, never stored. */
-function insightBody(row: InsightRow): Record<string, unknown> {
+function insightBody(row: InsightRow): Static<typeof Insight> {
   return {
     id: row.id,
     short_id: row.short_id,
@@ -70,9 +71,10 @@ const BASIC_FIELDS = [
   'last_viewed_at',
 ] as const;
 
-function basicBody(row: InsightRow): Record<string, unknown> {
+function basicBody(row: InsightRow): Static<typeof InsightBasic> {
   const full: Record<string, unknown> = { ...insightBody(row), refreshing: false };
-  return Object.fromEntries(BASIC_FIELDS.map((field) => [field, full[field]]));
+  // In InsightBasicSerializer's order (a CSV's columns).
+  return Object.fromEntries(BASIC_FIELDS.map((field) => [field, full[field]])) as Static<typeof InsightBasic>;
 }
 
 /** A query node, or its JSON text: an object with a string `kind`. */
@@ -93,7 +95,7 @@ function queryNode(value: unknown): Record<string, unknown> | null {
 }
 
 /** The fields a validated body sets. */
-function fieldsOf(body: Body): Partial<Record<Field, unknown>> {
+function fieldsOf(body: Static<typeof InsightWrite>): Partial<Record<Field, unknown>> {
   const fields: Partial<Record<Field, unknown>> = {};
   for (const field of Object.keys(COLUMNS) as Field[]) {
     if (body[field] !== undefined) fields[field] = body[field];
@@ -146,88 +148,86 @@ export function insightRoutes(deps: ManagementDeps): Route[] {
   return [
     ...computeRoutes(deps),
     ...timingRoutes(deps),
-    {
+    route({
       method: 'get',
       path: '/insights',
       scope: 'insight:read',
       summary: 'List saved insights by `order`, then last modified',
       paginated: 'envelope',
-      query: {
-        properties: { saved: Q.boolean, favorited: Q.boolean, search: Q.string, short_id: Q.string, created_by: Q.string, user: Q.boolean },
-      },
+      query: Type.Object({ saved: Q.boolean, favorited: Q.boolean, search: Q.string, short_id: Q.string, created_by: Q.string, user: Q.boolean }),
       csv: { file: 'insights' },
-      response: { status: 200, schema: 'Insight' },
-      async handler(req, { page, query }): Promise<Paged> {
+      response: { status: 200, schema: Insight },
+      async handler(req, { page, query }) {
         const { rows, count } = await store.list(
           callerOf(req),
           {
-            saved: query.saved as boolean | undefined,
-            favorited: query.favorited as boolean | undefined,
-            shortId: query.short_id as string | undefined,
-            search: query.search as string | undefined,
-            createdBy: createdByFilter(query.created_by as string | undefined),
+            saved: query.saved,
+            favorited: query.favorited,
+            shortId: query.short_id,
+            search: query.search,
+            createdBy: createdByFilter(query.created_by),
             mine: query.user === true,
           },
           page,
         );
         return pageFrom(rows, page, insightBody, count);
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/insights',
       scope: 'insight:write',
       summary: 'Create a saved insight (counts as a view)',
-      body: 'InsightWrite',
+      body: InsightWrite,
       csv: { file: 'insight' },
-      response: { status: 201, schema: 'Insight' },
+      response: { status: 201, schema: Insight },
       async handler(req, { body }) {
         const id = await store.create(callerOf(req), fieldsOf(body));
         // Creating counts as a view (PostHog creates the InsightViewed row with the insight).
         await store.recordViews(callerOf(req), [id]);
         return insightBody(await load(req, true, String(id)));
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: '/insights/my_last_viewed',
       scope: 'insight:read',
       summary: 'Your 5 most recently viewed insights, newest first',
       csv: { file: 'insights' },
-      response: { status: 200, schema: 'Insight', array: true },
+      response: { status: 200, schema: Type.Array(InsightBasic) },
       handler: async (req) => (await store.lastViewed(callerOf(req))).map(basicBody),
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/insights/viewed',
       scope: 'insight:read',
       summary: 'Record views of insights',
-      body: 'InsightViewed',
+      body: InsightViewed,
       response: { status: 201 },
       async handler(req, { body }) {
-        await store.recordViews(callerOf(req), body.insight_ids as number[]);
+        await store.recordViews(callerOf(req), body.insight_ids);
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: INSIGHT,
       scope: 'insight:read',
       summary: 'A saved insight by id or short_id; records a view',
       csv: { file: 'insight' },
-      response: { status: 200, schema: 'Insight' },
+      response: { status: 200, schema: Insight },
       async handler(req) {
         const row = await load(req);
         row.last_viewed_at = (await store.recordViews(callerOf(req), [row.id])).get(row.id) ?? row.last_viewed_at;
         return insightBody(row);
       },
-    },
+    }),
     ...updates({
       path: INSIGHT,
       scope: 'insight:write',
       summary: 'Update a saved insight; `deleted: true` soft-deletes',
-      body: 'InsightWrite',
+      body: InsightWrite,
       csv: { file: 'insight' },
-      response: { status: 200, schema: 'Insight' },
+      response: { status: 200, schema: Insight },
       async handler(req, { body }) {
         const fields = fieldsOf(body);
         // Soft-deleted insights stay reachable here, so `{"deleted": false}` restores one.
@@ -237,14 +237,14 @@ export function insightRoutes(deps: ManagementDeps): Route[] {
         return insightBody(await load(req, true, String(current.id)));
       },
     }),
-    {
+    route({
       method: 'delete',
       path: INSIGHT,
       scope: 'insight:write',
       summary: 'Hard delete is not allowed: 405, empty body (PATCH `deleted: true` instead)',
       response: { status: 405 },
       handler: () => undefined,
-    },
+    }),
     ...accessControlRoutes(deps.sql, INSIGHT, 'an insight', async (req) => target(await load(req))),
   ];
 }

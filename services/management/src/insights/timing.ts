@@ -1,8 +1,10 @@
 import { Counter, Histogram, type Registry } from 'prom-client';
-import type { ManagementDeps } from '../deps';
+import type { ManagementDeps } from '../http/deps';
 import { callerOf } from '../http/access';
-import type { Route } from '../http/route-table';
+import { route, type Route } from '../http/route-table';
+import { Success } from '../shared/schema';
 import { InsightsStore } from './insights-store';
+import { InsightTiming } from './schemas';
 
 interface TimingMetrics {
   reports: Counter;
@@ -36,14 +38,14 @@ export function timingRoutes({ sql, metrics: registry }: ManagementDeps): Route[
   const store = new InsightsStore(sql);
   const metrics = timingMetrics(registry);
   return [
-    {
+    route({
       method: 'post',
       path: '/insights/timing',
       scope: 'insight:write',
       summary: 'Record a client timing report',
-      body: 'InsightTiming',
+      body: InsightTiming,
       csv: { file: 'result' },
-      response: { status: 200 },
+      response: { status: 200, schema: Success },
       async handler(req, { body }) {
         await store.recordTiming(callerOf(req), body);
         metrics.reports.inc();
@@ -51,6 +53,6 @@ export function timingRoutes({ sql, metrics: registry }: ManagementDeps): Route[
         if (typeof ms === 'number' && Number.isFinite(ms) && ms >= 0) metrics.timeToSeeData.observe(ms / 1000);
         return { success: true };
       },
-    },
+    }),
   ];
 }

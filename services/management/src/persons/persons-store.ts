@@ -1,6 +1,6 @@
 import { PersonReads, PersonStore, type ListedPerson, type Person, type PersonListFilter } from '@plover/persons';
 import type { Sql } from '@plover/postgres';
-import { queueEventDeletion, unqueueEventDeletion } from '../deletions/queue';
+import { queueEventDeletion, unqueueEventDeletion } from '../shared/deletion-queue';
 import type { Page } from '../http/render';
 import { csvStream, type ListingExport } from '../http/route-table';
 import { personBody } from '../shared/person-body';

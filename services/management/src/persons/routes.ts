@@ -1,12 +1,14 @@
 import { isUuid } from '@plover/core';
 import type { Person, PersonListFilter } from '@plover/persons';
-import type { ManagementDeps } from '../deps';
+import type { ManagementDeps } from '../http/deps';
 import { principalOf, projectOf } from '../http/auth';
-import { errors } from '../http/errors';
-import { pageFrom, Q, updates, type Route } from '../http/route-table';
-import { RecordingsStore } from '../recordings/recordings-store';
-import { personBody } from '../shared/person-body';
+import { errors } from '../shared/errors';
+import { Type } from '@sinclair/typebox';
+import { pageFrom, Q, route, updates, type Route } from '../http/route-table';
+import { RecordingsStore } from '../shared/recordings-store';
+import { Person as PersonSchema, personBody } from '../shared/person-body';
 import { PersonsStore, type PersonRef } from './persons-store';
+import { PersonBulkDelete, PersonPatch } from './schemas';
 
 const BULK_MAX = 1000;
 const PERSON = '/persons/:id';
@@ -23,14 +25,14 @@ function personRef(raw: string): number | string {
 }
 
 /** The persons `bulk_delete` names: distinct ids, else person ids or uuids; at most 1000. */
-function bulkRefs(distinctIds: unknown, ids: unknown): PersonRef[] {
+function bulkRefs(distinctIds: string[] | null | undefined, ids: Array<string | number> | null | undefined): PersonRef[] {
   if (Array.isArray(distinctIds)) {
     if (distinctIds.length > BULK_MAX) throw errors.validation(`You can only pass ${BULK_MAX} distinct_ids in one call`, 'distinct_ids');
-    return (distinctIds as string[]).map((distinctId) => ({ distinctId }));
+    return distinctIds.map((distinctId) => ({ distinctId }));
   }
   if (!Array.isArray(ids)) throw errors.validation('You need to specify either distinct_ids or ids');
   if (ids.length > BULK_MAX) throw errors.validation(`You can only pass ${BULK_MAX} ids in one call`, 'ids');
-  return ids.map((id: unknown, index) => {
+  return ids.map((id, index) => {
     if (typeof id === 'number' && Number.isInteger(id) && id > 0) return { ref: id };
     if (typeof id === 'string' && isUuid(id)) return { ref: id.toLowerCase() };
     throw errors.validation('Must be a person uuid or integer id.', `ids__${index}`, 'invalid');
@@ -52,23 +54,23 @@ export function personRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
   }
 
   return [
-    {
+    route({
       method: 'get',
       path: '/persons',
       scope: 'person:read',
       summary: 'List persons, newest first',
       paginated: 'envelope',
-      query: { properties: { distinct_id: Q.string, email: Q.string, search: Q.string, properties: Q.string, include_total: Q.boolean } },
+      query: Type.Object({ distinct_id: Q.string, email: Q.string, search: Q.string, properties: Q.string, include_total: Q.boolean }),
       csv: { file: 'persons', rows: 'export' },
       jsonl: true,
-      response: { status: 200, schema: 'Person' },
+      response: { status: 200, schema: PersonSchema },
       async handler(req, { page, query, format }) {
         const projectId = projectOf(req).id;
         const filter: PersonListFilter = {
-          distinctId: query.distinct_id as string | undefined,
-          email: query.email as string | undefined,
-          search: query.search as string | undefined,
-          properties: query.properties as string | undefined,
+          distinctId: query.distinct_id,
+          email: query.email,
+          search: query.search,
+          properties: query.properties,
         };
         if (format !== 'json') return store.export(projectId, filter, page.offset);
         const paged = pageFrom(await store.list(projectId, filter, page), page, personBody);
@@ -76,8 +78,8 @@ export function personRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
         const told = !paged.hasMore && (paged.results.length > 0 || page.offset === 0);
         return { ...paged, count: told ? page.offset + paged.results.length : await store.count(projectId, filter, query.include_total === true) };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/persons',
       scope: 'person:write',
@@ -86,13 +88,13 @@ export function personRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
       handler() {
         throw errors.methodNotAllowed('POST', CREATE_HINT);
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/persons/bulk_delete',
       scope: 'person:write',
       summary: 'Delete up to 1000 persons; `delete_events` queues their events for deletion, `delete_recordings` deletes their recordings',
-      body: 'PersonBulkDelete',
+      body: PersonBulkDelete,
       response: { status: 202 },
       async handler(req, { body }) {
         const projectId = projectOf(req).id;
@@ -103,30 +105,30 @@ export function personRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
           if (person) await remove(projectId, person, options);
         }
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: PERSON,
       scope: 'person:read',
       summary: 'A person by integer id or uuid',
       csv: { file: 'person' },
-      response: { status: 200, schema: 'Person' },
+      response: { status: 200, schema: PersonSchema },
       async handler(req) {
         const person = await store.get(projectOf(req).id, { ref: personRef(String(req.params.id)) });
         if (!person) throw errors.notFound();
         return personBody(person);
       },
-    },
+    }),
     ...updates({
       path: PERSON,
       scope: 'person:write',
       summary: 'Merge properties into a person ($set)',
-      body: 'PersonPatch',
+      body: PersonPatch,
       csv: { file: 'person' },
-      response: { status: 200, schema: 'Person' },
+      response: { status: 200, schema: PersonSchema },
       async handler(req, { body }) {
         const ref = personRef(String(req.params.id));
-        const result = await store.updateProperties(projectOf(req).id, ref, body.properties as Record<string, unknown>);
+        const result = await store.updateProperties(projectOf(req).id, ref, body.properties);
         if (!result) throw errors.notFound();
         if (result.outcome === 'too_large') {
           throw errors.validation('Person properties would exceed the size limit; nothing was written.', 'properties', 'too_large');
@@ -134,12 +136,12 @@ export function personRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
         return personBody(result.person);
       },
     }),
-    {
+    route({
       method: 'delete',
       path: PERSON,
       scope: 'person:write',
       summary: 'Delete a person; `delete_events=true` queues deletion of its events, `delete_recordings=true` deletes its recordings',
-      query: { properties: { delete_events: Q.boolean, delete_recordings: Q.boolean } },
+      query: Type.Object({ delete_events: Q.boolean, delete_recordings: Q.boolean }),
       response: { status: 204 },
       async handler(req, { query }) {
         const projectId = projectOf(req).id;
@@ -148,6 +150,6 @@ export function personRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
         const options = { recordings: query.delete_recordings === true, queueEventsBy: query.delete_events === true ? principalOf(req).user.id : undefined };
         if (!(await remove(projectId, person, options))) throw errors.notFound();
       },
-    },
+    }),
   ];
 }

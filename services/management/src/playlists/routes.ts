@@ -1,14 +1,16 @@
 import type { Request } from 'express';
-import type { ManagementDeps } from '../deps';
+import type { ManagementDeps } from '../http/deps';
 import { accessControlRoutes, callerOf, requireAccess } from '../http/access';
 import { principalOf } from '../http/auth';
-import type { Body } from '../http/body';
-import { errors } from '../http/errors';
-import { Q, updates, type Paged, type Route } from '../http/route-table';
-import { RecordingsStore } from '../recordings/recordings-store';
-import { recordingsOf } from '../recordings/recordings';
+import { errors } from '../shared/errors';
+import { Type, type Static } from '@sinclair/typebox';
+import { Q, route, updates, type Route } from '../http/route-table';
+import { RecordingsStore } from '../shared/recordings-store';
+import { recordingsOf, SessionRecording } from '../shared/recordings';
+import { Enum, Success } from '../shared/schema';
 import type { AccessTarget, Caller } from '../shared/access-store';
 import { PlaylistsStore, RESOURCE, type PlaylistFields, type PlaylistRow } from './playlists-store';
+import { PlaylistRecordingAdd, SessionRecordingPlaylist, SessionRecordingPlaylistWrite } from './schemas';
 
 const MATERIAL = ['name', 'description', 'filters'] as const;
 const PLAYLIST = '/session_recording_playlists/:short_id';
@@ -21,7 +23,7 @@ interface CollectionCounts {
   watched: number;
 }
 
-function playlistBody(row: PlaylistRow, counts: CollectionCounts): Record<string, unknown> {
+function playlistBody(row: PlaylistRow, counts: CollectionCounts): Static<typeof SessionRecordingPlaylist> {
   return {
     id: row.id,
     short_id: row.short_id,
@@ -50,11 +52,11 @@ function playlistBody(row: PlaylistRow, counts: CollectionCounts): Record<string
 const isEmptyFilters = (filters: Record<string, unknown>) => Object.keys(filters).length === 0;
 
 /** The fields a validated body sets (`description: null` is the empty text, `filters: null` none). */
-function fieldsOf(body: Body): PlaylistFields {
+function fieldsOf(body: Static<typeof SessionRecordingPlaylistWrite>): PlaylistFields {
   const fields: PlaylistFields = {};
   for (const key of ['name', 'derived_name', 'pinned', 'deleted'] as const) if (body[key] !== undefined) Object.assign(fields, { [key]: body[key] });
-  if (body.description !== undefined) fields.description = (body.description as string | null) ?? '';
-  if (body.filters !== undefined) fields.filters = (body.filters as Record<string, unknown> | null) ?? {};
+  if (body.description !== undefined) fields.description = body.description ?? '';
+  if (body.filters !== undefined) fields.filters = body.filters ?? {};
   return fields;
 }
 
@@ -72,7 +74,7 @@ export function playlistRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
   }
 
   /** The playlists' bodies, their counts from the recordings their items have. */
-  async function bodies(caller: Caller, rows: readonly PlaylistRow[]): Promise<Array<Record<string, unknown>>> {
+  async function bodies(caller: Caller, rows: readonly PlaylistRow[]): Promise<Array<Static<typeof SessionRecordingPlaylist>>> {
     const items = await store.items(rows.map((row) => row.id));
     const ids = [...new Set([...items.values()].flat())];
     const [live, views] = await Promise.all([recordings.live(caller.projectId, ids), recordings.views(caller, ids)]);
@@ -81,55 +83,53 @@ export function playlistRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
       return playlistBody(row, { count: recorded.length, watched: recorded.filter((id) => views.get(id)!.viewed).length });
     });
   }
-  const shown = async (req: Request, row: PlaylistRow) => (await bodies(callerOf(req), [row]))[0];
+  const shown = async (req: Request, row: PlaylistRow) => (await bodies(callerOf(req), [row]))[0]!;
 
   return [
-    {
+    route({
       method: 'get',
       path: '/session_recording_playlists',
       scope: 'session_recording_playlist:read',
       summary: 'List playlists',
       paginated: 'envelope',
-      query: {
-        properties: {
-          created_by: { type: 'integer', minimum: 0, maximum: 2147483647 },
-          short_id: Q.string,
-          search: Q.string,
-          pinned: Q.boolean,
-          type: { enum: ['collection', 'filters'] },
-          user: Q.boolean,
-        },
-      },
+      query: Type.Object({
+        created_by: Type.Optional(Type.Integer({ minimum: 0, maximum: 2147483647 })),
+        short_id: Q.string,
+        search: Q.string,
+        pinned: Q.boolean,
+        type: Type.Optional(Enum(['collection', 'filters'])),
+        user: Q.boolean,
+      }),
       csv: { file: 'session_recording_playlists' },
-      response: { status: 200, schema: 'SessionRecordingPlaylist' },
-      async handler(req, { page, query }): Promise<Paged> {
+      response: { status: 200, schema: SessionRecordingPlaylist },
+      async handler(req, { page, query }) {
         const { rows, count } = await store.list(
           callerOf(req),
           {
-            createdBy: query.created_by as number | undefined,
-            shortId: query.short_id as string | undefined,
-            search: query.search as string | undefined,
-            pinned: query.pinned as boolean | undefined,
+            createdBy: query.created_by,
+            shortId: query.short_id,
+            search: query.search,
+            pinned: query.pinned,
             mine: query.user === true,
-            type: query.type as string | undefined,
+            type: query.type,
           },
           page,
         );
         return { results: await bodies(callerOf(req), rows.slice(0, page.limit)), count, hasMore: rows.length > page.limit };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: '/session_recording_playlists',
       scope: 'session_recording_playlist:write',
       summary: 'Create a playlist',
-      body: 'SessionRecordingPlaylistWrite',
+      body: SessionRecordingPlaylistWrite,
       csv: { file: 'session_recording_playlist' },
-      response: { status: 201, schema: 'SessionRecordingPlaylist' },
+      response: { status: 201, schema: SessionRecordingPlaylist },
       async handler(req, { body }) {
         const fields = fieldsOf(body);
         const filters = fields.filters ?? {};
-        const type = (body.type as string | null | undefined) ?? (isEmptyFilters(filters) ? 'collection' : 'filters');
+        const type = body.type ?? (isEmptyFilters(filters) ? 'collection' : 'filters');
         if (type !== 'collection' && type !== 'filters')
           throw errors.validation('Must provide a valid playlist type: either filters or collection', 'type', 'invalid_choice');
         if (type === 'collection' && !isEmptyFilters(filters)) throw errors.validation('You cannot create a collection with filters', 'filters');
@@ -137,23 +137,23 @@ export function playlistRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
         const shortId = await store.create(callerOf(req), fields, type);
         return shown(req, (await store.get(callerOf(req), shortId, true))!);
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: PLAYLIST,
       scope: 'session_recording_playlist:read',
       summary: 'A playlist',
       csv: { file: 'session_recording_playlist' },
-      response: { status: 200, schema: 'SessionRecordingPlaylist' },
+      response: { status: 200, schema: SessionRecordingPlaylist },
       handler: async (req) => shown(req, await load(req)),
-    },
+    }),
     ...updates({
       path: PLAYLIST,
       scope: 'session_recording_playlist:write',
       summary: 'Update a playlist; `deleted: true` soft-deletes',
-      body: 'SessionRecordingPlaylistWrite',
+      body: SessionRecordingPlaylistWrite,
       csv: { file: 'session_recording_playlist' },
-      response: { status: 200, schema: 'SessionRecordingPlaylist' },
+      response: { status: 200, schema: SessionRecordingPlaylist },
       async handler(req, { body }) {
         const fields = fieldsOf(body);
         // Soft-deleted playlists stay reachable here, so `{"deleted": false}` restores one.
@@ -170,24 +170,24 @@ export function playlistRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
         return shown(req, await load(req, true));
       },
     }),
-    {
+    route({
       method: 'delete',
       path: PLAYLIST,
       scope: 'session_recording_playlist:write',
       summary: 'Hard delete is not allowed: 405, empty body (PATCH `deleted: true` instead)',
       response: { status: 405 },
       handler: () => undefined,
-    },
+    }),
     ...accessControlRoutes(sql, PLAYLIST, 'a playlist', async (req) => target(await load(req))),
-    {
+    route({
       method: 'get',
       path: `${PLAYLIST}/recordings`,
       scope: 'session_recording_playlist:read',
       summary: 'Recordings in a playlist',
       paginated: 'has_next',
       csv: { file: 'recordings' },
-      response: { status: 200, schema: 'SessionRecording' },
-      async handler(req, { page }): Promise<Paged> {
+      response: { status: 200, schema: SessionRecording },
+      async handler(req, { page }) {
         const playlist = await load(req);
         const caller = callerOf(req);
         const ids = (await store.items([playlist.id])).get(playlist.id)!;
@@ -198,15 +198,15 @@ export function playlistRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
           fields: { version: 4 },
         };
       },
-    },
-    {
+    }),
+    route({
       method: 'post',
       path: `${PLAYLIST}/recordings/:session_recording_id`,
       scope: 'session_recording_playlist:write',
       summary: 'Add a recording (idempotent)',
-      body: 'PlaylistRecordingAdd',
+      body: PlaylistRecordingAdd,
       csv: { file: 'result' },
-      response: { status: 200 },
+      response: { status: 200, schema: Success },
       async handler(req) {
         const playlist = await load(req);
         await requireAccess(sql, req, target(playlist), 'editor');
@@ -218,8 +218,8 @@ export function playlistRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
         await store.addItem(playlist.id, sessionId);
         return { success: true };
       },
-    },
-    {
+    }),
+    route({
       method: 'delete',
       path: `${PLAYLIST}/recordings/:session_recording_id`,
       scope: 'session_recording_playlist:write',
@@ -230,6 +230,6 @@ export function playlistRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
         await requireAccess(sql, req, target(playlist), 'editor');
         if (!(await store.removeItem(playlist.id, String(req.params.session_recording_id)))) throw errors.notFound();
       },
-    },
+    }),
   ];
 }

@@ -6,7 +6,7 @@
 import { insightRange, parseTrendsQuery, rangeKey, runTrends, type InsightContext } from '@plover/insights';
 import { HogQLError, printHogQL, runHogQL, toApiError, type QueryLimits } from '@plover/hogql';
 import type { ClickHouse } from '@plover/clickhouse';
-import { errors } from '../http/errors';
+import { errors } from '../shared/errors';
 
 export interface QueryContext {
   clickhouse: ClickHouse;

@@ -10,12 +10,13 @@ import type { Request } from 'express';
 import { cancelHogQL, DEFAULT_QUERY_LIMITS, type QueryLimits } from '@plover/hogql';
 import { InsightResultCache, stableJson } from '@plover/insights';
 import { ApiError } from '@plover/core';
-import type { ManagementDeps } from '../deps';
+import type { ManagementDeps } from '../http/deps';
 import { projectOf } from '../http/auth';
-import { errors } from '../http/errors';
+import { errors } from '../shared/errors';
 import { Reply, type Route, type RouteInput } from '../http/route-table';
 import { insightContext } from '../shared/insight-context';
 import { queryKinds, type QueryContext, type QueryKind } from './kinds';
+import { QueryRequest } from './schemas';
 
 export const MAX_RUNNING = 3;
 export const STATUS_TTL_MS = 20 * 60_000;
@@ -149,7 +150,7 @@ export function queryRoutes(
     remember(status);
     running.set(project.id, active + 1);
     try {
-      const ctx = { clickhouse, insight: insightContext(sql, req), limits, statementId: status.statementId };
+      const ctx = { clickhouse, insight: insightContext(sql, projectOf(req)), limits, statementId: status.statementId };
       const response = await runNode(node, ctx, FORCE.has(body.refresh));
       status.results = response;
       return response;
@@ -173,7 +174,7 @@ export function queryRoutes(
     return status;
   }
 
-  const bodyAndScope = { scope: 'query:read', body: 'QueryRequest' as const, response: { status: 200 } };
+  const bodyAndScope = { scope: 'query:read', body: QueryRequest, response: { status: 200 } };
   return [
     {
       method: 'post',

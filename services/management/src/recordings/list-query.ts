@@ -5,9 +5,10 @@
  */
 import { SESSION_METRICS, type SessionCondition, type SessionListQuery, type SessionMetric, type SessionPredicate } from '@plover/clickhouse';
 import { resolveInstant } from '@plover/insights';
-import { errors } from '../http/errors';
-import { Q, type QuerySchema } from '../http/route-table';
-import { valueValidator, type JsonSchema } from '../schemas';
+import { errors } from '../shared/errors';
+import { Type } from '@sinclair/typebox';
+import { Q } from '../http/route-table';
+import { Enum, valueValidator, type JsonSchema } from '../shared/schema';
 
 const COMPARISONS = ['gt', 'gte', 'lt', 'lte', 'exact'] as const;
 const LEVELS = ['info', 'warn', 'error'] as const;
@@ -25,21 +26,19 @@ const DEFAULT_DATE_FROM = '-3d';
 const MAX_IDS = 1000;
 
 /** The parameters as the route table declares them (for OpenAPI and the first check: text). */
-export const LIST_QUERY: QuerySchema = {
-  properties: {
-    date_from: { ...Q.string, description: `relative (\`-3d\`, \`-24h\`) or a date; default \`${DEFAULT_DATE_FROM}\`` },
-    date_to: Q.string,
-    person_uuid: Q.string,
-    distinct_ids: { ...Q.string, description: 'JSON list of distinct ids' },
-    session_ids: { ...Q.string, description: 'JSON list of session ids (an empty list matches none)' },
-    having_predicates: { ...Q.string, description: 'JSON list of `{type: "recording", key, operator, value}` on the summary' },
-    console_log_filters: { ...Q.string, description: 'JSON list of `{type: "log_entry", key: "level", operator: "exact"|"is_not", value}`' },
-    operand: { enum: ['AND', 'OR'] },
-    order: { enum: Object.keys(ORDERS) },
-    order_direction: { enum: ['ASC', 'DESC'] },
-    ...Object.fromEntries(UNSUPPORTED.map((name) => [name, { ...Q.string, description: 'only an empty JSON list: not supported' }])),
-  },
-};
+export const LIST_QUERY = Type.Object({
+  date_from: Type.Optional(Type.String({ description: `relative (\`-3d\`, \`-24h\`) or a date; default \`${DEFAULT_DATE_FROM}\`` })),
+  date_to: Q.string,
+  person_uuid: Q.string,
+  distinct_ids: Type.Optional(Type.String({ description: 'JSON list of distinct ids' })),
+  session_ids: Type.Optional(Type.String({ description: 'JSON list of session ids (an empty list matches none)' })),
+  having_predicates: Type.Optional(Type.String({ description: 'JSON list of `{type: "recording", key, operator, value}` on the summary' })),
+  console_log_filters: Type.Optional(Type.String({ description: 'JSON list of `{type: "log_entry", key: "level", operator: "exact"|"is_not", value}`' })),
+  operand: Type.Optional(Enum(['AND', 'OR'])),
+  order: Type.Optional(Enum(Object.keys(ORDERS))),
+  order_direction: Type.Optional(Enum(['ASC', 'DESC'])),
+  ...Object.fromEntries(UNSUPPORTED.map((name) => [name, Type.Optional(Type.String({ description: 'only an empty JSON list: not supported' }))])),
+});
 
 const idList = (maxLength: number): JsonSchema => ({ type: 'array', maxItems: MAX_IDS, items: { type: 'string', maxLength } });
 const level: JsonSchema = { enum: [...LEVELS] };

@@ -1,12 +1,15 @@
 import type { Request, Response } from 'express';
-import type { ManagementDeps } from '../deps';
+import type { ManagementDeps } from '../http/deps';
 import { callerOf } from '../http/access';
 import { projectOf } from '../http/auth';
-import { errors } from '../http/errors';
-import { Q, Written, type Paged, type Route } from '../http/route-table';
+import { errors } from '../shared/errors';
+import { Type } from '@sinclair/typebox';
+import { Q, route, Written, type Route } from '../http/route-table';
+import { Enum, Success } from '../shared/schema';
 import { LIST_QUERY, listQuery } from './list-query';
-import { RecordingsStore } from './recordings-store';
-import { recordingsOf, type Recording } from './recordings';
+import { RecordingsStore } from '../shared/recordings-store';
+import { recordingsOf, SessionRecording, type Recording } from '../shared/recordings';
+import { SessionRecordingUpdate, SnapshotSources } from './schemas';
 
 const RECORDING = '/session_recordings/:session_recording_id';
 /** The recordings listing's envelope version (PostHog's). */
@@ -74,7 +77,7 @@ export function recordingRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
   }
 
   return [
-    {
+    route({
       method: 'get',
       path: '/session_recordings',
       scope: 'session_recording:read',
@@ -82,8 +85,8 @@ export function recordingRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
       query: LIST_QUERY,
       paginated: 'has_next',
       csv: { file: 'session_recordings' },
-      response: { status: 200, schema: 'SessionRecording' },
-      async handler(req, { page, query }): Promise<Paged> {
+      response: { status: 200, schema: SessionRecording },
+      async handler(req, { page, query }) {
         const project = projectOf(req);
         const listing = await listQuery(query, {
           now: new Date(),
@@ -97,27 +100,27 @@ export function recordingRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
           fields: { version: LIST_VERSION },
         };
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: RECORDING,
       scope: 'session_recording:read',
       summary: 'A recording; marks it watched by the caller',
       csv: { file: 'session_recording' },
-      response: { status: 200, schema: 'SessionRecording' },
+      response: { status: 200, schema: SessionRecording },
       async handler(req) {
         const recording = await one(req);
         await store.markViewed(callerOf(req), recording.id);
         return { ...recording, viewed: true };
       },
-    },
-    {
+    }),
+    route({
       method: 'patch',
       path: RECORDING,
       scope: 'session_recording:write',
       summary: 'Mark a recording watched (`viewed: true`)',
-      body: 'SessionRecordingUpdate',
-      response: { status: 200 },
+      body: SessionRecordingUpdate,
+      response: { status: 200, schema: Success },
       async handler(req, { body }) {
         if (body.viewed !== true) throw errors.validation('Only viewed: true can be set.', 'viewed');
         const caller = callerOf(req);
@@ -125,8 +128,8 @@ export function recordingRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
         await store.markViewed(caller, sessionOf(req));
         return { success: true };
       },
-    },
-    {
+    }),
+    route({
       method: 'delete',
       path: RECORDING,
       scope: 'session_recording:write',
@@ -135,21 +138,19 @@ export function recordingRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
       async handler(req) {
         if (!(await store.delete(projectOf(req).id, sessionOf(req)))) throw notFound();
       },
-    },
-    {
+    }),
+    route({
       method: 'get',
       path: `${RECORDING}/snapshots`,
       scope: 'session_recording:read',
       summary: 'Without `source`: the blocks (`blob_v2` sources). With `source=blob_v2`: their events as JSONL `[window_id, event]` lines',
-      query: {
-        properties: {
-          source: { enum: ['blob_v2'] },
-          start_blob_key: { ...Q.integer, minimum: 0 },
-          end_blob_key: { ...Q.integer, minimum: 0 },
-          decompress: Q.boolean,
-        },
-      },
-      response: { status: 200 },
+      query: Type.Object({
+        source: Type.Optional(Enum(['blob_v2'])),
+        start_blob_key: Type.Optional(Type.Integer({ minimum: 0 })),
+        end_blob_key: Type.Optional(Type.Integer({ minimum: 0 })),
+        decompress: Q.boolean,
+      }),
+      response: { status: 200, schema: SnapshotSources },
       async handler(req, { query }) {
         const projectId = projectOf(req).id;
         const sessionId = sessionOf(req);
@@ -158,7 +159,7 @@ export function recordingRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
         if (query.source === undefined) {
           return {
             sources: blocks.map((block, index) => ({
-              source: 'blob_v2',
+              source: 'blob_v2' as const,
               start_timestamp: block.first_timestamp,
               end_timestamp: block.last_timestamp,
               blob_key: String(index),
@@ -167,7 +168,7 @@ export function recordingRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
         }
         if (query.decompress === false) throw errors.validation('Only decompressed (JSONL) snapshots are served.', 'decompress');
         const read = (offset: number, limit: number) => store.readBlocks(projectId, sessionId, offset, limit);
-        const [start, end] = [query.start_blob_key as number | undefined, query.end_blob_key as number | undefined];
+        const [start, end] = [query.start_blob_key, query.end_blob_key];
         if (start === undefined && end === undefined) return new Written((res) => streamBlocks(res, read, blocks, 0));
         if (start === undefined || end === undefined) throw errors.validation('Must provide both start blob key and end blob key');
         if (end < start) throw errors.validation('The end blob key must not be before the start blob key.', 'end_blob_key');
@@ -175,6 +176,6 @@ export function recordingRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
         if (end >= blocks.length) throw errors.notFound('Block index out of range');
         return new Written((res) => streamBlocks(res, read, blocks.slice(start, end + 1), start));
       },
-    },
+    }),
   ];
 }

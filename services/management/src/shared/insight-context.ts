@@ -1,9 +1,7 @@
-import type { Request } from 'express';
 import type { InsightContext } from '@plover/insights';
 import { PersonReads, type PersonCondition } from '@plover/persons';
 import type { Sql } from '@plover/postgres';
-import { projectOf } from '../http/auth';
-import { errors } from '../http/errors';
+import { errors } from './errors';
 
 interface CohortRow {
   is_static: boolean;
@@ -89,7 +87,6 @@ export function cohortResolver(sql: Sql, projectId: number): (cohortId: number) 
 }
 
 /** What a computation or an events filter needs about the project now: its timezone and, per request, its cohorts' members. */
-export function insightContext(sql: Sql, req: Request): InsightContext {
-  const project = projectOf(req);
+export function insightContext(sql: Sql, project: { id: number; timezone: string }): InsightContext {
   return { projectId: project.id, timezone: project.timezone, now: new Date(), cohortMembers: cohortResolver(sql, project.id) };
 }

@@ -1,13 +1,20 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { component } from './schema';
+
 /** A person as the API shows it (PostHog's PersonSerializer): persons, and the person of a recording. */
-export interface PersonBody {
-  id: number;
-  name: string;
-  distinct_ids: string[];
-  properties: Record<string, unknown>;
-  created_at: string;
-  uuid: string;
-  is_identified: boolean;
-}
+export const Person = component(
+  'Person',
+  Type.Object({
+    id: Type.Integer(),
+    name: Type.String(),
+    distinct_ids: Type.Array(Type.String()),
+    properties: Type.Unsafe<Record<string, unknown>>({ type: ['object', 'null'], additionalProperties: true }),
+    created_at: Type.String({ format: 'date-time' }),
+    uuid: Type.String({ format: 'uuid' }),
+    is_identified: Type.Boolean(),
+  }),
+);
+export type PersonBody = Static<typeof Person>;
 
 /** PostHog's default display-name properties, in order (`get_person_name_helper`). */
 const NAME_PROPERTIES = ['email', 'Email', '$email', 'name', 'Name', 'username', 'Username', 'UserName'];

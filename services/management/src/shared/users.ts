@@ -1,17 +1,26 @@
 import { randomInt } from 'node:crypto';
+import { Type, type Static } from '@sinclair/typebox';
+import { AnyObject, component } from './schema';
 
 /** A user as PostHog's UserBasicSerializer shows them (an object's creator or last editor). */
-export interface UserBasic {
-  id: number;
-  uuid: string;
-  distinct_id: string;
-  first_name: string;
-  last_name: string;
-  email: string;
-  is_email_verified: boolean;
-  hedgehog_config: Record<string, unknown> | null;
-  role_at_organization: string;
-}
+export const UserBasic = component(
+  'UserBasic',
+  Type.Object({
+    id: Type.Integer(),
+    uuid: Type.String({ format: 'uuid' }),
+    distinct_id: Type.String(),
+    first_name: Type.String(),
+    last_name: Type.String(),
+    email: Type.String({ format: 'email' }),
+    is_email_verified: Type.Boolean(),
+    hedgehog_config: Type.Unsafe<Record<string, unknown> | null>({ ...AnyObject(), type: ['object', 'null'] }),
+    role_at_organization: Type.String(),
+  }),
+);
+export type UserBasic = Static<typeof UserBasic>;
+
+/** A creator or last editor: the user, or null when the user is gone. */
+export const UserOrNull = Type.Union([UserBasic, Type.Null()]);
 
 /** SQL building the {@link UserBasic} of the `users` row `alias` (null when the join found none). */
 export const USER_JSON = (alias: string) =>

@@ -14,7 +14,7 @@ import {
 } from '@plover/clickhouse';
 import { PersonReads, type Person } from '@plover/persons';
 import type { Sql } from '@plover/postgres';
-import type { Caller } from '../shared/access-store';
+import type { Caller } from './access-store';
 
 /** Who has watched a recording: the caller, and the other users by email. */
 export interface RecordingViews {

@@ -1,4 +1,5 @@
-import { ApiError } from '@plover/core';
+import type { ApiError } from '@plover/core';
+import { errors } from './errors';
 
 export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -44,7 +45,7 @@ const OPERATORS = new Set([
 const FILTER_TYPES = new Set(['person', 'group', 'cohort', 'flag']);
 
 function invalid(detail: string, attr: string): ApiError {
-  return ApiError.validation(detail, attr, 'invalid_input');
+  return errors.validation(detail, attr, 'invalid_input');
 }
 
 /** Ids are Postgres `integer`s: a larger number names nothing and would fail the query it reached. */
@@ -169,4 +170,11 @@ export function validateCohortFilters(filters: unknown): PropertyReferences {
   };
   if (filters.properties !== undefined && filters.properties !== null) walk(filters.properties, 'filters__properties');
   return refs;
+}
+
+const FLAG_KEY = /^[a-zA-Z0-9_-]+$/;
+
+/** A flag key (of a flag, or of the flag an early access feature creates): letters, digits, `-` and `_`; 400 on `attr`. */
+export function checkFlagKey(key: string, attr: string): void {
+  if (!FLAG_KEY.test(key)) throw errors.validation('Only letters, numbers, hyphens ("-") & underscores ("_") are allowed.', attr);
 }

@@ -1,44 +1,61 @@
+import { Type, type Static } from '@sinclair/typebox';
 import type { SessionSummary } from '@plover/clickhouse';
 import type { Person } from '@plover/persons';
-import type { Caller } from '../shared/access-store';
-import { personBody, type PersonBody } from '../shared/person-body';
+import type { Caller } from './access-store';
+import { Person as PersonSchema, personBody } from './person-body';
+import { component, Nullable } from './schema';
 import type { RecordingsStore } from './recordings-store';
 
+const PersonStub = Type.Object({
+  id: Type.Null(),
+  name: Type.Null(),
+  distinct_ids: Type.Array(Type.String()),
+  properties: Type.Object({}),
+  created_at: Type.Null(),
+  uuid: Type.Null(),
+});
+
 /** A recording's person as PostHog's minimal person serializer shows it; a stub when the distinct id has none. */
-export type RecordingPerson =
-  (PersonBody & { distinct_ids: string[] }) | { id: null; name: null; distinct_ids: string[]; properties: Record<string, never>; created_at: null; uuid: null };
+const RecordingPerson = Type.Union([PersonSchema, PersonStub], {
+  description: 'the person (at most 10 distinct ids), or a stub with a null id when the distinct id has none',
+});
+export type RecordingPerson = Static<typeof RecordingPerson>;
 
 /** A recording as PostHog's recordings API answers it (lists, retrieve, playlists' recordings). */
-export interface Recording {
-  id: string;
-  distinct_id: string;
-  viewed: boolean;
-  viewers: string[];
-  recording_duration: number;
-  active_seconds: number;
-  inactive_seconds: number;
-  start_time: string;
-  end_time: string;
-  click_count: number;
-  keypress_count: number;
-  mouse_activity_count: number;
-  console_log_count: number;
-  console_warn_count: number;
-  console_error_count: number;
-  start_url: string | null;
-  person: RecordingPerson;
-  retention_period_days: number;
-  expiry_time: string;
-  recording_ttl: number;
-  snapshot_source: string;
-  snapshot_library: string;
-  ongoing: boolean;
-  activity_score: number;
-  has_summary: false;
-  summary_outcome: null;
-  external_references: [];
-  matches_filters: true;
-}
+export const SessionRecording = component(
+  'SessionRecording',
+  Type.Object({
+    id: Type.String({ description: 'the session id' }),
+    distinct_id: Type.String(),
+    viewed: Type.Boolean({ description: 'by the caller' }),
+    viewers: Type.Array(Type.String(), { description: 'the emails of the other users who watched it' }),
+    recording_duration: Type.Integer({ description: 'seconds' }),
+    active_seconds: Type.Integer(),
+    inactive_seconds: Type.Integer(),
+    start_time: Type.String({ format: 'date-time' }),
+    end_time: Type.String({ format: 'date-time' }),
+    click_count: Type.Integer(),
+    keypress_count: Type.Integer(),
+    mouse_activity_count: Type.Integer(),
+    console_log_count: Type.Integer(),
+    console_warn_count: Type.Integer(),
+    console_error_count: Type.Integer(),
+    start_url: Nullable(Type.String()),
+    person: RecordingPerson,
+    retention_period_days: Type.Integer(),
+    expiry_time: Type.String({ format: 'date-time' }),
+    recording_ttl: Type.Integer({ description: 'whole days until expiry' }),
+    snapshot_source: Type.String(),
+    snapshot_library: Type.String(),
+    ongoing: Type.Boolean({ description: 'data received in the last 5 minutes' }),
+    activity_score: Type.Number(),
+    has_summary: Type.Literal(false),
+    summary_outcome: Type.Null(),
+    external_references: Type.Tuple([]),
+    matches_filters: Type.Literal(true),
+  }),
+);
+export type Recording = Static<typeof SessionRecording>;
 
 /** A person's distinct ids shown with a recording, as PostHog's minimal person serializer keeps. */
 const PERSON_DISTINCT_IDS = 10;

@@ -1,0 +1,36 @@
+import { Type } from '@sinclair/typebox';
+import { AnyObject, component, Types } from '../shared/schema';
+
+const dateTime = Type.String({ format: 'date-time' });
+
+export const CohortWrite = component(
+  'CohortWrite',
+  Type.Object({
+    name: Type.Optional(Type.String({ maxLength: 400 })),
+    description: Type.Optional(Type.String({ maxLength: 1000 })),
+    filters: Type.Optional(AnyObject()),
+    is_static: Type.Optional(Type.Boolean({ description: 'create only' })),
+    deleted: Type.Optional(Type.Boolean()),
+    distinct_ids: Type.Optional(Type.Array(Types<string | number>(['string', 'integer']), { description: 'members added to a static cohort' })),
+  }),
+);
+
+export const Cohort = component(
+  'Cohort',
+  Type.Object({
+    id: Type.Integer(),
+    name: Type.String(),
+    description: Type.String(),
+    filters: AnyObject({ description: '`properties`: nested `{type: AND|OR, values}` groups' }),
+    groups: Type.Tuple([]),
+    query: Type.Null(),
+    is_static: Type.Boolean(),
+    deleted: Type.Boolean(),
+    version: Type.Integer(),
+    is_calculating: Type.Boolean(),
+    errors_calculating: Type.Integer(),
+    count: Types<number | null>(['integer', 'null'], { description: 'members of a static cohort' }),
+    created_by: Type.Union([Type.Object({ id: Type.Integer() }), Type.Null()]),
+    created_at: dateTime,
+  }),
+);

@@ -1,0 +1,63 @@
+import { writeDefinitions } from '@plover/flag-store';
+import type { Sql, SqlExecutor } from '@plover/postgres';
+import { errors } from './errors';
+import type { PropertyReferences } from './flag-filters';
+
+/** The text of a uuid row id (early access features, surveys); anything else names no row. */
+export const UUID_TEXT = /^[0-9a-f-]{36}$/i;
+
+function uniqueViolation(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  const cause = (error as { cause?: { code?: unknown } }).cause;
+  return code === '23505' || cause?.code === '23505';
+}
+
+/**
+ * What the stores of flags, cohorts, early access features and surveys share: every write runs in `write`, one
+ * transaction that bumps the project's definitions version decide polls (flag-store's writeDefinitions).
+ */
+export class DefinitionsStore {
+  constructor(protected readonly sql: Sql) {}
+
+  /** A write of the project's definitions; a flag key taken twice is a 400 on `key`. */
+  async write<T>(projectId: number, fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    try {
+      return await writeDefinitions(this.sql, projectId, fn);
+    } catch (error) {
+      if (uniqueViolation(error)) throw errors.validation('There is already a feature flag with this key.', 'key', 'unique');
+      throw error;
+    }
+  }
+
+  /** 400 unless every cohort the filters reference exists (and is not `exclude`, the cohort being written). */
+  async checkCohortRefs(tx: SqlExecutor, projectId: number, refs: PropertyReferences, exclude?: number): Promise<void> {
+    if (refs.cohortIds.size === 0) return;
+    const ids = [...refs.cohortIds];
+    if (exclude !== undefined && refs.cohortIds.has(exclude)) throw errors.validation('A cohort cannot contain itself.', 'filters');
+    const found = await tx.query<{ id: number }>('flags.cohortRefs', 'SELECT id FROM cohorts WHERE project_id = $1 AND id = ANY($2::int[]) AND NOT deleted', [
+      projectId,
+      ids,
+    ]);
+    const existing = new Set(found.rows.map((row) => row.id));
+    const missing = ids.find((id) => !existing.has(id));
+    if (missing !== undefined) throw errors.validation(`Cohort with id ${missing} does not exist.`, 'filters');
+  }
+
+  /** A live flag of the project, or undefined. */
+  async liveFlag(tx: SqlExecutor, projectId: number, id: number): Promise<number | undefined> {
+    const flag = await tx.query<{ id: number }>('eaf.flag', 'SELECT id FROM feature_flags WHERE project_id = $1 AND id = $2 AND NOT deleted', [projectId, id]);
+    return flag.rows[0]?.id;
+  }
+
+  /** Creates the flag a product needs under `key` (400 on `feature_flag_key` when a live flag has it). */
+  async insertFlag(tx: SqlExecutor, projectId: number, key: string, name: string, filters: unknown, userId: number): Promise<number> {
+    const existing = await tx.query('flags.keyTaken', 'SELECT 1 FROM feature_flags WHERE project_id = $1 AND key = $2 AND NOT deleted', [projectId, key]);
+    if (existing.rowCount > 0) throw errors.validation('There is already a feature flag with this key.', 'feature_flag_key', 'unique');
+    const inserted = await tx.query<{ id: number }>(
+      'flags.createLinked',
+      `INSERT INTO feature_flags (project_id, key, name, filters, created_by_id, last_modified_by_id) VALUES ($1, $2, $3, $4, $5, $5) RETURNING id`,
+      [projectId, key, name, JSON.stringify(filters), userId],
+    );
+    return inserted.rows[0]!.id;
+  }
+}
