@@ -31,7 +31,7 @@ import { Type } from '@sinclair/typebox';
 import { csvText, Q, type Route, type RouteInput } from '../http/route-table';
 import { valueValidator } from '../shared/schema';
 import { insightContext } from '../shared/insight-context';
-import { FunnelCorrelationRequest, funnelCorrelationNode, FunnelRequest, InsightResult } from './schemas';
+import { FunnelCorrelationRequest, funnelCorrelationNode, FunnelRequest, InsightResult, RetentionRequest } from './schemas';
 
 /** `refresh` values (query or body) that compute afresh instead of answering from the cache. */
 const REFRESH = new Set<unknown>([true, 'true', '1', 'blocking', 'force_blocking']);
@@ -178,7 +178,7 @@ export function computeRoutes(deps: ManagementDeps, cache = new InsightResultCac
   async function retention(req: Request): Promise<unknown> {
     const started = performance.now();
     const input = parseRetentionRequest(req.query, req.body);
-    const ctx = insightContext(sql, req);
+    const ctx = insightContext(sql, projectOf(req));
     const range = retentionRange(input, ctx);
     checkPoints(limits, range.buckets.length, input.breakdown === null ? 1 : input.breakdown.limit + 1, input.totalIntervals);
     const key = await cacheRequest('retention', ctx, input, range);
@@ -193,9 +193,9 @@ export function computeRoutes(deps: ManagementDeps, cache = new InsightResultCac
       scope: 'insight:read',
       summary:
         'Legacy retention: cohort rows (`values` per period, zero-padded) from legacy retention fields or a RetentionQuery `query`; recurring or first-time, cumulative, breakdowns',
-      query: { properties: { refresh: Q.string, query: Q.string } },
-      ...(method === 'post' ? { body: 'RetentionRequest' as const } : {}),
-      response: { status: 200 },
+      query: Type.Object({ refresh: Q.string, query: Q.string }),
+      ...(method === 'post' ? { body: RetentionRequest } : {}),
+      response: { status: 200, schema: InsightResult },
       handler: retention,
     },
     {

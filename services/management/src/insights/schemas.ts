@@ -83,6 +83,14 @@ export const FunnelRequest = component(
   ),
 );
 
+export const RetentionRequest = component(
+  'RetentionRequest',
+  Type.Object(
+    { query: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.String({ description: 'the same node as JSON text' })])) },
+    { description: 'legacy retention fields (also in the query string), or `query`: a RetentionQuery, as an object or its JSON text' },
+  ),
+);
+
 export const FunnelCorrelationRequest = component(
   'FunnelCorrelationRequest',
   Type.Object(
