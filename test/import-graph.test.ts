@@ -5,13 +5,19 @@
 import path from 'node:path';
 import { checkTree, findCycles, importsOf, readTree, type SourceImport, type Tree, type Workspace } from './support/import-graph';
 
-describe('the import graph of packages/*/src and services/*/src', () => {
+describe('the import graph of packages/*/src, services/*/src and apps/*/src', () => {
   const tree = readTree(path.resolve(__dirname, '..'));
   const findings = checkTree(tree);
 
   it('reads every workspace and the imports of its sources', () => {
     expect(tree.workspaces.map((workspace) => workspace.name)).toEqual(expect.arrayContaining(['@plover/core', '@plover/standalone']));
     expect(tree.imports.get('services/standalone/src/app.ts')?.map((found) => found.specifier)).toContain('@plover/capture/app');
+  });
+
+  it('reads the console’s .tsx components too, so a cycle through them is found', () => {
+    expect(tree.workspaces.map((workspace) => workspace.name)).toContain('@plover/console');
+    expect(tree.imports.get('apps/console/src/screens.ts')?.map((found) => found.specifier)).toContain('./screens/person');
+    expect(tree.imports.has('apps/console/src/screens/person.tsx')).toBe(true);
   });
 
   it('resolves every import of the tree’s own code to a source file', () => {
@@ -148,6 +154,22 @@ describe('checkTree', () => {
       'services/capture/src/app.ts → services/capture/src/routes/index.ts → services/capture/src/app.ts',
     ]);
     expect(findings.boundaries).toEqual([]);
+  });
+
+  it('resolves an extensionless import to a .tsx file, and reports a cycle through one', () => {
+    const consoleApp = workspace('apps/console');
+    const findings = checkTree(
+      treeWith(
+        {
+          'apps/console/src/screens.ts': imports('./screens/person', './screen-props'),
+          'apps/console/src/screen-props.ts': [],
+          'apps/console/src/screens/person.tsx': imports('../screens'),
+        },
+        [core, capture, decide, standalone, consoleApp],
+      ),
+    );
+    expect(findings.unresolved).toEqual([]);
+    expect(findings.cycles).toEqual(['apps/console/src/screens.ts → apps/console/src/screens/person.tsx → apps/console/src/screens.ts']);
   });
 
   it('keeps a management feature folder off other feature folders and the root of src/, and shared/ off http/', () => {

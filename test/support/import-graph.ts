@@ -56,7 +56,8 @@ export interface Findings {
  * types. A call whose specifier is computed is returned as its source text, marked `computed`.
  */
 export function importsOf(fileName: string, text: string): SourceImport[] {
-  const source = ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+  const kind = fileName.endsWith('.tsx') ? ts.ScriptKind.TSX : ts.ScriptKind.TS;
+  const source = ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, true, kind);
   const found: SourceImport[] = [];
   const add = (node: ts.Node) => {
     const line = source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1;
@@ -77,19 +78,22 @@ function isModuleCall(callee: ts.Expression): boolean {
   return callee.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(callee) && callee.text === 'require');
 }
 
-/** The workspaces under `packages/` and `services/` of `root`, and the imports of every `.ts` file in their `src`. */
+/** A TypeScript source: `.ts`, or `.tsx` where a file holds JSX (the console's components). */
+const SOURCE = /\.tsx?$/;
+
+/** The workspaces under `packages/`, `services/` and `apps/` of `root`, and the imports of every `.ts` and `.tsx` file in their `src`. */
 export function readTree(root: string): Tree {
   const workspaces: Workspace[] = [];
   const imports = new Map<string, SourceImport[]>();
   const assets = new Set<string>();
-  for (const group of ['packages', 'services']) {
+  for (const group of ['packages', 'services', 'apps']) {
     for (const entry of readdirSync(path.join(root, group), { withFileTypes: true })) {
       if (!entry.isDirectory()) continue;
       const dir = `${group}/${entry.name}`;
       workspaces.push(readWorkspace(root, dir));
       for (const name of readdirSync(path.join(root, dir, 'src'), { recursive: true, encoding: 'utf8' })) {
         const file = `${dir}/src/${name.split(path.sep).join('/')}`;
-        if (file.endsWith('.ts')) imports.set(file, importsOf(file, readFileSync(path.join(root, file), 'utf8')));
+        if (SOURCE.test(file)) imports.set(file, importsOf(file, readFileSync(path.join(root, file), 'utf8')));
         else if (statSync(path.join(root, file)).isFile()) assets.add(file);
       }
     }
@@ -135,7 +139,8 @@ export function checkTree(tree: Tree): Findings {
       let to: Workspace | undefined;
       if (relative) {
         const base = path.posix.join(path.posix.dirname(file), specifier);
-        target = [base, base.replace(/\.js$/, '.ts'), `${base}.ts`, `${base}/index.ts`].find((candidate) => tree.imports.has(candidate));
+        const stem = base.replace(/\.js$/, '');
+        target = [base, ...['.ts', '.tsx', '/index.ts', '/index.tsx'].map((end) => stem + end)].find((candidate) => tree.imports.has(candidate));
         to = workspaceOf(target ?? base);
         if (to !== from) findings.boundaries.push(`${at}: a relative import must stay inside ${from?.dir}; import ${to?.name ?? 'it'} by name`);
         if (!target && tree.assets.has(base)) continue;

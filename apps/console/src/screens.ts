@@ -5,6 +5,7 @@
  * A new screen is a component (screens/*.tsx) and one entry here.
  */
 import type { ComponentType } from 'preact';
+import type { ScreenProps } from './screen-props';
 import { Events } from './screens/events';
 import { FeatureFlagScreen } from './screens/feature-flag';
 import { FeatureFlags } from './screens/feature-flags';
@@ -19,11 +20,6 @@ import { PlaylistScreen } from './screens/playlist';
 import { Playlists } from './screens/playlists';
 import { Recordings } from './screens/recordings';
 import { Settings } from './screens/settings';
-
-export interface ScreenProps {
-  /** The `:name` parts of the matched path. */
-  params: Record<string, string>;
-}
 
 export interface Screen {
   /** Under `/project/<id>/`: `''` is the project's landing screen; `:name` matches one segment. */

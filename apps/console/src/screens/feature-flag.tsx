@@ -29,7 +29,7 @@ import { FLAG_OPERATORS } from '../filters/property-filter';
 import { useLoad } from '../hooks';
 import { projectPath } from '../paths';
 import { navigate } from '../router';
-import type { ScreenProps } from '../screens';
+import type { ScreenProps } from '../screen-props';
 import { loadGroupTypes } from './feature-flags';
 
 const COHORTS = 1000;

@@ -18,7 +18,7 @@ import { TrendResult } from '../insights/result';
 import { loadSuggestions } from '../insights/suggestions';
 import { projectPath } from '../paths';
 import { navigate } from '../router';
-import type { ScreenProps } from '../screens';
+import type { ScreenProps } from '../screen-props';
 import { insightName } from './insight-list';
 
 const RECOMPUTE_AFTER_MS = 400;

@@ -19,7 +19,7 @@ import { dateTime, parsePropertyValue, propertyText } from '../format';
 import { useLoad } from '../hooks';
 import { projectPath } from '../paths';
 import { Link, navigate } from '../router';
-import type { ScreenProps } from '../screens';
+import type { ScreenProps } from '../screen-props';
 import { RecordingTable } from '../recordings/recording-table';
 
 const EVENTS_PAGE = 20;

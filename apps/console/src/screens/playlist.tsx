@@ -12,7 +12,7 @@ import { useLoad } from '../hooks';
 import { projectPath } from '../paths';
 import { RecordingTable } from '../recordings/recording-table';
 import { navigate } from '../router';
-import type { ScreenProps } from '../screens';
+import type { ScreenProps } from '../screen-props';
 import { playlistName } from './playlists';
 
 const PAGE_SIZE = 25;
