@@ -161,7 +161,8 @@ export interface Person {
   /** The display name: an email or name property, else the first distinct id. */
   name: string;
   distinct_ids: string[];
-  properties: Record<string, unknown>;
+  /** Null for a person whose properties were never set. */
+  properties: Record<string, unknown> | null;
   created_at: string;
   uuid: string;
   is_identified: boolean;

@@ -74,7 +74,8 @@ function Properties({ person, onSaved }: { person: Person; onSaved: (person: Per
   const [editing, setEditing] = useState<{ key: string; value: string; isNew: boolean } | null>(null);
   const [find, setFind] = useState('');
   const [status, setStatus] = useState<{ busy: boolean; error?: unknown; message?: string }>({ busy: false });
-  const rows = Object.entries(person.properties)
+  const properties = person.properties ?? {};
+  const rows = Object.entries(properties)
     .filter(([key]) => key.toLowerCase().includes(find.trim().toLowerCase()))
     .sort(([a], [b]) => a.localeCompare(b));
 
@@ -85,7 +86,7 @@ function Properties({ person, onSaved }: { person: Person; onSaved: (person: Per
     if (key === '') return;
     setStatus({ busy: true });
     try {
-      const value = parsePropertyValue(editing.value, person.properties[key]);
+      const value = parsePropertyValue(editing.value, properties[key]);
       const updated = await client.call(operations.updatePerson, { project_id: projectId, id: person.uuid }, { body: { properties: { [key]: value } } });
       onSaved(updated);
       setEditing(null);

@@ -50,7 +50,7 @@ export function Persons() {
     [client, projectId, query, offset],
     { keep: true },
   );
-  const keys = persons.status === 'ok' ? [...new Set(persons.data.results.flatMap((person) => Object.keys(person.properties)))].sort() : [];
+  const keys = persons.status === 'ok' ? [...new Set(persons.data.results.flatMap((person) => Object.keys(person.properties ?? {})))].sort() : [];
 
   return (
     <>
