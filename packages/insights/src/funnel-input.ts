@@ -74,6 +74,16 @@ const MAX_BIN_COUNT = 90;
 // ---------------------------------------------------------------------------------------------------------
 // The query form
 
+/** Where the legacy breakdown and aggregation fields sit in an insight query node (funnels, retention). */
+export const BREAKDOWN_FIELDS: Record<string, string> = {
+  breakdown: 'breakdownFilter__breakdown',
+  breakdown_type: 'breakdownFilter__breakdown_type',
+  breakdown_limit: 'breakdownFilter__breakdown_limit',
+  breakdown_group_type_index: 'breakdownFilter__breakdown_group_type_index',
+  breakdowns: 'breakdownFilter__breakdowns',
+  aggregation_group_type_index: 'aggregation_group_type_index',
+};
+
 /** Where a legacy field sits in a FunnelsQuery (relative to it). */
 const FUNNEL_FIELDS: Record<string, string> = {
   events: 'series',
@@ -91,12 +101,7 @@ const FUNNEL_FIELDS: Record<string, string> = {
   bin_count: 'funnelsFilter__binCount',
   breakdown_attribution_type: 'funnelsFilter__breakdownAttributionType',
   breakdown_attribution_value: 'funnelsFilter__breakdownAttributionValue',
-  breakdown: 'breakdownFilter__breakdown',
-  breakdown_type: 'breakdownFilter__breakdown_type',
-  breakdown_limit: 'breakdownFilter__breakdown_limit',
-  breakdown_group_type_index: 'breakdownFilter__breakdown_group_type_index',
-  breakdowns: 'breakdownFilter__breakdowns',
-  aggregation_group_type_index: 'aggregation_group_type_index',
+  ...BREAKDOWN_FIELDS,
 };
 
 /** Fields of a series or exclusion entity that a node names differently. */

@@ -8,7 +8,7 @@ import { PERSON_ID_EXPRESSION, PERSON_OVERRIDES_SUBQUERY, type ClickHouse } from
 import { parseWall, resolveIntervalsRange } from './dates';
 import { bodyFields, choice, integer, isAbsent, object, optionalString, required, type Fields } from './fields';
 import { parseEntities, parsePropertyFilters } from './filters';
-import { kindOf, parsePropertyBreakdown, withNodeAttrs, type FunnelBreakdown } from './funnel-input';
+import { BREAKDOWN_FIELDS, kindOf, parsePropertyBreakdown, withNodeAttrs, type FunnelBreakdown } from './funnel-input';
 import { actorExpression, entityCondition, periodExpression } from './funnel-sql';
 import { Params } from './params';
 import { propertiesCondition, propertyColumn, propertyText, type FilterScope } from './properties';
@@ -66,12 +66,7 @@ const RETENTION_FIELDS: Record<string, string> = {
   date_from: 'dateRange__date_from',
   date_to: 'dateRange__date_to',
   properties: 'properties',
-  breakdown: 'breakdownFilter__breakdown',
-  breakdown_type: 'breakdownFilter__breakdown_type',
-  breakdown_limit: 'breakdownFilter__breakdown_limit',
-  breakdown_group_type_index: 'breakdownFilter__breakdown_group_type_index',
-  breakdowns: 'breakdownFilter__breakdowns',
-  aggregation_group_type_index: 'aggregation_group_type_index',
+  ...BREAKDOWN_FIELDS,
 };
 
 /** The newest runner's default; the legacy endpoint's was 11. */

@@ -59,6 +59,39 @@ describe.each(backends)('flag and cohort filters with out-of-range numbers on $n
     expect([res.status, res.body.attr]).toEqual([400, 'filters__properties__values__0__value']);
   });
 
+  it('refuses a cohort loop through other cohorts (A -> B -> C -> A) on PATCH with 400, and leaves the cohort as it was', async () => {
+    const t = await world.tenant();
+    const cohorts = `/api/projects/${t.projectId}/cohorts/`;
+    const nesting = (id: number) => ({ properties: { type: 'AND', values: [{ key: 'id', type: 'cohort', value: id }] } });
+    const plain = { properties: { type: 'AND', values: [{ key: 'plan', type: 'person', value: 'pro' }] } };
+    const a = await request(world.app).post(cohorts).set(t.auth).send({ name: 'a', filters: plain }).expect(201);
+    const b = await request(world.app)
+      .post(cohorts)
+      .set(t.auth)
+      .send({ name: 'b', filters: nesting(a.body.id) })
+      .expect(201);
+    const c = await request(world.app)
+      .post(cohorts)
+      .set(t.auth)
+      .send({ name: 'c', filters: nesting(b.body.id) })
+      .expect(201);
+    for (const target of [b.body.id, c.body.id]) {
+      const loop = await request(world.app)
+        .patch(`${cohorts}${a.body.id}/`)
+        .set(t.auth)
+        .send({ filters: nesting(target) });
+      expect([loop.status, loop.body.type, loop.body.attr]).toEqual([400, 'validation_error', 'filters']);
+    }
+    const kept = await request(world.app).get(`${cohorts}${a.body.id}/`).set(t.auth).expect(200);
+    expect(kept.body.filters).toEqual(plain);
+    // Two cohorts may share a third without forming a loop.
+    await request(world.app)
+      .patch(`${cohorts}${c.body.id}/`)
+      .set(t.auth)
+      .send({ filters: nesting(a.body.id) })
+      .expect(200);
+  });
+
   it('still accepts a cohort id as a number or as digits', async () => {
     const t = await world.tenant();
     const made = await request(world.app).post(`/api/projects/${t.projectId}/cohorts/`).set(t.auth).send({ name: 'c', is_static: true }).expect(201);

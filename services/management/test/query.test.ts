@@ -191,6 +191,53 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('/query
     expect(trends.body.results[0]).toMatchObject({ count: 2, label: '$pageview' });
   });
 
+  it('FunnelsQuery and RetentionQuery answer what the legacy endpoints compute for the same node', async () => {
+    const t = await world.tenant();
+    const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().replace('T', ' ').replace('Z', '');
+    const as = (row: EventRow, person: string): EventRow => ({ ...row, person_id: person });
+    const [ann, bob, cy] = ['a', 'b', 'c'].map((n) => `00000000-0000-4000-a000-00000000000${n}`) as [string, string, string];
+    await insertEvents(clickhouse, [
+      as(event(t.projectId, '$pageview', 'ann', day(3)), ann),
+      as(event(t.projectId, 'signed up', 'ann', day(2)), ann),
+      as(event(t.projectId, '$pageview', 'bob', day(3)), bob),
+      as(event(t.projectId, '$pageview', 'cy', day(2)), cy),
+      as(event(t.projectId, '$pageview', 'cy', day(1)), cy),
+    ]);
+    const series = [
+      { kind: 'EventsNode', event: '$pageview' },
+      { kind: 'EventsNode', event: 'signed up' },
+    ];
+    const funnel = { kind: 'FunnelsQuery', series, dateRange: { date_from: '-7d' } };
+    const target = { type: 'events', id: '$pageview' };
+    const retention = {
+      kind: 'RetentionQuery',
+      dateRange: { date_from: '-7d' },
+      retentionFilter: { targetEntity: target, returningEntity: target, period: 'Day' },
+    };
+    const base = `/api/projects/${t.projectId}`;
+    for (const [node, legacy] of [
+      [funnel, 'funnel'],
+      [retention, 'retention'],
+    ] as const) {
+      const viaQuery = await request(world.app).post(`${base}/query/`).set(t.auth).send({ query: node });
+      expect(viaQuery.status).toBe(200);
+      const viaLegacy = await request(world.app).post(`${base}/insights/${legacy}/`).set(t.auth).send({ query: node });
+      expect(viaLegacy.status).toBe(200);
+      expect(viaQuery.body.results).toEqual(viaLegacy.body.result);
+    }
+    const steps = await request(world.app).post(`${base}/query/`).set(t.auth).send({ query: funnel });
+    expect((steps.body.results as Array<{ count: number }>).map((step) => step.count)).toEqual([3, 1]);
+    const cohorts = await request(world.app).post(`${base}/query/`).set(t.auth).send({ query: retention });
+    const sizes = (cohorts.body.results as Array<{ values: Array<{ count: number }> }>).map((row) => row.values[0]?.count ?? 0);
+    expect(sizes.reduce((a, b) => a + b, 0)).toBe(4);
+    const bad = await request(world.app)
+      .post(`${base}/query/`)
+      .set(t.auth)
+      .send({ query: { kind: 'FunnelsQuery', series: [series[0]] } });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({ type: 'validation_error' });
+  });
+
   async function waitForStatus(url: string, id: string, auth: Record<string, string>) {
     for (let i = 0; i < 200; i++) {
       const status = await request(world.app).get(`${url}${id}/`).set(auth);

@@ -3,7 +3,18 @@
  * (the envelope's cache fields are added by the route). To add a kind, add one entry to {@link queryKinds}:
  * `{ run(node, ctx) → body, cache? }` — `cache: false` for kinds that must never be served from the cache.
  */
-import { insightRange, parseTrendsQuery, rangeKey, runTrends, type InsightContext } from '@plover/insights';
+import {
+  insightRange,
+  parseFunnelsQuery,
+  parseRetentionQuery,
+  parseTrendsQuery,
+  rangeKey,
+  retentionRange,
+  runFunnel,
+  runRetention,
+  runTrends,
+  type InsightContext,
+} from '@plover/insights';
 import { HogQLError, printHogQL, runHogQL, toApiError, type QueryLimits } from '@plover/hogql';
 import type { ClickHouse } from '@plover/clickhouse';
 import { errors } from '../shared/errors';
@@ -84,15 +95,40 @@ const hogqlMetadata: QueryKind = {
   },
 };
 
+/** The body every insight kind answers with around its `results` (PostHog's insight query response). */
+function insightResponse(results: unknown): Record<string, unknown> {
+  return { results, hasMore: false, timings: [], hogql: null, modifiers: {}, error: null };
+}
+
 const trends: QueryKind = {
   async run(node, ctx) {
     const input = parseTrendsQuery(node, 'query');
-    const results = await runTrends(ctx.clickhouse, input, ctx.insight);
-    return { results, hasMore: false, timings: [], hogql: null, modifiers: {}, error: null };
+    return insightResponse(await runTrends(ctx.clickhouse, input, ctx.insight));
   },
   async cacheScope(node, ctx) {
     const input = parseTrendsQuery(node, 'query');
     return rangeKey(await insightRange(ctx.clickhouse, input, input.interval, ctx.insight));
+  },
+};
+
+/** The same funnel computation as `/insights/funnel/`, from a FunnelsQuery node. */
+const funnels: QueryKind = {
+  async run(node, ctx) {
+    return insightResponse(await runFunnel(ctx.clickhouse, parseFunnelsQuery(node, 'query'), ctx.insight));
+  },
+  async cacheScope(node, ctx) {
+    const input = parseFunnelsQuery(node, 'query');
+    return rangeKey(await insightRange(ctx.clickhouse, input, input.vizType === 'trends' ? input.interval : 'day', ctx.insight));
+  },
+};
+
+/** The same retention computation as `/insights/retention/`, from a RetentionQuery node. */
+const retention: QueryKind = {
+  async run(node, ctx) {
+    return insightResponse(await runRetention(ctx.clickhouse, parseRetentionQuery(node, 'query'), ctx.insight));
+  },
+  cacheScope(node, ctx) {
+    return Promise.resolve(rangeKey(retentionRange(parseRetentionQuery(node, 'query'), ctx.insight)));
   },
 };
 
@@ -109,6 +145,8 @@ export function queryKinds(): ReadonlyMap<string, QueryKind> {
     ['HogQLQuery', hogql],
     ['HogQLMetadata', hogqlMetadata],
     ['TrendsQuery', trends],
+    ['FunnelsQuery', funnels],
+    ['RetentionQuery', retention],
     ['InsightVizNode', wrapper],
     ['DataTableNode', wrapper],
     ['DataVisualizationNode', wrapper],

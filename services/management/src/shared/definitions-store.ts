@@ -1,7 +1,7 @@
 import { writeDefinitions } from '@plover/flag-store';
 import type { Sql, SqlExecutor } from '@plover/postgres';
 import { errors } from './errors';
-import type { PropertyReferences } from './flag-filters';
+import { validateCohortFilters, type PropertyReferences } from './flag-filters';
 
 /** The text of a uuid row id (early access features, surveys); anything else names no row. */
 export const UUID_TEXT = /^[0-9a-f-]{36}$/i;
@@ -16,6 +16,15 @@ function uniqueViolation(error: unknown): boolean {
  * What the stores of flags, cohorts, early access features and surveys share: every write runs in `write`, one
  * transaction that bumps the project's definitions version decide polls (flag-store's writeDefinitions).
  */
+/** The cohorts a stored cohort's filters reference (none when they no longer pass today's checks). */
+function referencedCohorts(filters: unknown): Set<number> {
+  try {
+    return validateCohortFilters(typeof filters === 'string' ? JSON.parse(filters) : filters).cohortIds;
+  } catch {
+    return new Set();
+  }
+}
+
 export class DefinitionsStore {
   constructor(protected readonly sql: Sql) {}
 
@@ -41,6 +50,29 @@ export class DefinitionsStore {
     const existing = new Set(found.rows.map((row) => row.id));
     const missing = ids.find((id) => !existing.has(id));
     if (missing !== undefined) throw errors.validation(`Cohort with id ${missing} does not exist.`, 'filters');
+    if (exclude !== undefined && (await this.reaches(tx, projectId, ids, exclude))) {
+      throw errors.validation('Cohorts cannot reference other cohorts in a loop.', 'filters');
+    }
+  }
+
+  /** Whether `target` is among the cohorts `from` reference, directly or through other cohorts' stored filters. */
+  private async reaches(tx: SqlExecutor, projectId: number, from: number[], target: number): Promise<boolean> {
+    const stored = await tx.query<{ id: number; filters: unknown }>(
+      'flags.cohortGraph',
+      'SELECT id, filters FROM cohorts WHERE project_id = $1 AND NOT deleted AND NOT is_static',
+      [projectId],
+    );
+    const edges = new Map(stored.rows.map((row) => [row.id, [...referencedCohorts(row.filters)]]));
+    const seen = new Set<number>();
+    const pending = [...from];
+    while (pending.length > 0) {
+      const id = pending.pop()!;
+      if (id === target) return true;
+      if (seen.has(id)) continue;
+      seen.add(id);
+      pending.push(...(edges.get(id) ?? []));
+    }
+    return false;
   }
 
   /** A live flag of the project, or undefined. */
