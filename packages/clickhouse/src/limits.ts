@@ -67,15 +67,16 @@ export function limitExceeded(error: unknown, limits: QueryLimits): ApiError | u
 /**
  * `clickhouse` with every `query` bounded by `limits`: the settings are appended to the statement (after a line
  * break, so a trailing `--` comment cannot swallow them) and a limit the engine hit becomes a 400 ApiError.
- * `beforeQuery` runs before each query and may refuse it by throwing (the management API's concurrency gate).
+ * `beforeQuery` runs before each query and may hold it back or refuse it by rejecting (the management API's
+ * concurrency gate).
  * Commands and inserts pass through: handlers of analysis routes only read.
  */
-export function limitedClickHouse(clickhouse: ClickHouse, limits: QueryLimits, beforeQuery: () => void = () => {}): ClickHouse {
+export function limitedClickHouse(clickhouse: ClickHouse, limits: QueryLimits, beforeQuery: () => Promise<void> | undefined = () => undefined): ClickHouse {
   const clause = `\nSETTINGS ${Object.entries(limitSettings(limits))
     .map(([name, value]) => `${name} = ${value}`)
     .join(', ')}`;
   async function bounded<T>(read: () => Promise<T>): Promise<T> {
-    beforeQuery();
+    await beforeQuery();
     try {
       return await read();
     } catch (error) {

@@ -466,7 +466,7 @@ export function analysis(defaultThreads: number): Section<AnalysisConfig> {
       ANALYSIS_MAX_RESULT_BYTES: count('Bytes one analysis statement may return (max_result_bytes)', 134_217_728),
       ANALYSIS_MAX_THREADS: count('ClickHouse threads per analysis statement (max_threads); 0: the engine default', defaultThreads, 0),
       ANALYSIS_MAX_POINTS: count('Points (series × breakdown values × intervals) one insight may compute; more is a 400', 500_000),
-      ANALYSIS_CONCURRENCY_PER_PROJECT: count('Analysis requests one project may run at once; more answer 429 with Retry-After', 4),
+      ANALYSIS_CONCURRENCY_PER_PROJECT: count('Analysis requests one project may run at once; more wait their turn, then answer 429 with Retry-After', 4),
       EXPORT_CONCURRENCY: count('Streamed exports running at once in a process; more wait in a queue', 2),
       CSV_EXPORT_MAX_COLUMNS: count('Columns a CSV export may have; further properties go into one JSON column', 1000),
     },
