@@ -24,7 +24,7 @@ import { startChdbHttpServer, type ChdbHttpServer } from '../packages/clickhouse
 import { createTestDatabase, type TestDatabase } from '../packages/postgres/test/support/database';
 import { browserAvailable, launchBrowser } from './support/browser';
 import { concretePath, servedPaths } from './support/kubernetes';
-import { NGINX_TEMPLATE, renderTemplate, startNginx, type RunningNginx } from './support/nginx';
+import { freePort, NGINX_TEMPLATE, renderTemplate, startNginx, type RunningNginx } from './support/nginx';
 import { run, startService, type RunningService } from './support/processes';
 import { availableTool, realService } from './support/services';
 import { SITE_USER, sitePage, startSite, waitForRecording } from './support/site';
@@ -270,14 +270,17 @@ describeProxied('distributed services behind nginx on one host', () => {
     expect(bootstrapped.code).toBe(0);
     credentials = JSON.parse(bootstrapped.stdout) as Credentials;
 
-    const started = await Promise.allSettled(SERVICES.map((name) => startService(name, env)));
+    // nginx listens where the operator says clients reach Plover: SITE_URL, which management's links start with.
+    const nginxPort = await freePort();
+    host = `http://127.0.0.1:${nginxPort}`;
+    const envOf = (name: ServiceName) => (name === 'management' ? { ...env, SITE_URL: host } : env);
+    const started = await Promise.allSettled(SERVICES.map((name) => startService(name, envOf(name))));
     started.forEach((result, i) => {
       if (result.status === 'fulfilled') services[SERVICES[i]!] = result.value;
     });
     for (const result of started) if (result.status === 'rejected') throw result.reason;
     const at = (name: ServiceName) => `127.0.0.1:${services[name].port}`;
-    proxy = await startNginx({ capture: at('capture'), decide: at('decide'), management: at('management') });
-    host = proxy.url;
+    proxy = await startNginx({ capture: at('capture'), decide: at('decide'), management: at('management') }, nginxPort);
 
     const optIn = await api('', { method: 'PATCH', body: JSON.stringify({ session_recording_opt_in: true }) });
     expect(optIn.status).toBe(200);
@@ -369,7 +372,7 @@ describeProxied('distributed services behind nginx on one host', () => {
     expect((await eventsOf('ip-direct', 1))[0]!.properties.$ip).toBe('203.0.113.9');
   });
 
-  it("the management API's links name nginx's host (Host and X-Forwarded-Proto passed on)", async () => {
+  it("the management API's links start with SITE_URL, set to nginx's URL, and work when followed", async () => {
     const sent = await fetch(`${host}/batch/`, {
       method: 'POST',
       body: JSON.stringify({ api_key: credentials.project.api_token, batch: ['first', 'second'].map((event) => ({ event, distinct_id: 'paged' })) }),

@@ -1,12 +1,14 @@
 /**
  * What test/kubernetes.test.ts reads: the manifests under deploy/k8s as `kubectl kustomize` renders them, the
- * Ingress's choice of backend for a request path, and the paths capture and decide serve, read from their code.
+ * Ingress's choice of backend for a request path, and the paths capture and decide serve, read from their route tables.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import ts from 'typescript';
 import { parseAllDocuments } from 'yaml';
+import { captureRoutes } from '@plover/capture/app';
+import { silentLogger } from '@plover/core';
+import { decideRoutes } from '@plover/decide/app';
+import { createMetricsRegistry, type SdkRoute } from '@plover/http';
 import { availableTool } from './services';
 
 export const ROOT = path.resolve(__dirname, '../..');
@@ -105,47 +107,38 @@ export function backendFor(ingress: Ingress, host: string, urlPath: string): str
   return best?.service;
 }
 
-/** Every `.ts` file under the repository-relative `dir`, parsed. */
-function sourcesUnder(dir: string): ts.SourceFile[] {
-  return readdirSync(path.join(ROOT, dir), { recursive: true, encoding: 'utf8' })
-    .filter((file) => file.endsWith('.ts'))
-    .map((file) => {
-      const name = path.join(dir, file);
-      return ts.createSourceFile(name, readFileSync(path.join(ROOT, name), 'utf8'), ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
-    });
-}
+/** Route tables are only read here: no handler runs, so nothing they would reach is given. */
+const UNREACHED = {} as never;
 
-const ROUTER_METHODS = new Set(['get', 'post', 'put', 'patch', 'delete', 'head', 'options', 'all']);
-
-/** A string literal, or an array literal of them, as the paths it names; nothing for anything else. */
-function literalPaths(node: ts.Node | undefined): string[] {
-  if (node && ts.isStringLiteral(node)) return [node.text];
-  if (node && ts.isArrayLiteralExpression(node)) return node.elements.flatMap((element) => (ts.isStringLiteral(element) ? [element.text] : []));
-  return [];
-}
+/** The SDK route tables of capture and decide, as their code builds them. */
+const SDK_TABLES = {
+  capture: (): SdkRoute[] =>
+    captureRoutes({
+      logger: silentLogger(),
+      metrics: createMetricsRegistry('capture'),
+      sql: UNREACHED,
+      bus: UNREACHED,
+      trustProxy: true,
+      projectTokens: UNREACHED,
+    }).table,
+  decide: (): SdkRoute[] =>
+    decideRoutes({
+      logger: silentLogger(),
+      metrics: createMetricsRegistry('decide'),
+      sql: UNREACHED,
+      trustProxy: true,
+      projectTokens: UNREACHED,
+      definitions: UNREACHED,
+    }).table,
+};
 
 /**
- * The paths a service's code serves, read from its sources under `services/<name>/src`: the keys of its path
- * tables (`new Map([['/path', …], …])`, the routes served ahead of Express) and the paths of its Express routes
- * (`router.get('/path', …)` and the other methods). Each is as written, parameters (`:token`) included.
+ * The paths a service serves, read from its SDK route table (`captureRoutes`, `decideRoutes`): every path and
+ * alias of every route, without the trailing slash the service treats as optional, parameters (`:token`) included.
  */
-export function servedPaths(service: string): string[] {
-  const found = new Set<string>();
-  const visit = (node: ts.Node): void => {
-    if (ts.isNewExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === 'Map') {
-      const entries = node.arguments?.[0];
-      if (entries && ts.isArrayLiteralExpression(entries)) {
-        const keys = entries.elements.map((entry) => (ts.isArrayLiteralExpression(entry) ? literalPaths(entry.elements[0]) : []));
-        if (keys.length > 0 && keys.every((key) => key.length === 1 && key[0]!.startsWith('/'))) for (const [key] of keys) found.add(key!);
-      }
-    }
-    if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression) && ROUTER_METHODS.has(node.expression.name.text)) {
-      for (const routePath of literalPaths(node.arguments[0])) if (routePath.startsWith('/')) found.add(routePath);
-    }
-    ts.forEachChild(node, visit);
-  };
-  for (const source of sourcesUnder(`services/${service}/src`)) visit(source);
-  return [...found].sort();
+export function servedPaths(service: keyof typeof SDK_TABLES): string[] {
+  const paths = SDK_TABLES[service]().flatMap((route) => [route.path, ...(route.aliases ?? [])]);
+  return [...new Set(paths.map((routePath) => routePath.replace(/\/$/, '')))].sort();
 }
 
 /** A request path that an Express route path matches: each parameter (`:name`, `*name`) given a value. */

@@ -35,7 +35,8 @@ export function renderTemplate(template: string, values: Record<string, string>)
   });
 }
 
-function freePort(): Promise<number> {
+/** A port on 127.0.0.1 that nothing listens on now. */
+export function freePort(): Promise<number> {
   const server = net.createServer();
   return new Promise((resolve, reject) => {
     server.once('error', reject);
@@ -57,12 +58,15 @@ async function accepts(port: number): Promise<boolean> {
   });
 }
 
-/** Starts nginx on 127.0.0.1 and a free port with the repository's configuration for `targets`. */
-export async function startNginx(targets: ProxyTargets): Promise<RunningNginx> {
+/**
+ * Starts nginx on 127.0.0.1 with the repository's configuration for `targets`, on `port` (chosen beforehand when
+ * a service must know nginx's URL when it starts) or else a free port.
+ */
+export async function startNginx(targets: ProxyTargets, port?: number): Promise<RunningNginx> {
   const prefix = fs.mkdtempSync(path.join(os.tmpdir(), 'plover-nginx-'));
   // nginx's workers run as an unprivileged user when the master is root: they must reach the temporary files.
   fs.chmodSync(prefix, 0o755);
-  const port = await freePort();
+  port ??= await freePort();
   fs.writeFileSync(
     path.join(prefix, 'plover.conf'),
     renderTemplate(fs.readFileSync(NGINX_TEMPLATE, 'utf8'), {
