@@ -420,7 +420,7 @@ describe('keys, status, CSV export and the data-dir commands', () => {
       eventsToday: number;
       warningsLastHour: unknown;
     };
-    expect(status.ready).toEqual({ ok: true, status: 200, checks: { postgres: 'ok', clickhouse: 'ok', bus: 'ok' } });
+    expect(status.ready).toEqual({ ok: true, status: 200, checks: { postgres: 'ok', clickhouse: 'ok', bus: 'ok', disk: 'ok' } });
     expect(status.ingestion.map((topic) => topic.topic)).toEqual(expect.arrayContaining(['events', 'events_historical']));
     expect(status.eventsToday).toBe(1);
     expect(status.warningsLastHour).toEqual({});
