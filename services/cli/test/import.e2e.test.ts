@@ -425,7 +425,7 @@ describe('keys, status, CSV export and the data-dir commands', () => {
     expect(status.eventsToday).toBe(1);
     expect(status.warningsLastHour).toEqual({});
     const human = await runCli(['status', '--project', String(target.id)], env);
-    expect(human.stdout).toMatch(/ready +ok — postgres ok, clickhouse ok, bus ok\n/);
+    expect(human.stdout).toMatch(/ready +ok — postgres ok, clickhouse ok, bus ok, disk ok\n/);
     expect(human.stdout).toContain('events      1 today');
   });
 
