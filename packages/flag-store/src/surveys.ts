@@ -31,18 +31,11 @@ export function selectSurveys(where: string): string {
    WHERE s.project_id = $1 AND ${where}`;
 }
 
-/** The fields every survey body starts with. */
-export interface SurveyBase {
-  id: string;
-  name: string;
-  description: string;
-  type: string;
-  questions: Array<Record<string, unknown>>;
-  appearance: Record<string, unknown> | null;
-  conditions: Record<string, unknown> | null;
+/** The fields every survey body starts with: the row's own, its dates as ISO text. */
+export type SurveyBase = Pick<SurveyRow, 'id' | 'name' | 'description' | 'type' | 'questions' | 'appearance' | 'conditions'> & {
   start_date: string | null;
   end_date: string | null;
-}
+};
 
 /** The fields every survey body starts with, as PostHog serializes them. */
 export function surveyFields(row: SurveyRow): SurveyBase {
