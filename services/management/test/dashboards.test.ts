@@ -65,7 +65,7 @@ describe.each(backends)('dashboards on $name', (backend) => {
     expect((list.body.results as Body[]).map((row) => row.name)).toEqual(['Zeta', 'Alpha', 'Growth']);
     expect(list.body.results[0]).not.toHaveProperty('tiles');
     expect((await s.call('get', '/dashboards/?pinned=true')).body.count).toBe(1);
-    expect((await s.call('get', '/dashboards/?search=grow')).body.results.map((row: Body) => row.name)).toEqual(['Growth']);
+    expect(((await s.call('get', '/dashboards/?search=grow')).body.results as Body[]).map((row) => row.name)).toEqual(['Growth']);
 
     const env = await request(world.app).get(`/api/environments/${s.projectId}/dashboards/${created.id}/`).set(s.auth);
     expect(env.status).toBe(200);
@@ -128,7 +128,12 @@ describe.each(backends)('dashboards on $name', (backend) => {
       [0, '## Notes', null, null],
       [1, null, insight.id, 'blue'],
     ]);
-    expect(tiles[1]).toMatchObject({ layouts: { sm: { x: 0, y: 5, w: 6, h: 5 }, xs: { x: 0, y: 5, w: 1, h: 5 } }, button_tile: null, is_cached: false, last_refresh: null });
+    expect(tiles[1]).toMatchObject({
+      layouts: { sm: { x: 0, y: 5, w: 6, h: 5 }, xs: { x: 0, y: 5, w: 1, h: 5 } },
+      button_tile: null,
+      is_cached: false,
+      last_refresh: null,
+    });
     expect(tiles[1]!.insight).toMatchObject({ id: insight.id, name: 'Views', dashboards: [one.id, two.id], result: null });
     const textId = tiles[0]!.id;
     const edited = await s.call('patch', `/dashboards/${one.id}/`, { tiles: [{ id: textId, text: { body: 'Edited' } }] });
@@ -227,7 +232,12 @@ describe('dashboard results and sharing links with chDB', () => {
       );
     const TRENDS = {
       kind: 'InsightVizNode',
-      source: { kind: 'TrendsQuery', series: [{ kind: 'EventsNode', event: '$pageview' }], interval: 'day', dateRange: { date_from: '2024-03-01', date_to: '2024-03-03' } },
+      source: {
+        kind: 'TrendsQuery',
+        series: [{ kind: 'EventsNode', event: '$pageview' }],
+        interval: 'day',
+        dateRange: { date_from: '2024-03-01', date_to: '2024-03-03' },
+      },
     };
     const dataOf = (tile: Tile) => (tile.insight!.result as Array<{ data: number[] }>)[0]!.data;
 
@@ -273,11 +283,16 @@ describe('dashboard results and sharing links with chDB', () => {
         properties: [{ key: '$browser', value: 'Chrome' }],
       });
       // filters_override for one request, over the stored filters.
-      const overridden = await s.call('get', `/dashboards/${board.id}/?refresh=true&filters_override=${encodeURIComponent(JSON.stringify({ properties: [] }))}`);
+      const overridden = await s.call(
+        'get',
+        `/dashboards/${board.id}/?refresh=true&filters_override=${encodeURIComponent(JSON.stringify({ properties: [] }))}`,
+      );
       expect(dataOf(overridden.body.tiles[0] as Tile)).toEqual([1, 1]);
       expect(overridden.body.persisted_filters).toMatchObject({ date_from: '2024-03-02' });
       // A tile's own filters_overrides replace the dashboard's.
-      await s.call('patch', `/dashboards/${board.id}/`, { tiles: [{ id: filteredTile.id, filters_overrides: { date_from: '2024-03-01', date_to: '2024-03-01' } }] });
+      await s.call('patch', `/dashboards/${board.id}/`, {
+        tiles: [{ id: filteredTile.id, filters_overrides: { date_from: '2024-03-01', date_to: '2024-03-01' } }],
+      });
       expect(dataOf((await s.call('get', `/dashboards/${board.id}/?refresh=true`)).body.tiles[0] as Tile)).toEqual([1]);
       // The stored insight is unchanged.
       expect((await s.call('get', `/insights/${insight.id}/`)).body.query).toEqual(TRENDS);
@@ -301,7 +316,7 @@ describe('dashboard results and sharing links with chDB', () => {
 
       const enabled = await s.call('patch', `/dashboards/${board.id}/sharing/`, { enabled: true, settings: { noHeader: true } });
       expect(enabled.body).toMatchObject({ enabled: true, access_token: token, settings: { noHeader: true } });
-      expect((await s.call('get', '/dashboards/')).body.results.find((row: Body) => row.id === board.id).is_shared).toBe(true);
+      expect(((await s.call('get', '/dashboards/')).body.results as Body[]).find((row) => row.id === board.id)?.is_shared).toBe(true);
       const shown = await page(token);
       expect(shown.status).toBe(200);
       expect(shown.body).toMatchObject({ type: 'scene', accessToken: token, settings: { noHeader: true } });
@@ -322,9 +337,14 @@ describe('dashboard results and sharing links with chDB', () => {
         ['get', `${s.base}/events/`],
         ['post', `${s.base}/query/`],
       ] as const) {
-        const withBearer = await request(world.app)[method](url).set(bearer(token)).send({ query: { kind: 'HogQLQuery', query: 'select 1' } });
+        const withBearer = await request(world.app)
+          [method](url)
+          .set(bearer(token))
+          .send({ query: { kind: 'HogQLQuery', query: 'select 1' } });
         expect([url, withBearer.status]).toEqual([url, 401]);
-        const withParam = await request(world.app)[method](`${url}?sharing_access_token=${token}`).send({ query: { kind: 'HogQLQuery', query: 'select 1' } });
+        const withParam = await request(world.app)
+          [method](`${url}?sharing_access_token=${token}`)
+          .send({ query: { kind: 'HogQLQuery', query: 'select 1' } });
         expect([url, withParam.status]).toEqual([url, 401]);
       }
       for (const probe of [`/shared/${token}.json?refresh=true&filters_override=${encodeURIComponent('{"date_from":"-1000d"}')}`]) {

@@ -106,7 +106,11 @@ export class DashboardsStore {
       `${SELECT_DASHBOARD} WHERE ${condition} ORDER BY d.pinned DESC, d.name NULLS LAST, d.id LIMIT ${page.limit + 1} OFFSET ${page.offset}`,
       params.params,
     );
-    const count = await this.sql.query<{ n: number }>('management.countDashboards', `SELECT count(*)::int AS n FROM dashboards d WHERE ${condition}`, params.params);
+    const count = await this.sql.query<{ n: number }>(
+      'management.countDashboards',
+      `SELECT count(*)::int AS n FROM dashboards d WHERE ${condition}`,
+      params.params,
+    );
     return { rows: rows.rows, count: count.rows[0]?.n ?? 0 };
   }
 
@@ -149,14 +153,20 @@ export class DashboardsStore {
   }
 
   async touchAccessed(id: number): Promise<Date> {
-    const rows = await this.sql.query<{ at: Date }>('management.dashboardAccessed', 'UPDATE dashboards SET last_accessed_at = now() WHERE id = $1 RETURNING last_accessed_at AS at', [
-      id,
-    ]);
+    const rows = await this.sql.query<{ at: Date }>(
+      'management.dashboardAccessed',
+      'UPDATE dashboards SET last_accessed_at = now() WHERE id = $1 RETURNING last_accessed_at AS at',
+      [id],
+    );
     return rows.rows[0]!.at;
   }
 
   async refreshed(id: number): Promise<Date> {
-    const rows = await this.sql.query<{ at: Date }>('management.dashboardRefreshed', 'UPDATE dashboards SET last_refresh = now() WHERE id = $1 RETURNING last_refresh AS at', [id]);
+    const rows = await this.sql.query<{ at: Date }>(
+      'management.dashboardRefreshed',
+      'UPDATE dashboards SET last_refresh = now() WHERE id = $1 RETURNING last_refresh AS at',
+      [id],
+    );
     return rows.rows[0]!.at;
   }
 
@@ -180,20 +190,21 @@ export class DashboardsStore {
 
   /** Live tiles on a dashboard, whatever they hold. */
   async tileCount(dashboardId: number): Promise<number> {
-    const rows = await this.sql.query<{ n: number }>('management.countTiles', 'SELECT count(*)::int AS n FROM dashboard_tiles WHERE dashboard_id = $1 AND NOT deleted', [
-      dashboardId,
-    ]);
+    const rows = await this.sql.query<{ n: number }>(
+      'management.countTiles',
+      'SELECT count(*)::int AS n FROM dashboard_tiles WHERE dashboard_id = $1 AND NOT deleted',
+      [dashboardId],
+    );
     return rows.rows[0]!.n;
   }
 
   /** The insights of tiles the caller may see, by id. */
   async insights(caller: Caller, ids: number[]): Promise<Map<number, InsightRow>> {
     if (ids.length === 0) return new Map();
-    const rows = await this.sql.query<InsightRow>(
-      'management.tileInsights',
-      selectInsights(`i.id = ANY($4::int[]) AND NOT i.deleted AND ${VISIBLE_INSIGHT}`),
-      [...callerParams(caller), ids],
-    );
+    const rows = await this.sql.query<InsightRow>('management.tileInsights', selectInsights(`i.id = ANY($4::int[]) AND NOT i.deleted AND ${VISIBLE_INSIGHT}`), [
+      ...callerParams(caller),
+      ids,
+    ]);
     return new Map(rows.rows.map((row) => [row.id, row]));
   }
 
@@ -251,11 +262,11 @@ export class DashboardsStore {
     if (!tile) return false;
     if (body !== undefined) {
       if (tile.text_id === null) throw errors.validation('Only a text card has a body.', 'tiles');
-      await this.sql.query(
-        'management.updateText',
-        'UPDATE dashboard_texts SET body = $2, last_modified_at = now(), last_modified_by_id = $3 WHERE id = $1',
-        [tile.text_id, body, caller.userId],
-      );
+      await this.sql.query('management.updateText', 'UPDATE dashboard_texts SET body = $2, last_modified_at = now(), last_modified_by_id = $3 WHERE id = $1', [
+        tile.text_id,
+        body,
+        caller.userId,
+      ]);
     }
     return true;
   }

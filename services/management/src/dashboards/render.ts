@@ -76,14 +76,17 @@ export function dashboardRenderer(store: DashboardsStore, run: NodeRunner) {
       record.last_modified_by = null;
       record.user_access_level = 'viewer';
     }
-    const text = tile.text_id === null ? null : {
-      id: tile.text_id,
-      body: tile.text_body ?? '',
-      created_by: viewer.shared ? null : tile.text_created_by,
-      last_modified_at: tile.text_last_modified_at!.toISOString(),
-      last_modified_by: viewer.shared ? null : tile.text_last_modified_by,
-      team: viewer.caller.projectId,
-    };
+    const text =
+      tile.text_id === null
+        ? null
+        : {
+            id: tile.text_id,
+            body: tile.text_body ?? '',
+            created_by: viewer.shared ? null : tile.text_created_by,
+            last_modified_at: tile.text_last_modified_at!.toISOString(),
+            last_modified_by: viewer.shared ? null : tile.text_last_modified_by,
+            team: viewer.caller.projectId,
+          };
     return {
       id: tile.id,
       insight: record ?? null,
@@ -107,7 +110,10 @@ export function dashboardRenderer(store: DashboardsStore, run: NodeRunner) {
    */
   async function dashboardBody(viewer: Viewer, row: DashboardRow, mode: RunMode, override: Record<string, unknown> = {}): Promise<Static<typeof Dashboard>> {
     const tiles = (await store.tiles(row.id)).sort(byLayout);
-    const insights = await store.insights(viewer.caller, tiles.flatMap((tile) => (tile.insight_id === null ? [] : [tile.insight_id])));
+    const insights = await store.insights(
+      viewer.caller,
+      tiles.flatMap((tile) => (tile.insight_id === null ? [] : [tile.insight_id])),
+    );
     const visible = tiles.filter((tile) => tile.insight_id === null || insights.has(tile.insight_id));
     const filters = { ...row.filters, ...override };
     const bodies = [];

@@ -28,7 +28,8 @@ function filtersOverride(raw: string | undefined): Record<string, unknown> {
   } catch {
     throw errors.validation('filters_override must be a JSON object.', 'filters_override');
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw errors.validation('filters_override must be a JSON object.', 'filters_override');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw errors.validation('filters_override must be a JSON object.', 'filters_override');
   return value as Record<string, unknown>;
 }
 
@@ -164,13 +165,16 @@ export function dashboardRoutes(deps: ManagementDeps, run: NodeRunner): Route[] 
         const row = await load(req, true);
         requireEdit(req, row);
         if (body.restriction_level !== undefined && body.restriction_level !== row.restriction_level && !caller.admin && row.created_by_id !== caller.userId) {
-          throw errors.forbidden("Only the dashboard owner and project admins have the restriction rights required to change the dashboard's restriction level.");
+          throw errors.forbidden(
+            "Only the dashboard owner and project admins have the restriction rights required to change the dashboard's restriction level.",
+          );
         }
         await deps.sql.transaction(async (tx) => {
           const dashboards = new DashboardsStore(tx);
           await dashboards.update(row.id, columnsOf(body));
           if (body.tiles) await writeTiles(tx, caller, row.id, body.tiles);
-          if (body.deleted !== undefined && body.deleted !== row.deleted) await dashboards.setDeleted(row.id, body.deleted, body.delete_insights === true || !body.deleted);
+          if (body.deleted !== undefined && body.deleted !== row.deleted)
+            await dashboards.setDeleted(row.id, body.deleted, body.delete_insights === true || !body.deleted);
         });
         const updated = found(await store.get(caller.projectId, row.id, true));
         return dashboardBody(viewerOf(req, updated), updated, 'peek');

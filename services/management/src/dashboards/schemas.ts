@@ -42,7 +42,9 @@ export const TileWrite = Type.Object({
   text: Type.Optional(Type.Object({ body: Type.String({ maxLength: 4000 }) })),
   color: Type.Optional(Nullable(Type.String({ maxLength: 400 }))),
   layouts: Type.Optional(Layouts),
-  filters_overrides: Type.Optional(Types<Record<string, unknown> | null>(['object', 'null'], { description: 'replaces the dashboard’s filters for this tile' })),
+  filters_overrides: Type.Optional(
+    Types<Record<string, unknown> | null>(['object', 'null'], { description: 'replaces the dashboard’s filters for this tile' }),
+  ),
   show_description: Type.Optional(Nullable(Type.Boolean())),
   transparent_background: Type.Optional(Nullable(Type.Boolean())),
   deleted: Type.Optional(Type.Boolean()),
@@ -59,7 +61,9 @@ export const DashboardWrite = component(
     breakdown_colors: Type.Optional(Types<unknown>(['array', 'object'], { maxItems: 1000, maxProperties: 1000 })),
     data_color_theme_id: Type.Optional(Nullable(Type.Integer())),
     tags: Type.Optional(Type.Array(Type.String({ maxLength: 255 }), { maxItems: 100 })),
-    restriction_level: Type.Optional(Type.Unsafe<21 | 37>({ enum: [21, 37], description: '21: everyone in the project can edit; 37: only its creator and admins' })),
+    restriction_level: Type.Optional(
+      Type.Unsafe<21 | 37>({ enum: [21, 37], description: '21: everyone in the project can edit; 37: only its creator and admins' }),
+    ),
     deleted: Type.Optional(Type.Boolean({ description: '`true` soft-deletes the dashboard and its tiles, `false` restores them' })),
     delete_insights: Type.Optional(Type.Boolean({ description: 'with `deleted: true`: also soft-delete its insights that are on no other dashboard' })),
     use_dashboard: Type.Optional(Type.Integer({ description: 'create: copy this dashboard’s filters and tiles' })),
@@ -141,7 +145,9 @@ export const SharingWrite = component(
   'SharingWrite',
   Type.Object({
     enabled: Type.Optional(Type.Boolean()),
-    settings: Type.Optional(AnyObject({ maxProperties: 20, description: 'display settings of the shared page (`whitelabel`, `noHeader`, `legend`, `detailed`, …)' })),
+    settings: Type.Optional(
+      AnyObject({ maxProperties: 20, description: 'display settings of the shared page (`whitelabel`, `noHeader`, `legend`, `detailed`, …)' }),
+    ),
   }),
 );
 

@@ -17,7 +17,7 @@ import { SharedPage, Sharing, SharingWrite } from './schemas';
 export interface SharingTarget {
   path: string;
   what: string;
-  target(req: Request, edit: boolean): Promise<{ dashboard_id: number } | { insight_id: number }>;
+  target(this: void, req: Request, edit: boolean): Promise<{ dashboard_id: number } | { insight_id: number }>;
 }
 
 const sharingBody = (row: SharingRow): Static<typeof Sharing> => ({

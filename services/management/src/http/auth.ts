@@ -68,7 +68,15 @@ export function resolveSharing(sql: Sql): RequestHandler {
     const token: unknown = req.params.access_token;
     if (typeof token !== 'string' || !ACCESS_TOKEN.test(token)) throw errors.notFound();
     const row = (
-      await sql.query<{ dashboard_id: number | null; insight_id: number | null; settings: Record<string, unknown>; id: number; uuid: string; organization_id: string; timezone: string }>(
+      await sql.query<{
+        dashboard_id: number | null;
+        insight_id: number | null;
+        settings: Record<string, unknown>;
+        id: number;
+        uuid: string;
+        organization_id: string;
+        timezone: string;
+      }>(
         'management.sharedBy',
         `SELECT s.dashboard_id, s.insight_id, s.settings, p.id, p.uuid, p.organization_id, p.timezone
            FROM sharing_configurations s

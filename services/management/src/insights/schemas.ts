@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { AnyObject, component, Enum, Nullable, Types, type JsonSchema } from '../shared/schema';
+import { AnyObject, component, Nullable, Types, type JsonSchema } from '../shared/schema';
 import { Insight } from '../shared/insight-record';
 
 const nullable = (type: string): JsonSchema => ({ type: [type, 'null'] });
@@ -113,7 +113,10 @@ export const InsightWrite = component(
     order: Type.Optional(Nullable(Type.Integer())),
     deleted: Type.Optional(Type.Boolean({ description: '`true` soft-deletes, `false` restores' })),
     dashboards: Type.Optional(
-      Type.Array(Type.Integer(), { maxItems: 100, description: 'the dashboards to show it on: a tile is added on each new one and removed from each left out' }),
+      Type.Array(Type.Integer(), {
+        maxItems: 100,
+        description: 'the dashboards to show it on: a tile is added on each new one and removed from each left out',
+      }),
     ),
     tags: Type.Optional(Type.Array(Type.String())),
     favorited: Type.Optional(Type.Boolean()),
