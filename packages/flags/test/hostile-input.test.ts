@@ -77,10 +77,15 @@ describe('the regex budget of one request', () => {
   const pathological = (i: number) => `^(a|a)*\\1(?:b{${i}})?$`;
   const value = `${'a'.repeat(64)}!`;
   const regexFlag = (patterns: string[], operator: 'regex' | 'not_regex' = 'regex'): FeatureFlag =>
-    buildFlag({ filters: { groups: patterns.map((pattern) => ({ properties: [{ key: 'p', type: 'person', operator, value: pattern }], rollout_percentage: 100 })) } });
+    buildFlag({
+      filters: { groups: patterns.map((pattern) => ({ properties: [{ key: 'p', type: 'person', operator, value: pattern }], rollout_percentage: 100 })) },
+    });
 
   it.each(['regex', 'not_regex'] as const)('runs at most two %s matches of a 100-group pathological flag, and the flag does not match', (operator) => {
-    const flag = regexFlag(Array.from({ length: 100 }, (_, i) => pathological(i)), operator);
+    const flag = regexFlag(
+      Array.from({ length: 100 }, (_, i) => pathological(i)),
+      operator,
+    );
     const budget = new RegexBudget();
     const result = evaluate({ flags: [flag], context: { personPropertyOverrides: { p: value } }, options: { regexBudget: budget } }).get(flag.key);
     // A match Rust cannot decide is a non-match, not an error: the flag is computed (errorsWhileComputingFlags
@@ -95,7 +100,9 @@ describe('the regex budget of one request', () => {
   it('leaves later regex filters of the request undecided once the budget is spent, and other filters decided', () => {
     const slow = regexFlag([pathological(0), pathological(1), pathological(2)]);
     const cheap = regexFlag(['^a+!$']);
-    const plain = buildFlag({ filters: { groups: [{ properties: [{ key: 'p', type: 'person', operator: 'icontains', value: 'a!' }], rollout_percentage: 100 }] } });
+    const plain = buildFlag({
+      filters: { groups: [{ properties: [{ key: 'p', type: 'person', operator: 'icontains', value: 'a!' }], rollout_percentage: 100 }] },
+    });
     const budget = new RegexBudget();
     const results = evaluate({ flags: [slow, cheap, plain], context: { personPropertyOverrides: { p: value } }, options: { regexBudget: budget } });
     expect([results.get(cheap.key)?.enabled, results.get(plain.key)?.enabled]).toEqual([false, true]);
@@ -106,7 +113,10 @@ describe('the regex budget of one request', () => {
 
   it('matches a pattern against a text once per request, whatever repeats it', () => {
     const repeated = regexFlag(Array.from({ length: 100 }, () => pathological(7)));
-    const linear = regexFlag(Array.from({ length: 100 }, () => '^a+$'), 'not_regex');
+    const linear = regexFlag(
+      Array.from({ length: 100 }, () => '^a+$'),
+      'not_regex',
+    );
     const budget = new RegexBudget();
     const results = evaluate({ flags: [repeated, linear], context: { personPropertyOverrides: { p: value } }, options: { regexBudget: budget } });
     expect([results.get(repeated.key)?.enabled, results.get(linear.key)?.enabled]).toEqual([false, true]);
