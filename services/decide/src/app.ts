@@ -169,6 +169,7 @@ export function decideRoutes(deps: DecideDeps): DecideRoutes {
       { ...request, distinctId },
       overrides,
     );
+    if (result.regexUndecided > 0) metrics.regexUndecided.inc(result.regexUndecided);
     sendFlags(reply, result.flags, result.errorsWhileComputingFlags, false, definitions);
   }
 
