@@ -337,14 +337,13 @@ describe('dashboard results and sharing links with chDB', () => {
         ['get', `${s.base}/events/`],
         ['post', `${s.base}/query/`],
       ] as const) {
-        const withBearer = await request(world.app)
-          [method](url)
-          .set(bearer(token))
-          .send({ query: { kind: 'HogQLQuery', query: 'select 1' } });
+        const send = (target: string) => {
+          const agent = request(world.app);
+          return (method === 'get' ? agent.get(target) : agent.post(target)).send({ query: { kind: 'HogQLQuery', query: 'select 1' } });
+        };
+        const withBearer = await send(url).set(bearer(token));
         expect([url, withBearer.status]).toEqual([url, 401]);
-        const withParam = await request(world.app)
-          [method](`${url}?sharing_access_token=${token}`)
-          .send({ query: { kind: 'HogQLQuery', query: 'select 1' } });
+        const withParam = await send(`${url}?sharing_access_token=${token}`);
         expect([url, withParam.status]).toEqual([url, 401]);
       }
       for (const probe of [`/shared/${token}.json?refresh=true&filters_override=${encodeURIComponent('{"date_from":"-1000d"}')}`]) {
@@ -353,7 +352,7 @@ describe('dashboard results and sharing links with chDB', () => {
       }
       expect((await request(world.app).post(`/shared/${token}.json`).send({})).status).toBe(405);
       expect((await request(world.app).patch(`/shared/${token}.json`).send({ name: 'x' })).status).toBe(405);
-      for (const junk of ['x', `${token}'--`, `${token.slice(0, -1)}A`, '%00']) expect((await page(junk)).status).toBe(404);
+      for (const junk of ['x', `${token}'--`, `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`, '%00']) expect((await page(junk)).status).toBe(404);
 
       // Rotating: the old token stops at once, the new one works; disabling and deleting close the link.
       const rotated = await s.call('post', `/dashboards/${board.id}/sharing/refresh/`);
