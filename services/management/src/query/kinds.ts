@@ -15,14 +15,14 @@ import {
   runTrends,
   type InsightContext,
 } from '@plover/insights';
-import { HogQLError, printHogQL, runHogQL, toApiError, type QueryLimits } from '@plover/hogql';
+import { HogQLError, printHogQL, runHogQL, toApiError } from '@plover/hogql';
 import type { ClickHouse } from '@plover/clickhouse';
 import { errors } from '../shared/errors';
 
 export interface QueryContext {
+  /** The analysis handle: every statement bounded by the analysis limits (`limitedClickHouse`). */
   clickhouse: ClickHouse;
   insight: InsightContext;
-  limits: QueryLimits;
   /** The ClickHouse statement's marker, for cancelling it (DELETE /query/:id/). */
   statementId: string;
   /** Runs another node (a wrapper's `source`) the way the route runs the top one, cache fields included. */
@@ -57,7 +57,6 @@ const hogql: QueryKind = {
     const result = await runHogQL(ctx.clickhouse, stringField(node, 'query'), {
       teamId: ctx.insight.projectId,
       values: valuesOf(node),
-      limits: ctx.limits,
       queryId: ctx.statementId,
       timings,
     });

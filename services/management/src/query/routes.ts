@@ -7,7 +7,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { Request } from 'express';
-import { cancelHogQL, DEFAULT_QUERY_LIMITS, type QueryLimits } from '@plover/hogql';
+import { cancelHogQL } from '@plover/hogql';
 import { InsightResultCache, stableJson } from '@plover/insights';
 import { ApiError } from '@plover/core';
 import type { ManagementDeps } from '../http/deps';
@@ -75,11 +75,7 @@ function nodeOf(value: unknown, attr = 'query'): Record<string, unknown> & { kin
 
 export function queryRoutes(
   { sql, clickhouse }: ManagementDeps,
-  {
-    kinds = queryKinds(),
-    cache = new InsightResultCache(),
-    limits = DEFAULT_QUERY_LIMITS,
-  }: { kinds?: ReadonlyMap<string, QueryKind>; cache?: InsightResultCache; limits?: QueryLimits } = {},
+  { kinds = queryKinds(), cache = new InsightResultCache() }: { kinds?: ReadonlyMap<string, QueryKind>; cache?: InsightResultCache } = {},
 ): Route[] {
   const running = new Map<number, number>();
   const statuses = new Map<string, QueryStatus>();
@@ -150,7 +146,7 @@ export function queryRoutes(
     remember(status);
     running.set(project.id, active + 1);
     try {
-      const ctx = { clickhouse, insight: insightContext(sql, projectOf(req)), limits, statementId: status.statementId };
+      const ctx = { clickhouse, insight: insightContext(sql, projectOf(req)), statementId: status.statementId };
       const response = await runNode(node, ctx, FORCE.has(body.refresh));
       status.results = response;
       return response;
