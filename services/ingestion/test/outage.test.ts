@@ -44,8 +44,14 @@ function switchedSql(inner: Sql, power: Switch): Sql {
 function switchedClickHouse(inner: ClickHouse, power: Switch): ClickHouse {
   return {
     command: (name: string, sql: string, params?: ClickHouseParams) => (power.check(name), inner.command(name, sql, params)),
-    query: <R>(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings) => (power.check(name), inner.query<R>(name, sql, params, settings)),
-    queryRows: (name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings) => (power.check(name), inner.queryRows(name, sql, params, settings)),
+    query: <R>(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings) => (
+      power.check(name),
+      inner.query<R>(name, sql, params, settings)
+    ),
+    queryRows: (name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings) => (
+      power.check(name),
+      inner.queryRows(name, sql, params, settings)
+    ),
     insert: (table, rows) => (power.check(`insert into ${table}`), inner.insert(table, rows)),
     ping: () => (power.check('ping'), inner.ping()),
     close: () => inner.close(),

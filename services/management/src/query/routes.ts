@@ -7,6 +7,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { Request } from 'express';
+import { Type } from '@sinclair/typebox';
 import { cancelHogQL } from '@plover/hogql';
 import { InsightResultCache, stableJson } from '@plover/insights';
 import { ApiError } from '@plover/core';
@@ -16,7 +17,7 @@ import { errors } from '../shared/errors';
 import { Reply, type Route, type RouteInput } from '../http/route-table';
 import { insightContext } from '../shared/insight-context';
 import { queryKinds, type QueryContext, type QueryKind } from './kinds';
-import { QueryRequest } from './schemas';
+import { QueryCancelled, QueryRequest, QueryStatus } from './schemas';
 
 export const MAX_RUNNING = 3;
 export const STATUS_TTL_MS = 20 * 60_000;
@@ -170,7 +171,9 @@ export function queryRoutes(
     return status;
   }
 
-  const bodyAndScope = { scope: 'query:read', body: QueryRequest, response: { status: 200 } };
+  // What POST answers: the response of any kind it runs (a wrapper answers its source's).
+  const responses = [...new Set([...kinds.values()].flatMap((kind) => (kind.response === 'source' ? [] : [kind.response])))];
+  const bodyAndScope = { scope: 'query:read', body: QueryRequest, response: { status: 200, schema: Type.Union(responses) } };
   return [
     {
       method: 'post',
@@ -185,7 +188,7 @@ export function queryRoutes(
       path: '/query/:id',
       scope: 'query:read',
       summary: "A query's status: 202 while it runs, 200 with its results once done",
-      response: { status: 200 },
+      response: { status: 200, schema: QueryStatus },
       handler: (req) => {
         const status = find(req);
         return status.complete ? { query_status: statusBody(status) } : new Reply(202, { query_status: statusBody(status) });
@@ -196,7 +199,7 @@ export function queryRoutes(
       path: '/query/:id',
       scope: 'query:read',
       summary: "Cancel a running query's ClickHouse statement",
-      response: { status: 200 },
+      response: { status: 200, schema: QueryCancelled },
       handler: async (req) => {
         const status = find(req);
         if (status.complete) return { message: 'Query already complete' };
