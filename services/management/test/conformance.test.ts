@@ -83,7 +83,14 @@ const HOGQL = { kind: 'HogQLQuery', query: 'select event, count() from events gr
 const TRENDS = { kind: 'TrendsQuery', series: [{ kind: 'EventsNode', event: '$pageview' }] };
 
 /** A node of every query kind, run through `POST /query/` and validated against the kind's declared response. */
-const KIND_EXAMPLES: Record<string, { kind: string }> = {
+/** A query node: its kind, the node it wraps (`source`) and its other fields. */
+interface QueryNode {
+  kind: string;
+  source?: QueryNode;
+  [field: string]: unknown;
+}
+
+const KIND_EXAMPLES: Record<string, QueryNode> = {
   HogQLQuery: HOGQL,
   HogQLMetadata: { kind: 'HogQLMetadata', query: 'select nothing from events' },
   TrendsQuery: TRENDS,
@@ -226,13 +233,13 @@ describe('every query kind through POST /query/', () => {
   });
 
   /** The kind's declared response; a wrapper's is its source's. */
-  const declared = (node: { kind: string; source?: { kind: string } }): TSchema => {
+  const declared = (node: QueryNode): TSchema => {
     const response = kinds.get(node.kind)!.response;
     return response === 'source' ? declared(node.source!) : response;
   };
 
   it.each([...kinds.keys()])('%s answers its declared response', async (kind) => {
-    const node = KIND_EXAMPLES[kind]! as { kind: string; source?: { kind: string } };
+    const node = KIND_EXAMPLES[kind]!;
     const res = await request(world.app).post(`/api/projects/${tenant.projectId}/query/`).set(bearer(tenant.key)).send({ query: node });
     expect({ status: res.status, violation: conforms(res.status === 200 ? declared(node) : ErrorBody, res.body) }).toEqual({
       status: 200,
