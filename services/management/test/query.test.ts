@@ -195,15 +195,17 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('/query
     const t = await world.tenant();
     const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().replace('T', ' ').replace('Z', '');
     const as = (row: EventRow, person: string): EventRow => ({ ...row, person_id: person });
+    const dayAgo = day(1);
+    const minuteLater = (n: number) => new Date(Date.parse(`${dayAgo}Z`) + n * 60_000).toISOString().replace('T', ' ').replace('Z', '');
     const [ann, bob, cy] = ['a', 'b', 'c'].map((n) => `00000000-0000-4000-a000-00000000000${n}`) as [string, string, string];
     await insertEvents(clickhouse, [
       as(event(t.projectId, '$pageview', 'ann', day(3)), ann),
       as(event(t.projectId, 'signed up', 'ann', day(2)), ann),
       as(event(t.projectId, '$pageview', 'bob', day(3)), bob),
       as(event(t.projectId, '$pageview', 'cy', day(2)), cy),
-      as(event(t.projectId, '$pageview', 'cy', day(1)), cy),
+      as(event(t.projectId, '$pageview', 'cy', dayAgo), cy),
       ...['/a', '/b/'].map((url, i) => ({
-        ...as(event(t.projectId, '$pageview', 'cy', day(1 - (i + 1) / 1440)), cy),
+        ...as(event(t.projectId, '$pageview', 'cy', minuteLater(i + 1)), cy),
         properties: JSON.stringify({ $current_url: url }),
       })),
     ]);
