@@ -342,6 +342,8 @@ describeProxied('distributed services behind nginx on one host', () => {
     expect((await json(`/array/${token}/config`)).sessionRecording).toMatchObject({ endpoint: '/s/' });
     expect(await json(`/api/surveys/?token=${token}`)).toEqual({ surveys: [] });
     expect(await json(`/api/early_access_features?token=${token}`)).toEqual({ earlyAccessFeatures: [] });
+    expect(await json(`/api/product_tours/?token=${token}`)).toEqual({ product_tours: [] });
+    expect(await json(`/api/web_experiments/?token=${token}`)).toEqual({ experiments: [] });
 
     const config = await fetch(`${host}/array/${token}/config.js`);
     expect(config.headers.get('content-type')).toMatch(/^application\/javascript/);

@@ -371,18 +371,6 @@ export async function listSessionSummaries(ch: ClickHouse, projectId: number, qu
   return records.map(summaryOf);
 }
 
-/** Which of the sessions have live data in the project. */
-export async function liveSessionIds(ch: ClickHouse, projectId: number, sessionIds: readonly string[]): Promise<Set<string>> {
-  if (sessionIds.length === 0) return new Set();
-  const rows = await ch.query<{ session_id: string }>(
-    'replay.liveSessions',
-    `SELECT DISTINCT session_id FROM session_replay_summaries FINAL
-      WHERE team_id = {projectId:Int64} AND session_id IN {sessionIds:Array(String)} AND expires_at > now()`,
-    { projectId, sessionIds },
-  );
-  return new Set(rows.map((row) => row.session_id));
-}
-
 /** One live session's summary, or null when the project has no live data for it. */
 export async function getSessionSummary(ch: ClickHouse, projectId: number, sessionId: string): Promise<SessionSummary | null> {
   const [record] = await ch.query<SummaryRecord>('replay.getSession', summarySql('session_id = {sessionId:String}', '', ''), { projectId, sessionId });

@@ -5,7 +5,6 @@ import {
   getSessionSummary,
   insertSnapshotBatches,
   listSessionSummaries,
-  liveSessionIds,
   listSnapshotBlocks,
   migrate,
   readSnapshotBlocks,
@@ -243,12 +242,6 @@ describe.each(variants)('session replay storage: $name', (variant) => {
       expect(await listSessionSummaries(ch, projectId, { condition: { any: [] } })).toEqual([]);
       const key = 'duration) OR (1' as 'duration';
       await expect(listSessionSummaries(ch, projectId, { condition: { any: [{ key, operator: 'gt', value: 1 }] } })).rejects.toThrow(RangeError);
-    });
-
-    it('tells which sessions have live data', async () => {
-      expect(await liveSessionIds(ch, projectId, ['short', 'late', 'nope'])).toEqual(new Set(['short', 'late']));
-      expect(await liveSessionIds(ch, projectId + 10_000, ['short'])).toEqual(new Set());
-      expect(await liveSessionIds(ch, projectId, [])).toEqual(new Set());
     });
 
     it('pages with limit and offset', async () => {

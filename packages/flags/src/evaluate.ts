@@ -5,6 +5,7 @@ import { FlagErrorCode, FlagEvaluationError } from './errors';
 import { flagHash, holdoutHash } from './hash';
 import { needsLookup } from './lookup';
 import { matchProperty, type MatchEnvironment } from './operators';
+import { RegexBudget } from './regex';
 import type {
   EvaluatedFlag,
   EvaluationContext,
@@ -115,7 +116,12 @@ class RequestEvaluation {
   ) {
     // An unknown zone (a bad project setting) must not take decide down; UTC is PostHog's default.
     const timezone = options.timezone !== undefined && isKnownTimezone(options.timezone) ? options.timezone : 'UTC';
-    this.env = { clock: { nowMs: options.now.getTime(), timezone }, regexes: compiled.regexes, versions: new Map() };
+    this.env = {
+      clock: { nowMs: options.now.getTime(), timezone },
+      regexes: compiled.regexes,
+      regexBudget: options.regexBudget ?? new RegexBudget(),
+      versions: new Map(),
+    };
   }
 
   resultOf(flag: CompiledFlag): FlagEvaluation {

@@ -25,3 +25,4 @@ export { planLookup, type LookupPlan } from './lookup';
 export { FlagErrorCode } from './errors';
 export { calculateHash } from './hash';
 export { parseDateText, type Clock } from './dates';
+export { RegexBudget, REQUEST_REGEX_BUDGET_MS } from './regex';

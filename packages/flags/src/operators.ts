@@ -1,6 +1,6 @@
 import { parseDateText, parsePropertyDate, type Clock } from './dates';
 import { compareVersions, matchesCaret, matchesTilde, matchesWildcard, parseVersion, type Version } from './semver';
-import type { PropertyRegex } from './regex';
+import type { PropertyRegex, RegexBudget } from './regex';
 import type { JsonValue, Properties, PropertyFilter } from './types';
 import { asciiLowercase, lookup, toNumber, toText } from './values';
 
@@ -8,6 +8,8 @@ export interface MatchEnvironment {
   readonly clock: Clock;
   /** Patterns compiled once per definitions (`compileFlags`); null marks an invalid pattern. */
   readonly regexes: ReadonlyMap<string, PropertyRegex | null>;
+  /** The request's regex matching: answers by pattern and text, and the time left for new ones. */
+  readonly regexBudget: RegexBudget;
   /** Parsed versions by text, per request: many flags compare the same `$app_version` with few filters. */
   readonly versions: Map<string, Version | null>;
 }
@@ -117,10 +119,10 @@ function negatable(negated: boolean, actual: JsonValue | undefined, test: (lower
 function matchesRegex(negated: boolean, expected: JsonValue, actual: JsonValue | undefined, env: MatchEnvironment): boolean {
   if (actual === undefined) return negated;
   const regex = env.regexes.get(toText(expected));
-  // An invalid pattern, or a match not decided within its budget, is a non-match for both operators (not a
-  // reason for `not_regex` to pass).
+  // An invalid pattern, or a match not decided within the budget, is a non-match for both operators (not a
+  // reason for `not_regex` to pass), as Rust's backtrack-limit error is.
   if (regex === undefined || regex === null) return false;
-  const matched = regex.test(toText(actual));
+  const matched = env.regexBudget.test(regex, toText(actual));
   return matched !== null && matched !== negated;
 }
 

@@ -3,8 +3,11 @@ import { RE2JS } from 're2js';
 
 /** A compiled `regex`/`not_regex` pattern. */
 export interface PropertyRegex {
-  /** Whether the pattern occurs in `text`; null when that could not be decided within the matching budget. */
-  test(text: string): boolean | null;
+  /**
+   * Whether the pattern occurs in `text`; null when that could not be decided within `timeoutMs` (a
+   * backtracking match; RE2's are linear in the text and always decided).
+   */
+  test(text: string, timeoutMs: number): boolean | null;
 }
 
 /**
@@ -17,8 +20,8 @@ export interface PropertyRegex {
  *    syntax is Python's and Rust's in the common cases: inline flags anywhere (`(?i)`, `a(?i)b`), named groups
  *    `(?P<name>…)`, `\A` and `\z`, a leading `]` in a class as a literal.
  * 2. Any other pattern is translated to a JavaScript RegExp (below) and run by V8's backtracking engine within
- *    `BACKTRACKING_BUDGET_MS`; a match that takes longer is undecided, and an undecided match is a non-match for
- *    `regex` and `not_regex` alike, as Rust's backtrack-limit error is.
+ *    a time budget (`RegexBudget`); a match that takes longer is undecided, and an undecided match is a
+ *    non-match for `regex` and `not_regex` alike, as Rust's backtrack-limit error is.
  *
  * A pattern neither accepts is invalid, and an invalid pattern never matches — for `regex` *and* `not_regex`,
  * as in Rust `match_property`.
@@ -36,7 +39,8 @@ export interface PropertyRegex {
  */
 export function compileRegex(pattern: string): PropertyRegex | null {
   try {
-    return RE2JS.compile(pattern);
+    const re2 = RE2JS.compile(pattern);
+    return { test: (text) => re2.test(text) };
   } catch {
     // Not RE2 syntax: a back-reference, a look-around, or a Python spelling RE2 lacks.
   }
@@ -55,21 +59,65 @@ export function compileRegex(pattern: string): PropertyRegex | null {
 /**
  * How long one backtracking match may run. Matches of real patterns take microseconds, but the budget is wall
  * time, so it must also cover the main thread being descheduled on a busy machine: at 20 ms a look-around
- * pattern failed to match under a loaded test run. A pathological pattern costs at most this per evaluation.
+ * pattern failed to match under a loaded test run.
  */
-const BACKTRACKING_BUDGET_MS = 100;
+const MATCH_BUDGET_MS = 100;
+/**
+ * How long all the regex matches of one request may take together: twice one match's, so a request with
+ * a hundred pathological conditions costs about what one with two does.
+ */
+export const REQUEST_REGEX_BUDGET_MS = 2 * MATCH_BUDGET_MS;
+
+/**
+ * What one request may spend on regex matching, and its answers so far. A pattern is matched against a text
+ * once per request (many conditions and cohorts repeat both); the time matches take is summed, and once
+ * `limitMs` is spent, the matches still to come are undecided without being run — a non-match, as for one
+ * that ran out of its own time. Patterns themselves are compiled once per flag definitions (`compileFlags`).
+ */
+export class RegexBudget {
+  /** Matches run (a repeated pattern and text counts once). */
+  matches = 0;
+  /** Matches left undecided: out of time while running, or not run because the budget was spent. */
+  undecided = 0;
+  spentMs = 0;
+  private readonly answers = new Map<PropertyRegex, Map<string, boolean | null>>();
+
+  constructor(readonly limitMs: number = REQUEST_REGEX_BUDGET_MS) {}
+
+  test(regex: PropertyRegex, text: string): boolean | null {
+    let byText = this.answers.get(regex);
+    if (byText === undefined) {
+      byText = new Map();
+      this.answers.set(regex, byText);
+    }
+    const known = byText.get(text);
+    if (known !== undefined) return known;
+    const remaining = this.limitMs - this.spentMs;
+    let answer: boolean | null = null;
+    if (remaining > 0) {
+      const started = performance.now();
+      answer = regex.test(text, Math.min(MATCH_BUDGET_MS, Math.ceil(remaining)));
+      this.spentMs += performance.now() - started;
+      this.matches += 1;
+    }
+    if (answer === null) this.undecided += 1;
+    byText.set(text, answer);
+    return answer;
+  }
+}
+
 const TEST = new Script('regex.test(text)');
 let sandbox: Context | undefined;
 
 /** `regex` run where V8 can interrupt it: a vm script with a timeout stops even a regex mid-backtrack. */
 function budgeted(regex: RegExp): PropertyRegex {
   return {
-    test(text) {
+    test(text, timeoutMs) {
       sandbox ??= createContext({});
       sandbox.regex = regex;
       sandbox.text = text;
       try {
-        return TEST.runInContext(sandbox, { timeout: BACKTRACKING_BUDGET_MS }) === true;
+        return TEST.runInContext(sandbox, { timeout: timeoutMs }) === true;
       } catch (error) {
         if ((error as { code?: unknown }).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') return null;
         throw error;

@@ -3,6 +3,7 @@
  * Rust `rust/feature-flags/src/flags/flag_models.rs`), so that definitions stored by the management API,
  * served to SDKs for local evaluation and evaluated by decide are one and the same document.
  */
+import type { RegexBudget } from './regex';
 
 export type JsonValue = null | boolean | number | string | readonly JsonValue[] | { readonly [key: string]: JsonValue };
 
@@ -176,6 +177,8 @@ export interface EvaluationOptions {
   timezone?: string;
   /** `flag_keys_to_evaluate`: return only these flags (their dependencies are still evaluated). */
   flagKeys?: readonly string[];
+  /** What the request's regex matches may spend (default: a fresh `RegexBudget`); read it afterwards for its counts. */
+  regexBudget?: RegexBudget;
 }
 
 export type MatchReasonCode =

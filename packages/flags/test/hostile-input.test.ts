@@ -1,8 +1,8 @@
 import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
-import type { PropertyFilter } from '@plover/flags';
+import { RegexBudget, type FeatureFlag, type PropertyFilter } from '@plover/flags';
 import { parseRustFloat } from '../src/values';
-import { matches } from './fixtures';
+import { buildFlag, evaluate, matches } from './fixtures';
 
 const MIB = 1024 * 1024;
 
@@ -69,5 +69,57 @@ describe('regex filters against client values', () => {
       expect(withinBudget(5_000, () => matches({ key: 'p', type: 'person', operator, value: pattern }, { p: value }))).toBe(false);
     }
     expect(matches({ key: 'p', type: 'person', operator: 'regex', value: pattern }, { p: 'aaaa' })).toBe(true);
+  });
+});
+
+describe('the regex budget of one request', () => {
+  // Exponential for a backtracking engine on the value below; each pattern differs, so no answer is reused.
+  const pathological = (i: number) => `^(a|a)*\\1(?:b{${i}})?$`;
+  const value = `${'a'.repeat(64)}!`;
+  const regexFlag = (patterns: string[], operator: 'regex' | 'not_regex' = 'regex'): FeatureFlag =>
+    buildFlag({
+      filters: { groups: patterns.map((pattern) => ({ properties: [{ key: 'p', type: 'person', operator, value: pattern }], rollout_percentage: 100 })) },
+    });
+
+  it.each(['regex', 'not_regex'] as const)('runs at most two %s matches of a 100-group pathological flag, and the flag does not match', (operator) => {
+    const flag = regexFlag(
+      Array.from({ length: 100 }, (_, i) => pathological(i)),
+      operator,
+    );
+    const budget = new RegexBudget();
+    const result = evaluate({ flags: [flag], context: { personPropertyOverrides: { p: value } }, options: { regexBudget: budget } }).get(flag.key);
+    // A match Rust cannot decide is a non-match, not an error: the flag is computed (errorsWhileComputingFlags
+    // stays false) and does not match.
+    expect(result).toMatchObject({ failed: false, enabled: false, reason: { code: 'no_condition_match' } });
+    // Each of the first matches runs out of its time; together they spend the request's, and the rest are not run.
+    expect(budget.matches).toBeLessThanOrEqual(2);
+    expect(budget.undecided).toBe(100);
+    expect(budget.spentMs).toBeGreaterThanOrEqual(budget.limitMs);
+  });
+
+  it('leaves later regex filters of the request undecided once the budget is spent, and other filters decided', () => {
+    const slow = regexFlag([pathological(0), pathological(1), pathological(2)]);
+    const cheap = regexFlag(['^a+!$']);
+    const plain = buildFlag({
+      filters: { groups: [{ properties: [{ key: 'p', type: 'person', operator: 'icontains', value: 'a!' }], rollout_percentage: 100 }] },
+    });
+    const budget = new RegexBudget();
+    const results = evaluate({ flags: [slow, cheap, plain], context: { personPropertyOverrides: { p: value } }, options: { regexBudget: budget } });
+    expect([results.get(cheap.key)?.enabled, results.get(plain.key)?.enabled]).toEqual([false, true]);
+    expect(budget.undecided).toBe(4);
+    // Alone, with a fresh budget, the same flag matches.
+    expect(evaluate({ flags: [cheap], context: { personPropertyOverrides: { p: value } } }).get(cheap.key)?.enabled).toBe(true);
+  });
+
+  it('matches a pattern against a text once per request, whatever repeats it', () => {
+    const repeated = regexFlag(Array.from({ length: 100 }, () => pathological(7)));
+    const linear = regexFlag(
+      Array.from({ length: 100 }, () => '^a+$'),
+      'not_regex',
+    );
+    const budget = new RegexBudget();
+    const results = evaluate({ flags: [repeated, linear], context: { personPropertyOverrides: { p: value } }, options: { regexBudget: budget } });
+    expect([results.get(repeated.key)?.enabled, results.get(linear.key)?.enabled]).toEqual([false, true]);
+    expect([budget.matches, budget.undecided]).toEqual([2, 1]);
   });
 });

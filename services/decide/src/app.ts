@@ -169,6 +169,7 @@ export function decideRoutes(deps: DecideDeps): DecideRoutes {
       { ...request, distinctId },
       overrides,
     );
+    if (result.regexUndecided > 0) metrics.regexUndecided.inc(result.regexUndecided);
     sendFlags(reply, result.flags, result.errorsWhileComputingFlags, false, definitions);
   }
 
@@ -333,6 +334,26 @@ export function decideRoutes(deps: DecideDeps): DecideRoutes {
     },
     publicList('/api/early_access_features/', 'earlyAccessFeatures', "The project's public early access features.", publicEarlyAccessFeatures),
     publicList('/api/surveys/', 'surveys', "The project's active surveys.", publicSurveys),
+    // Plover keeps no product tours and no web experiments: a project's lists are empty, as PostHog answers a project
+    // that has none (an unknown route would make posthog-js log an error on every page load).
+    publicList('/api/product_tours/', 'product_tours', "The project's product tours (Plover has none: always empty).", noneKept),
+    publicList('/api/web_experiments/', 'experiments', "The project's web experiments (Plover has none: always empty).", noneKept),
+    {
+      methods: ['get', 'post'],
+      path: '/api/conversations/v1/widget/message',
+      aliases: [
+        '/api/conversations/v1/widget/messages/:ticket_id',
+        '/api/conversations/v1/widget/messages/:ticket_id/read',
+        '/api/conversations/v1/widget/tickets',
+        '/api/conversations/v1/widget/restore',
+        '/api/conversations/v1/widget/restore/request',
+      ],
+      summary: "posthog-js's support widget: refused as PostHog refuses a project whose conversations are off (Plover has none).",
+      response: { status: 403, type: 'application/json', schema: OBJECT },
+      express: () => {
+        throw conversationsOff();
+      },
+    },
     ...staticScripts(),
   ];
 
@@ -342,6 +363,10 @@ export function decideRoutes(deps: DecideDeps): DecideRoutes {
     table,
   };
 }
+
+const noneKept = (): Promise<unknown[]> => Promise.resolve([]);
+/** PostHog's answer to the widget when no project has conversations on (its widget authentication's refusal). */
+const conversationsOff = () => new ApiError(403, 'authentication_error', 'authentication_failed', 'Invalid token or conversations not enabled');
 
 const TEXT = { type: 'string' };
 const OBJECT = { type: 'object' };

@@ -1,5 +1,14 @@
 import { withTimeout, type Logger } from '@plover/core';
-import { evaluateFlags, planLookup, type EvaluationContext, type FlagEvaluation, type LookupPlan, type Properties, type StoredData } from '@plover/flags';
+import {
+  evaluateFlags,
+  planLookup,
+  RegexBudget,
+  type EvaluationContext,
+  type FlagEvaluation,
+  type LookupPlan,
+  type Properties,
+  type StoredData,
+} from '@plover/flags';
 import { staticCohortMemberships } from '@plover/flag-store';
 import { GroupStore, PersonReads } from '@plover/persons';
 import type { Sql } from '@plover/postgres';
@@ -10,6 +19,8 @@ import { hashKeyOverrides } from './store';
 export interface FlagEvaluationResult {
   flags: Map<string, FlagEvaluation>;
   errorsWhileComputingFlags: boolean;
+  /** Regex matches left undecided because the request's regex budget ran out (each a non-match). */
+  regexUndecided: number;
 }
 
 export interface EvaluateDeps {
@@ -83,7 +94,8 @@ export async function evaluateRequest(
     groupPropertyOverrides: request.groupProperties,
     groupTypeMapping: definitions.groupTypeMapping,
   };
-  const options = { now: (deps.now ?? (() => new Date()))(), timezone: definitions.timezone, flagKeys: request.flagKeys };
+  const regexBudget = new RegexBudget();
+  const options = { now: (deps.now ?? (() => new Date()))(), timezone: definitions.timezone, flagKeys: request.flagKeys, regexBudget };
   const plan = planLookup(definitions.compiled, context, { flagKeys: request.flagKeys });
   const needed = plan.personProperties || plan.staticCohortIds.size > 0 || plan.groupTypes.size > 0 || plan.hashKeyOverrides;
 
@@ -102,5 +114,5 @@ export async function evaluateRequest(
   const flags = evaluateFlags(definitions.compiled, evaluationContext, options);
   let errorsWhileComputingFlags = false;
   for (const flag of flags.values()) errorsWhileComputingFlags ||= flag.failed;
-  return { flags, errorsWhileComputingFlags };
+  return { flags, errorsWhileComputingFlags, regexUndecided: regexBudget.undecided };
 }

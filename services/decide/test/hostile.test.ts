@@ -14,6 +14,17 @@ const GROUP_FLAG = {
     groups: [{ properties: [{ key: 'size', type: 'group', group_type_index: 0, value: 100, operator: 'gt' }], rollout_percentage: 100 }],
   },
 };
+// A hundred conditions, each a different pattern that backtracks exponentially on REGEX_VALUE.
+const REGEX_FLAG = {
+  key: 'regex-flag',
+  filters: {
+    groups: Array.from({ length: 100 }, (_, i) => ({
+      properties: [{ key: 'p', type: 'person', value: `^(a|a)*\\1(?:b{${i}})?$`, operator: 'regex' }],
+      rollout_percentage: 100,
+    })),
+  },
+};
+const REGEX_VALUE = `${'a'.repeat(64)}!`;
 const CONTINUITY_FLAG = {
   key: 'continuity',
   ensure_experience_continuity: true,
@@ -35,7 +46,7 @@ describe.each(backends)('decide with hostile input on $name', (backend) => {
     await createPerson(db.sql, projectId, ['pro-user'], { plan: 'pro' });
     await createGroup(db.sql, projectId, 'company', 0, 'acme', { size: 500 });
     // Stored directly: these tests are about decide's requests, whatever the management API accepts.
-    for (const flag of [PERSON_FLAG, GROUP_FLAG, CONTINUITY_FLAG]) {
+    for (const flag of [PERSON_FLAG, GROUP_FLAG, CONTINUITY_FLAG, REGEX_FLAG]) {
       await db.sql.query('test.insertFlag', 'INSERT INTO feature_flags (project_id, key, filters, ensure_experience_continuity) VALUES ($1, $2, $3, $4)', [
         projectId,
         flag.key,
@@ -78,6 +89,20 @@ describe.each(backends)('decide with hostile input on $name', (backend) => {
       await request(app).get(`/array/${query}/config`).expect(404);
       await request(app).get(`/array/${query}/config.js`).expect(404);
     }
+  });
+
+  it('spends a bounded regex budget on an anonymous request against a 100-group backtracking flag, which does not match', async () => {
+    const undecided = async () => {
+      const text = (await request(app).get('/metrics').expect(200)).text;
+      return Number(/^plover_decide_regex_undecided_total(?:\{[^}]*\})? (\d+)$/m.exec(text)?.[1] ?? 0);
+    };
+    const before = await undecided();
+    const res = await post('/flags/?v=2', { token, distinct_id: 'anonymous-1', person_properties: { p: REGEX_VALUE } }).expect(200);
+    // As in PostHog, a match that could not be decided is a non-match, not an error.
+    expect(res.body.errorsWhileComputingFlags).toBe(false);
+    expect(res.body.flags['regex-flag']).toMatchObject({ enabled: false, reason: { code: 'no_condition_match' } });
+    // All 100 conditions were left undecided: at most two ran (each out of its time), the rest were never run.
+    expect((await undecided()) - before).toBe(100);
   });
 
   it('answers a local-evaluation project_id beyond Postgres integers with 400, not 5xx', async () => {

@@ -80,13 +80,14 @@ describe('the SDK routes OpenAPI document (/api/schema/sdk/)', () => {
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  it('is OpenAPI 3.1 with a summary and a success answer for every operation', () => {
+  it('is OpenAPI 3.1 with a summary and a success answer for every operation but the refused support widget', () => {
     expect(document.openapi).toBe('3.1.0');
-    const operations = Object.values(document.paths).flatMap((methods) => Object.values(methods));
+    const operations = Object.entries(document.paths).flatMap(([template, methods]) => Object.values(methods).map((operation) => ({ template, operation })));
     expect(operations.length).toBeGreaterThan(20);
-    for (const operation of operations) {
+    for (const { template, operation } of operations) {
       expect(operation.summary).toEqual(expect.any(String));
-      expect(Object.keys(operation.responses).some((status) => /^2\d\d$/.test(status))).toBe(true);
+      const success = Object.keys(operation.responses).some((status) => /^2\d\d$/.test(status));
+      expect({ template, success }).toEqual({ template, success: !template.startsWith('/api/conversations/') });
     }
   });
 
@@ -138,6 +139,12 @@ describe('the SDK routes OpenAPI document (/api/schema/sdk/)', () => {
     const event = { event: 'e', distinct_id: 'u1', properties: { token } };
     const batch = { api_key: token, batch: [event] };
     const otlpLogs = { resourceLogs: [] };
+    const widget = { 'X-Conversations-Token': 'widget-token' };
+    const flag = await request(app)
+      .post(`/api/projects/${credentials.project.id}/feature_flags/`)
+      .set(personal)
+      .send({ key: 'site-config', is_remote_configuration: true, filters: { groups: [{ rollout_percentage: 100 }], payloads: { true: '{"theme":"dark"}' } } });
+    expect(flag.status).toBe(201);
     // [who calls it, method, path, headers, body, the status Plover answers]
     const table: [string, 'get' | 'post', string, Record<string, string>, unknown, number][] = [
       ['node, python, js-lite', 'post', '/batch/', {}, batch, 200],
@@ -167,6 +174,16 @@ describe('the SDK routes OpenAPI document (/api/schema/sdk/)', () => {
       ['js, node, python metrics', 'post', `/i/v1/metrics?token=${token}`, {}, { resourceMetrics: [] }, 200],
       ['js, node surveys', 'get', `/api/surveys/?token=${token}`, {}, undefined, 200],
       ['js early access features', 'get', `/api/early_access_features/?token=${token}`, {}, undefined, 200],
+      ['js product tours', 'get', `/api/product_tours/?token=${token}`, {}, undefined, 200],
+      ['js web experiments', 'get', `/api/web_experiments/?token=${token}`, {}, undefined, 200],
+      ['node, python remote config payload', 'get', `/api/projects/@current/feature_flags/site-config/remote_config?token=${token}`, personal, undefined, 200],
+      // posthog-js's support widget, only shown when a project's conversations are on: refused as PostHog refuses a
+      // project whose conversations are off.
+      ['js conversations widget', 'post', '/api/conversations/v1/widget/message', widget, { message: 'hi', widget_session_id: 'w', distinct_id: 'u1' }, 403],
+      ['js conversations widget', 'get', '/api/conversations/v1/widget/tickets?widget_session_id=w', widget, undefined, 403],
+      ['js conversations widget', 'get', '/api/conversations/v1/widget/messages/t1?widget_session_id=w', widget, undefined, 403],
+      ['js conversations widget', 'post', '/api/conversations/v1/widget/messages/t1/read', widget, { widget_session_id: 'w' }, 403],
+      ['js conversations widget', 'post', '/api/conversations/v1/widget/restore/request', widget, { email: 'a@b.c' }, 403],
     ];
     const answered = [];
     for (const [who, method, url, headers, body, status] of table) {
@@ -176,6 +193,16 @@ describe('the SDK routes OpenAPI document (/api/schema/sdk/)', () => {
       expect({ who, url, status: response.status }).toEqual({ who, url, status });
     }
     expect(answered.filter((row) => row.status === 404)).toEqual([]);
+    const products = await request(app).get(`/api/product_tours/?token=${token}`);
+    expect([products.body, (await request(app).get(`/api/web_experiments/?token=${token}`)).body]).toEqual([{ product_tours: [] }, { experiments: [] }]);
+    expect((await request(app).get('/api/product_tours/?token=phc_unknown')).status).toBe(401);
+    const refused = await request(app).post('/api/conversations/v1/widget/message').set(widget).send({ message: 'hi' });
+    expect(refused.body).toEqual({
+      type: 'authentication_error',
+      code: 'authentication_failed',
+      detail: 'Invalid token or conversations not enabled',
+      attr: null,
+    });
   });
 
   it('does not list an unknown path, which answers the generic 404', async () => {

@@ -83,9 +83,11 @@ export type HarnessSettings = DecideSettings & { definitionsPollMs?: number };
 export function buildApp(sql: Sql, options: HarnessSettings = {}, managementSql: Sql = sql): ServiceApp {
   const { definitionsPollMs, ...settings } = options;
   const logger = silentLogger();
+  // One registry, so that decide's counters show on the app's /metrics.
+  const metrics = createMetricsRegistry('test');
   const decide = decideRoutes({
     logger,
-    metrics: createMetricsRegistry('test'),
+    metrics,
     sql,
     trustProxy: false,
     projectTokens: new ProjectTokenCache(sql),
@@ -93,8 +95,8 @@ export function buildApp(sql: Sql, options: HarnessSettings = {}, managementSql:
     settings,
   });
   return createServiceApp({
-    logger: silentLogger(),
-    metrics: createMetricsRegistry('test'),
+    logger,
+    metrics,
     trustProxy: false,
     checks: {},
     fast: [decide.fast],

@@ -17,7 +17,7 @@ const PLAYLIST = '/session_recording_playlists/:short_id';
 /** The longest session id a playlist stores. */
 const MAX_RECORDING_ID = 200;
 
-/** A collection's recordings (its items that have a recording) and how many of them the caller watched. */
+/** A collection's items (every recording added to it, also one with no replay data yet) and how many the caller watched. */
 interface CollectionCounts {
   count: number;
   watched: number;
@@ -73,14 +73,13 @@ export function playlistRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
     return row;
   }
 
-  /** The playlists' bodies, their counts from the recordings their items have. */
+  /** The playlists' bodies, counting their items as PostHog does (not only those with replay data). */
   async function bodies(caller: Caller, rows: readonly PlaylistRow[]): Promise<Array<Static<typeof SessionRecordingPlaylist>>> {
     const items = await store.items(rows.map((row) => row.id));
-    const ids = [...new Set([...items.values()].flat())];
-    const [live, views] = await Promise.all([recordings.live(caller.projectId, ids), recordings.views(caller, ids)]);
+    const views = await recordings.views(caller, [...new Set([...items.values()].flat())]);
     return rows.map((row) => {
-      const recorded = items.get(row.id)!.filter((id) => live.has(id));
-      return playlistBody(row, { count: recorded.length, watched: recorded.filter((id) => views.get(id)!.viewed).length });
+      const ids = items.get(row.id)!;
+      return playlistBody(row, { count: ids.length, watched: ids.filter((id) => views.get(id)!.viewed).length });
     });
   }
   const shown = async (req: Request, row: PlaylistRow) => (await bodies(callerOf(req), [row]))[0]!;

@@ -4,7 +4,6 @@ import {
   getSessionSummary,
   listSessionSummaries,
   listSnapshotBlocks,
-  liveSessionIds,
   readSnapshotBlocks,
   type ClickHouse,
   type SessionListQuery,
@@ -42,11 +41,6 @@ export class RecordingsStore {
 
   get(projectId: number, sessionId: string): Promise<SessionSummary | null> {
     return getSessionSummary(this.clickhouse, projectId, sessionId);
-  }
-
-  /** Which of the sessions have a recording. */
-  live(projectId: number, sessionIds: readonly string[]): Promise<Set<string>> {
-    return liveSessionIds(this.clickhouse, projectId, sessionIds);
   }
 
   blocks(projectId: number, sessionId: string): Promise<SnapshotBlock[]> {
