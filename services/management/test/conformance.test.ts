@@ -102,6 +102,7 @@ const KIND_EXAMPLES: Record<string, QueryNode> = {
     ],
   },
   RetentionQuery: { kind: 'RetentionQuery', retentionFilter: { targetEntity: { id: '$pageview', type: 'events' } } },
+  PathsQuery: { kind: 'PathsQuery', pathsFilter: { includeEventTypes: ['$pageview'] } },
   InsightVizNode: { kind: 'InsightVizNode', source: TRENDS },
   DataTableNode: { kind: 'DataTableNode', source: HOGQL },
   DataVisualizationNode: { kind: 'DataVisualizationNode', source: HOGQL },

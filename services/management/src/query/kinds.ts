@@ -6,12 +6,16 @@
  */
 import {
   insightRange,
+  nodeRuleAttr,
   parseFunnelsQuery,
+  parsePathsQuery,
   parseRetentionQuery,
+  pathsRange,
   parseTrendsQuery,
   rangeKey,
   retentionRange,
   runFunnel,
+  runPaths,
   runRetention,
   runTrends,
   type InsightContext,
@@ -20,7 +24,15 @@ import { HogQLError, printHogQL, runHogQL, toApiError } from '@plover/hogql';
 import type { ClickHouse } from '@plover/clickhouse';
 import type { Static, TObject } from '@sinclair/typebox';
 import { errors } from '../shared/errors';
-import { FunnelsQueryResponse, HogQLMetadataResponse, HogQLQueryResponse, RetentionQueryResponse, TrendsQueryResponse, type CacheField } from './schemas';
+import {
+  FunnelsQueryResponse,
+  HogQLMetadataResponse,
+  HogQLQueryResponse,
+  PathsQueryResponse,
+  RetentionQueryResponse,
+  TrendsQueryResponse,
+  type CacheField,
+} from './schemas';
 
 export interface QueryContext {
   /** The analysis handle: every statement bounded by the analysis limits (`limitedClickHouse`). */
@@ -144,6 +156,17 @@ const retention: QueryKind<typeof RetentionQueryResponse> = {
   },
 };
 
+/** The same paths computation as `/insights/path/`, from a PathsQuery node. */
+const paths: QueryKind<typeof PathsQueryResponse> = {
+  response: PathsQueryResponse,
+  async run(node, ctx) {
+    return insightBody(await runPaths(ctx.clickhouse, parsePathsQuery(node, 'query'), ctx.insight, nodeRuleAttr));
+  },
+  async cacheScope(node, ctx) {
+    return rangeKey(await pathsRange(ctx.clickhouse, parsePathsQuery(node, 'query'), ctx.insight));
+  },
+};
+
 /** A display wrapper: PostHog runs its `source` and answers the source's response unchanged. */
 const wrapper: QueryKind = {
   response: 'source',
@@ -160,6 +183,7 @@ export function queryKinds(): ReadonlyMap<string, QueryKind> {
     ['TrendsQuery', trends],
     ['FunnelsQuery', funnels],
     ['RetentionQuery', retention],
+    ['PathsQuery', paths],
     ['InsightVizNode', wrapper],
     ['DataTableNode', wrapper],
     ['DataVisualizationNode', wrapper],

@@ -93,6 +93,11 @@ export const FunnelsQueryResponse = insightResponse(
 );
 export const RetentionQueryResponse = insightResponse('RetentionQueryResponse', Type.Array(Row('one cohort: its label, date and values per period')));
 
+export const PathsQueryResponse = insightResponse(
+  'PathsQueryResponse',
+  Type.Array(Type.Object({ source: Type.String(), target: Type.String(), value: Type.Number(), average_conversion_time: Type.Number() })),
+);
+
 /** A query's progress (`GET /query/:id/`). */
 export const QueryStatus = component(
   'QueryStatus',
