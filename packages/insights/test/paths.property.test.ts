@@ -28,7 +28,7 @@ const eventArb = fc.record({
 
 interface PathsWorld {
   timezone: string;
-  events: fc.infer<typeof eventArb>[];
+  events: (typeof eventArb extends fc.Arbitrary<infer T> ? T : never)[];
   merged: boolean[];
 }
 
