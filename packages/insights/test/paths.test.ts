@@ -220,6 +220,51 @@ describe('path options', () => {
   });
 });
 
+describe('funnel paths', () => {
+  it('follows the funnel actors of a step: after, before, between, and after dropping off', async () => {
+    const ctx = await project(
+      [
+        view('a', '/w', '2024-03-01T09:00:00Z'),
+        ['a', 'signup', '2024-03-01T09:01:00Z'],
+        view('a', '/x', '2024-03-01T09:02:00Z'),
+        ['a', 'pay', '2024-03-01T09:03:00Z'],
+        view('a', '/y', '2024-03-01T09:04:00Z'),
+        ['b', 'signup', '2024-03-01T09:00:00Z'],
+        view('b', '/z', '2024-03-01T09:01:00Z'),
+        view('b', '/late1', '2024-03-01T11:00:00Z'),
+        view('b', '/late2', '2024-03-01T11:05:00Z'),
+      ],
+      '2024-03-02T00:00:00Z',
+    );
+    const funnelSource = {
+      kind: 'FunnelsQuery',
+      series: [
+        { kind: 'EventsNode', event: 'signup' },
+        { kind: 'EventsNode', event: 'pay' },
+      ],
+      funnelsFilter: { funnelWindowInterval: 1, funnelWindowIntervalUnit: 'hour' },
+    };
+    const funnelPaths = async (funnelPathType: string, funnelStep: number) =>
+      edges(
+        await paths(ctx, {
+          pathsFilter: { includeEventTypes: ['$pageview', 'custom_event'] },
+          funnelPathsFilter: { funnelPathType, funnelSource, funnelStep },
+        }),
+      );
+    expect(await funnelPaths('funnel_path_after_step', 2)).toEqual([['1_pay', '2_/y', 1]]);
+    expect(await funnelPaths('funnel_path_before_step', 2)).toEqual([
+      ['1_/w', '2_signup', 1],
+      ['2_signup', '3_/x', 1],
+      ['3_/x', '4_pay', 1],
+    ]);
+    expect(await funnelPaths('funnel_path_between_steps', 2)).toEqual([
+      ['1_signup', '2_/x', 1],
+      ['2_/x', '3_pay', 1],
+    ]);
+    expect(await funnelPaths('funnel_path_after_step', -2)).toEqual([['1_/late1', '2_/late2', 1]]);
+  });
+});
+
 describe('bad input', () => {
   const attrOf = (fields: Record<string, unknown>) => {
     try {
