@@ -7,7 +7,8 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { Request } from 'express';
-import { cancelHogQL, DEFAULT_QUERY_LIMITS, type QueryLimits } from '@plover/hogql';
+import { Type } from '@sinclair/typebox';
+import { cancelHogQL } from '@plover/hogql';
 import { InsightResultCache, stableJson, type CacheRequest, type CachedResult } from '@plover/insights';
 import type { ClickHouse } from '@plover/clickhouse';
 import { ApiError } from '@plover/core';
@@ -18,7 +19,7 @@ import { Reply, type Route, type RouteInput } from '../http/route-table';
 import { insightContext } from '../shared/insight-context';
 import type { NodeRunner, RunMode } from '../shared/node-runner';
 import { queryKinds, type QueryContext, type QueryKind } from './kinds';
-import { QueryRequest } from './schemas';
+import { QueryCancelled, QueryRequest, QueryStatus } from './schemas';
 
 export const MAX_RUNNING = 3;
 export const STATUS_TTL_MS = 20 * 60_000;
@@ -68,15 +69,6 @@ function pathId(req: Request): string | undefined {
   return typeof id === 'string' ? id : undefined;
 }
 
-/** What a wrapper's source answers in `peek` mode when it has no cached result. */
-class NotCached extends Error {}
-
-export interface RunnerOptions {
-  kinds?: ReadonlyMap<string, QueryKind>;
-  cache?: InsightResultCache;
-  limits?: QueryLimits;
-}
-
 function nodeOf(value: unknown, attr = 'query'): Record<string, unknown> & { kind: string } {
   if (typeof value !== 'object' || value === null || Array.isArray(value) || typeof (value as { kind?: unknown }).kind !== 'string') {
     throw errors.validation('A query node is an object with a string `kind`.', attr);
@@ -84,14 +76,19 @@ function nodeOf(value: unknown, attr = 'query'): Record<string, unknown> & { kin
   return value as Record<string, unknown> & { kind: string };
 }
 
+/** What a wrapper's source answers in `peek` mode when it has no cached result. */
+class NotCached extends Error {}
+
+export interface RunnerOptions {
+  kinds?: ReadonlyMap<string, QueryKind>;
+  cache?: InsightResultCache;
+}
+
 /**
  * The {@link NodeRunner} over `kinds` and `cache`: a node's kind validates and computes it, cached by the node
  * and the kind's cache scope (a resolved date range) at the project's data version.
  */
-export function nodeRunner(
-  clickhouse: ClickHouse,
-  { kinds = queryKinds(), cache = new InsightResultCache(), limits = DEFAULT_QUERY_LIMITS }: RunnerOptions = {},
-): NodeRunner {
+export function nodeRunner(clickhouse: ClickHouse, { kinds = queryKinds(), cache = new InsightResultCache() }: RunnerOptions = {}): NodeRunner {
   async function runNode(raw: unknown, ctx: Omit<QueryContext, 'runNode'>, mode: RunMode): Promise<Record<string, unknown> | null> {
     const node = nodeOf(raw);
     const kind = kinds.get(node.kind);
@@ -135,11 +132,12 @@ export function nodeRunner(
       query_status: null,
     };
   }
-  return (node, insight, mode, statementId = randomUUID()) => runNode(node, { clickhouse, insight, limits, statementId }, mode);
+  return (node, insight, mode, statementId = randomUUID()) => runNode(node, { clickhouse, insight, statementId }, mode);
 }
 
 export function queryRoutes({ sql, clickhouse }: ManagementDeps, options: RunnerOptions = {}): Route[] {
-  const run = nodeRunner(clickhouse, options);
+  const { kinds = queryKinds() } = options;
+  const run = nodeRunner(clickhouse, { ...options, kinds });
   const running = new Map<number, number>();
   const statuses = new Map<string, QueryStatus>();
 
@@ -209,7 +207,9 @@ export function queryRoutes({ sql, clickhouse }: ManagementDeps, options: Runner
     return status;
   }
 
-  const bodyAndScope = { scope: 'query:read', body: QueryRequest, response: { status: 200 } };
+  // What POST answers: the response of any kind it runs (a wrapper answers its source's).
+  const responses = [...new Set([...kinds.values()].flatMap((kind) => (kind.response === 'source' ? [] : [kind.response])))];
+  const bodyAndScope = { scope: 'query:read', body: QueryRequest, response: { status: 200, schema: Type.Union(responses) } };
   return [
     {
       method: 'post',
@@ -224,7 +224,7 @@ export function queryRoutes({ sql, clickhouse }: ManagementDeps, options: Runner
       path: '/query/:id',
       scope: 'query:read',
       summary: "A query's status: 202 while it runs, 200 with its results once done",
-      response: { status: 200 },
+      response: { status: 200, schema: QueryStatus },
       handler: (req) => {
         const status = find(req);
         return status.complete ? { query_status: statusBody(status) } : new Reply(202, { query_status: statusBody(status) });
@@ -235,7 +235,7 @@ export function queryRoutes({ sql, clickhouse }: ManagementDeps, options: Runner
       path: '/query/:id',
       scope: 'query:read',
       summary: "Cancel a running query's ClickHouse statement",
-      response: { status: 200 },
+      response: { status: 200, schema: QueryCancelled },
       handler: async (req) => {
         const status = find(req);
         if (status.complete) return { message: 'Query already complete' };
