@@ -20,6 +20,7 @@ import { PlaylistScreen } from './screens/playlist';
 import { Playlists } from './screens/playlists';
 import { Recordings } from './screens/recordings';
 import { Settings } from './screens/settings';
+import { SqlEditorScreen } from './screens/sql-editor';
 
 export interface Screen {
   /** Under `/project/<id>/`: `''` is the project's landing screen; `:name` matches one segment. */
@@ -35,6 +36,7 @@ export const screens: Screen[] = [
   { path: 'insights', title: 'Insights', nav: true, component: InsightList },
   { path: 'insights/new', title: 'New insight', component: InsightEditor },
   { path: 'insights/correlation', title: 'Funnel correlation', component: FunnelCorrelation },
+  { path: 'insights/sql', title: 'SQL', component: SqlEditorScreen },
   { path: 'insights/:shortId', title: 'Insight', component: InsightEditor },
   { path: 'persons', title: 'Persons', nav: true, component: Persons },
   { path: 'persons/:id', title: 'Person', component: PersonScreen },

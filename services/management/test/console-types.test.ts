@@ -43,6 +43,7 @@ const MIRRORS: Record<string, Mirror> = {
   PersonalApiKey: answer('PersonalApiKey'),
   ProjectPatch: body('ProjectUpdate'),
   InsightWrite: body('InsightWrite'),
+  QueryRequest: body('QueryRequest'),
   PlaylistWrite: body('SessionRecordingPlaylistWrite'),
   FeatureFlagWrite: body('FeatureFlagWrite'),
   CohortCreate: body('CohortWrite'),
@@ -73,6 +74,10 @@ const NOT_COMPONENTS = [
   'AnyPropertyFilter',
   'FlagFilters',
   'SurveyQuestion',
+  'QueryNode',
+  'HogQLResponse',
+  'HogQLNotice',
+  'HogQLMetadataResponse',
 ];
 
 type Kind = 'string' | 'number' | 'boolean' | 'null' | 'array' | 'object';

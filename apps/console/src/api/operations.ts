@@ -27,6 +27,7 @@ import type {
   Project,
   ProjectPatch,
   ProjectSettings,
+  QueryRequest,
   Recording,
   Survey,
   SurveyCreate,
@@ -61,6 +62,8 @@ export const operations = {
   updateProject: op<ProjectSettings, ProjectPatch>()('PATCH', `${PROJECT}/`, 'project:write'),
   trend: op<TrendResponse, TrendRequest>()('POST', `${PROJECT}/insights/trend/`, 'insight:read'),
   funnelCorrelation: op<{ result: CorrelationResult }, CorrelationRequest>()('POST', `${PROJECT}/insights/funnel/correlation/`, 'insight:read'),
+  /** The query API: the answer's shape is the node kind's (api/query.ts types it per kind). */
+  query: op<Record<string, unknown>, QueryRequest>()('POST', `${PROJECT}/query/`, 'query:read'),
   listInsights: op<Page<Insight>>()('GET', `${PROJECT}/insights/`, 'insight:read'),
   myLastViewedInsights: op<Insight[]>()('GET', `${PROJECT}/insights/my_last_viewed/`, 'insight:read'),
   getInsight: op<Insight>()('GET', `${PROJECT}/insights/{id}/`, 'insight:read'),

@@ -122,6 +122,8 @@ export interface Insight {
   derived_name: string | null;
   description: string | null;
   filters: Record<string, unknown>;
+  /** The query node of an insight saved from a query screen (SQL, funnel, retention); null for a legacy trend. */
+  query: QueryNode | null;
   saved: boolean;
   favorited: boolean;
   created_at: string;
@@ -134,6 +136,7 @@ export interface InsightWrite {
   name?: string | null;
   description?: string | null;
   filters?: Record<string, unknown>;
+  query?: QueryNode | null;
   saved?: boolean;
 }
 
@@ -348,3 +351,39 @@ export interface ReplaySettings {
 export type ProjectSettings = Project & Partial<ReplaySettings>;
 
 export type ProjectPatch = Partial<Pick<Project, 'name' | 'timezone'> & ReplaySettings>;
+
+/** A node of the query API: `kind` picks what runs (docs/query.md); the other fields are the kind's own. */
+export interface QueryNode {
+  kind: string;
+  [field: string]: unknown;
+}
+
+/** The body of `query/`. */
+export interface QueryRequest {
+  query: QueryNode;
+  /** `force_blocking` computes afresh; absent, a cached answer serves while the data is unchanged. */
+  refresh?: string;
+  client_query_id?: string;
+}
+
+/** A HogQLQuery's answer: rows as arrays, with the column names and ClickHouse types. */
+export interface HogQLResponse {
+  results: unknown[][];
+  columns: string[];
+  types: [string, string][];
+  /** The query returned more rows than its limit (100 without a `LIMIT`). */
+  hasMore: boolean;
+  limit: number;
+}
+
+/** A problem HogQLMetadata found, at character offsets of the query text when it has a position. */
+export interface HogQLNotice {
+  message: string;
+  start: number | null;
+  end: number | null;
+}
+
+export interface HogQLMetadataResponse {
+  isValid: boolean;
+  errors: HogQLNotice[];
+}

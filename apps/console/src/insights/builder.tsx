@@ -4,6 +4,7 @@
  */
 import type { Cohort, Interval, MathType } from '../api/types';
 import { PropertyFilters } from '../components/property-filters';
+import { Segmented } from '../components/segmented';
 import { DATE_RANGES, INTERVALS, MATHS, PROPERTY_MATHS, newSeries, seriesLetter, type SeriesForm, type TrendForm, type Visualization } from './query';
 
 /** Suggestions for the fields: names from the project's latest events, and its cohorts. */
@@ -14,6 +15,13 @@ export interface Suggestions {
 }
 
 const CUSTOM_RANGE = 'custom';
+
+const VISUALIZATIONS: ReadonlyArray<{ value: Visualization; label: string }> = [
+  { value: 'line', label: 'Line' },
+  { value: 'bar', label: 'Bar' },
+  { value: 'number', label: 'Number' },
+  { value: 'table', label: 'Table' },
+];
 
 function replaceAt<T>(items: readonly T[], index: number, item: T): T[] {
   return items.map((existing, position) => (position === index ? item : existing));
@@ -164,14 +172,7 @@ export function Builder({ form, onChange, suggestions }: { form: TrendForm; onCh
 
       <fieldset>
         <legend>Show as</legend>
-        <div class="segmented" role="radiogroup" aria-label="Show as">
-          {(['line', 'bar', 'number', 'table'] as const).map((kind: Visualization) => (
-            <label key={kind}>
-              <input type="radio" name="visualization" value={kind} checked={form.visualization === kind} onChange={() => set('visualization', kind)} />
-              <span>{kind === 'line' ? 'Line' : kind === 'bar' ? 'Bar' : kind === 'number' ? 'Number' : 'Table'}</span>
-            </label>
-          ))}
-        </div>
+        <Segmented name="visualization" label="Show as" options={VISUALIZATIONS} value={form.visualization} onChange={(kind) => set('visualization', kind)} />
       </fieldset>
     </form>
   );

@@ -15,11 +15,12 @@ import { useDebounced, useLoad } from '../hooks';
 import { Builder } from '../insights/builder';
 import { defaultForm, describeForm, formFromFilters, formProblem, trendRequest, type TrendForm } from '../insights/query';
 import { TrendResult } from '../insights/result';
+import { SaveBar } from '../insights/save-bar';
 import { loadSuggestions } from '../insights/suggestions';
-import { projectPath } from '../paths';
-import { navigate } from '../router';
 import type { ScreenProps } from '../screen-props';
+import { hogqlSource } from '../sql/saved';
 import { insightName } from './insight-list';
+import { SqlEditor } from './sql-editor';
 
 const RECOMPUTE_AFTER_MS = 400;
 
@@ -30,14 +31,18 @@ export function InsightEditor({ params }: ScreenProps) {
     (signal) => (shortId ? client.call(operations.getInsight, { project_id: projectId, id: shortId }, { signal }) : Promise.resolve(null)),
     [client, projectId, shortId],
   );
-  return <Async value={insight}>{(saved) => <Editor key={saved?.short_id ?? 'new'} saved={saved} />}</Async>;
+  return <Async value={insight}>{(saved) => <EditorOf key={saved?.short_id ?? 'new'} saved={saved} />}</Async>;
+}
+
+/** The editor of the insight's kind: its query node's, else (legacy filters) the trend builder. */
+function EditorOf({ saved }: { saved: Insight | null }) {
+  if (saved && hogqlSource(saved.query)) return <SqlEditor saved={saved} />;
+  return <Editor saved={saved} />;
 }
 
 function Editor({ saved }: { saved: Insight | null }) {
   const { client, projectId } = useConsole();
   const [form, setForm] = useState<TrendForm>(() => (saved ? formFromFilters(saved.filters) : defaultForm()));
-  const [name, setName] = useState(saved?.name ?? '');
-  const [status, setStatus] = useState<{ saving: boolean; error?: unknown; message?: string }>({ saving: false });
   const request = useMemo(() => trendRequest(form), [form]);
   const problem = formProblem(form);
   // Nothing is asked while the form lacks something (it says what instead).
@@ -55,23 +60,6 @@ function Editor({ saved }: { saved: Insight | null }) {
   const [download, downloadError] = useDownload();
   const suggestions = useLoad((signal) => loadSuggestions(client, projectId, signal), [client, projectId]);
 
-  const save = async (event: Event) => {
-    event.preventDefault();
-    setStatus({ saving: true });
-    const body = { name: name.trim() || describeForm(form), filters: { ...request }, saved: true };
-    try {
-      if (saved) {
-        await client.call(operations.updateInsight, { project_id: projectId, id: saved.id }, { body });
-        setStatus({ saving: false, message: 'Saved.' });
-      } else {
-        const created = await client.call(operations.createInsight, { project_id: projectId }, { body });
-        navigate(projectPath(projectId, `insights/${created.short_id}`), { replace: true });
-      }
-    } catch (error) {
-      setStatus({ saving: false, error });
-    }
-  };
-
   return (
     <>
       <PageHeader title={saved ? insightName(saved) : 'New insight'} subtitle="Trend">
@@ -79,17 +67,7 @@ function Editor({ saved }: { saved: Insight | null }) {
           Download CSV
         </button>
       </PageHeader>
-      <form class="save-bar" onSubmit={(event) => void save(event)}>
-        <label for="insight-name">Name</label>
-        <input id="insight-name" value={name} placeholder={describeForm(form)} onInput={(event) => setName(event.currentTarget.value)} maxLength={400} />
-        <button type="submit" disabled={status.saving || problem !== null}>
-          {status.saving ? 'Saving…' : saved ? 'Save' : 'Save insight'}
-        </button>
-        <span role="status" class="muted">
-          {status.message}
-        </span>
-      </form>
-      {status.error !== undefined && <Problem error={status.error} />}
+      <SaveBar saved={saved} placeholder={describeForm(form)} body={() => ({ filters: { ...request } })} disabled={problem !== null} />
       {downloadError !== undefined && <Problem error={downloadError} />}
       <div class="editor">
         <Builder form={form} onChange={setForm} suggestions={suggestions.status === 'ok' ? suggestions.data : { events: [], properties: [], cohorts: [] }} />

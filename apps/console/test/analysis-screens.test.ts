@@ -1,0 +1,133 @@
+/**
+ * The console's analysis screens in Chromium against embedded Plover, on events sent through `/batch/`: the SQL
+ * editor (run, an error at its position, chart, CSV, save and reopen), and the funnel and retention screens,
+ * whose numbers must be the ones the query API answers for the same node.
+ */
+import fs from 'node:fs';
+import type { Page } from 'playwright-core';
+import { describeWithBrowser } from '../../../test/support/browser';
+import { startEmbedded } from '../../../test/support/embedded';
+import { ConsoleTarget, screenshot, signIn, usePage, type CapturedEvent } from './support/console';
+
+const DAY = 86_400_000;
+
+/**
+ * Ten users view a page at noon (UTC, the project's timezone) six days ago; the first six sign up a minute later and
+ * the first three of those buy a minute after that. The first five come back for a pageview five days ago, the
+ * first two four days ago. Chrome for the even users, Firefox for the odd ones.
+ */
+function dataset(now: number): CapturedEvent[] {
+  const noon = now - (now % DAY) - 6 * DAY + DAY / 2;
+  const events: CapturedEvent[] = [];
+  const add = (user: number, event: string, at: number) =>
+    events.push({ event, distinct_id: `user-${user}`, timestamp: new Date(at).toISOString(), properties: { $browser: user % 2 === 0 ? 'Chrome' : 'Firefox' } });
+  for (let user = 0; user < 10; user++) {
+    add(user, '$pageview', noon);
+    if (user < 6) add(user, 'signup', noon + 60_000);
+    if (user < 3) add(user, 'purchase', noon + 120_000);
+    if (user < 5) add(user, '$pageview', noon + DAY);
+    if (user < 2) add(user, '$pageview', noon + 2 * DAY);
+  }
+  return events;
+}
+
+const target = {} as { console: ConsoleTarget; events: number };
+
+beforeAll(async () => {
+  target.console = new ConsoleTarget(await startEmbedded());
+  const events = dataset(Date.now());
+  target.events = events.length;
+  await target.console.capture(events);
+  await target.console.waitForEvents(events.length);
+}, 180_000);
+
+afterAll(async () => {
+  await target.console?.plover.stop();
+});
+
+/** The query API's answer for `query`, as a script would ask it. */
+function query<T>(node: Record<string, unknown>): Promise<T> {
+  return target.console.api<T>('POST', `/api/projects/${target.console.plover.credentials.projectId}/query/`, { query: node });
+}
+
+async function open(page: Page, screen: string): Promise<void> {
+  const { plover } = target.console;
+  await signIn(page, target.console.base, plover.credentials.personalKey);
+  await page.waitForURL(`**/project/${plover.credentials.projectId}`);
+  await page.getByRole('link', { name: 'Insights', exact: true }).click();
+  await page.getByRole('link', { name: screen, exact: true }).click();
+}
+
+describeWithBrowser()('the analysis screens in Chromium', () => {
+  const view = usePage();
+
+  it('runs HogQL, marks an error where it is, draws, exports and saves the query', async () => {
+    const { page, problems } = view;
+    await open(page, 'SQL');
+    const editor = page.getByRole('textbox', { name: 'Query' });
+    const sql = 'select event, count() as n, uniq(distinct_id) as users\nfrom events\ngroup by event\norder by n desc, event';
+    await editor.fill(sql);
+    await editor.press('Control+Enter');
+    const rows = page.getByRole('region', { name: 'Query result' }).getByRole('row');
+    await rows.nth(3).waitFor();
+    const api = await query<{ results: unknown[][] }>({ kind: 'HogQLQuery', query: sql });
+    expect(api.results.map((row) => row.map(String))).toEqual([
+      ['$pageview', '17', '10'],
+      ['signup', '6', '6'],
+      ['purchase', '3', '3'],
+    ]);
+    await expect(rows.allTextContents()).resolves.toEqual(['eventnusers', ...api.results.map((row) => row.join(''))]);
+    await expect(page.getByText('3 rows', { exact: true }).isVisible()).resolves.toBe(true);
+
+    // The table's CSV holds the rows shown.
+    const [csv] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download CSV' }).click()]);
+    expect(fs.readFileSync(await csv.path(), 'utf8')).toBe(`event,n,users\r\n${api.results.map((row) => row.join(',')).join('\r\n')}\r\n`);
+
+    // A bar chart of the counts by event; users unticked.
+    await page.getByRole('radio', { name: 'Bar' }).check();
+    await page.getByRole('checkbox', { name: 'users' }).uncheck();
+    await expect(page.locator('.result-panel .legend').textContent()).resolves.toBe('n');
+    await page.locator('.result-panel canvas').waitFor();
+    await screenshot(page, 'sql-chart');
+
+    // A misspelt column: marked where it is, and described with its line and column.
+    await editor.fill('select event,\n  evnt\nfrom events');
+    const alert = page.locator('#hogql-problem');
+    await alert.filter({ hasText: 'Line 2, column 3' }).waitFor();
+    await expect(page.locator('.code-input .tok-error').allTextContents()).resolves.toEqual(['evnt']);
+    await expect(editor.getAttribute('aria-invalid')).resolves.toBe('true');
+    await screenshot(page, 'sql-error');
+    // Running it anyway shows the server's refusal.
+    await page.getByRole('button', { name: 'Run', exact: true }).click();
+    await page.locator('.result-panel .problem').waitFor();
+
+    await editor.fill(sql);
+    await alert.waitFor({ state: 'hidden' });
+    await editor.press('Control+Enter');
+    await page.getByText('3 rows', { exact: true }).waitFor();
+    await page.getByLabel('Name').fill('Events by name');
+    await page.getByRole('button', { name: 'Save insight' }).click();
+    await page.waitForURL(/\/insights\/(?!sql)[A-Za-z0-9]+$/);
+    const shortId = page.url().split('/').pop();
+    const saved = await target.console.api<{ results: Array<{ name: string; query: Record<string, unknown> }> }>(
+      'GET',
+      `/api/projects/${target.console.plover.credentials.projectId}/insights/?short_id=${shortId}`,
+    );
+    expect(saved.results[0]).toMatchObject({
+      name: 'Events by name',
+      query: {
+        kind: 'DataVisualizationNode',
+        source: { kind: 'HogQLQuery', query: sql },
+        display: 'ActionsBar',
+        chartSettings: { xAxis: { column: 'event' }, yAxis: [{ column: 'n' }] },
+      },
+    });
+    // Reopened: the query, its display and columns as saved, run at once.
+    await page.reload();
+    await page.getByRole('heading', { level: 1, name: 'Events by name' }).waitFor();
+    await expect(page.getByRole('textbox', { name: 'Query' }).inputValue()).resolves.toBe(sql);
+    await expect(page.getByRole('radio', { name: 'Bar' }).isChecked()).resolves.toBe(true);
+    await expect(page.locator('.result-panel .legend').textContent()).resolves.toBe('n');
+    expect(problems.filter((text) => !text.includes('400'))).toEqual([]);
+  }, 240_000);
+});
