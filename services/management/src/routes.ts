@@ -6,6 +6,7 @@ import { flagDefinitionRoutes } from './flag-routes';
 import type { ManagementDeps } from './http/deps';
 import type { Route } from './http/route-table';
 import { insightRoutes } from './insights/routes';
+import { llmPromptRoutes } from './llm-prompts/routes';
 import { personRoutes } from './persons/routes';
 import { playlistRoutes } from './playlists/routes';
 import { nodeRunner, queryRoutes } from './query/routes';
@@ -42,6 +43,7 @@ export function routeTable(deps: ManagementDeps): RouteTable {
       ...queryRoutes(deps, { cache }),
       ...dataRoutes(deps),
       ...flagDefinitionRoutes(deps),
+      ...llmPromptRoutes(),
     ],
     shared: sharedRoutes(deps.sql, run),
   };

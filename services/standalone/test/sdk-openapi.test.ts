@@ -185,6 +185,8 @@ describe('the SDK routes OpenAPI document (/api/schema/sdk/)', () => {
       ['js product tours', 'get', `/api/product_tours/?token=${token}`, {}, undefined, 200],
       ['js web experiments', 'get', `/api/web_experiments/?token=${token}`, {}, undefined, 200],
       ['node, python remote config payload', 'get', `/api/projects/@current/feature_flags/site-config/remote_config?token=${token}`, personal, undefined, 200],
+      // @posthog/ai's and posthog-python's prompt client: PostHog's answer to an organization without prompt management.
+      ['node, python prompts', 'get', `/api/environments/@current/llm_prompts/name/welcome/?token=${token}`, personal, undefined, 403],
       // posthog-js's support widget, only shown when a project's conversations are on: refused as PostHog refuses a
       // project whose conversations are off.
       ['js conversations widget', 'post', '/api/conversations/v1/widget/message', widget, { message: 'hi', widget_session_id: 'w', distinct_id: 'u1' }, 403],

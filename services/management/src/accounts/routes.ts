@@ -39,6 +39,7 @@ export const SCOPE_OBJECTS = [
   'hog_function',
   'insight',
   'link',
+  'llm_prompt',
   'notebook',
   'organization',
   'organization_member',
