@@ -40,6 +40,9 @@ export function InsightList() {
         <Link class="button secondary" href={projectPath(projectId, 'insights/correlation')}>
           Funnel correlation
         </Link>
+        <Link class="button secondary" href={projectPath(projectId, 'insights/funnel')}>
+          New funnel
+        </Link>
         <Link class="button secondary" href={projectPath(projectId, 'insights/sql')}>
           SQL
         </Link>
