@@ -20,6 +20,7 @@ import { Persons } from './screens/persons';
 import { PlaylistScreen } from './screens/playlist';
 import { Playlists } from './screens/playlists';
 import { Recordings } from './screens/recordings';
+import { RetentionEditorScreen } from './screens/retention-editor';
 import { Settings } from './screens/settings';
 import { SqlEditorScreen } from './screens/sql-editor';
 
@@ -38,6 +39,7 @@ export const screens: Screen[] = [
   { path: 'insights/new', title: 'New insight', component: InsightEditor },
   { path: 'insights/correlation', title: 'Funnel correlation', component: FunnelCorrelation },
   { path: 'insights/funnel', title: 'New funnel', component: FunnelEditorScreen },
+  { path: 'insights/retention', title: 'New retention', component: RetentionEditorScreen },
   { path: 'insights/sql', title: 'SQL', component: SqlEditorScreen },
   { path: 'insights/:shortId', title: 'Insight', component: InsightEditor },
   { path: 'persons', title: 'Persons', nav: true, component: Persons },

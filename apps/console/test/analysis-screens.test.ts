@@ -213,4 +213,47 @@ describeWithBrowser()('the analysis screens in Chromium', () => {
     await texts(persons, ['10', '6', '3']);
     expect(problems).toEqual([]);
   }, 240_000);
+
+  it('shows the retention grid the query API computes, with its mean line, saved and reopened', async () => {
+    const { page, problems } = view;
+    await open(page, 'New retention');
+    const node = (retentionType: string) => ({
+      kind: 'RetentionQuery',
+      retentionFilter: {
+        targetEntity: { id: '$pageview', type: 'events' },
+        returningEntity: { id: '$pageview', type: 'events' },
+        retentionType,
+        period: 'Day',
+        totalIntervals: 7,
+      },
+    });
+    const grid = page.getByRole('region', { name: 'Retention by cohort' });
+    const rowTexts = grid.locator('tbody tr');
+    // Today's period is in progress (`*`); the cells of periods yet to come are empty.
+    // First time: everyone's first pageview is six days ago, five come back the next day and two the day after.
+    const firstTime = await query<{ results: Array<{ values: Array<{ count: number }> }> }>(node('retention_first_time'));
+    expect(firstTime.results.map((row) => row.values.map((value) => value.count))[0]).toEqual([10, 5, 2, 0, 0, 0, 0]);
+    await texts(rowTexts.first().locator('td'), ['', '100.0%', '50.0%', '20.0%', '0.0%', '0.0%', '0.0%', '0.0%']);
+    await expect(rowTexts.nth(1).locator('td').allTextContents()).resolves.toEqual(['10', '100.0%', '50.0%', '20.0%', '0.0%', '0.0%', '0.0%', '0.0%*']);
+    await screenshot(page, 'retention-first-time');
+
+    // Recurring: the five who came back start a cohort of their own the next day, of whom two come back again.
+    await page.getByRole('radio', { name: 'Recurring' }).check();
+    const recurring = await query<{ results: Array<{ values: Array<{ count: number }> }> }>(node('retention_recurring'));
+    const sizes = recurring.results.map((row) => row.values[0]!.count);
+    expect(sizes).toEqual([10, 5, 2, 0, 0, 0, 0]);
+    await texts(grid.locator('tbody tr td:nth-child(2)'), ['', ...sizes.map(String)]);
+    await expect(rowTexts.nth(2).locator('td').allTextContents()).resolves.toEqual(['5', '100.0%', '40.0%', '0.0%', '0.0%', '0.0%', '0.0%*', '']);
+    // The mean of each period over the cohorts that had returns in it: (50 + 40) / 2, then 20 alone.
+    await expect(rowTexts.first().locator('td').allTextContents()).resolves.toEqual(['', '100.0%', '45.0%', '20.0%', '0.0%', '0.0%', '0.0%', '0.0%']);
+    await screenshot(page, 'retention-recurring');
+
+    await page.getByRole('button', { name: 'Save insight' }).click();
+    await page.waitForURL(/\/insights\/(?!retention)[A-Za-z0-9]+$/);
+    await page.reload();
+    await page.getByRole('heading', { level: 1, name: 'Retention of $pageview' }).waitFor();
+    await expect(page.getByRole('radio', { name: 'Recurring' }).isChecked()).resolves.toBe(true);
+    await texts(grid.locator('tbody tr td:nth-child(2)'), ['', ...sizes.map(String)]);
+    expect(problems).toEqual([]);
+  }, 240_000);
 });

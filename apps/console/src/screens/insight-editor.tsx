@@ -23,6 +23,7 @@ import type { ScreenProps } from '../screen-props';
 import { hogqlSource } from '../sql/saved';
 import { FunnelEditor } from './funnel-editor';
 import { insightName } from './insight-list';
+import { RetentionEditor } from './retention-editor';
 import { SqlEditor } from './sql-editor';
 
 const RECOMPUTE_AFTER_MS = 400;
@@ -41,6 +42,7 @@ export function InsightEditor({ params }: ScreenProps) {
 function EditorOf({ saved }: { saved: Insight | null }) {
   if (saved && hogqlSource(saved.query)) return <SqlEditor saved={saved} />;
   if (saved && sourceOfKind(saved.query, 'FunnelsQuery')) return <FunnelEditor saved={saved} />;
+  if (saved && sourceOfKind(saved.query, 'RetentionQuery')) return <RetentionEditor saved={saved} />;
   return <Editor saved={saved} />;
 }
 
