@@ -10,7 +10,8 @@
  *    BatchPersonStore) and stored together, in one transaction; where a person changed meanwhile, the events
  *    that relied on its staged changes are processed again, one locked write each (see processPersons).
  * 4. Insert rows: dead letters to the dead-letter topic, warnings and person overrides to ClickHouse, then the
- *    events rows. Each of these writes is made durable before the next (see durable()).
+ *    events rows. Each of these writes is made durable before the next (see durable()). The projects whose
+ *    events are inserted are marked as having ingested one first (a redelivery finds the events stored).
  * 5. Commit the offset: resolving hands the batch back to the bus, which commits it, and the local log then
  *    deletes what the commit covers. So a commit never covers a write a power loss could take back.
  * A failure that is not an event's own (Postgres or ClickHouse unavailable, ...) is thrown: nothing is
@@ -31,11 +32,14 @@ import { deadLetterMessage, type DeadLetter } from './dead-letter';
 import { readMessage, type CapturedInput } from './message';
 import type { IngestionMetrics, Outcome, Step } from './metrics';
 import { PartitionRecovery, type ProcessedMessage } from './partition-recovery';
+import type { IngestedProjects } from './ingested-projects';
 import { isEventFault, type EventProcessor, type Processed } from './process';
 import { insertEventRows, storedEventUuids } from './store';
 
 export interface BatchHandlerOptions {
   processor: EventProcessor;
+  /** Projects' `ingested_event`, set before their first events are inserted. */
+  ingestedProjects: IngestedProjects;
   clickhouse: ClickHouse;
   bus: EventBus;
   deadLetterTopic: string;
@@ -260,7 +264,10 @@ export class BatchHandler {
       }
     });
 
-    await this.timeAsync('side_writes', () => this.storeSideOutputs(deadLetters, warnings, overrides));
+    await this.timeAsync('side_writes', async () => {
+      await this.options.ingestedProjects.mark(events.map((output) => output.row.team_id));
+      await this.storeSideOutputs(deadLetters, warnings, overrides);
+    });
     await this.durable();
     const refused = await this.timeAsync('insert_events', () => insertEventRows(this.options.clickhouse, events, (output) => output.row));
     await this.durable();

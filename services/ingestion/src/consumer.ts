@@ -14,6 +14,7 @@ import { GroupStore, PersonStore } from '@plover/persons';
 import type { Sql } from '@plover/postgres';
 import { BatchHandler } from './batch';
 import { ingestionMetrics } from './metrics';
+import { IngestedProjects } from './ingested-projects';
 import { EventProcessor } from './process';
 
 export interface IngestionSettings extends IngestionConfig {
@@ -50,6 +51,7 @@ export async function createConsumer(deps: ConsumerDeps): Promise<IngestionConsu
   const logger = deps.logger.child({ component: 'ingestion' });
   const handler = new BatchHandler({
     processor: new EventProcessor(new PersonStore(deps.sql), new GroupStore(deps.sql), deps.now ?? (() => new Date())),
+    ingestedProjects: new IngestedProjects(deps.sql),
     clickhouse: deps.clickhouse,
     bus: deps.bus,
     deadLetterTopic: settings.topics.deadLetter,

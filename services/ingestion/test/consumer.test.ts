@@ -317,6 +317,20 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
     });
   });
 
+  describe("the project's ingested_event", () => {
+    it('turns true with the first event a project ingests, and only for that project', async () => {
+      const projectId = await createProject(stack.stores.sql);
+      const quiet = await createProject(stack.stores.sql);
+      const ingestedEvent = async (id: number) =>
+        (await stack.stores.sql.query<{ ingested_event: boolean }>('test.ingestedEvent', 'SELECT ingested_event FROM projects WHERE id = $1', [id])).rows[0]
+          ?.ingested_event;
+      expect([await ingestedEvent(projectId), await ingestedEvent(quiet)]).toEqual([false, false]);
+      await produce([captured(projectId, 'first-visitor', '$pageview')]);
+      await waitForEvents(projectId, 1);
+      expect([await ingestedEvent(projectId), await ingestedEvent(quiet)]).toEqual([true, false]);
+    });
+  });
+
   describe('redelivered and repeated events', () => {
     it('shows an event produced twice once, and does not update its person twice', async () => {
       const projectId = await createProject(stack.stores.sql);
