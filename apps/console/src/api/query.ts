@@ -16,9 +16,3 @@ export function runHogQL(client: ApiClient, projectId: string, query: string, si
 export function checkHogQL(client: ApiClient, projectId: string, query: string, signal?: AbortSignal): Promise<HogQLMetadataResponse> {
   return runQuery<HogQLMetadataResponse>(client, projectId, { kind: 'HogQLMetadata', language: 'hogQL', query }, signal);
 }
-
-/** The node an insight's query runs when it is of `kind`: the node itself, or a wrapper's (`InsightVizNode`…) `source`. */
-export function sourceOfKind(node: QueryNode | null, kind: string): Record<string, unknown> | null {
-  const source: unknown = node && (node.kind === kind ? node : node.source);
-  return typeof source === 'object' && source !== null && !Array.isArray(source) && (source as QueryNode).kind === kind ? (source as QueryNode) : null;
-}

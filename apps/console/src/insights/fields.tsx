@@ -4,7 +4,7 @@
  */
 import type { ComponentChildren } from 'preact';
 import type { Cohort, Interval } from '../api/types';
-import { DATE_RANGES, INTERVALS } from './query';
+import { DATE_RANGES, INTERVALS, type BreakdownValue, type RangeValue } from './query';
 
 /** Suggestions for the fields: names from the project's latest events, and its cohorts. */
 export interface Suggestions {
@@ -31,12 +31,6 @@ export function SuggestionLists({ suggestions }: { suggestions: Suggestions }) {
       </datalist>
     </>
   );
-}
-
-export interface BreakdownValue {
-  /** A property name; empty for no breakdown. */
-  breakdown: string;
-  breakdownType: 'event' | 'person';
 }
 
 export function BreakdownFields({ value, onChange }: { value: BreakdownValue; onChange: (value: BreakdownValue) => void }) {
@@ -66,14 +60,6 @@ export function BreakdownFields({ value, onChange }: { value: BreakdownValue; on
       </div>
     </fieldset>
   );
-}
-
-export interface RangeValue {
-  /** The API's date grammar: `-7d`, `-24h`, `mStart`, an ISO date… */
-  dateFrom: string;
-  /** Empty for now. */
-  dateTo: string;
-  interval: Interval;
 }
 
 const CUSTOM_RANGE = 'custom';

@@ -4,11 +4,10 @@
  * the step order, a breakdown, the date range and what to show. A saved insight keeps the node in an
  * `InsightVizNode`; reading one back is lenient (what the builder cannot show is left at its default).
  */
-import { sourceOfKind } from '../api/query';
+import { sourceOfKind } from '../api/nodes';
 import type { Interval, QueryNode } from '../api/types';
 import { filterProblem, fromApiFilter, toApiFilters, type FilterForm } from '../filters/property-filter';
-import type { BreakdownValue, RangeValue } from './fields';
-import { INTERVALS } from './query';
+import { INTERVALS, type BreakdownValue, type RangeValue } from './query';
 
 export type FunnelWindowUnit = 'minute' | 'hour' | 'day' | 'week' | 'month';
 export const WINDOW_UNITS: readonly FunnelWindowUnit[] = ['minute', 'hour', 'day', 'week', 'month'];

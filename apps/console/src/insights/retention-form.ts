@@ -3,7 +3,7 @@
  * who starts a cohort (the target event), what counts as coming back (the returning event), first-time or
  * recurring cohorts, the period and how many, cumulative or not, and filters. Reading a saved node back is lenient.
  */
-import { sourceOfKind } from '../api/query';
+import { sourceOfKind } from '../api/nodes';
 import type { QueryNode } from '../api/types';
 import { filterProblem, fromApiFilter, toApiFilters, type FilterForm } from '../filters/property-filter';
 

@@ -5,7 +5,7 @@
  */
 import { useMemo, useState } from 'preact/hooks';
 import { operations } from '../api/operations';
-import { sourceOfKind } from '../api/query';
+import { sourceOfKind } from '../api/nodes';
 import type { Insight, TrendRequest } from '../api/types';
 import { Async } from '../components/async';
 import { PageHeader } from '../components/page-header';

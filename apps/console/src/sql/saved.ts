@@ -2,7 +2,7 @@
  * The SQL editor's state as a saved insight keeps it: PostHog's `DataVisualizationNode` around a `HogQLQuery`,
  * with the display and the chart's columns by name (`chartSettings`), and back.
  */
-import { sourceOfKind } from '../api/query';
+import { sourceOfKind } from '../api/nodes';
 import type { QueryNode } from '../api/types';
 
 export type SqlDisplay = 'table' | 'line' | 'bar';
