@@ -12,3 +12,4 @@ export * from './cache';
 export * from './funnel-input';
 export * from './funnels';
 export * from './retention';
+export * from './paths';

@@ -22,6 +22,7 @@ import {
   type WorkersView,
 } from '@plover/http';
 import type { Sql } from '@plover/postgres';
+import { aiOtelCapture } from './ai-otel-capture';
 import { decodePayload } from './decode';
 import { captureError } from './errors';
 import { captureMetrics } from './metrics';
@@ -198,6 +199,16 @@ export function captureRoutes(deps: CaptureDeps): SdkRouters & { table: SdkRoute
     }
   }
 
+  async function captureAiOtel(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const lease = settings.decompression.lease();
+    try {
+      metrics.events.inc({ topic: 'events' }, await aiOtel(req, lease));
+      sendJson(res, OTLP_OK_BODY);
+    } finally {
+      lease.release();
+    }
+  }
+
   async function captureWithin(req: IncomingMessage, res: ServerResponse, route: Route, lease: DecompressionLease): Promise<void> {
     const now = settings.now();
     const query = new URLSearchParams(queryString(req.url));
@@ -278,6 +289,17 @@ export function captureRoutes(deps: CaptureDeps): SdkRouters & { table: SdkRoute
 
   const otlp = otlpCapture({ limits: settings.limits, lookUpProject });
 
+  const aiOtel = aiOtelCapture({
+    topic: settings.topics.events,
+    now: settings.now,
+    logger,
+    lookUpProject,
+    admit,
+    clientIp: (req) => clientIp(req, deps.trustProxy),
+    produce,
+    onShed: (spans) => metrics.otelSpansShed.inc(spans),
+  });
+
   const v1 = v1Capture({
     topics: settings.topics,
     limits: { bodyBytes: V1_BODY_BYTES, decompressedBytes: settings.limits.decompressedBytes, eventBytes: settings.limits.eventBytes },
@@ -312,6 +334,15 @@ export function captureRoutes(deps: CaptureDeps): SdkRouters & { table: SdkRoute
       fast: captureV1,
     },
     { methods: ['options'], path: '/i/v1/analytics/events', summary: 'A preflight.', response: OK, fast: (_req, res) => sendOk(res) },
+    {
+      methods: ['post'],
+      path: '/i/v0/ai/otel',
+      summary:
+        "LLM analytics over OpenTelemetry (posthog-python's and @posthog/ai's OTel exporter): OTLP/HTTP traces, protobuf or JSON, Bearer token; AI spans become `$ai_*` events.",
+      response: OTLP_OK,
+      fast: captureAiOtel,
+    },
+    { methods: ['options'], path: '/i/v0/ai/otel', summary: 'A preflight.', response: OK, fast: (_req, res) => sendOk(res) },
     ...(['logs', 'metrics'] as const).flatMap((signal): SdkRoute[] => [
       {
         methods: ['post'],

@@ -5,6 +5,8 @@ export interface CaptureMetrics {
   events: Counter<'topic'>;
   rejected: Counter<'code'>;
   produceSeconds: Histogram;
+  /** `/i/v0/ai/otel` spans left out because their event was too large. */
+  otelSpansShed: Counter;
 }
 
 /** Labels are bounded: three topics (`events`, `historical`, `replay`), and the error codes of errors.ts. */
@@ -23,6 +25,16 @@ export function captureMetrics(registry: Registry): CaptureMetrics {
           name: 'plover_capture_rejected_requests_total',
           help: 'Requests answered with an error, by error code',
           labelNames: ['code'],
+          registers: [registry],
+        }),
+    ),
+    otelSpansShed: singleMetric(
+      registry,
+      'plover_capture_otel_spans_shed_total',
+      () =>
+        new Counter({
+          name: 'plover_capture_otel_spans_shed_total',
+          help: 'OpenTelemetry AI spans left out of an accepted export because their event was too large',
           registers: [registry],
         }),
     ),

@@ -9,7 +9,7 @@ import type { ProjectByToken } from '@plover/accounts';
 import { queryString, readBody, type DecompressionLease } from '@plover/http';
 import { decodePayload } from './decode';
 import { captureError } from './errors';
-import { checkTokenShape } from './request';
+import { bearerToken, checkTokenShape } from './request';
 
 export type OtlpSignal = 'logs' | 'metrics';
 
@@ -25,7 +25,7 @@ const RESOURCE_LIST: Record<OtlpSignal, string> = { logs: 'resourceLogs', metric
 export function otlpCapture(deps: OtlpCaptureDeps): (req: IncomingMessage, signal: OtlpSignal, lease: DecompressionLease) => Promise<number> {
   return async (req, signal, lease) => {
     const query = new URLSearchParams(queryString(req.url));
-    const token = query.get('token') ?? bearer(req.headers.authorization);
+    const token = query.get('token') ?? bearerToken(req.headers.authorization);
     if (!token) throw captureError.noToken();
     await deps.lookUpProject(checkTokenShape(token));
     if (req.headers['content-type']?.toLowerCase().startsWith('application/x-protobuf')) {
@@ -50,8 +50,4 @@ export function otlpCapture(deps: OtlpCaptureDeps): (req: IncomingMessage, signa
     if (!Array.isArray(resources)) throw captureError.invalidEvent(`An OTLP ${signal} export request has a ${list} list.`, list);
     return resources.length;
   };
-}
-
-function bearer(authorization: string | undefined): string | undefined {
-  return authorization && /^bearer /i.test(authorization) ? authorization.slice(7) : undefined;
 }

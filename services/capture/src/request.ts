@@ -132,3 +132,8 @@ export function checkTokenShape(raw: string): string {
   if (token.includes('\0')) throw captureError.invalidToken('null_byte');
   return token;
 }
+
+/** The token of an `Authorization: Bearer …` header (the scheme in any case); undefined without one. */
+export function bearerToken(authorization: string | undefined): string | undefined {
+  return authorization && /^bearer /i.test(authorization) ? authorization.slice(7) : undefined;
+}

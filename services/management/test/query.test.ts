@@ -1,7 +1,7 @@
 /**
  * `/query/` as PostHog's tools call it, through `/api/projects/` and `/api/environments/`: HogQL with the
  * response envelope and the cache, errors in PostHog's shape, other projects' rows out of reach, HogQLMetadata,
- * TrendsQuery, wrapper nodes, the per-project concurrency limit, and status and cancel of a running query.
+ * TrendsQuery, FunnelsQuery, RetentionQuery, PathsQuery, wrapper nodes, the per-project concurrency limit, and status and cancel of a running query.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -191,17 +191,23 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('/query
     expect(trends.body.results[0]).toMatchObject({ count: 2, label: '$pageview' });
   });
 
-  it('FunnelsQuery and RetentionQuery answer what the legacy endpoints compute for the same node', async () => {
+  it('FunnelsQuery, RetentionQuery and PathsQuery answer what the legacy endpoints compute for the same node', async () => {
     const t = await world.tenant();
     const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().replace('T', ' ').replace('Z', '');
     const as = (row: EventRow, person: string): EventRow => ({ ...row, person_id: person });
+    const dayAgo = day(1);
+    const minuteLater = (n: number) => new Date(Date.parse(`${dayAgo}Z`) + n * 60_000).toISOString().replace('T', ' ').replace('Z', '');
     const [ann, bob, cy] = ['a', 'b', 'c'].map((n) => `00000000-0000-4000-a000-00000000000${n}`) as [string, string, string];
     await insertEvents(clickhouse, [
       as(event(t.projectId, '$pageview', 'ann', day(3)), ann),
       as(event(t.projectId, 'signed up', 'ann', day(2)), ann),
       as(event(t.projectId, '$pageview', 'bob', day(3)), bob),
       as(event(t.projectId, '$pageview', 'cy', day(2)), cy),
-      as(event(t.projectId, '$pageview', 'cy', day(1)), cy),
+      as(event(t.projectId, '$pageview', 'cy', dayAgo), cy),
+      ...['/a', '/b/'].map((url, i) => ({
+        ...as(event(t.projectId, '$pageview', 'cy', minuteLater(i + 1)), cy),
+        properties: JSON.stringify({ $current_url: url }),
+      })),
     ]);
     const series = [
       { kind: 'EventsNode', event: '$pageview' },
@@ -214,10 +220,12 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('/query
       dateRange: { date_from: '-7d' },
       retentionFilter: { targetEntity: target, returningEntity: target, period: 'Day' },
     };
+    const paths = { kind: 'PathsQuery', dateRange: { date_from: '-7d' }, pathsFilter: { includeEventTypes: ['$pageview', 'custom_event'] } };
     const base = `/api/projects/${t.projectId}`;
     for (const [node, legacy] of [
       [funnel, 'funnel'],
       [retention, 'retention'],
+      [paths, 'path'],
     ] as const) {
       const viaQuery = await request(world.app).post(`${base}/query/`).set(t.auth).send({ query: node });
       expect(viaQuery.status).toBe(200);
@@ -230,6 +238,11 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('/query
     const cohorts = await request(world.app).post(`${base}/query/`).set(t.auth).send({ query: retention });
     const sizes = (cohorts.body.results as Array<{ values: Array<{ count: number }> }>).map((row) => row.values[0]?.count ?? 0);
     expect(sizes.reduce((a, b) => a + b, 0)).toBe(4);
+    const edges = await request(world.app).post(`${base}/query/`).set(t.auth).send({ query: paths });
+    expect(edges.body.results).toEqual([
+      { source: '1_', target: '2_/a', value: 1, average_conversion_time: 60_000 },
+      { source: '2_/a', target: '3_/b', value: 1, average_conversion_time: 60_000 },
+    ]);
     const bad = await request(world.app)
       .post(`${base}/query/`)
       .set(t.auth)

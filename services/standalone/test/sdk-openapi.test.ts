@@ -150,6 +150,14 @@ describe('the SDK routes OpenAPI document (/api/schema/sdk/)', () => {
       ['node, python, js-lite', 'post', '/batch/', {}, batch, 200],
       ['node captureAi, python capture_ai', 'post', '/i/v0/ai/batch/', {}, batch, 200],
       [
+        'python PostHogSpanProcessor, @posthog/ai PostHogTraceExporter',
+        'post',
+        '/i/v0/ai/otel',
+        { Authorization: `Bearer ${token}` },
+        { resourceSpans: [] },
+        200,
+      ],
+      [
         'node, python (POSTHOG_CAPTURE_MODE=v1)',
         'post',
         '/i/v1/analytics/events',

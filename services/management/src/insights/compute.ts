@@ -7,6 +7,9 @@ import {
   parseCorrelationRequest,
   parseFunnelRequest,
   parseRetentionRequest,
+  parsePathsRequest,
+  pathsRange,
+  runPaths,
   retentionRange,
   runFunnel,
   runRetention,
@@ -31,7 +34,7 @@ import { Type } from '@sinclair/typebox';
 import { csvText, Q, type Route, type RouteInput } from '../http/route-table';
 import { valueValidator } from '../shared/schema';
 import { insightContext } from '../shared/insight-context';
-import { FunnelCorrelationRequest, funnelCorrelationNode, FunnelRequest, InsightResult, RetentionRequest } from './schemas';
+import { FunnelCorrelationRequest, funnelCorrelationNode, FunnelRequest, InsightResult, PathRequest, RetentionRequest } from './schemas';
 
 /** `refresh` values (query or body) that compute afresh instead of answering from the cache. */
 const REFRESH = new Set<unknown>([true, 'true', '1', 'blocking', 'force_blocking']);
@@ -186,7 +189,28 @@ export function computeRoutes(deps: ManagementDeps, cache = new InsightResultCac
     return legacyBody(computed, ctx.timezone, started);
   }
 
+  async function paths(req: Request): Promise<unknown> {
+    const started = performance.now();
+    const input = parsePathsRequest(req.query, req.body);
+    const ctx = insightContext(sql, projectOf(req));
+    const range = await pathsRange(clickhouse, input, ctx);
+    const key = await cacheRequest('path', ctx, input, range);
+    const computed = await cache.run(clickhouse, key, refreshRequested(req), () => runPaths(clickhouse, input, ctx));
+    return legacyBody(computed, ctx.timezone, started);
+  }
+
   return (['get', 'post'] as const).flatMap((method): Route[] => [
+    {
+      method,
+      path: '/insights/path',
+      scope: 'insight:read',
+      summary:
+        'Legacy paths: edges between consecutive path items (`1_/home` → `2_/pricing`) with counts and mean conversion times, from legacy path fields or a PathsQuery `query`; start and end points, cleaning, groupings, funnel paths',
+      query: Type.Object({ refresh: Q.string, query: Q.string }),
+      ...(method === 'post' ? { body: PathRequest } : {}),
+      response: { status: 200, schema: InsightResult },
+      handler: paths,
+    },
     {
       method,
       path: '/insights/retention',

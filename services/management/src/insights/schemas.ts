@@ -91,6 +91,14 @@ export const RetentionRequest = component(
   ),
 );
 
+export const PathRequest = component(
+  'PathRequest',
+  Type.Object(
+    { query: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.String({ description: 'the same node as JSON text' })])) },
+    { description: 'legacy path fields (also in the query string), or `query`: a PathsQuery, as an object or its JSON text' },
+  ),
+);
+
 export const FunnelCorrelationRequest = component(
   'FunnelCorrelationRequest',
   Type.Object(

@@ -5,12 +5,16 @@
  */
 import {
   insightRange,
+  nodeRuleAttr,
   parseFunnelsQuery,
+  parsePathsQuery,
   parseRetentionQuery,
+  pathsRange,
   parseTrendsQuery,
   rangeKey,
   retentionRange,
   runFunnel,
+  runPaths,
   runRetention,
   runTrends,
   type InsightContext,
@@ -132,6 +136,16 @@ const retention: QueryKind = {
   },
 };
 
+/** The same paths computation as `/insights/path/`, from a PathsQuery node. */
+const paths: QueryKind = {
+  async run(node, ctx) {
+    return insightResponse(await runPaths(ctx.clickhouse, parsePathsQuery(node, 'query'), ctx.insight, nodeRuleAttr));
+  },
+  async cacheScope(node, ctx) {
+    return rangeKey(await pathsRange(ctx.clickhouse, parsePathsQuery(node, 'query'), ctx.insight));
+  },
+};
+
 /** A display wrapper: PostHog runs its `source` and answers the source's response unchanged. */
 const wrapper: QueryKind = {
   cache: false,
@@ -147,6 +161,7 @@ export function queryKinds(): ReadonlyMap<string, QueryKind> {
     ['TrendsQuery', trends],
     ['FunnelsQuery', funnels],
     ['RetentionQuery', retention],
+    ['PathsQuery', paths],
     ['InsightVizNode', wrapper],
     ['DataTableNode', wrapper],
     ['DataVisualizationNode', wrapper],
