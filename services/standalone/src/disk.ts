@@ -57,8 +57,8 @@ class RefusingClickHouse implements ClickHouse {
     return this.refused(`ClickHouse insert into ${table}`) ?? this.clickhouse.insert(table, rows);
   }
 
-  query: ClickHouse['query'] = (name, sql, params) => this.clickhouse.query(name, sql, params);
-  queryRows: ClickHouse['queryRows'] = (name, sql, params) => this.clickhouse.queryRows(name, sql, params);
+  query: ClickHouse['query'] = (name, sql, params, settings) => this.clickhouse.query(name, sql, params, settings);
+  queryRows: ClickHouse['queryRows'] = (name, sql, params, settings) => this.clickhouse.queryRows(name, sql, params, settings);
   sync = () => this.clickhouse.sync?.() ?? Promise.resolve();
   ping = () => this.clickhouse.ping();
   close = () => this.clickhouse.close();

@@ -47,34 +47,10 @@ function insightBody(row: InsightRow): Static<typeof Insight> {
   };
 }
 
-/** InsightBasicSerializer's fields (my_last_viewed), in its order; `refreshing` is the only one the full body lacks. */
-const BASIC_FIELDS = [
-  'id',
-  'short_id',
-  'name',
-  'derived_name',
-  'filters',
-  'query',
-  'dashboards',
-  'dashboard_tiles',
-  'description',
-  'last_refresh',
-  'refreshing',
-  'saved',
-  'tags',
-  'updated_at',
-  'created_by',
-  'created_at',
-  'last_modified_at',
-  'favorited',
-  'user_access_level',
-  'last_viewed_at',
-] as const;
-
 function basicBody(row: InsightRow): Static<typeof InsightBasic> {
   const full: Record<string, unknown> = { ...insightBody(row), refreshing: false };
-  // In InsightBasicSerializer's order (a CSV's columns).
-  return Object.fromEntries(BASIC_FIELDS.map((field) => [field, full[field]])) as Static<typeof InsightBasic>;
+  // In the schema's order: InsightBasicSerializer's (a CSV's columns).
+  return Object.fromEntries(Object.keys(InsightBasic.properties).map((field) => [field, full[field]])) as Static<typeof InsightBasic>;
 }
 
 /** A query node, or its JSON text: an object with a string `kind`. */

@@ -7,7 +7,8 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { Request } from 'express';
-import { cancelHogQL, DEFAULT_QUERY_LIMITS, type QueryLimits } from '@plover/hogql';
+import { Type } from '@sinclair/typebox';
+import { cancelHogQL } from '@plover/hogql';
 import { InsightResultCache, stableJson } from '@plover/insights';
 import { ApiError } from '@plover/core';
 import type { ManagementDeps } from '../http/deps';
@@ -16,7 +17,7 @@ import { errors } from '../shared/errors';
 import { Reply, type Route, type RouteInput } from '../http/route-table';
 import { insightContext } from '../shared/insight-context';
 import { queryKinds, type QueryContext, type QueryKind } from './kinds';
-import { QueryRequest } from './schemas';
+import { QueryCancelled, QueryRequest, QueryStatus } from './schemas';
 
 export const MAX_RUNNING = 3;
 export const STATUS_TTL_MS = 20 * 60_000;
@@ -75,11 +76,7 @@ function nodeOf(value: unknown, attr = 'query'): Record<string, unknown> & { kin
 
 export function queryRoutes(
   { sql, clickhouse }: ManagementDeps,
-  {
-    kinds = queryKinds(),
-    cache = new InsightResultCache(),
-    limits = DEFAULT_QUERY_LIMITS,
-  }: { kinds?: ReadonlyMap<string, QueryKind>; cache?: InsightResultCache; limits?: QueryLimits } = {},
+  { kinds = queryKinds(), cache = new InsightResultCache() }: { kinds?: ReadonlyMap<string, QueryKind>; cache?: InsightResultCache } = {},
 ): Route[] {
   const running = new Map<number, number>();
   const statuses = new Map<string, QueryStatus>();
@@ -150,7 +147,7 @@ export function queryRoutes(
     remember(status);
     running.set(project.id, active + 1);
     try {
-      const ctx = { clickhouse, insight: insightContext(sql, projectOf(req)), limits, statementId: status.statementId };
+      const ctx = { clickhouse, insight: insightContext(sql, projectOf(req)), statementId: status.statementId };
       const response = await runNode(node, ctx, FORCE.has(body.refresh));
       status.results = response;
       return response;
@@ -174,7 +171,9 @@ export function queryRoutes(
     return status;
   }
 
-  const bodyAndScope = { scope: 'query:read', body: QueryRequest, response: { status: 200 } };
+  // What POST answers: the response of any kind it runs (a wrapper answers its source's).
+  const responses = [...new Set([...kinds.values()].flatMap((kind) => (kind.response === 'source' ? [] : [kind.response])))];
+  const bodyAndScope = { scope: 'query:read', body: QueryRequest, response: { status: 200, schema: Type.Union(responses) } };
   return [
     {
       method: 'post',
@@ -189,7 +188,7 @@ export function queryRoutes(
       path: '/query/:id',
       scope: 'query:read',
       summary: "A query's status: 202 while it runs, 200 with its results once done",
-      response: { status: 200 },
+      response: { status: 200, schema: QueryStatus },
       handler: (req) => {
         const status = find(req);
         return status.complete ? { query_status: statusBody(status) } : new Reply(202, { query_status: statusBody(status) });
@@ -200,7 +199,7 @@ export function queryRoutes(
       path: '/query/:id',
       scope: 'query:read',
       summary: "Cancel a running query's ClickHouse statement",
-      response: { status: 200 },
+      response: { status: 200, schema: QueryCancelled },
       handler: async (req) => {
         const status = find(req);
         if (status.complete) return { message: 'Query already complete' };
