@@ -117,6 +117,8 @@ const EXAMPLES: Record<string, Example> = {
   'PATCH /persons/:id': { body: { properties: { a: 1 } } },
   'PUT /persons/:id': { body: { properties: { a: 1 } } },
   'POST /session_recording_playlists': { body: { name: 'Conformance' } },
+  'POST /session_recording_playlists/:short_id/recordings/bulk_add': { body: { session_recording_ids: ['conformance-session'] } },
+  'POST /session_recording_playlists/:short_id/recordings/bulk_delete': { body: { session_recording_ids: ['conformance-session'] } },
   'POST /insights': { body: { name: 'Conformance', query: { kind: 'TrendsQuery', series: [] } } },
   'POST /insights/viewed': { body: { insight_ids: [1] } },
   'PUT /insights/:id/access_controls': { body: { access_level: 'editor' } },
