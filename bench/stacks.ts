@@ -53,8 +53,8 @@ export async function embeddedStack(bench: string): Promise<Stack> {
 export function observeInserts(inner: ClickHouse, inserted: (table: string, rows: readonly Record<string, unknown>[]) => void): ClickHouse {
   return {
     command: (name, sql, params) => inner.command(name, sql, params),
-    query: (name, sql, params) => inner.query(name, sql, params),
-    queryRows: (name, sql, params) => inner.queryRows(name, sql, params),
+    query: (name, sql, params, settings) => inner.query(name, sql, params, settings),
+    queryRows: (name, sql, params, settings) => inner.queryRows(name, sql, params, settings),
     insert: async (table, rows) => {
       await inner.insert(table, rows);
       inserted(table, rows);

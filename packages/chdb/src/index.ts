@@ -44,10 +44,12 @@ import {
   normalizeParams,
   SESSION_SETTINGS,
   unclassifiedFailure,
+  withSettings,
   type ClickHouse,
   type ClickHouseParams,
   type CompactResult,
   type RowsResult,
+  type StatementSettings,
 } from '@plover/clickhouse';
 
 export interface ChdbClickHouseOptions {
@@ -127,13 +129,15 @@ export class ChdbClickHouse implements ClickHouse {
     await this.run(`ClickHouse command ${name}`, (session) => execute(session, sql, params, 'Null'));
   }
 
-  async query<R = Record<string, unknown>>(name: string, sql: string, params?: ClickHouseParams): Promise<R[]> {
-    return this.run(`ClickHouse query ${name}`, async (session) => parseJsonEachRow<R>(await execute(session, sql, params, 'JSONEachRow')));
+  async query<R = Record<string, unknown>>(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings): Promise<R[]> {
+    return this.run(`ClickHouse query ${name}`, async (session) =>
+      parseJsonEachRow<R>(await execute(session, withSettings(sql, settings), params, 'JSONEachRow')),
+    );
   }
 
-  async queryRows(name: string, sql: string, params?: ClickHouseParams): Promise<RowsResult> {
+  async queryRows(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings): Promise<RowsResult> {
     return this.run(`ClickHouse query ${name}`, async (session) =>
-      compactRows(JSON.parse((await execute(session, sql, params, 'JSONCompact')).text()) as CompactResult),
+      compactRows(JSON.parse((await execute(session, withSettings(sql, settings), params, 'JSONCompact')).text()) as CompactResult),
     );
   }
 

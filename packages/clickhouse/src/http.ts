@@ -5,8 +5,8 @@ import { ClickHouseError, ClickHouseLogLevel, createClient, type ClickHouseClien
 import { StorageError } from '@plover/core';
 import { CLUSTER_SETTINGS } from './cluster';
 import { clickHouseFailure, closedFailure, nodeFailure, timeoutFailure, unclassifiedFailure } from './errors';
-import type { ClickHouse, ClickHouseCluster, ClickHouseParams, RowsResult } from './port';
-import { assertTableName, compactRows, normalizeParams, SESSION_SETTINGS } from './wire';
+import type { ClickHouse, ClickHouseCluster, ClickHouseParams, RowsResult, StatementSettings } from './port';
+import { assertTableName, compactRows, normalizeParams, SESSION_SETTINGS, withSettings } from './wire';
 
 export interface HttpClickHouseOptions {
   /** e.g. `http://127.0.0.1:8123` */
@@ -61,12 +61,12 @@ export class HttpClickHouse implements ClickHouse {
     );
   }
 
-  async query<R = Record<string, unknown>>(name: string, sql: string, params?: ClickHouseParams): Promise<R[]> {
-    return this.select(name, sql, params, 'JSONEachRow', (result) => result.json<R>());
+  async query<R = Record<string, unknown>>(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings): Promise<R[]> {
+    return this.select(name, withSettings(sql, settings), params, 'JSONEachRow', (result) => result.json<R>());
   }
 
-  async queryRows(name: string, sql: string, params?: ClickHouseParams): Promise<RowsResult> {
-    return this.select(name, sql, params, 'JSONCompact', async (result) => {
+  async queryRows(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings): Promise<RowsResult> {
+    return this.select(name, withSettings(sql, settings), params, 'JSONCompact', async (result) => {
       const { meta = [], data } = await result.json<unknown[]>();
       return compactRows({ meta, data });
     });

@@ -13,5 +13,5 @@ export * from './person-overrides';
 export * from './replay';
 // What an adapter outside this package (chDB) shares with the HTTP one: error classification and the wire rules.
 export { clickHouseFailure, closedFailure, unclassifiedFailure } from './errors';
-export { assertTableName, compactRows, normalizeParams, SESSION_SETTINGS, type CompactResult } from './wire';
+export { assertTableName, compactRows, normalizeParams, SESSION_SETTINGS, withSettings, type CompactResult } from './wire';
 export { checkPoints, limitedClickHouse, limitExceeded, limitSettings, type QueryLimits } from './limits';

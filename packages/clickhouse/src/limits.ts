@@ -1,11 +1,11 @@
 /**
  * Bounds on what one analysis request may make ClickHouse do, the same on a server and on chDB. Every read a
- * request handler makes goes through `limitedClickHouse`, which gives each SELECT the settings below as a trailing
- * `SETTINGS` clause (both adapters send the SQL text as it is, so one mechanism serves both) and turns a limit
+ * request handler makes goes through `limitedClickHouse`, which gives each SELECT the settings below in its
+ * `SETTINGS` clause (the port's statement settings, which both adapters write the same way) and turns a limit
  * the engine hit into a 400 naming it, instead of a 500 or a process that runs out of memory.
  */
 import { ApiError, StorageError } from '@plover/core';
-import type { ClickHouse, ClickHouseParams } from './port';
+import type { ClickHouse, ClickHouseParams, StatementSettings } from './port';
 
 export interface QueryLimits {
   /** `max_execution_time`: seconds a statement may run. */
@@ -65,16 +65,14 @@ export function limitExceeded(error: unknown, limits: QueryLimits): ApiError | u
 }
 
 /**
- * `clickhouse` with every `query` bounded by `limits`: the settings are appended to the statement (after a line
- * break, so a trailing `--` comment cannot swallow them) and a limit the engine hit becomes a 400 ApiError.
- * `beforeQuery` runs before each query and may hold it back or refuse it by rejecting (the management API's
- * concurrency gate).
+ * `clickhouse` with every `query` bounded by `limits`: the limit settings join the statement's own settings in its
+ * one `SETTINGS` clause (a statement's own setting of the same name is overridden: a caller cannot loosen a limit),
+ * and a limit the engine hit becomes a 400 ApiError. `beforeQuery` runs before each query and may hold it back or
+ * refuse it by rejecting (the management API's concurrency gate).
  * Commands and inserts pass through: handlers of analysis routes only read.
  */
 export function limitedClickHouse(clickhouse: ClickHouse, limits: QueryLimits, beforeQuery: () => Promise<void> | undefined = () => undefined): ClickHouse {
-  const clause = `\nSETTINGS ${Object.entries(limitSettings(limits))
-    .map(([name, value]) => `${name} = ${value}`)
-    .join(', ')}`;
+  const bounds = limitSettings(limits);
   async function bounded<T>(read: () => Promise<T>): Promise<T> {
     await beforeQuery();
     try {
@@ -90,9 +88,9 @@ export function limitedClickHouse(clickhouse: ClickHouse, limits: QueryLimits, b
     sync: clickhouse.sync && (() => clickhouse.sync!()),
     ping: () => clickhouse.ping(),
     close: () => clickhouse.close(),
-    query: <R = Record<string, unknown>>(name: string, sql: string, params?: ClickHouseParams) =>
-      bounded(() => clickhouse.query<R>(name, `${sql}${clause}`, params)),
-    queryRows: (name, sql, params) => bounded(() => clickhouse.queryRows(name, `${sql}${clause}`, params)),
+    query: <R = Record<string, unknown>>(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings) =>
+      bounded(() => clickhouse.query<R>(name, sql, params, { ...settings, ...bounds })),
+    queryRows: (name, sql, params, settings) => bounded(() => clickhouse.queryRows(name, sql, params, { ...settings, ...bounds })),
   };
 }
 

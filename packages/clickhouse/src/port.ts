@@ -5,6 +5,12 @@
  */
 export type ClickHouseParams = Record<string, unknown>;
 
+/**
+ * Settings of one statement, sent as its one trailing `SETTINGS` clause (wire.ts `withSettings`). Names and values
+ * come from code and configuration, never from a request.
+ */
+export type StatementSettings = Readonly<Record<string, number | string>>;
+
 /** A sharded ClickHouse cluster that a handle's statements go to (cluster.ts, docs/clickhouse-cluster.md). */
 export interface ClickHouseCluster {
   /** The cluster's name in the servers' `remote_servers` configuration. */
@@ -30,12 +36,12 @@ export interface ClickHouse {
   /** A statement without a result (DDL, ALTER, INSERT … SELECT). `name` labels it in logs and metrics. */
   command(name: string, sql: string, params?: ClickHouseParams): Promise<void>;
   /** A SELECT; rows come back as objects (JSONEachRow; 64-bit integers as strings). */
-  query<R = Record<string, unknown>>(name: string, sql: string, params?: ClickHouseParams): Promise<R[]>;
+  query<R = Record<string, unknown>>(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings): Promise<R[]>;
   /**
    * A SELECT whose rows come back as arrays, with the result's column names and ClickHouse types (JSONCompact):
    * for queries whose columns are not known in advance, or have the same name twice.
    */
-  queryRows(name: string, sql: string, params?: ClickHouseParams): Promise<RowsResult>;
+  queryRows(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings): Promise<RowsResult>;
   /** Inserts rows as JSONEachRow into `table`; resolves once ClickHouse has stored them. */
   insert(table: string, rows: readonly Record<string, unknown>[]): Promise<void>;
   /**

@@ -3,7 +3,7 @@
  * values and table names, and return identically shaped rows.
  */
 import { StorageError } from '@plover/core';
-import type { ClickHouseParams, RowsResult } from './port';
+import type { ClickHouseParams, RowsResult, StatementSettings } from './port';
 
 /**
  * Settings applied to every statement on both adapters. Each one is set explicitly because chDB's defaults
@@ -20,6 +20,25 @@ export const SESSION_SETTINGS = {
   date_time_input_format: 'best_effort',
   input_format_skip_unknown_fields: 0,
 } as const;
+
+const SETTING_NAME = /^[a-z][a-z0-9_]*$/;
+const SETTING_TEXT = /^[A-Za-z0-9_]*$/;
+
+/**
+ * `sql` with `settings` as its trailing `SETTINGS` clause (after a line break, so a trailing `--` comment cannot
+ * swallow it); `sql` itself when there are none. Numbers must be safe integers and texts plain words: settings come
+ * from code and configuration, and are checked anyway since they are spliced.
+ */
+export function withSettings(sql: string, settings: StatementSettings | undefined): string {
+  const entries = Object.entries(settings ?? {});
+  if (entries.length === 0) return sql;
+  const clause = entries.map(([name, value]) => {
+    const valid = typeof value === 'number' ? Number.isSafeInteger(value) : SETTING_TEXT.test(value);
+    if (!SETTING_NAME.test(name) || !valid) throw new StorageError(`Invalid ClickHouse setting ${name} = ${JSON.stringify(value)}`, false, 'BAD_SETTING');
+    return `${name} = ${typeof value === 'number' ? value : `'${value}'`}`;
+  });
+  return `${sql}\nSETTINGS ${clause.join(', ')}`;
+}
 
 /** `name` or `database.name`: the only table references `insert` accepts, since the name is spliced into SQL. */
 const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$/;

@@ -1,5 +1,6 @@
 import os from 'node:os';
 import path from 'node:path';
+import type { QueryLimits } from '@plover/clickhouse';
 import { ConfigError, type Section, type VariableSchema } from './load';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -424,17 +425,8 @@ export const management: Section<ManagementConfig> = {
 };
 
 export interface AnalysisConfig {
-  /** What one analysis statement may make ClickHouse do (the shape of @plover/clickhouse's QueryLimits). */
-  limits: {
-    maxExecutionSeconds: number;
-    maxMemoryBytes: number;
-    maxRowsToRead: number;
-    maxBytesToRead: number;
-    maxResultRows: number;
-    maxResultBytes: number;
-    maxThreads: number;
-    maxPoints: number;
-  };
+  /** What one analysis statement may make ClickHouse do (`limitedClickHouse` applies them). */
+  limits: QueryLimits;
   /** Analysis requests one project may have running at once; more answer 429. */
   concurrencyPerProject: number;
   /** Streamed exports (CSV, JSON lines) running at once in the process; more wait their turn. */

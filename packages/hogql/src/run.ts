@@ -10,28 +10,12 @@ import { HogQLError } from './errors';
 import { parseSelect } from './parser';
 import { Printer, type PrintedQuery } from './printer';
 
-/** What one query may use. Applied as ClickHouse settings on the statement itself, so both stores honour them. */
-export interface QueryLimits {
-  maxExecutionSeconds: number;
-  maxMemoryBytes: number;
-  maxRowsToRead: number;
-  /** Threads one query may use; set in embedded mode, where the query shares the machine with capture. */
-  maxThreads?: number;
-}
-
-export const DEFAULT_QUERY_LIMITS: QueryLimits = {
-  maxExecutionSeconds: 60,
-  maxMemoryBytes: 2 * 1024 ** 3,
-  maxRowsToRead: 2_000_000_000,
-};
-
 export const DEFAULT_LIMIT = 100;
 export const MAX_LIMIT = 50_000;
 
 export interface HogQLRunOptions {
   teamId: number;
   values?: Readonly<Record<string, unknown>>;
-  limits?: QueryLimits;
   /** Marks the statement so that cancel() can find it; a fresh id when absent. */
   queryId?: string;
   /** Timings are added here as `{k, t}` (seconds), PostHog's shape. */
@@ -50,23 +34,19 @@ export interface HogQLResult {
   offset: number;
 }
 
-/** The statement's settings clause. `readonly = 2`: reads only, and no user text can reach it (SETTINGS is refused). */
-export function settingsClause(limits: QueryLimits): string {
-  const settings: [string, number | string][] = [
-    ['readonly', 2],
-    ['max_execution_time', limits.maxExecutionSeconds],
-    ['max_memory_usage', limits.maxMemoryBytes],
-    ['max_rows_to_read', limits.maxRowsToRead],
-    ['read_overflow_mode', `'throw'`],
-    ['max_ast_elements', 1_000_000],
-    ['max_expanded_ast_elements', 1_000_000],
-    ['transform_null_in', 1],
-    ['output_format_json_quote_64bit_integers', 0],
-  ];
-  if (limits.maxThreads !== undefined) settings.push(['max_threads', limits.maxThreads]);
-  for (const [, value] of settings) if (typeof value === 'number' && !Number.isSafeInteger(value)) throw new RangeError(`Invalid query limit ${value}`);
-  return `SETTINGS ${settings.map(([name, value]) => `${name} = ${value}`).join(', ')}`;
-}
+/**
+ * The settings HogQL statements run with besides the analysis limits (which the ClickHouse handle adds:
+ * `limitedClickHouse`): read-only (`readonly = 2`, and no user text can reach settings: SETTINGS is refused), room
+ * for the expressions a printed query expands to, `IN` matching NULLs as HogQL means it, and 64-bit integers as
+ * JSON numbers, as PostHog answers them.
+ */
+const HOGQL_SETTINGS = {
+  readonly: 2,
+  max_ast_elements: 1_000_000,
+  max_expanded_ast_elements: 1_000_000,
+  transform_null_in: 1,
+  output_format_json_quote_64bit_integers: 0,
+} as const;
 
 /** Parses and prints `query` for `teamId`; HogQLErrors for anything wrong with it. */
 export async function printHogQL(query: string, options: { teamId: number; values?: Readonly<Record<string, unknown>> }): Promise<PrintedQuery> {
@@ -76,6 +56,10 @@ export async function printHogQL(query: string, options: { teamId: number; value
 
 const queryMarker = (queryId: string) => `/* hogql-query ${queryId} */`;
 
+/**
+ * Runs `query` for `options.teamId` on `ch`, which bounds it: the management API hands in its analysis handle
+ * (`limitedClickHouse`, the one owner of time, memory, rows and thread limits).
+ */
 export async function runHogQL(ch: ClickHouse, query: string, options: HogQLRunOptions): Promise<HogQLResult> {
   const timings = options.timings ?? [];
   let started = performance.now();
@@ -86,9 +70,8 @@ export async function runHogQL(ch: ClickHouse, query: string, options: HogQLRunO
   };
   const printed = await toApi(() => printHogQL(query, options));
   lap('./print');
-  const limits = options.limits ?? DEFAULT_QUERY_LIMITS;
-  const sql = `${queryMarker(options.queryId ?? randomUUID())} ${printed.sql} ${settingsClause(limits)}`;
-  const result = await toApi(() => ch.queryRows('hogql', sql, printed.params), limits);
+  const sql = `${queryMarker(options.queryId ?? randomUUID())} ${printed.sql}`;
+  const result = await toApi(() => ch.queryRows('hogql', sql, printed.params, HOGQL_SETTINGS));
   lap('./clickhouse_execute');
   const hasMore = result.rows.length > printed.limit;
   return {
@@ -115,15 +98,8 @@ export async function cancelHogQL(ch: ClickHouse, queryId: string): Promise<void
   await ch.command('hogql.cancel', `KILL QUERY WHERE startsWith(query, '${queryMarker(queryId)}') ASYNC`);
 }
 
-/** ClickHouse error codes a query can cause, with what to tell its author. */
-const LIMIT_CODES: ReadonlyMap<number, (limits: QueryLimits) => string> = new Map([
-  [159, (limits) => `Query exceeded the time limit (max_execution_time: ${limits.maxExecutionSeconds} s)`],
-  [160, (limits) => `Query would exceed the time limit (max_execution_time: ${limits.maxExecutionSeconds} s)`],
-  [241, (limits) => `Query exceeded the memory limit (max_memory_usage: ${limits.maxMemoryBytes} bytes)`],
-  [158, (limits) => `Query exceeded the limit of rows to read (max_rows_to_read: ${limits.maxRowsToRead})`],
-  [307, () => 'Query exceeded the limit of bytes to read'],
-  [394, () => 'Query was cancelled'],
-]);
+/** The ClickHouse code of a statement stopped by KILL QUERY (`cancelHogQL`). */
+const CANCELLED = '394';
 
 /** ClickHouse codes of failures outside the query's control: the store is down or overloaded. */
 const UNAVAILABLE = new Set(['202', '203', '209', '210', '279', 'TIMEOUT', 'CLOSED', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE']);
@@ -134,25 +110,25 @@ function clickHouseMessage(error: StorageError): string {
   return text.split(/: In scope |\. \([A-Z_]+\)|\n| \(version /)[0]!.trim();
 }
 
-export function toApiError(error: unknown, limits: QueryLimits = DEFAULT_QUERY_LIMITS): ApiError {
+/** A failure of a HogQL query as the API answers it (a limit the engine hit is already one: `limitedClickHouse`). */
+export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   if (error instanceof HogQLError) {
     const position = error.start !== undefined ? ` (at ${error.start}${error.end !== undefined ? `-${error.end}` : ''})` : '';
     return ApiError.validation(`${error.message}${position}`, null, error.kind);
   }
   if (error instanceof StorageError) {
-    const limit = LIMIT_CODES.get(Number(error.code));
-    if (limit) return ApiError.validation(limit(limits), null, 'query_limit_exceeded');
+    if (error.code === CANCELLED) return ApiError.validation('Query was cancelled', null, 'query_cancelled');
     if (UNAVAILABLE.has(String(error.code)) || error.retriable) return ApiError.unavailable('ClickHouse is unavailable, try again', 5);
     if (/^\d+$/.test(String(error.code))) return ApiError.validation(clickHouseMessage(error), null, 'clickhouse_error');
   }
   return ApiError.unavailable('The query could not be run', 5);
 }
 
-async function toApi<T>(run: () => Promise<T>, limits?: QueryLimits): Promise<T> {
+async function toApi<T>(run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (error) {
-    throw toApiError(error, limits);
+    throw toApiError(error);
   }
 }

@@ -2,8 +2,9 @@
  * The printed ClickHouse SQL for representative queries (golden, in __snapshots__), the default and maximum row
  * limits with hasMore, and the limits a query runs under.
  */
+import { limitedClickHouse, withSettings, type ClickHouse, type ClickHouseParams, type QueryLimits, type StatementSettings } from '@plover/clickhouse';
 import { ApiError } from '@plover/core';
-import { DEFAULT_QUERY_LIMITS, printHogQL, runHogQL } from '../src';
+import { printHogQL, runHogQL } from '../src';
 import { seededStore } from './support/store';
 
 const GOLDEN = [
@@ -50,17 +51,42 @@ describe('on chDB', () => {
     expect([capped.results.length, capped.hasMore, capped.limit]).toEqual([50_000, true, 50_000]);
   });
 
+  const limits: QueryLimits = {
+    maxExecutionSeconds: 30,
+    maxMemoryBytes: 1_000_000_000,
+    maxRowsToRead: 1_000_000_000,
+    maxBytesToRead: 100_000_000_000,
+    maxResultRows: 100_000,
+    maxResultBytes: 100_000_000,
+    maxThreads: 1,
+    maxPoints: 1000,
+  };
+
+  it('runs under the analysis limits of its handle, in one SETTINGS clause with its own settings', async () => {
+    const sent: string[] = [];
+    const watched: ClickHouse = Object.assign(Object.create(store.ch) as ClickHouse, {
+      queryRows: (name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings) => {
+        sent.push(withSettings(sql, settings));
+        return store.ch.queryRows(name, sql, params, settings);
+      },
+    });
+    await runHogQL(limitedClickHouse(watched, limits), 'SELECT count() FROM events', { teamId: 1 });
+    expect(sent).toHaveLength(1);
+    expect(sent[0]!.match(/SETTINGS/g)).toHaveLength(1);
+    expect(sent[0]).toMatch(/readonly = 2.*max_execution_time = 30.*max_threads = 1/);
+  });
+
   it('stops a query at the rows-to-read and time limits with a 400 naming the limit', async () => {
-    const rows = await runHogQL(store.ch, 'SELECT count() FROM numbers(100000000)', {
+    const rows = await runHogQL(limitedClickHouse(store.ch, { ...limits, maxRowsToRead: 1000 }), 'SELECT count() FROM numbers(100000000)', {
       teamId: 1,
-      limits: { ...DEFAULT_QUERY_LIMITS, maxRowsToRead: 1000 },
     }).catch((e: unknown) => e);
-    expect((rows as ApiError).status).toBe(400);
+    expect(rows).toMatchObject({ status: 400, code: 'too_many_rows' });
     expect((rows as ApiError).detail).toContain('max_rows_to_read');
-    const slow = await runHogQL(store.ch, 'SELECT count() FROM numbers(1000000000) AS a WHERE sipHash64(a.number) = 1', {
-      teamId: 1,
-      limits: { ...DEFAULT_QUERY_LIMITS, maxExecutionSeconds: 1 },
-    }).catch((e: unknown) => e);
+    const slow = await runHogQL(
+      limitedClickHouse(store.ch, { ...limits, maxExecutionSeconds: 1 }),
+      'SELECT count() FROM numbers(1000000000) AS a WHERE sipHash64(a.number) = 1',
+      { teamId: 1 },
+    ).catch((e: unknown) => e);
     expect((slow as ApiError).status).toBe(400);
     expect((slow as ApiError).detail).toContain('max_execution_time');
   });

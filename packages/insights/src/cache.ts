@@ -68,12 +68,19 @@ export interface CachedResult<T> {
 interface Entry {
   result: unknown;
   lastRefresh: Date;
+  /** Its request's {@link peekKey}. */
+  peek: string;
 }
 
 export const DEFAULT_CACHE_ENTRIES = 500;
 
+/** A request's key without its range and data version: what {@link InsightResultCache.peek} looks a result up by. */
+const peekKey = (request: CacheRequest): string => stableJson({ kind: request.kind, projectId: request.projectId, input: request.input });
+
 export class InsightResultCache {
   private readonly entries = new Map<string, Entry>();
+  /** The key of the newest stored result of each request, whatever its range and data version. */
+  private readonly newest = new Map<string, string>();
   /** Computations under way, so identical concurrent requests run once. */
   private readonly pending = new Map<string, Promise<Entry>>();
 
@@ -86,6 +93,17 @@ export class InsightResultCache {
 
   get size(): number {
     return this.entries.size;
+  }
+
+  /**
+   * The newest stored result of `request` at any data version and resolved range, never computing nor reading
+   * ClickHouse: PostHog's `force_cache`, what a dashboard shows until it is refreshed. It may be stale; its
+   * `lastRefresh` says how old it is.
+   */
+  peek<T>(request: CacheRequest): CachedResult<T> | undefined {
+    const key = this.newest.get(peekKey(request));
+    const hit = key === undefined ? undefined : this.entries.get(key);
+    return hit && { result: hit.result as T, lastRefresh: hit.lastRefresh, isCached: true };
   }
 
   /**
@@ -109,7 +127,7 @@ export class InsightResultCache {
       }
     }
     const lastRefresh = this.now();
-    const computing = compute().then((result): Entry => ({ result, lastRefresh }));
+    const computing = compute().then((result): Entry => ({ result, lastRefresh, peek: peekKey(request) }));
     this.pending.set(key, computing);
     try {
       const entry = await computing;
@@ -123,9 +141,12 @@ export class InsightResultCache {
   private store(key: string, entry: Entry): void {
     this.entries.delete(key);
     this.entries.set(key, entry);
+    this.newest.set(entry.peek, key);
     while (this.entries.size > this.maxEntries) {
       const oldest = this.entries.keys().next().value as string;
+      const evicted = this.entries.get(oldest)!;
       this.entries.delete(oldest);
+      if (this.newest.get(evicted.peek) === oldest) this.newest.delete(evicted.peek);
     }
   }
 }

@@ -48,6 +48,27 @@ describe('InsightResultCache', () => {
     expect(compute).toHaveBeenCalledTimes(1);
   });
 
+  it('peek: the newest result of a request at any range and data version, without reading ClickHouse; gone once evicted', async () => {
+    const { ch, version, reads } = versioned();
+    let clock = 1_000;
+    const cache = new InsightResultCache(2, () => new Date(clock));
+    expect(cache.peek(request({ a: 1 }))).toBeUndefined();
+    await cache.run(ch, request({ a: 1 }), false, () => Promise.resolve('old'));
+    version.value = 2;
+    clock = 2_000;
+    await cache.run(ch, request({ a: 1 }, ['2024-01-02', '2024-01-08']), false, () => Promise.resolve('new'));
+    const before = reads.count;
+    // Another range and version than either stored result: the newest computed one.
+    expect(cache.peek(request({ a: 1 }, ['2025-01-01', '2025-01-07']))).toEqual({ result: 'new', lastRefresh: new Date(2_000), isCached: true });
+    expect(cache.peek(request({ a: 2 }))).toBeUndefined();
+    expect(reads.count).toBe(before);
+    // Two more requests evict both of {a: 1}'s entries.
+    await cache.run(ch, request({ b: 1 }), false, () => Promise.resolve(1));
+    await cache.run(ch, request({ b: 2 }), false, () => Promise.resolve(2));
+    expect(cache.peek(request({ a: 1 }))).toBeUndefined();
+    expect(cache.peek(request({ b: 2 }))?.result).toBe(2);
+  });
+
   it('computes again for another input, project, kind, range or data version', async () => {
     const { ch, version } = versioned();
     const cache = new InsightResultCache();

@@ -12,8 +12,8 @@ function holdingHistoricalInserts(inner: ClickHouse): { clickhouse: ClickHouse; 
   const released = new Promise<void>((resolve) => (release = resolve));
   const clickhouse: ClickHouse = {
     command: (name, sql, params) => inner.command(name, sql, params),
-    query: (name, sql, params) => inner.query(name, sql, params),
-    queryRows: (name, sql, params) => inner.queryRows(name, sql, params),
+    query: (name, sql, params, settings) => inner.query(name, sql, params, settings),
+    queryRows: (name, sql, params, settings) => inner.queryRows(name, sql, params, settings),
     async insert(table, rows) {
       if (table === 'events' && rows.some((row) => row.historical_migration === true)) await released;
       await inner.insert(table, rows);

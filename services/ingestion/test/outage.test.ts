@@ -1,4 +1,4 @@
-import { HttpClickHouse, countEvents, type ClickHouse, type ClickHouseParams } from '@plover/clickhouse';
+import { HttpClickHouse, countEvents, type ClickHouse, type ClickHouseParams, type StatementSettings } from '@plover/clickhouse';
 import { StorageError } from '@plover/core';
 import type { IngestionConsumer } from '@plover/ingestion/consumer';
 import { PgSql, type Sql, type SqlExecutor } from '@plover/postgres';
@@ -44,8 +44,14 @@ function switchedSql(inner: Sql, power: Switch): Sql {
 function switchedClickHouse(inner: ClickHouse, power: Switch): ClickHouse {
   return {
     command: (name: string, sql: string, params?: ClickHouseParams) => (power.check(name), inner.command(name, sql, params)),
-    query: <R>(name: string, sql: string, params?: ClickHouseParams) => (power.check(name), inner.query<R>(name, sql, params)),
-    queryRows: (name: string, sql: string, params?: ClickHouseParams) => (power.check(name), inner.queryRows(name, sql, params)),
+    query: <R>(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings) => (
+      power.check(name),
+      inner.query<R>(name, sql, params, settings)
+    ),
+    queryRows: (name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings) => (
+      power.check(name),
+      inner.queryRows(name, sql, params, settings)
+    ),
     insert: (table, rows) => (power.check(`insert into ${table}`), inner.insert(table, rows)),
     ping: () => (power.check('ping'), inner.ping()),
     close: () => inner.close(),

@@ -5,7 +5,7 @@ import { limitedClickHouse } from '@plover/clickhouse';
 import { createServiceApp, type ServiceApp } from '@plover/http';
 import { analysisOf, siteUrlOf, type ManagementDeps } from './http/deps';
 import { AnalysisGate } from './http/analysis-gate';
-import { authenticate, resolveProject } from './http/auth';
+import { authenticate, resolveProject, resolveSharing } from './http/auth';
 import { checkQuery, jsonBody } from './http/body';
 import { unstorableInput } from './http/errors';
 import { consoleRoutes } from './console';
@@ -37,8 +37,14 @@ export function managementRoutes(deps: ManagementDeps): Router {
   project.use(resolveProject(deps.sql), gate.middleware, routerOf(table.project));
   api.use(PROJECT_MOUNTS, project);
 
+  // A sharing link's public page: its token resolves its project (and the one object it shows) instead of a key.
+  const shared = Router();
+  shared.use('/shared/:access_token.json', helmet(), checkFormat, resolveSharing(deps.sql), gate.middleware);
+  shared.use(routerOf(table.shared));
+
   const router = Router();
   router.use('/api', helmet(), schemaRoutes(table), api, unstorableInput);
+  router.use(shared);
   router.use(replayPlayerRoutes());
   // The web console: `/` and its client routes `/project/…` (every other path keeps its own handler).
   router.use(consoleRoutes());

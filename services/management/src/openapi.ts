@@ -35,7 +35,9 @@ const errorResponse = { description: 'Error', content: { 'application/json': { s
 
 /** `/api/projects/:project_id` + `/persons/:id` → `/api/projects/{project_id}/persons/{id}/`. */
 export function openApiPath(mount: string, path: string): string {
-  return `${mount}${path === '/' ? '' : path}/`.replace(/:([A-Za-z_]+)/g, '{$1}');
+  // A path naming a file (`….json`) has no trailing slash.
+  const slash = /\.[a-z]+$/.test(path) ? '' : '/';
+  return `${mount}${path === '/' ? '' : path}${slash}`.replace(/:([A-Za-z_]+)/g, '{$1}');
 }
 
 function successBody(route: Route, components: Components): unknown {
@@ -77,7 +79,7 @@ function operationOf(route: Route, path: string, components: Components): Record
   };
   return {
     summary: route.summary,
-    ...(route.scope ? { 'x-required-scope': route.scope } : {}),
+    ...(route.scope ? { 'x-required-scope': route.scope } : { security: [] }),
     parameters,
     ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: rendered(route.body, components) } } } } : {}),
     responses: { [String(route.response.status)]: { description: 'Success', ...(content ? { content } : {}) }, default: errorResponse },
@@ -92,6 +94,7 @@ export function openApiDocument(table: RouteTable): Record<string, unknown> {
   const mounted: Array<[mount: string, routes: Route[]]> = [
     ['/api', table.api],
     ...PROJECT_MOUNTS.map((mount): [string, Route[]] => [`/api${mount}`, table.project]),
+    ['', table.shared],
   ];
   for (const [mount, routes] of mounted) {
     for (const route of routes) {

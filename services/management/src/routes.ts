@@ -1,4 +1,6 @@
 import { accountRoutes, projectRoutes } from './accounts/routes';
+import { dashboardRoutes } from './dashboards/routes';
+import { sharedRoutes } from './dashboards/sharing';
 import { dataRoutes } from './data/routes';
 import { flagDefinitionRoutes } from './flag-routes';
 import type { ManagementDeps } from './http/deps';
@@ -6,7 +8,8 @@ import type { Route } from './http/route-table';
 import { insightRoutes } from './insights/routes';
 import { personRoutes } from './persons/routes';
 import { playlistRoutes } from './playlists/routes';
-import { queryRoutes } from './query/routes';
+import { nodeRunner, queryRoutes } from './query/routes';
+import { InsightResultCache } from '@plover/insights';
 import { recordingRoutes } from './recordings/routes';
 
 /**
@@ -16,12 +19,17 @@ import { recordingRoutes } from './recordings/routes';
 export interface RouteTable {
   api: Route[];
   project: Route[];
+  /** Public routes of sharing links, at the root (`/shared/:access_token.json`), behind http/auth.ts's resolveSharing. */
+  shared: Route[];
 }
 
 /** Where the project routes answer, relative to `/api`: PostHog registers its environment viewsets twice. */
 export const PROJECT_MOUNTS = ['/projects/:project_id', '/environments/:project_id'];
 
 export function routeTable(deps: ManagementDeps): RouteTable {
+  // One result cache for `/query/` and the saved queries that dashboards and insights show.
+  const cache = new InsightResultCache();
+  const run = nodeRunner(deps.clickhouse, { cache });
   return {
     api: accountRoutes(deps),
     project: [
@@ -29,10 +37,12 @@ export function routeTable(deps: ManagementDeps): RouteTable {
       ...personRoutes(deps),
       ...playlistRoutes(deps),
       ...recordingRoutes(deps),
-      ...insightRoutes(deps),
-      ...queryRoutes(deps),
+      ...insightRoutes(deps, run),
+      ...dashboardRoutes(deps, run),
+      ...queryRoutes(deps, { cache }),
       ...dataRoutes(deps),
       ...flagDefinitionRoutes(deps),
     ],
+    shared: sharedRoutes(deps.sql, run),
   };
 }

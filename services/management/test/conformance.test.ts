@@ -1,10 +1,16 @@
 import request from 'supertest';
 import { Type, type TSchema } from '@sinclair/typebox';
+import { insertSnapshotBatches } from '@plover/clickhouse';
 import { schemaValidator } from '@plover/contracts';
+import { uuidv7 } from '@plover/core';
+import { PersonReads, PersonStore } from '@plover/persons';
 import type { Route } from '../src/http/route-table';
+import { queryKinds } from '../src/query/kinds';
 import { PROJECT_MOUNTS } from '../src/routes';
 import { ErrorBody, type JsonSchema } from '../src/shared/schema';
+import { snapshotBatch } from '../../../packages/clickhouse/test/support/snapshot-batch';
 import { backends, bearer, useWorld } from './support/app';
+import { useChdb } from './support/recordings';
 import { declaredTable } from './support/table';
 
 /**
@@ -12,7 +18,9 @@ import { declaredTable } from './support/table';
  * error its declaration implies (no key → 401; a key without its scope → 403; a body or query its schemas refuse
  * → 400; a path naming nothing → 404), and every answer is validated against the schema the route declares
  * (errors against the Error schema). A new route is covered without touching this file; only a route whose happy
- * path needs an object or a body the schemas alone cannot give names it in EXAMPLES below.
+ * path needs an object or a body the schemas alone cannot give names it in EXAMPLES below. The data happy paths
+ * read (a person, a recording) is ingested first, into Postgres and chDB; every query kind runs once through
+ * `/query/` (KIND_EXAMPLES: a new kind without an example fails).
  */
 
 jest.setTimeout(180_000);
@@ -61,13 +69,44 @@ function refusedQuery(route: Route): string | undefined {
   return typed && `${typed[0]}=not-a-valid-value`;
 }
 
-/** What a happy path needs beyond the schemas: a body with the semantic fields, an object created first. */
+/** What a happy path needs beyond the schemas: a body with the semantic fields, the ids its path names. */
 interface Example {
   body?: unknown;
   query?: string;
-  /** Another route to call first (by label) whose answer names the path's object. */
-  after?: string;
+  /** The path's ids, where they name no object a collection's POST created. */
+  ids?: Record<string, string>;
+  /** What a path naming nothing answers, where its id is not an object's (404 otherwise). */
+  missing?: number;
 }
+
+const HOGQL = { kind: 'HogQLQuery', query: 'select event, count() from events group by event' };
+const TRENDS = { kind: 'TrendsQuery', series: [{ kind: 'EventsNode', event: '$pageview' }] };
+
+/** A node of every query kind, run through `POST /query/` and validated against the kind's declared response. */
+/** A query node: its kind, the node it wraps (`source`) and its other fields. */
+interface QueryNode {
+  kind: string;
+  source?: QueryNode;
+  [field: string]: unknown;
+}
+
+const KIND_EXAMPLES: Record<string, QueryNode> = {
+  HogQLQuery: HOGQL,
+  HogQLMetadata: { kind: 'HogQLMetadata', query: 'select nothing from events' },
+  TrendsQuery: TRENDS,
+  FunnelsQuery: {
+    kind: 'FunnelsQuery',
+    series: [
+      { kind: 'EventsNode', event: '$pageview' },
+      { kind: 'EventsNode', event: 'signup' },
+    ],
+  },
+  RetentionQuery: { kind: 'RetentionQuery', retentionFilter: { targetEntity: { id: '$pageview', type: 'events' } } },
+  PathsQuery: { kind: 'PathsQuery', pathsFilter: { includeEventTypes: ['$pageview'] } },
+  InsightVizNode: { kind: 'InsightVizNode', source: TRENDS },
+  DataTableNode: { kind: 'DataTableNode', source: HOGQL },
+  DataVisualizationNode: { kind: 'DataVisualizationNode', source: HOGQL },
+};
 
 const EXAMPLES: Record<string, Example> = {
   'POST /personal_api_keys': { body: { label: 'conformance', scopes: ['*'] } },
@@ -78,6 +117,8 @@ const EXAMPLES: Record<string, Example> = {
   'PATCH /persons/:id': { body: { properties: { a: 1 } } },
   'PUT /persons/:id': { body: { properties: { a: 1 } } },
   'POST /session_recording_playlists': { body: { name: 'Conformance' } },
+  'POST /session_recording_playlists/:short_id/recordings/bulk_add': { body: { session_recording_ids: ['conformance-session'] } },
+  'POST /session_recording_playlists/:short_id/recordings/bulk_delete': { body: { session_recording_ids: ['conformance-session'] } },
   'POST /insights': { body: { name: 'Conformance', query: { kind: 'TrendsQuery', series: [] } } },
   'POST /insights/viewed': { body: { insight_ids: [1] } },
   'PUT /insights/:id/access_controls': { body: { access_level: 'editor' } },
@@ -93,10 +134,12 @@ const EXAMPLES: Record<string, Example> = {
   'POST /cohorts': { body: { name: 'Conformance', filters: { properties: { type: 'AND', values: [] } } } },
   'POST /early_access_features': { body: { name: 'Early access', stage: 'beta' } },
   'POST /surveys': { body: { name: 'Conformance', type: 'popover', questions: [{ type: 'open', question: 'Why?' }] } },
+  'POST /query': { body: { query: HOGQL, client_query_id: 'conformance-query' } },
+  // The path names the node's kind; a kind the body does not have is a 400.
+  'POST /query/:id': { body: { query: HOGQL }, ids: { id: 'HogQLQuery' }, missing: 400 },
+  'GET /query/:id': { ids: { id: 'conformance-query' } },
+  'DELETE /query/:id': { ids: { id: 'conformance-query' } },
 };
-
-/** Routes landed after this test whose examples are still to be written: /query (a kind or a query id in the path). */
-const PENDING = new Set(['POST /query', 'POST /query/:id', 'GET /query/:id', 'DELETE /query/:id']);
 
 const errorCases = mounted.flatMap(({ route, mount }) => {
   const cases: Array<{ name: string; status: number; route: Route; mount: string; key?: 'none' | 'unscoped'; body?: unknown; query?: string; missing?: true }> =
@@ -108,18 +151,34 @@ const errorCases = mounted.flatMap(({ route, mount }) => {
   if (route.body && route.response.status !== 405) cases.push({ name: '400 on a refused body', status: 400, route, mount, body: refusedBody(route.body) });
   const query = refusedQuery(route);
   if (query !== undefined && route.response.status !== 405) cases.push({ name: '400 on a refused query', status: 400, route, mount, query });
-  if (/:(id|short_id|session_recording_id)\b/.test(route.path) && route.response.status !== 405 && !PENDING.has(label(route, ''))) {
-    cases.push({ name: '404 on a path naming nothing', status: 404, route, mount, missing: true, body: EXAMPLES[label(route, '')]?.body ?? {} });
+  if (/:(id|short_id|session_recording_id)\b/.test(route.path) && route.response.status !== 405) {
+    const example = EXAMPLES[label(route, '')];
+    const status = example?.missing ?? 404;
+    cases.push({ name: `${status} on a path naming nothing`, status, route, mount, missing: true, body: example?.body ?? {} });
   }
   return cases.map((entry) => [`${label(route, mount)}: ${entry.name}`, entry] as const);
 });
 
-const world = useWorld(backends[0]!);
+const world = useWorld(backends[0]!, { clickhouse: useChdb() });
 let tenant: Awaited<ReturnType<typeof world.tenant>>;
 let unscoped: string;
+/** The ids of the ingested person and recording. */
+const ingested: Record<string, Record<string, string>> = {};
 beforeAll(async () => {
   tenant = await world.tenant();
   unscoped = await world.newKey(tenant.userId, ['annotation:read']);
+  const timestamp = new Date(Date.now() - 3_600_000);
+  await new PersonStore(world.sql).processEvent(tenant.projectId, {
+    uuid: uuidv7(),
+    event: '$identify',
+    distinctId: 'conformance',
+    timestamp,
+    properties: { $set: { email: 'conformance@example.com' } },
+  });
+  const person = (await new PersonReads(world.sql).getByDistinctId(tenant.projectId, 'conformance'))!;
+  ingested['/persons'] = { id: String(person.id) };
+  await insertSnapshotBatches(world.clickhouse, [snapshotBatch(tenant.projectId, 'conformance-session', timestamp.getTime(), { distinct_id: 'conformance' })]);
+  ingested['/session_recordings'] = { session_recording_id: 'conformance-session' };
 });
 
 const pathOf = (route: Route, mount: string, ids: Record<string, string>) =>
@@ -141,35 +200,21 @@ it.each(errorCases)('%s', async (_name, { status, route, mount, key, body, query
   expect({ status: res.status, violation: conforms(ErrorBody, res.body) }).toEqual({ status, violation: null });
 });
 
-/** Happy paths need what no schema gives: a person, a recording (ingested data). They are named here, with why. */
-const NEEDS_DATA = new Set([
-  'GET /persons/:id',
-  'PATCH /persons/:id',
-  'PUT /persons/:id',
-  'DELETE /persons/:id',
-  'GET /session_recordings/:session_recording_id',
-  'PATCH /session_recordings/:session_recording_id',
-  'DELETE /session_recordings/:session_recording_id',
-  'GET /session_recordings/:session_recording_id/snapshots',
-]);
-
 /** Creates first, then reads, updates and actions, deletes last (each object is created by its collection's POST). */
 const ORDER = (route: Route) => (route.method === 'post' && !route.path.includes(':') ? 0 : route.method === 'delete' ? 3 : route.method === 'get' ? 1 : 2);
-const happy = [...mounted]
-  .filter(({ route }) => !NEEDS_DATA.has(label(route, '')) && !PENDING.has(label(route, '')))
-  .sort((a, b) => ORDER(a.route) - ORDER(b.route));
+const happy = [...mounted].sort((a, b) => ORDER(a.route) - ORDER(b.route));
 
 describe('every route on its happy path', () => {
   const ids: Record<string, Record<string, string>> = {};
   /** The ids of the objects a path names, from the answers of their collections' POSTs. */
   const idsFor = (path: string): Record<string, string> => {
     const collection = path.split('/:')[0]!;
-    return { session_recording_id: 'conformance-session', ...ids[collection] };
+    return { ...ingested[collection], ...ids[collection] };
   };
 
   it.each(happy.map(({ route, mount }) => [label(route, mount), route, mount] as const))('%s', async (_name, route, mount) => {
     const example = EXAMPLES[label(route, '')] ?? {};
-    const url = pathOf(route, mount, idsFor(route.path)) + (example.query ? `?${example.query}` : '');
+    const url = pathOf(route, mount, { ...idsFor(route.path), ...example.ids }) + (example.query ? `?${example.query}` : '');
     const res = await call(route, url, tenant.key, example.body ?? {});
     const schema = res.status === route.response.status ? successSchema(route) : ErrorBody;
     expect({ status: res.status, violation: schema && res.text ? conforms(schema, res.body) : null }).toEqual({
@@ -180,5 +225,28 @@ describe('every route on its happy path', () => {
       const body = res.body as { id: number | string; short_id?: string };
       ids[route.path] = { id: String(body.id), ...(body.short_id ? { short_id: body.short_id } : {}) };
     }
+  });
+});
+
+describe('every query kind through POST /query/', () => {
+  const kinds = queryKinds();
+
+  it('has an example of every registered kind', () => {
+    expect([...kinds.keys()].filter((kind) => !(kind in KIND_EXAMPLES))).toEqual([]);
+  });
+
+  /** The kind's declared response; a wrapper's is its source's. */
+  const declared = (node: QueryNode): TSchema => {
+    const response = kinds.get(node.kind)!.response;
+    return response === 'source' ? declared(node.source!) : response;
+  };
+
+  it.each([...kinds.keys()])('%s answers its declared response', async (kind) => {
+    const node = KIND_EXAMPLES[kind]!;
+    const res = await request(world.app).post(`/api/projects/${tenant.projectId}/query/`).set(bearer(tenant.key)).send({ query: node });
+    expect({ status: res.status, violation: conforms(res.status === 200 ? declared(node) : ErrorBody, res.body) }).toEqual({
+      status: 200,
+      violation: null,
+    });
   });
 });

@@ -115,7 +115,7 @@ describe.each(backends)('saved insights on $name', (backend) => {
     [{ deleted: 'no' }, 'deleted'],
     [{ dashboards: ['x'] }, 'dashboards__0'],
     [{ dashboards: 3 }, 'dashboards'],
-    // Plover has no dashboards: any id names a missing one.
+    // No dashboard of the project has this id.
     [{ dashboards: [999] }, 'dashboards'],
     [{ tags: [1] }, 'tags__0'],
     [{ favorited: 'yes' }, 'favorited'],

@@ -76,7 +76,7 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('sessio
     const otherAuth = bearer(await world.newKey(other.id, ['*']));
     const a = (await request(world.app).post(s.base).set(s.auth).send({ name: 'Alpha', pinned: true })).body;
     const b = (await request(world.app).post(s.base).set(otherAuth).send({ derived_name: 'Beta derived' })).body;
-    await request(world.app).post(s.base).set(s.auth).send({ name: 'Gamma' });
+    const c = (await request(world.app).post(s.base).set(s.auth).send({ name: 'Gamma' })).body;
     const all = await request(world.app).get(s.base).set(s.auth);
     expect(all.body.count).toBe(3);
     expect((all.body.results as Array<{ name: string | null }>).map((p) => p.name)).toEqual(['Gamma', null, 'Alpha']);
@@ -86,6 +86,16 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('sessio
     expect(await q(`short_id=${a.short_id}`)).toEqual([a.short_id]);
     expect(await q('search=beta')).toEqual([b.short_id]);
     expect(await q('pinned=true')).toEqual([a.short_id]);
+    expect(await q('order=name')).toEqual([a.short_id, c.short_id, b.short_id]);
+    expect(await q('order=-created_at')).toEqual((all.body.results as Array<{ short_id: string }>).map((p) => p.short_id));
+    expect(await q('date_from=-1h')).toHaveLength(3);
+    expect(await q('date_to=-1h')).toEqual([]);
+    expect(await q('date_from=2000-01-01&date_to=2000-01-02')).toEqual([]);
+    expect((await request(world.app).post(`${s.base}/${b.short_id}/recordings/in-b`).set(otherAuth)).status).toBe(200);
+    expect(await q('session_recording_id=in-b')).toEqual([b.short_id]);
+    expect(await q('session_recording_id=nowhere')).toEqual([]);
+    expect((await request(world.app).get(`${s.base}?order=team_id`).set(s.auth)).body).toMatchObject({ attr: 'order' });
+    expect((await request(world.app).get(`${s.base}?date_from=someday`).set(s.auth)).body).toMatchObject({ attr: 'date_from' });
     const page = await request(world.app).get(`${s.base}?limit=2&offset=2`).set(s.auth);
     expect(page.body.results).toHaveLength(1);
     expect(page.body.previous).toMatch(/limit=2$/);
@@ -121,7 +131,7 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('sessio
     expect((await request(world.app).get(`${s.base}/nope1234`).set(s.auth)).status).toBe(404);
   });
 
-  it('recordings: add (idempotent, ids without a recording accepted), list the recordings, remove (204 / 404), counts', async () => {
+  it('recordings: add (idempotent, ids without a recording accepted), list the recordings, remove (200 / 404), bulk add and delete, counts', async () => {
     const s = await setup();
     // s1 and s2 are recorded (90 s and 10 s, alice); "unknown" is added but has no recording.
     await insertSnapshotBatches(clickhouse(), [
@@ -172,7 +182,7 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('sessio
     playlist = (await request(world.app).get(`${s.base}/${created.short_id}`).set(s.auth)).body;
     expect(playlist.recordings_counts.collection).toEqual({ count: 3, watched_count: 1 });
 
-    expect((await request(world.app).delete(`${url}/unknown`).set(s.auth)).status).toBe(204);
+    expect((await request(world.app).delete(`${url}/unknown`).set(s.auth)).body).toEqual({ success: true });
     playlist = (await request(world.app).get(`${s.base}/${created.short_id}`).set(s.auth)).body;
     expect(playlist.recordings_counts.collection).toEqual({ count: 2, watched_count: 1 });
     // A collection holding only a recording Plover has no data for counts it.
@@ -181,6 +191,16 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('sessio
     const reread = (await request(world.app).get(`${s.base}/${pending.short_id}`).set(s.auth)).body;
     expect(reread.recordings_counts.collection).toEqual({ count: 1, watched_count: 0 });
     expect((await request(world.app).delete(`${url}/unknown`).set(s.auth)).status).toBe(404);
+    // Bulk: at most 20 ids; those already in (bulk_add) or not in (bulk_delete) are not counted.
+    const bulk = (path: string, ids: unknown) => request(world.app).post(`${url}/${path}`).set(s.auth).send({ session_recording_ids: ids });
+    expect((await bulk('bulk_add', ['s1', 'b1', 'b2', 'b1'])).body).toEqual({ success: true, added_count: 2, total_requested: 4 });
+    expect((await bulk('bulk_delete', ['b1', 'b2', 'b3'])).body).toEqual({ success: true, deleted_count: 2, total_requested: 3 });
+    for (const ids of [[], undefined, Array.from({ length: 21 }, (_, i) => `x${i}`)]) {
+      const refused = await bulk('bulk_add', ids);
+      expect([refused.status, refused.body.attr]).toEqual([400, 'session_recording_ids']);
+    }
+    expect((await bulk('bulk_add', ['x'.repeat(201)])).body.attr).toBe('session_recording_ids__0');
+    expect((await request(world.app).get(`${s.base}/${created.short_id}`).set(s.auth)).body.recordings_counts.collection.count).toBe(2);
     const filters = (
       await request(world.app)
         .post(s.base)

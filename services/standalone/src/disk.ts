@@ -2,7 +2,7 @@
  * Embedded mode on a disk that fills up: the stores' disks are looked at once a second (statfs, never per
  * request), and below PLOVER_DISK_MIN_FREE_MB the main thread's writers are refused at once: capture's appends
  * to the local log (503, SDKs retry), management's writes to PGlite and chDB (507). The ingestion thread is not:
- * it stores what capture already acknowledged, into the room the watermark keeps. docs/operations.md#disk-space.
+ * it stores what capture already acknowledged, into the room the watermark keeps. docs/architecture.md#a-full-disk.
  */
 import path from 'node:path';
 import type { EventBus, OutgoingMessage } from '@plover/bus';
@@ -57,8 +57,8 @@ class RefusingClickHouse implements ClickHouse {
     return this.refused(`ClickHouse insert into ${table}`) ?? this.clickhouse.insert(table, rows);
   }
 
-  query: ClickHouse['query'] = (name, sql, params) => this.clickhouse.query(name, sql, params);
-  queryRows: ClickHouse['queryRows'] = (name, sql, params) => this.clickhouse.queryRows(name, sql, params);
+  query: ClickHouse['query'] = (name, sql, params, settings) => this.clickhouse.query(name, sql, params, settings);
+  queryRows: ClickHouse['queryRows'] = (name, sql, params, settings) => this.clickhouse.queryRows(name, sql, params, settings);
   sync = () => this.clickhouse.sync?.() ?? Promise.resolve();
   ping = () => this.clickhouse.ping();
   close = () => this.clickhouse.close();

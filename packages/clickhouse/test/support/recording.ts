@@ -2,7 +2,7 @@
  * A ClickHouse port that runs nothing and records what it is given, answering migrate()'s two queries as a fresh
  * database would: the statements migrate() sends, in order, for golden files and for replaying them elsewhere.
  */
-import type { ClickHouse, ClickHouseCluster, ClickHouseParams, RowsResult } from '@plover/clickhouse';
+import { withSettings, type ClickHouse, type ClickHouseCluster, type ClickHouseParams, type RowsResult, type StatementSettings } from '@plover/clickhouse';
 
 export interface Recorded {
   kind: 'command' | 'query';
@@ -21,13 +21,13 @@ export class RecordingClickHouse implements ClickHouse {
     return Promise.resolve();
   }
 
-  query<R>(name: string, sql: string, params?: ClickHouseParams): Promise<R[]> {
-    this.recorded.push({ kind: 'query', name, sql, params });
+  query<R>(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings): Promise<R[]> {
+    this.recorded.push({ kind: 'query', name, sql: withSettings(sql, settings), params });
     return Promise.resolve((name === 'migrate.currentDatabase' ? [{ database: 'default' }] : []) as R[]);
   }
 
-  queryRows(name: string, sql: string, params?: ClickHouseParams): Promise<RowsResult> {
-    this.recorded.push({ kind: 'query', name, sql, params });
+  queryRows(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings): Promise<RowsResult> {
+    this.recorded.push({ kind: 'query', name, sql: withSettings(sql, settings), params });
     return Promise.resolve({ columns: [], rows: [] });
   }
 

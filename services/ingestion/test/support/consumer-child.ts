@@ -30,8 +30,8 @@ async function main(): Promise<void> {
 
   const clickhouse: ClickHouse = {
     command: (name, sql, params) => stores.clickhouse.command(name, sql, params),
-    query: (name, sql, params) => stores.clickhouse.query(name, sql, params),
-    queryRows: (name, sql, params) => stores.clickhouse.queryRows(name, sql, params),
+    query: (name, sql, params, settings) => stores.clickhouse.query(name, sql, params, settings),
+    queryRows: (name, sql, params, settings) => stores.clickhouse.queryRows(name, sql, params, settings),
     async insert(table, rows) {
       if (hangTable === undefined) {
         await stores.clickhouse.insert(table, rows);

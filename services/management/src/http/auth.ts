@@ -15,10 +15,19 @@ export interface ProjectContext {
   timezone: string;
 }
 
+/** What a public sharing link opens: one dashboard or one insight of its project, nothing else. */
+export interface SharedObject {
+  accessToken: string;
+  dashboardId: number | null;
+  insightId: number | null;
+  settings: Record<string, unknown>;
+}
+
 declare module 'express-serve-static-core' {
   interface Request {
     principal?: Principal;
     project?: ProjectContext;
+    sharing?: SharedObject;
   }
 }
 
@@ -39,6 +48,50 @@ export function principalOf(req: Request): Principal {
 export function projectOf(req: Request): ProjectContext {
   if (!req.project) throw errors.notFound('Project not found.');
   return req.project;
+}
+
+export function sharingOf(req: Request): SharedObject {
+  if (!req.sharing) throw errors.notFound();
+  return req.sharing;
+}
+
+/** A sharing link's token: URL-safe base64, as the links are minted. */
+const ACCESS_TOKEN = /^[A-Za-z0-9_-]{16,64}$/;
+
+/**
+ * Resolves a public sharing link's `:access_token` (PostHog's SharingAccessTokenAuthentication): an enabled link
+ * whose dashboard or insight is not deleted sets req.sharing and req.project (its project, as no user: there is
+ * no principal, so nothing that needs a key can run); anything else → 404, whatever made it fail.
+ */
+export function resolveSharing(sql: Sql): RequestHandler {
+  return async (req, _res, next) => {
+    const token: unknown = req.params.access_token;
+    if (typeof token !== 'string' || !ACCESS_TOKEN.test(token)) throw errors.notFound();
+    const row = (
+      await sql.query<{
+        dashboard_id: number | null;
+        insight_id: number | null;
+        settings: Record<string, unknown>;
+        id: number;
+        uuid: string;
+        organization_id: string;
+        timezone: string;
+      }>(
+        'management.sharedBy',
+        `SELECT s.dashboard_id, s.insight_id, s.settings, p.id, p.uuid, p.organization_id, p.timezone
+           FROM sharing_configurations s
+           JOIN projects p ON p.id = s.project_id
+           LEFT JOIN dashboards d ON d.id = s.dashboard_id
+           LEFT JOIN insights i ON i.id = s.insight_id
+          WHERE s.access_token = $1 AND s.enabled AND NOT COALESCE(d.deleted, i.deleted)`,
+        [token],
+      )
+    ).rows[0];
+    if (!row) throw errors.notFound();
+    req.sharing = { accessToken: token, dashboardId: row.dashboard_id, insightId: row.insight_id, settings: row.settings };
+    req.project = { id: row.id, uuid: row.uuid, organizationId: row.organization_id, level: 'member', timezone: row.timezone };
+    next();
+  };
 }
 
 export function requireScope(req: Request, scope: string): void {

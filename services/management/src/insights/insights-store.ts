@@ -1,34 +1,8 @@
-import { SqlBuilder, containsPattern, type Sql } from '@plover/postgres';
+import { SqlBuilder, containsPattern, type SqlExecutor } from '@plover/postgres';
 import type { Page } from '../http/render';
-import { accessLevelSql, type AccessLevel, type Caller } from '../shared/access-store';
-import { newShortId, USER_JSON, type UserBasic } from '../shared/users';
-
-export const RESOURCE = 'insight';
-
-export interface InsightRow {
-  id: number;
-  short_id: string;
-  name: string | null;
-  derived_name: string | null;
-  description: string | null;
-  filters: Record<string, unknown>;
-  query: Record<string, unknown> | null;
-  order: number | null;
-  deleted: boolean;
-  dashboards: number[];
-  tags: string[];
-  favorited: boolean;
-  saved: boolean;
-  created_at: Date;
-  created_by_id: number | null;
-  created_by: UserBasic | null;
-  updated_at: Date;
-  last_modified_at: Date;
-  last_modified_by: UserBasic | null;
-  timezone: string;
-  last_viewed_at: Date | null;
-  user_access_level: AccessLevel;
-}
+import type { Caller } from '../shared/access-store';
+import { callerParams, selectInsights, VISIBLE_INSIGHT as VISIBLE, type InsightRow } from '../shared/insight-record';
+import { newShortId } from '../shared/users';
 
 /** Writable fields, each the column it is stored in. */
 export const COLUMNS = {
@@ -39,7 +13,6 @@ export const COLUMNS = {
   query: 'query',
   order: '"order"',
   deleted: 'deleted',
-  dashboards: 'dashboards',
   tags: 'tags',
   favorited: 'favorited',
   saved: 'saved',
@@ -58,27 +31,9 @@ export interface InsightFilter {
   mine?: boolean;
 }
 
-/** The caller's level on each insight; `$1` project, `$2` user, `$3` whether they administer the organization. */
-const ACCESS = accessLevelSql(RESOURCE, 'i.id::text', 'i.created_by_id', '$1', '$2', '$3');
-const VISIBLE = `${ACCESS} <> 'none'`;
-const callerParams = (caller: Caller): unknown[] => [caller.projectId, caller.userId, caller.admin];
-
-/** Insights with their users, the project timezone, the caller's last view ($2) and access level. */
-function selectInsights(where: string): string {
-  return `SELECT i.id, i.short_id, i.name, i.derived_name, i.description, i.filters, i.query, i."order", i.deleted, i.dashboards, i.tags,
-                 i.favorited, i.saved, i.created_at, i.created_by_id, ${USER_JSON('cu')} AS created_by, i.updated_at,
-                 i.last_modified_at, ${USER_JSON('mu')} AS last_modified_by, pr.timezone, v.last_viewed_at, ${ACCESS} AS user_access_level
-            FROM insights i
-            JOIN projects pr ON pr.id = i.project_id
-            LEFT JOIN users cu ON cu.id = i.created_by_id
-            LEFT JOIN users mu ON mu.id = i.last_modified_by_id
-            LEFT JOIN insight_views v ON v.project_id = i.project_id AND v.user_id = $2 AND v.insight_id = i.id
-           WHERE i.project_id = $1 AND ${where}`;
-}
-
 /** Saved insights, the caller's views of them, and client timing reports. */
 export class InsightsStore {
-  constructor(private readonly sql: Sql) {}
+  constructor(private readonly sql: SqlExecutor) {}
 
   /** By integer id (`id`, tried first) or short_id (`raw`), deleted ones too when asked. */
   async get(caller: Caller, id: number | null, raw: string, includeDeleted: boolean): Promise<InsightRow | undefined> {

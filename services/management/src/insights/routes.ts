@@ -1,80 +1,27 @@
 import type { Request } from 'express';
 import type { ManagementDeps } from '../http/deps';
 import { accessControlRoutes, callerOf, requireAccess } from '../http/access';
-import { principalOf } from '../http/auth';
+import { projectOf } from '../http/auth';
 import { errors } from '../shared/errors';
 import { Type, type Static } from '@sinclair/typebox';
 import { pageFrom, Q, route, updates, type Route } from '../http/route-table';
 import type { AccessTarget } from '../shared/access-store';
 import { computeRoutes } from './compute';
-import { COLUMNS, InsightsStore, RESOURCE, type Field, type InsightRow } from './insights-store';
-import { Insight, InsightBasic, InsightViewed, InsightWrite } from './schemas';
+import { setInsightDashboards } from '../shared/dashboard-tiles';
+import { insightContext } from '../shared/insight-context';
+import { Insight, INSIGHT_RESOURCE, insightRecord, type InsightRow } from '../shared/insight-record';
+import { RefreshParam, runModeOf, type NodeRunner } from '../shared/node-runner';
+import { COLUMNS, InsightsStore, type Field } from './insights-store';
+import { InsightBasic, InsightViewed, InsightWrite } from './schemas';
 import { timingRoutes } from './timing';
 
 const INSIGHT = '/insights/:id';
 const MAX_ID = 2_147_483_647;
 
-const iso = (value: Date | null) => (value === null ? null : value.toISOString());
-
-/** InsightSerializer's fields that Plover has data for; results are computed by `/insights/trend/`, never stored. */
-function insightBody(row: InsightRow): Static<typeof Insight> {
-  return {
-    id: row.id,
-    short_id: row.short_id,
-    name: row.name,
-    derived_name: row.derived_name,
-    filters: row.filters,
-    query: row.query,
-    order: row.order,
-    deleted: row.deleted,
-    dashboards: row.dashboards,
-    dashboard_tiles: [],
-    last_refresh: null,
-    result: null,
-    created_at: row.created_at.toISOString(),
-    created_by: row.created_by,
-    description: row.description,
-    updated_at: row.updated_at.toISOString(),
-    tags: row.tags,
-    favorited: row.favorited,
-    saved: row.saved,
-    last_modified_at: row.last_modified_at.toISOString(),
-    last_modified_by: row.last_modified_by,
-    is_sample: false,
-    timezone: row.timezone,
-    user_access_level: row.user_access_level,
-    last_viewed_at: iso(row.last_viewed_at),
-  };
-}
-
-/** InsightBasicSerializer's fields (my_last_viewed), in its order; `refreshing` is the only one the full body lacks. */
-const BASIC_FIELDS = [
-  'id',
-  'short_id',
-  'name',
-  'derived_name',
-  'filters',
-  'query',
-  'dashboards',
-  'dashboard_tiles',
-  'description',
-  'last_refresh',
-  'refreshing',
-  'saved',
-  'tags',
-  'updated_at',
-  'created_by',
-  'created_at',
-  'last_modified_at',
-  'favorited',
-  'user_access_level',
-  'last_viewed_at',
-] as const;
-
 function basicBody(row: InsightRow): Static<typeof InsightBasic> {
-  const full: Record<string, unknown> = { ...insightBody(row), refreshing: false };
-  // In InsightBasicSerializer's order (a CSV's columns).
-  return Object.fromEntries(BASIC_FIELDS.map((field) => [field, full[field]])) as Static<typeof InsightBasic>;
+  const full: Record<string, unknown> = { ...insightRecord(row), refreshing: false };
+  // In the schema's order: InsightBasicSerializer's (a CSV's columns).
+  return Object.fromEntries(Object.keys(InsightBasic.properties).map((field) => [field, full[field]])) as Static<typeof InsightBasic>;
 }
 
 /** A query node, or its JSON text: an object with a string `kind`. */
@@ -94,15 +41,12 @@ function queryNode(value: unknown): Record<string, unknown> | null {
   return node as Record<string, unknown>;
 }
 
-/** The fields a validated body sets. */
+/** The fields a validated body sets (`dashboards` is written as tiles, shared/dashboard-tiles.ts). */
 function fieldsOf(body: Static<typeof InsightWrite>): Partial<Record<Field, unknown>> {
   const fields: Partial<Record<Field, unknown>> = {};
   for (const field of Object.keys(COLUMNS) as Field[]) {
     if (body[field] !== undefined) fields[field] = body[field];
   }
-  // PostHog checks each id against its dashboards; Plover has none, so any id names a missing one.
-  const [dashboard] = (fields.dashboards ?? []) as number[];
-  if (dashboard !== undefined) throw errors.validation(`Invalid pk "${dashboard}" - object does not exist.`, 'dashboards', 'does_not_exist');
   if (fields.filters === null) fields.filters = {};
   if (fields.query !== undefined) fields.query = queryNode(fields.query);
   return fields;
@@ -134,9 +78,22 @@ function createdByFilter(raw: string | undefined): number[] | undefined {
  * (list, create, retrieve by id or short_id recording a view, update with soft delete and restore through
  * `deleted`, DELETE → 405 empty, `my_last_viewed`, `viewed`, access controls).
  */
-export function insightRoutes(deps: ManagementDeps): Route[] {
+export function insightRoutes(deps: ManagementDeps, run: NodeRunner): Route[] {
   const store = new InsightsStore(deps.sql);
-  const target = (row: InsightRow): AccessTarget => ({ resource: RESOURCE, resourceId: String(row.id), createdBy: row.created_by_id });
+  const target = (row: InsightRow): AccessTarget => ({ resource: INSIGHT_RESOURCE, resourceId: String(row.id), createdBy: row.created_by_id });
+
+  /** Writes the insight's fields and the dashboards it is on in one transaction; answers its id. */
+  async function write(req: Request, body: Static<typeof InsightWrite>, id?: number): Promise<number> {
+    const fields = fieldsOf(body);
+    const caller = callerOf(req);
+    return deps.sql.transaction(async (tx) => {
+      const insights = new InsightsStore(tx);
+      const written = id ?? (await insights.create(caller, fields));
+      if (id !== undefined) await insights.update(id, fields, caller.userId);
+      if (body.dashboards !== undefined) await setInsightDashboards(tx, caller, written, body.dashboards);
+      return written;
+    });
+  }
 
   /** The path's insight, by integer id or short_id (a numeric string tries the id first); invisible to the caller → 404. */
   async function load(req: Request, includeDeleted = false, raw = String(req.params.id)): Promise<InsightRow> {
@@ -170,7 +127,7 @@ export function insightRoutes(deps: ManagementDeps): Route[] {
           },
           page,
         );
-        return pageFrom(rows, page, insightBody, count);
+        return pageFrom(rows, page, (row) => insightRecord(row), count);
       },
     }),
     route({
@@ -182,10 +139,10 @@ export function insightRoutes(deps: ManagementDeps): Route[] {
       csv: { file: 'insight' },
       response: { status: 201, schema: Insight },
       async handler(req, { body }) {
-        const id = await store.create(callerOf(req), fieldsOf(body));
+        const id = await write(req, body);
         // Creating counts as a view (PostHog creates the InsightViewed row with the insight).
         await store.recordViews(callerOf(req), [id]);
-        return insightBody(await load(req, true, String(id)));
+        return insightRecord(await load(req, true, String(id)));
       },
     }),
     route({
@@ -212,13 +169,15 @@ export function insightRoutes(deps: ManagementDeps): Route[] {
       method: 'get',
       path: INSIGHT,
       scope: 'insight:read',
-      summary: 'A saved insight by id or short_id; records a view',
+      summary: 'A saved insight by id or short_id with its result from the cache (`refresh` computes it); records a view',
+      query: Type.Object({ refresh: RefreshParam }),
       csv: { file: 'insight' },
       response: { status: 200, schema: Insight },
-      async handler(req) {
+      async handler(req, { query }) {
         const row = await load(req);
         row.last_viewed_at = (await store.recordViews(callerOf(req), [row.id])).get(row.id) ?? row.last_viewed_at;
-        return insightBody(row);
+        const computed = row.query === null ? null : await run(row.query, insightContext(deps.sql, projectOf(req)), runModeOf(query.refresh));
+        return insightRecord(row, computed);
       },
     }),
     ...updates({
@@ -229,12 +188,11 @@ export function insightRoutes(deps: ManagementDeps): Route[] {
       csv: { file: 'insight' },
       response: { status: 200, schema: Insight },
       async handler(req, { body }) {
-        const fields = fieldsOf(body);
         // Soft-deleted insights stay reachable here, so `{"deleted": false}` restores one.
         const current = await load(req, true);
         await requireAccess(deps.sql, req, target(current), 'editor');
-        await store.update(current.id, fields, principalOf(req).user.id);
-        return insightBody(await load(req, true, String(current.id)));
+        await write(req, body, current.id);
+        return insightRecord(await load(req, true, String(current.id)));
       },
     }),
     route({

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import { AnyObject, component, Enum, Nullable, Types, type JsonSchema } from '../shared/schema';
-import { UserOrNull } from '../shared/users';
+import { AnyObject, component, Nullable, Types, type JsonSchema } from '../shared/schema';
+import { Insight } from '../shared/insight-record';
 
 const nullable = (type: string): JsonSchema => ({ type: [type, 'null'] });
 const stringList: JsonSchema = { type: ['array', 'null'], items: { type: 'string' } };
@@ -120,7 +120,12 @@ export const InsightWrite = component(
     query: Type.Optional(Types<unknown>(['object', 'string', 'null'], { description: 'a query node `{"kind": …}`, or the same as a JSON string' })),
     order: Type.Optional(Nullable(Type.Integer())),
     deleted: Type.Optional(Type.Boolean({ description: '`true` soft-deletes, `false` restores' })),
-    dashboards: Type.Optional(Type.Array(Type.Integer(), { description: 'deprecated; Plover has no dashboards, so only `[]` is valid' })),
+    dashboards: Type.Optional(
+      Type.Array(Type.Integer(), {
+        maxItems: 100,
+        description: 'the dashboards to show it on: a tile is added on each new one and removed from each left out',
+      }),
+    ),
     tags: Type.Optional(Type.Array(Type.String())),
     favorited: Type.Optional(Type.Boolean()),
     saved: Type.Optional(Type.Boolean()),
@@ -159,65 +164,15 @@ export const InsightViewed = component(
   Type.Object({ insight_ids: Type.Array(Type.Integer({ minimum: 1, maximum: 2147483647 }), { minItems: 1, maxItems: 2500 }) }),
 );
 
-const dateTime = Type.String({ format: 'date-time' });
-
-export const Insight = component(
-  'Insight',
-  Type.Object({
-    id: Type.Integer(),
-    short_id: Type.String(),
-    name: Nullable(Type.String()),
-    derived_name: Nullable(Type.String()),
-    filters: AnyObject(),
-    query: Types<Record<string, unknown> | null>(['object', 'null']),
-    order: Nullable(Type.Integer()),
-    deleted: Type.Boolean(),
-    dashboards: Type.Array(Type.Integer()),
-    dashboard_tiles: Type.Tuple([]),
-    last_refresh: Type.Null(),
-    result: Type.Null(),
-    created_at: dateTime,
-    created_by: UserOrNull,
-    description: Nullable(Type.String()),
-    updated_at: dateTime,
-    tags: Type.Array(Type.String()),
-    favorited: Type.Boolean(),
-    saved: Type.Boolean(),
-    last_modified_at: dateTime,
-    last_modified_by: UserOrNull,
-    is_sample: Type.Boolean(),
-    timezone: Type.String(),
-    user_access_level: Enum(['none', 'viewer', 'editor']),
-    last_viewed_at: Types<string | null>(['string', 'null'], { format: 'date-time' }),
-  }),
-);
-
-/** InsightBasicSerializer's fields (`my_last_viewed`). */
+/** InsightBasicSerializer's fields (`my_last_viewed`), in its order (a CSV's columns); `refreshing` is the only one the full body lacks. */
 export const InsightBasic = component(
   'InsightBasic',
   Type.Object({
-    ...Type.Pick(Insight, [
-      'id',
-      'short_id',
-      'name',
-      'derived_name',
-      'filters',
-      'query',
-      'dashboards',
-      'dashboard_tiles',
-      'description',
-      'last_refresh',
-      'saved',
-      'tags',
-      'updated_at',
-      'created_by',
-      'created_at',
-      'last_modified_at',
-      'favorited',
-      'user_access_level',
-      'last_viewed_at',
-    ]).properties,
+    ...Type.Pick(Insight, ['id', 'short_id', 'name', 'derived_name', 'filters', 'query', 'dashboards', 'dashboard_tiles', 'description', 'last_refresh'])
+      .properties,
     refreshing: Type.Boolean(),
+    ...Type.Pick(Insight, ['saved', 'tags', 'updated_at', 'created_by', 'created_at', 'last_modified_at', 'favorited', 'user_access_level', 'last_viewed_at'])
+      .properties,
   }),
 );
 

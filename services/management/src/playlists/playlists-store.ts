@@ -42,7 +42,20 @@ export interface PlaylistFilter {
   /** Only the caller's own playlists. */
   mine?: boolean;
   type?: string;
+  /** Last modified after / before. */
+  modifiedAfter?: Date;
+  modifiedBefore?: Date;
+  /** Only playlists holding this recording. */
+  sessionId?: string;
+  /** A column to sort by (descending with `-`), or last modified first. */
+  order?: PlaylistOrder;
 }
+
+/** The `order` values a list accepts: PostHog passes any field to its ORDER BY, these are the ones its UI sends. */
+export const PLAYLIST_ORDERS = ['name', '-name', 'created_at', '-created_at', 'last_modified_at', '-last_modified_at'] as const;
+export type PlaylistOrder = (typeof PLAYLIST_ORDERS)[number];
+const orderBy = (order: PlaylistOrder | undefined): string =>
+  order === undefined ? 'pl.last_modified_at DESC' : `pl.${order.replace(/^-/, '')} ${order.startsWith('-') ? 'DESC' : 'ASC'}`;
 
 const ACCESS = accessLevelSql(RESOURCE, 'pl.id::text', 'pl.created_by', '$1', '$2', '$3');
 const callerParams = (caller: Caller): unknown[] => [caller.projectId, caller.userId, caller.admin];
@@ -89,11 +102,16 @@ export class PlaylistsStore {
     if (filter.pinned !== undefined) where.push(`pl.pinned = ${params.bind(filter.pinned)}`);
     if (filter.mine) where.push('pl.created_by = $2');
     if (filter.type !== undefined) where.push(`pl.type = ${params.bind(filter.type)}`);
+    if (filter.modifiedAfter !== undefined) where.push(`pl.last_modified_at > ${params.bind(filter.modifiedAfter)}`);
+    if (filter.modifiedBefore !== undefined) where.push(`pl.last_modified_at < ${params.bind(filter.modifiedBefore)}`);
+    if (filter.sessionId !== undefined) {
+      where.push(`EXISTS (SELECT 1 FROM session_recording_playlist_items i WHERE i.playlist_id = pl.id AND i.session_id = ${params.bind(filter.sessionId)})`);
+    }
     where.push(`${ACCESS} <> 'none'`);
     const condition = where.join(' AND ');
     const rows = await this.sql.query<PlaylistRow>(
       'management.listPlaylists',
-      `${selectPlaylists(condition)} ORDER BY pl.last_modified_at DESC, pl.id DESC LIMIT ${page.limit + 1} OFFSET ${page.offset}`,
+      `${selectPlaylists(condition)} ORDER BY ${orderBy(filter.order)}, pl.id DESC LIMIT ${page.limit + 1} OFFSET ${page.offset}`,
       params.params,
     );
     const count = await this.sql.query<{ n: number }>(
@@ -155,21 +173,23 @@ export class PlaylistsStore {
     return items;
   }
 
-  async addItem(playlistId: number, sessionId: string): Promise<void> {
-    await this.sql.query(
-      'management.addPlaylistItem',
-      'INSERT INTO session_recording_playlist_items (playlist_id, session_id) VALUES ($1, $2) ON CONFLICT DO NOTHING',
-      [playlistId, sessionId],
+  /** Adds the sessions not yet in the playlist; answers how many were added. */
+  async addItems(playlistId: number, sessionIds: readonly string[]): Promise<number> {
+    const added = await this.sql.query(
+      'management.addPlaylistItems',
+      'INSERT INTO session_recording_playlist_items (playlist_id, session_id) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING',
+      [playlistId, [...new Set(sessionIds)]],
     );
+    return added.rowCount;
   }
 
-  /** Whether the session was in the playlist. */
-  async removeItem(playlistId: number, sessionId: string): Promise<boolean> {
+  /** Removes the sessions from the playlist; answers how many were in it. */
+  async removeItems(playlistId: number, sessionIds: readonly string[]): Promise<number> {
     const removed = await this.sql.query(
-      'management.removePlaylistItem',
-      'DELETE FROM session_recording_playlist_items WHERE playlist_id = $1 AND session_id = $2',
-      [playlistId, sessionId],
+      'management.removePlaylistItems',
+      'DELETE FROM session_recording_playlist_items WHERE playlist_id = $1 AND session_id = ANY($2::text[])',
+      [playlistId, sessionIds],
     );
-    return removed.rowCount > 0;
+    return removed.rowCount;
   }
 }

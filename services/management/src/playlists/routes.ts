@@ -3,19 +3,43 @@ import type { ManagementDeps } from '../http/deps';
 import { accessControlRoutes, callerOf, requireAccess } from '../http/access';
 import { principalOf } from '../http/auth';
 import { errors } from '../shared/errors';
-import { Type, type Static } from '@sinclair/typebox';
-import { Q, route, updates, type Route } from '../http/route-table';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { Q, route, updates, type Route, type StaticOr } from '../http/route-table';
 import { RecordingsStore } from '../shared/recordings-store';
 import { recordingsOf, SessionRecording } from '../shared/recordings';
 import { Enum, Success } from '../shared/schema';
 import type { AccessTarget, Caller } from '../shared/access-store';
-import { PlaylistsStore, RESOURCE, type PlaylistFields, type PlaylistRow } from './playlists-store';
-import { PlaylistRecordingAdd, SessionRecordingPlaylist, SessionRecordingPlaylistWrite } from './schemas';
+import { resolveInstant } from '@plover/insights';
+import { projectOf } from '../http/auth';
+import { PLAYLIST_ORDERS, PlaylistsStore, RESOURCE, type PlaylistFields, type PlaylistRow } from './playlists-store';
+import {
+  PlaylistBulkAdded,
+  PlaylistBulkDeleted,
+  PlaylistRecordingAdd,
+  PlaylistRecordingsBulk,
+  SessionRecordingPlaylist,
+  SessionRecordingPlaylistWrite,
+} from './schemas';
 
 const MATERIAL = ['name', 'description', 'filters'] as const;
 const PLAYLIST = '/session_recording_playlists/:short_id';
 /** The longest session id a playlist stores. */
 const MAX_RECORDING_ID = 200;
+/** The most recordings one bulk add or delete names (PostHog's limit). */
+const MAX_BULK = 20;
+
+/** A session id from a path or a bulk body, within what a playlist stores. */
+function checkedSessionId(sessionId: string, attr: string): string {
+  if (sessionId.length > MAX_RECORDING_ID) throw errors.validation(`Ensure this field has no more than ${MAX_RECORDING_ID} characters.`, attr, 'max_length');
+  return sessionId;
+}
+
+/** A bulk body's session ids, refused as PostHog refuses an empty list or more than it takes at once. */
+function bulkIds(ids: readonly string[] | undefined): string[] {
+  if (ids === undefined || ids.length === 0) throw errors.validation('session_recording_ids must be provided as a non-empty array', 'session_recording_ids');
+  if (ids.length > MAX_BULK) throw errors.validation(`Cannot process more than ${MAX_BULK} recordings at once`, 'session_recording_ids');
+  return ids.map((id, index) => checkedSessionId(id, `session_recording_ids__${index}`));
+}
 
 /** A collection's items (every recording added to it, also one with no replay data yet) and how many the caller watched. */
 interface CollectionCounts {
@@ -83,6 +107,36 @@ export function playlistRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
     });
   }
   const shown = async (req: Request, row: PlaylistRow) => (await bodies(callerOf(req), [row]))[0]!;
+  /** The path's playlist when the caller may edit it. */
+  async function editable(req: Request): Promise<PlaylistRow> {
+    const playlist = await load(req);
+    await requireAccess(sql, req, target(playlist), 'editor');
+    return playlist;
+  }
+  /** `recordings/bulk_add` or `recordings/bulk_delete`: 1–20 ids in the body, applied to a playlist the caller may edit. */
+  function bulkRoute<S extends TSchema>(
+    action: string,
+    summary: string,
+    schema: S,
+    apply: (playlist: PlaylistRow, ids: string[]) => Promise<StaticOr<S, void>>,
+  ): Route {
+    return route<typeof PlaylistRecordingsBulk, undefined, S>({
+      method: 'post',
+      path: `${PLAYLIST}/recordings/${action}`,
+      scope: 'session_recording_playlist:write',
+      summary,
+      body: PlaylistRecordingsBulk,
+      csv: { file: 'result' },
+      response: { status: 200, schema },
+      async handler(req, { body }) {
+        const ids = bulkIds(body.session_recording_ids);
+        return apply(await editable(req), ids);
+      },
+    });
+  }
+  const refuseFilters = (playlist: PlaylistRow) => {
+    if (playlist.type === 'filters') throw errors.validation("Cannot add recordings to a playlist that is type 'filters'.");
+  };
 
   return [
     route({
@@ -98,10 +152,15 @@ export function playlistRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
         pinned: Q.boolean,
         type: Type.Optional(Enum(['collection', 'filters'])),
         user: Q.boolean,
+        order: Type.Optional(Enum(PLAYLIST_ORDERS)),
+        date_from: Type.Optional(Type.String({ maxLength: 64, description: 'last modified after: relative (`-7d`) or a date' })),
+        date_to: Type.Optional(Type.String({ maxLength: 64, description: 'last modified before: relative (`-1d`) or a date' })),
+        session_recording_id: Type.Optional(Type.String({ maxLength: MAX_RECORDING_ID, description: 'only playlists holding this recording' })),
       }),
       csv: { file: 'session_recording_playlists' },
       response: { status: 200, schema: SessionRecordingPlaylist },
       async handler(req, { page, query }) {
+        const dates = { now: new Date(), timezone: projectOf(req).timezone };
         const { rows, count } = await store.list(
           callerOf(req),
           {
@@ -111,6 +170,10 @@ export function playlistRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
             pinned: query.pinned,
             mine: query.user === true,
             type: query.type,
+            order: query.order,
+            modifiedAfter: query.date_from === undefined ? undefined : resolveInstant(query.date_from, dates, false, 'date_from'),
+            modifiedBefore: query.date_to === undefined ? undefined : resolveInstant(query.date_to, dates, true, 'date_to'),
+            sessionId: query.session_recording_id,
           },
           page,
         );
@@ -198,6 +261,16 @@ export function playlistRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
         };
       },
     }),
+    // Before `recordings/:session_recording_id`, which would read `bulk_add` as a recording's id.
+    bulkRoute('bulk_add', 'Add up to 20 recordings at once (idempotent)', PlaylistBulkAdded, async (playlist, ids) => {
+      refuseFilters(playlist);
+      return { success: true, added_count: await store.addItems(playlist.id, ids), total_requested: ids.length };
+    }),
+    bulkRoute('bulk_delete', 'Remove up to 20 recordings at once (those not in the playlist are skipped)', PlaylistBulkDeleted, async (playlist, ids) => ({
+      success: true,
+      deleted_count: await store.removeItems(playlist.id, ids),
+      total_requested: ids.length,
+    })),
     route({
       method: 'post',
       path: `${PLAYLIST}/recordings/:session_recording_id`,
@@ -207,14 +280,9 @@ export function playlistRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
       csv: { file: 'result' },
       response: { status: 200, schema: Success },
       async handler(req) {
-        const playlist = await load(req);
-        await requireAccess(sql, req, target(playlist), 'editor');
-        if (playlist.type === 'filters') throw errors.validation("Cannot add recordings to a playlist that is type 'filters'.");
-        const sessionId = String(req.params.session_recording_id);
-        if (sessionId.length > MAX_RECORDING_ID) {
-          throw errors.validation(`Ensure this field has no more than ${MAX_RECORDING_ID} characters.`, 'session_recording_id', 'max_length');
-        }
-        await store.addItem(playlist.id, sessionId);
+        const playlist = await editable(req);
+        refuseFilters(playlist);
+        await store.addItems(playlist.id, [checkedSessionId(String(req.params.session_recording_id), 'session_recording_id')]);
         return { success: true };
       },
     }),
@@ -222,12 +290,13 @@ export function playlistRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
       method: 'delete',
       path: `${PLAYLIST}/recordings/:session_recording_id`,
       scope: 'session_recording_playlist:write',
-      summary: 'Remove a recording',
-      response: { status: 204 },
+      summary: 'Remove a recording (404 when it is not in the playlist)',
+      csv: { file: 'result' },
+      response: { status: 200, schema: Success },
       async handler(req) {
-        const playlist = await load(req);
-        await requireAccess(sql, req, target(playlist), 'editor');
-        if (!(await store.removeItem(playlist.id, String(req.params.session_recording_id)))) throw errors.notFound();
+        const playlist = await editable(req);
+        if ((await store.removeItems(playlist.id, [String(req.params.session_recording_id)])) === 0) throw errors.notFound();
+        return { success: true };
       },
     }),
   ];

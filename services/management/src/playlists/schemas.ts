@@ -17,6 +17,23 @@ export const SessionRecordingPlaylistWrite = component(
 
 export const PlaylistRecordingAdd = component('PlaylistRecordingAdd', Type.Object({}, { description: 'no fields: the recording is named by the path' }));
 
+export const PlaylistRecordingsBulk = component(
+  'PlaylistRecordingsBulk',
+  Type.Object({
+    session_recording_ids: Type.Optional(Type.Array(Type.String(), { maxItems: 1000, description: 'one to 20 recording (session) ids' })),
+  }),
+);
+
+export const PlaylistBulkAdded = component(
+  'PlaylistBulkAdded',
+  Type.Object({ success: Type.Boolean(), added_count: Type.Integer(), total_requested: Type.Integer() }),
+);
+
+export const PlaylistBulkDeleted = component(
+  'PlaylistBulkDeleted',
+  Type.Object({ success: Type.Boolean(), deleted_count: Type.Integer(), total_requested: Type.Integer() }),
+);
+
 const count = Nullable(Type.Integer());
 
 export const SessionRecordingPlaylist = component(

@@ -1,7 +1,8 @@
 /**
- * The query kinds `/query/` runs, by `kind`. Each kind validates its own node and computes its response body
- * (the envelope's cache fields are added by the route). To add a kind, add one entry to {@link queryKinds}:
- * `{ run(node, ctx) → body, cache? }` — `cache: false` for kinds that must never be served from the cache.
+ * The query kinds `/query/` runs, by `kind`. Each kind declares the schema of its answer, validates its own node
+ * and computes its response body (the envelope's cache fields are added by the route). To add a kind, add one
+ * entry to {@link queryKinds}: `{ response, run(node, ctx) → body, cacheScope?, cache? }` — `cache: false` for
+ * kinds that must never be served from the cache.
  */
 import {
   insightRange,
@@ -19,23 +20,38 @@ import {
   runTrends,
   type InsightContext,
 } from '@plover/insights';
-import { HogQLError, printHogQL, runHogQL, toApiError, type QueryLimits } from '@plover/hogql';
+import { HogQLError, printHogQL, runHogQL, toApiError } from '@plover/hogql';
 import type { ClickHouse } from '@plover/clickhouse';
+import type { Static, TObject } from '@sinclair/typebox';
 import { errors } from '../shared/errors';
+import {
+  FunnelsQueryResponse,
+  HogQLMetadataResponse,
+  HogQLQueryResponse,
+  PathsQueryResponse,
+  RetentionQueryResponse,
+  TrendsQueryResponse,
+  type CacheField,
+} from './schemas';
 
 export interface QueryContext {
+  /** The analysis handle: every statement bounded by the analysis limits (`limitedClickHouse`). */
   clickhouse: ClickHouse;
   insight: InsightContext;
-  limits: QueryLimits;
   /** The ClickHouse statement's marker, for cancelling it (DELETE /query/:id/). */
   statementId: string;
   /** Runs another node (a wrapper's `source`) the way the route runs the top one, cache fields included. */
   runNode(node: unknown): Promise<Record<string, unknown>>;
 }
 
-export interface QueryKind {
+export interface QueryKind<R extends TObject = TObject> {
+  /**
+   * The schema of the kind's answer (query/schemas.ts), the route's cache fields included unless `cache: false`;
+   * `source` for a wrapper, which answers its source's response. The route's OpenAPI response is their union.
+   */
+  response: R | 'source';
   /** The response body for `node` (already checked to be an object whose `kind` is this one). */
-  run(node: Record<string, unknown>, ctx: QueryContext): Promise<Record<string, unknown>>;
+  run(node: Record<string, unknown>, ctx: QueryContext): Promise<Omit<Static<R>, CacheField>>;
   /** What besides the node the result depends on (a resolved date range); absent: the node alone. */
   cacheScope?(node: Record<string, unknown>, ctx: QueryContext): Promise<unknown>;
   /** False for kinds never served from the cache (validation, wrappers that defer to their source). */
@@ -55,13 +71,13 @@ function valuesOf(node: Record<string, unknown>): Record<string, unknown> | unde
   return values as Record<string, unknown>;
 }
 
-const hogql: QueryKind = {
+const hogql: QueryKind<typeof HogQLQueryResponse> = {
+  response: HogQLQueryResponse,
   async run(node, ctx) {
     const timings: { k: string; t: number }[] = [];
     const result = await runHogQL(ctx.clickhouse, stringField(node, 'query'), {
       teamId: ctx.insight.projectId,
       values: valuesOf(node),
-      limits: ctx.limits,
       queryId: ctx.statementId,
       timings,
     });
@@ -72,7 +88,8 @@ const hogql: QueryKind = {
 };
 
 /** HogQLMetadata: whether a query is valid, with each error's position, without running it. */
-const hogqlMetadata: QueryKind = {
+const hogqlMetadata: QueryKind<typeof HogQLMetadataResponse> = {
+  response: HogQLMetadataResponse,
   cache: false,
   async run(node, ctx) {
     const query = stringField(node, 'query');
@@ -100,14 +117,15 @@ const hogqlMetadata: QueryKind = {
 };
 
 /** The body every insight kind answers with around its `results` (PostHog's insight query response). */
-function insightResponse(results: unknown): Record<string, unknown> {
+function insightBody<T>(results: T) {
   return { results, hasMore: false, timings: [], hogql: null, modifiers: {}, error: null };
 }
 
-const trends: QueryKind = {
+const trends: QueryKind<typeof TrendsQueryResponse> = {
+  response: TrendsQueryResponse,
   async run(node, ctx) {
     const input = parseTrendsQuery(node, 'query');
-    return insightResponse(await runTrends(ctx.clickhouse, input, ctx.insight));
+    return insightBody(await runTrends(ctx.clickhouse, input, ctx.insight));
   },
   async cacheScope(node, ctx) {
     const input = parseTrendsQuery(node, 'query');
@@ -116,9 +134,10 @@ const trends: QueryKind = {
 };
 
 /** The same funnel computation as `/insights/funnel/`, from a FunnelsQuery node. */
-const funnels: QueryKind = {
+const funnels: QueryKind<typeof FunnelsQueryResponse> = {
+  response: FunnelsQueryResponse,
   async run(node, ctx) {
-    return insightResponse(await runFunnel(ctx.clickhouse, parseFunnelsQuery(node, 'query'), ctx.insight));
+    return insightBody(await runFunnel(ctx.clickhouse, parseFunnelsQuery(node, 'query'), ctx.insight));
   },
   async cacheScope(node, ctx) {
     const input = parseFunnelsQuery(node, 'query');
@@ -127,9 +146,10 @@ const funnels: QueryKind = {
 };
 
 /** The same retention computation as `/insights/retention/`, from a RetentionQuery node. */
-const retention: QueryKind = {
+const retention: QueryKind<typeof RetentionQueryResponse> = {
+  response: RetentionQueryResponse,
   async run(node, ctx) {
-    return insightResponse(await runRetention(ctx.clickhouse, parseRetentionQuery(node, 'query'), ctx.insight));
+    return insightBody(await runRetention(ctx.clickhouse, parseRetentionQuery(node, 'query'), ctx.insight));
   },
   cacheScope(node, ctx) {
     return Promise.resolve(rangeKey(retentionRange(parseRetentionQuery(node, 'query'), ctx.insight)));
@@ -137,9 +157,10 @@ const retention: QueryKind = {
 };
 
 /** The same paths computation as `/insights/path/`, from a PathsQuery node. */
-const paths: QueryKind = {
+const paths: QueryKind<typeof PathsQueryResponse> = {
+  response: PathsQueryResponse,
   async run(node, ctx) {
-    return insightResponse(await runPaths(ctx.clickhouse, parsePathsQuery(node, 'query'), ctx.insight, nodeRuleAttr));
+    return insightBody(await runPaths(ctx.clickhouse, parsePathsQuery(node, 'query'), ctx.insight, nodeRuleAttr));
   },
   async cacheScope(node, ctx) {
     return rangeKey(await pathsRange(ctx.clickhouse, parsePathsQuery(node, 'query'), ctx.insight));
@@ -148,6 +169,7 @@ const paths: QueryKind = {
 
 /** A display wrapper: PostHog runs its `source` and answers the source's response unchanged. */
 const wrapper: QueryKind = {
+  response: 'source',
   cache: false,
   async run(node, ctx) {
     return ctx.runNode(node.source);

@@ -7,16 +7,19 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { Request } from 'express';
-import { cancelHogQL, DEFAULT_QUERY_LIMITS, type QueryLimits } from '@plover/hogql';
-import { InsightResultCache, stableJson } from '@plover/insights';
+import { Type } from '@sinclair/typebox';
+import { cancelHogQL } from '@plover/hogql';
+import { InsightResultCache, stableJson, type CacheRequest, type CachedResult } from '@plover/insights';
+import type { ClickHouse } from '@plover/clickhouse';
 import { ApiError } from '@plover/core';
 import type { ManagementDeps } from '../http/deps';
 import { projectOf } from '../http/auth';
 import { errors } from '../shared/errors';
 import { Reply, type Route, type RouteInput } from '../http/route-table';
 import { insightContext } from '../shared/insight-context';
+import type { NodeRunner, RunMode } from '../shared/node-runner';
 import { queryKinds, type QueryContext, type QueryKind } from './kinds';
-import { QueryRequest } from './schemas';
+import { QueryCancelled, QueryRequest, QueryStatus } from './schemas';
 
 export const MAX_RUNNING = 3;
 export const STATUS_TTL_MS = 20 * 60_000;
@@ -24,7 +27,7 @@ const MAX_STATUSES = 1000;
 /** How long a client should wait before asking for a fresh computation of the same query. */
 const CLIENT_REFRESH_MS = 60_000;
 const CLIENT_QUERY_ID = /^[A-Za-z0-9_-]{1,128}$/;
-/** `refresh` values that skip the cache; every other mode answers from it when it can, else computes now. */
+/** `refresh` values that skip the cache; every other mode answers from it when it can, else computes now (never `peek`). */
 const FORCE = new Set<unknown>([true, 'force_blocking', 'force_async']);
 
 interface QueryStatus {
@@ -73,33 +76,50 @@ function nodeOf(value: unknown, attr = 'query'): Record<string, unknown> & { kin
   return value as Record<string, unknown> & { kind: string };
 }
 
-export function queryRoutes(
-  { sql, clickhouse }: ManagementDeps,
-  {
-    kinds = queryKinds(),
-    cache = new InsightResultCache(),
-    limits = DEFAULT_QUERY_LIMITS,
-  }: { kinds?: ReadonlyMap<string, QueryKind>; cache?: InsightResultCache; limits?: QueryLimits } = {},
-): Route[] {
-  const running = new Map<number, number>();
-  const statuses = new Map<string, QueryStatus>();
+/** What a wrapper's source answers in `peek` mode when it has no cached result. */
+class NotCached extends Error {}
 
-  function remember(status: QueryStatus): void {
-    const now = Date.now();
-    for (const [key, old] of statuses) if (old.expiresAt < now || statuses.size >= MAX_STATUSES) statuses.delete(key);
-    statuses.set(`${status.projectId}:${status.id}`, status);
-  }
+export interface RunnerOptions {
+  kinds?: ReadonlyMap<string, QueryKind>;
+  cache?: InsightResultCache;
+}
 
-  async function runNode(raw: unknown, ctx: Omit<QueryContext, 'runNode'>, refresh: boolean): Promise<Record<string, unknown>> {
+/**
+ * The {@link NodeRunner} over `kinds` and `cache`: a node's kind validates and computes it, cached by the node
+ * and the kind's cache scope (a resolved date range) at the project's data version.
+ */
+export function nodeRunner(clickhouse: ClickHouse, { kinds = queryKinds(), cache = new InsightResultCache() }: RunnerOptions = {}): NodeRunner {
+  async function runNode(raw: unknown, ctx: Omit<QueryContext, 'runNode'>, mode: RunMode): Promise<Record<string, unknown> | null> {
     const node = nodeOf(raw);
     const kind = kinds.get(node.kind);
     if (!kind) throw errors.validation(`Unsupported query kind: ${node.kind}`, 'kind');
-    const full: QueryContext = { ...ctx, runNode: (source) => runNode(source ?? null, ctx, refresh) };
+    const full: QueryContext = {
+      ...ctx,
+      async runNode(source) {
+        const response = await runNode(source ?? null, ctx, mode);
+        if (response === null) throw new NotCached();
+        return response;
+      },
+    };
     const { timezone, projectId } = ctx.insight;
-    if (kind.cache === false) return kind.run(node, full);
-    const scope = kind.cacheScope ? await kind.cacheScope(node, full) : null;
-    const request = { kind: node.kind, projectId, input: node, range: scope };
-    const computed = await cache.run(clickhouse, request, refresh, () => kind.run(node, full));
+    if (kind.cache === false) {
+      try {
+        return await kind.run(node, full);
+      } catch (error) {
+        // A wrapper whose source has no cached result in `peek` mode.
+        if (error instanceof NotCached) return null;
+        throw error;
+      }
+    }
+    let computed: CachedResult<Record<string, unknown>> | undefined;
+    let request: CacheRequest = { kind: node.kind, projectId, input: node, range: null };
+    if (mode === 'peek') {
+      computed = cache.peek(request);
+      if (!computed) return null;
+    } else {
+      request = { ...request, range: kind.cacheScope ? await kind.cacheScope(node, full) : null };
+      computed = await cache.run(clickhouse, request, mode === 'force', () => kind.run(node, full));
+    }
     const lastRefresh = computed.lastRefresh;
     return {
       ...computed.result,
@@ -111,6 +131,20 @@ export function queryRoutes(
       timezone,
       query_status: null,
     };
+  }
+  return (node, insight, mode, statementId = randomUUID()) => runNode(node, { clickhouse, insight, statementId }, mode);
+}
+
+export function queryRoutes({ sql, clickhouse }: ManagementDeps, options: RunnerOptions = {}): Route[] {
+  const { kinds = queryKinds() } = options;
+  const run = nodeRunner(clickhouse, { ...options, kinds });
+  const running = new Map<number, number>();
+  const statuses = new Map<string, QueryStatus>();
+
+  function remember(status: QueryStatus): void {
+    const now = Date.now();
+    for (const [key, old] of statuses) if (old.expiresAt < now || statuses.size >= MAX_STATUSES) statuses.delete(key);
+    statuses.set(`${status.projectId}:${status.id}`, status);
   }
 
   async function create(req: Request, { body }: RouteInput): Promise<unknown> {
@@ -150,8 +184,7 @@ export function queryRoutes(
     remember(status);
     running.set(project.id, active + 1);
     try {
-      const ctx = { clickhouse, insight: insightContext(sql, projectOf(req)), limits, statementId: status.statementId };
-      const response = await runNode(node, ctx, FORCE.has(body.refresh));
+      const response = (await run(node, insightContext(sql, projectOf(req)), FORCE.has(body.refresh) ? 'force' : 'cached', status.statementId))!;
       status.results = response;
       return response;
     } catch (error) {
@@ -174,7 +207,9 @@ export function queryRoutes(
     return status;
   }
 
-  const bodyAndScope = { scope: 'query:read', body: QueryRequest, response: { status: 200 } };
+  // What POST answers: the response of any kind it runs (a wrapper answers its source's).
+  const responses = [...new Set([...kinds.values()].flatMap((kind) => (kind.response === 'source' ? [] : [kind.response])))];
+  const bodyAndScope = { scope: 'query:read', body: QueryRequest, response: { status: 200, schema: Type.Union(responses) } };
   return [
     {
       method: 'post',
@@ -189,7 +224,7 @@ export function queryRoutes(
       path: '/query/:id',
       scope: 'query:read',
       summary: "A query's status: 202 while it runs, 200 with its results once done",
-      response: { status: 200 },
+      response: { status: 200, schema: QueryStatus },
       handler: (req) => {
         const status = find(req);
         return status.complete ? { query_status: statusBody(status) } : new Reply(202, { query_status: statusBody(status) });
@@ -200,7 +235,7 @@ export function queryRoutes(
       path: '/query/:id',
       scope: 'query:read',
       summary: "Cancel a running query's ClickHouse statement",
-      response: { status: 200 },
+      response: { status: 200, schema: QueryCancelled },
       handler: async (req) => {
         const status = find(req);
         if (status.complete) return { message: 'Query already complete' };

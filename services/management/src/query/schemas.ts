@@ -1,5 +1,5 @@
-import { Type } from '@sinclair/typebox';
-import { AnyObject, component, Types } from '../shared/schema';
+import { Type, type TObject, type TSchema } from '@sinclair/typebox';
+import { AnyObject, component, Nullable, Types } from '../shared/schema';
 
 export const QueryRequest = component(
   'QueryRequest',
@@ -20,3 +20,106 @@ export const QueryRequest = component(
     limit_context: Type.Optional(Types<string | null>(['string', 'null'])),
   }),
 );
+
+const dateTime = Type.String({ format: 'date-time' });
+const Timings = Type.Array(Type.Object({ k: Type.String(), t: Type.Number() }), { description: '`[{k, t}]`: seconds per step' });
+
+/** The cache fields the route adds to the answer of every cached kind. */
+const CacheFields = Type.Object({
+  is_cached: Type.Boolean(),
+  last_refresh: dateTime,
+  next_allowed_client_refresh: dateTime,
+  cache_key: Type.String(),
+  cache_target_age: Type.Null(),
+  timezone: Type.String(),
+  query_status: Type.Null(),
+});
+export type CacheField = keyof typeof CacheFields.properties;
+
+/** The answer of a cached kind: its own fields and the {@link CacheFields}. */
+const cached = <T extends TObject>(name: string, fields: T) => component(name, Type.Composite([fields, CacheFields]));
+
+export const HogQLQueryResponse = cached(
+  'HogQLQueryResponse',
+  Type.Object({
+    results: Type.Array(Type.Array(Type.Unknown()), { description: 'rows, one array of values per row' }),
+    columns: Type.Array(Type.String()),
+    types: Type.Array(Type.Tuple([Type.String(), Type.String()]), { description: '`[name, ClickHouse type]` per column' }),
+    hogql: Type.String(),
+    clickhouse: Type.String({ description: 'the printed SQL, parameters not inlined' }),
+    hasMore: Type.Boolean(),
+    limit: Type.Integer(),
+    offset: Type.Integer(),
+    timings: Timings,
+    modifiers: AnyObject(),
+    error: Type.Null(),
+    explain: Type.Null(),
+    metadata: Type.Null(),
+    query: Type.String(),
+  }),
+);
+
+const Position = Nullable(Type.Integer());
+
+export const HogQLMetadataResponse = component(
+  'HogQLMetadataResponse',
+  Type.Object({
+    isValid: Type.Boolean(),
+    query: Type.String(),
+    errors: Type.Array(Type.Object({ message: Type.String(), start: Position, end: Position, fix: Type.Null() })),
+    warnings: Type.Tuple([]),
+    notices: Type.Tuple([]),
+    isUsingIndices: Type.String(),
+    table_names: Type.Array(Type.String()),
+    ch_table_names: Type.Array(Type.String()),
+  }),
+);
+
+/** The fields every insight kind answers with around its `results`. */
+export const insightResponse = <T extends TSchema>(name: string, results: T) =>
+  cached(name, Type.Object({ results, hasMore: Type.Boolean(), timings: Timings, hogql: Type.Null(), modifiers: AnyObject(), error: Type.Null() }));
+
+/** An object of any fields, typed as what a computation returns (interfaces, which have no index signature). */
+const Row = (description: string) => Type.Unsafe<object>({ type: 'object', additionalProperties: true, description });
+
+const Series = Type.Array(Row('one series: its label, action, data points and the fields PostHog sends with it'));
+
+export const TrendsQueryResponse = insightResponse('TrendsQueryResponse', Series);
+export const FunnelsQueryResponse = insightResponse(
+  'FunnelsQueryResponse',
+  Types<object>(['array', 'object'], {
+    description: 'the steps, the steps per breakdown value, the time-to-convert histogram or the conversion trend',
+  }),
+);
+export const RetentionQueryResponse = insightResponse('RetentionQueryResponse', Type.Array(Row('one cohort: its label, date and values per period')));
+
+export const PathsQueryResponse = insightResponse(
+  'PathsQueryResponse',
+  Type.Array(Type.Object({ source: Type.String(), target: Type.String(), value: Type.Number(), average_conversion_time: Type.Number() })),
+);
+
+/** A query's progress (`GET /query/:id/`). */
+export const QueryStatus = component(
+  'QueryStatus',
+  Type.Object({
+    query_status: Type.Object({
+      id: Type.String(),
+      query_async: Type.Literal(true),
+      team_id: Type.Integer(),
+      insight_id: Type.Null(),
+      dashboard_id: Type.Null(),
+      complete: Type.Boolean(),
+      error: Type.Boolean(),
+      error_message: Nullable(Type.String()),
+      results: Type.Unknown({ description: 'the response of the query once done' }),
+      pickup_time: dateTime,
+      start_time: dateTime,
+      end_time: Nullable(Type.String({ format: 'date-time' })),
+      expiration_time: dateTime,
+      task_id: Type.Null(),
+      labels: Type.Null(),
+    }),
+  }),
+);
+
+export const QueryCancelled = component('QueryCancelled', Type.Object({ message: Type.String() }));

@@ -84,7 +84,15 @@ export const ROUTES: Route[] = [
   { method: 'put', path: `${playlist}access_controls/`, scope: 'access_control:write', status: 200, body: { access_level: 'viewer' } },
   { method: 'get', path: `${playlist}recordings/`, scope: 'session_recording_playlist:read', status: 200 },
   { method: 'post', path: `${playlist}recordings/s2/`, scope: 'session_recording_playlist:write', status: 200 },
-  { method: 'delete', path: `${playlist}recordings/s1/`, scope: 'session_recording_playlist:write', status: 204 },
+  { method: 'post', path: `${playlist}recordings/bulk_add/`, scope: 'session_recording_playlist:write', status: 200, body: { session_recording_ids: ['s3'] } },
+  {
+    method: 'post',
+    path: `${playlist}recordings/bulk_delete/`,
+    scope: 'session_recording_playlist:write',
+    status: 200,
+    body: { session_recording_ids: ['s1'] },
+  },
+  { method: 'delete', path: `${playlist}recordings/s1/`, scope: 'session_recording_playlist:write', status: 200 },
   { method: 'get', path: `${P}/session_recordings/`, scope: 'session_recording:read', status: 200 },
   { method: 'get', path: `${P}/session_recordings/s1/`, scope: 'session_recording:read', status: 200 },
   {
