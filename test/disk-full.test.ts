@@ -1,7 +1,8 @@
 /**
  * Embedded Plover on a disk that fills up (a small tmpfs): below the watermark capture answers 503 and management
  * writes 507 at once, /_ready names the store and the cause, reads go on; once space returns everything is
- * accepted again without a restart, and every acknowledged event is stored once. A start below the watermark starts.
+ * accepted again without a restart, and every acknowledged event is stored once. A start below the watermark starts,
+ * read-only, even with too little room for Postgres to write.
  */
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
@@ -85,17 +86,39 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     expect([...stored].sort()).toEqual([...acknowledged].sort());
   });
 
-  it('starts on a disk below the watermark, says why in /_ready, and serves reads', async () => {
+  it('starts read-only on a disk too full for Postgres to write, says why, serves reads, and takes writes once space returns', async () => {
     await plover!.kill('SIGTERM');
-    disk.fill((WATERMARK_MB - 40) * MB);
+    // Below the room Postgres keeps for its WAL (48 MiB) and the 32 MiB it needs to start fresh: the store is
+    // opened read-only, and the migrations, already applied, are only read.
+    disk.fill(4 * MB);
     plover = await startEmbedded(env, path.join(disk.dir, 'data'));
+    expect(plover.output()).toMatch(
+      /low disk space: postgres has [\d.]+ MB free .*"msg":"disk space below the watermark: new events and management writes are refused"/,
+    );
     const low = await ready();
     expect(low.status).toBe(503);
-    expect(low.body.checks.disk).toMatch(/^low disk space/);
+    expect(low.body.checks.disk).toMatch(/^low disk space: postgres has [\d.]+ MB free in .*, below the 105 MB watermark/);
     expect((await api('/feature_flags/')).status).toBe(200);
+    const flags = await fetch(url('/flags/?v=2'), { method: 'POST', body: JSON.stringify({ token: plover.credentials.token, distinct_id: 'reader' }) });
+    expect(flags.status).toBe(200);
     expect(await capture(10)).toBe(503);
+    expect((await createFlag('while-starting-low')).status).toBe(507);
+
     disk.release();
     await pause(NEXT_CHECK_MS);
     expect(await capture(10)).toBe(200);
+    expect((await createFlag('after-a-low-start')).status).toBe(201);
+    expect((await ready()).status).toBe(200);
+  });
+
+  it('refuses to start on a disk with no room for its lock file, saying the disk is full', async () => {
+    await plover!.kill('SIGTERM');
+    disk.fill(0);
+    const failed = await startEmbedded(env, path.join(disk.dir, 'data')).then(
+      () => 'started',
+      (error: unknown) => String(error),
+    );
+    expect(failed).toMatch(/exited with 1:[\s\S]*the disk holding \S+ is full \(0 B free\), too full even for the data dir.s lock file/);
+    disk.release();
   });
 });

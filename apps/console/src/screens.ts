@@ -11,6 +11,7 @@ import { FeatureFlagScreen } from './screens/feature-flag';
 import { FeatureFlags } from './screens/feature-flags';
 import { Cohorts, EarlyAccessFeatures, Surveys } from './screens/flag-lists';
 import { FunnelCorrelation } from './screens/funnel-correlation';
+import { FunnelEditorScreen } from './screens/funnel-editor';
 import { InsightEditor } from './screens/insight-editor';
 import { InsightList } from './screens/insight-list';
 import { Overview } from './screens/overview';
@@ -19,6 +20,7 @@ import { Persons } from './screens/persons';
 import { PlaylistScreen } from './screens/playlist';
 import { Playlists } from './screens/playlists';
 import { Recordings } from './screens/recordings';
+import { RetentionEditorScreen } from './screens/retention-editor';
 import { Settings } from './screens/settings';
 import { SqlEditorScreen } from './screens/sql-editor';
 
@@ -36,6 +38,8 @@ export const screens: Screen[] = [
   { path: 'insights', title: 'Insights', nav: true, component: InsightList },
   { path: 'insights/new', title: 'New insight', component: InsightEditor },
   { path: 'insights/correlation', title: 'Funnel correlation', component: FunnelCorrelation },
+  { path: 'insights/funnel', title: 'New funnel', component: FunnelEditorScreen },
+  { path: 'insights/retention', title: 'New retention', component: RetentionEditorScreen },
   { path: 'insights/sql', title: 'SQL', component: SqlEditorScreen },
   { path: 'insights/:shortId', title: 'Insight', component: InsightEditor },
   { path: 'persons', title: 'Persons', nav: true, component: Persons },

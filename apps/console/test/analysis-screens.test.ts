@@ -4,7 +4,7 @@
  * whose numbers must be the ones the query API answers for the same node.
  */
 import fs from 'node:fs';
-import type { Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import { describeWithBrowser } from '../../../test/support/browser';
 import { startEmbedded } from '../../../test/support/embedded';
 import { ConsoleTarget, screenshot, signIn, usePage, type CapturedEvent } from './support/console';
@@ -48,6 +48,18 @@ afterAll(async () => {
 /** The query API's answer for `query`, as a script would ask it. */
 function query<T>(node: Record<string, unknown>): Promise<T> {
   return target.console.api<T>('POST', `/api/projects/${target.console.plover.credentials.projectId}/query/`, { query: node });
+}
+
+/** Waits until the texts of what `locator` finds are `expected` (a screen recomputes shortly after an edit). */
+async function texts(locator: Locator, expected: string[], timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let seen: string[] = [];
+  while (Date.now() < deadline) {
+    seen = await locator.allTextContents();
+    if (JSON.stringify(seen) === JSON.stringify(expected)) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`expected ${JSON.stringify(expected)}, saw ${JSON.stringify(seen)}`);
 }
 
 async function open(page: Page, screen: string): Promise<void> {
@@ -129,5 +141,119 @@ describeWithBrowser()('the analysis screens in Chromium', () => {
     await expect(page.getByRole('radio', { name: 'Bar' }).isChecked()).resolves.toBe(true);
     await expect(page.locator('.result-panel .legend').textContent()).resolves.toBe('n');
     expect(problems.filter((text) => !text.includes('400'))).toEqual([]);
+  }, 240_000);
+
+  it('builds a funnel with the query API’s numbers, broken down, as time to convert and trend, saved and reopened', async () => {
+    const { page, problems } = view;
+    await open(page, 'New funnel');
+    await page.getByRole('group', { name: 'Step 2' }).getByLabel('Event').fill('signup');
+    await page.getByRole('button', { name: 'Add step' }).click();
+    await page.getByRole('group', { name: 'Step 3' }).getByLabel('Event').fill('purchase');
+    const steps = (event: string) => ({ kind: 'EventsNode', event });
+    const api = await query<{ results: Array<{ name: string; count: number }> }>({
+      kind: 'FunnelsQuery',
+      series: [steps('$pageview'), steps('signup'), steps('purchase')],
+      dateRange: { date_from: '-14d' },
+    });
+    expect(api.results.map((step) => [step.name, step.count])).toEqual([
+      ['$pageview', 10],
+      ['signup', 6],
+      ['purchase', 3],
+    ]);
+    const table = page.getByRole('region', { name: 'Funnel steps', exact: true });
+    await table.getByRole('row', { name: /purchase/ }).waitFor();
+    const cells = async () => (await table.getByRole('row').all()).slice(1).map((row) => row.locator('td').allTextContents());
+    const rows = await Promise.all(await cells());
+    expect(rows.map((row) => row.slice(0, 5))).toEqual([
+      ['$pageview', '10', '100%', '100%', '0'],
+      ['signup', '6', '60%', '60%', '4'],
+      ['purchase', '3', '30%', '50%', '3'],
+    ]);
+    await expect(page.getByTestId('step-drop-off').allTextContents()).resolves.toEqual(['4 dropped off (40%)', '3 dropped off (50%)']);
+    await screenshot(page, 'funnel-steps');
+
+    // A step's own filter: only Chrome signups (users 0, 2, 4 of the six).
+    const step2 = page.getByRole('group', { name: 'Step 2' });
+    await step2.getByRole('button', { name: 'Add filter' }).click();
+    const filter = page.getByRole('group', { name: 'Step 2 filter 1' });
+    await filter.getByLabel('Property', { exact: true }).fill('$browser');
+    await filter.getByLabel('Value', { exact: true }).fill('Chrome');
+    const persons = table.locator('tbody td:nth-child(2)');
+    await texts(persons, ['10', '3', '2']);
+    await page.getByRole('button', { name: 'Remove step 2 filter 1' }).click();
+    await texts(persons, ['10', '6', '3']);
+
+    // Broken down by browser: one bar per browser in each step, a row per browser.
+    await page.getByLabel('Property', { exact: true }).last().fill('$browser');
+    const byBrowser = page.getByRole('region', { name: 'Funnel steps by breakdown' });
+    await byBrowser.getByRole('row', { name: /Firefox/ }).waitFor();
+    await expect(byBrowser.getByRole('row').allTextContents()).resolves.toEqual([
+      'Breakdown1. $pageview2. signup3. purchaseConversion',
+      'Chrome53240%',
+      'Firefox53120%',
+    ]);
+    await screenshot(page, 'funnel-breakdown');
+    await page.getByLabel('Property', { exact: true }).last().fill('');
+
+    await page.getByRole('radio', { name: 'Time to convert' }).check();
+    await page.getByText('Average time to convert: 2m 00s').waitFor();
+    await page.locator('.result canvas').waitFor();
+    await screenshot(page, 'funnel-time-to-convert');
+    await page.getByRole('radio', { name: 'Trend' }).check();
+    await page.locator('.result .legend').filter({ hasText: 'Conversion rate (%)' }).waitFor();
+    await screenshot(page, 'funnel-trend');
+
+    await page.getByRole('radio', { name: 'Steps' }).check();
+    await table.getByRole('row', { name: /purchase/ }).waitFor();
+    await page.getByRole('button', { name: 'Save insight' }).click();
+    await page.waitForURL(/\/insights\/(?!funnel)[A-Za-z0-9]+$/);
+    await page.reload();
+    await page.getByRole('heading', { level: 1, name: '$pageview → signup → purchase' }).waitFor();
+    await expect(page.getByRole('group', { name: 'Step 3' }).getByLabel('Event').inputValue()).resolves.toBe('purchase');
+    await texts(persons, ['10', '6', '3']);
+    expect(problems).toEqual([]);
+  }, 240_000);
+
+  it('shows the retention grid the query API computes, with its mean line, saved and reopened', async () => {
+    const { page, problems } = view;
+    await open(page, 'New retention');
+    const node = (retentionType: string) => ({
+      kind: 'RetentionQuery',
+      retentionFilter: {
+        targetEntity: { id: '$pageview', type: 'events' },
+        returningEntity: { id: '$pageview', type: 'events' },
+        retentionType,
+        period: 'Day',
+        totalIntervals: 7,
+      },
+    });
+    const grid = page.getByRole('region', { name: 'Retention by cohort' });
+    const rowTexts = grid.locator('tbody tr');
+    // Today's period is in progress (`*`); the cells of periods yet to come are empty.
+    // First time: everyone's first pageview is six days ago, five come back the next day and two the day after.
+    const firstTime = await query<{ results: Array<{ values: Array<{ count: number }> }> }>(node('retention_first_time'));
+    expect(firstTime.results.map((row) => row.values.map((value) => value.count))[0]).toEqual([10, 5, 2, 0, 0, 0, 0]);
+    await texts(rowTexts.first().locator('td'), ['', '100.0%', '50.0%', '20.0%', '0.0%', '0.0%', '0.0%', '0.0%']);
+    await expect(rowTexts.nth(1).locator('td').allTextContents()).resolves.toEqual(['10', '100.0%', '50.0%', '20.0%', '0.0%', '0.0%', '0.0%', '0.0%*']);
+    await screenshot(page, 'retention-first-time');
+
+    // Recurring: the five who came back start a cohort of their own the next day, of whom two come back again.
+    await page.getByRole('radio', { name: 'Recurring' }).check();
+    const recurring = await query<{ results: Array<{ values: Array<{ count: number }> }> }>(node('retention_recurring'));
+    const sizes = recurring.results.map((row) => row.values[0]!.count);
+    expect(sizes).toEqual([10, 5, 2, 0, 0, 0, 0]);
+    await texts(grid.locator('tbody tr td:nth-child(2)'), ['', ...sizes.map(String)]);
+    await expect(rowTexts.nth(2).locator('td').allTextContents()).resolves.toEqual(['5', '100.0%', '40.0%', '0.0%', '0.0%', '0.0%', '0.0%*', '']);
+    // The mean of each period over the cohorts that had returns in it: (50 + 40) / 2, then 20 alone.
+    await expect(rowTexts.first().locator('td').allTextContents()).resolves.toEqual(['', '100.0%', '45.0%', '20.0%', '0.0%', '0.0%', '0.0%', '0.0%']);
+    await screenshot(page, 'retention-recurring');
+
+    await page.getByRole('button', { name: 'Save insight' }).click();
+    await page.waitForURL(/\/insights\/(?!retention)[A-Za-z0-9]+$/);
+    await page.reload();
+    await page.getByRole('heading', { level: 1, name: 'Retention of $pageview' }).waitFor();
+    await expect(page.getByRole('radio', { name: 'Recurring' }).isChecked()).resolves.toBe(true);
+    await texts(grid.locator('tbody tr td:nth-child(2)'), ['', ...sizes.map(String)]);
+    expect(problems).toEqual([]);
   }, 240_000);
 });

@@ -1,7 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { silentLogger, type Logger } from '@plover/core';
-import type { Sql } from './sql';
+import type { Sql, SqlExecutor } from './sql';
 
 /** The package's migrations, found the same way from src (tsx, jest) and from dist (after tsc). */
 const MIGRATIONS_DIR = path.resolve(__dirname, '../migrations');
@@ -61,6 +61,9 @@ async function readMigrations(dir: string): Promise<Migration[]> {
 export async function migrate(sql: Sql, options: MigrateOptions = {}): Promise<{ applied: string[] }> {
   const logger = options.logger ?? silentLogger();
   const migrations = await readMigrations(options.dir ?? MIGRATIONS_DIR);
+  // A current database is only read, so that a start on a disk too full for Postgres to write (embedded mode
+  // refuses writes then) still starts; the transaction below looks again under the lock.
+  if (pendingOf(migrations, await recordedVersions(sql)).length === 0) return { applied: [] };
 
   return sql.transaction(async (tx) => {
     // Taken before the table is even created: two processes creating it at once would collide.
@@ -73,24 +76,32 @@ export async function migrate(sql: Sql, options: MigrateOptions = {}): Promise<{
          applied_at timestamptz NOT NULL DEFAULT now()
        )`,
     );
-    const recorded = await tx.query<{ version: number; name: string }>('migrate.recorded', 'SELECT version, name FROM plover_migrations');
-    const recordedNames = new Map(recorded.rows.map((row) => [row.version, row.name]));
-
     const applied: string[] = [];
-    for (const migration of migrations) {
-      const recordedName = recordedNames.get(migration.version);
-      if (recordedName !== undefined) {
-        // A renamed or renumbered file would otherwise be skipped silently while its content never ran.
-        if (recordedName !== migration.name) {
-          throw new Error(`migration ${migration.id} does not match version ${migration.version} applied as "${recordedName}"`);
-        }
-        continue;
-      }
+    for (const migration of pendingOf(migrations, await recordedVersions(tx))) {
       logger.info({ migration: migration.id }, 'applying postgres migration');
       await tx.exec(`migrate.${migration.id}`, migration.script);
       await tx.query('migrate.record', 'INSERT INTO plover_migrations (version, name) VALUES ($1, $2)', [migration.version, migration.name]);
       applied.push(migration.id);
     }
     return { applied };
+  });
+}
+
+/** The applied migrations' names by version; none before the first migration created the table. */
+async function recordedVersions(sql: SqlExecutor): Promise<Map<number, string>> {
+  const table = await sql.query<{ present: boolean }>('migrate.tablePresent', `SELECT to_regclass('plover_migrations') IS NOT NULL AS present`);
+  if (table.rows[0]?.present !== true) return new Map();
+  const recorded = await sql.query<{ version: number; name: string }>('migrate.recorded', 'SELECT version, name FROM plover_migrations');
+  return new Map(recorded.rows.map((row) => [row.version, row.name]));
+}
+
+/** The migrations not applied yet, in order. */
+function pendingOf(migrations: readonly Migration[], recorded: ReadonlyMap<number, string>): Migration[] {
+  return migrations.filter((migration) => {
+    const recordedName = recorded.get(migration.version);
+    if (recordedName === undefined) return true;
+    // A renamed or renumbered file would otherwise be skipped silently while its content never ran.
+    if (recordedName !== migration.name) throw new Error(`migration ${migration.id} does not match version ${migration.version} applied as "${recordedName}"`);
+    return false;
   });
 }

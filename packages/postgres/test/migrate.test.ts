@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { migrate, type Sql } from '@plover/postgres';
+import { migrate, WritesRefusedWhen, type Sql } from '@plover/postgres';
 import { PGliteSql } from '@plover/postgres/pglite';
 
 describe('migrate', () => {
@@ -62,5 +62,21 @@ describe('migrate', () => {
   it('refuses a file whose version was applied under another name', async () => {
     await migrate(sql, { dir: await migrations({ '001_first.sql': 'CREATE TABLE first (id integer);' }) });
     await expect(migrate(sql, { dir: await migrations({ '001_renamed.sql': 'CREATE TABLE renamed (id integer);' }) })).rejects.toThrow(/applied as "first"/);
+  });
+
+  it('only reads a database already current, so that it migrates while writes are refused (a start on a full disk)', async () => {
+    const dir = await migrations({ '001_first.sql': 'CREATE TABLE first (id integer);', '002_second.sql': 'CREATE TABLE second (id integer);' });
+    const full = new WritesRefusedWhen(sql, () => 'the disk is full');
+    await expect(migrate(full, { dir })).rejects.toMatchObject({ name: 'StorageError', message: expect.stringMatching(/read-only|the disk is full/) });
+    await migrate(sql, { dir });
+    await expect(migrate(full, { dir })).resolves.toEqual({ applied: [] });
+    // Still refused while a migration is pending, with nothing applied.
+    const more = await migrations({
+      '001_first.sql': 'CREATE TABLE first (id integer);',
+      '002_second.sql': 'CREATE TABLE second (id integer);',
+      '003_third.sql': 'CREATE TABLE third (id integer);',
+    });
+    await expect(migrate(full, { dir: more })).rejects.toMatchObject({ name: 'StorageError' });
+    expect(await tables()).toEqual(['first', 'plover_migrations', 'second']);
   });
 });

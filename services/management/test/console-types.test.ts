@@ -78,6 +78,11 @@ const NOT_COMPONENTS = [
   'HogQLResponse',
   'HogQLNotice',
   'HogQLMetadataResponse',
+  'FunnelStep',
+  'FunnelTimeToConvert',
+  'FunnelTrend',
+  'RetentionRow',
+  'InsightQueryResponse',
 ];
 
 type Kind = 'string' | 'number' | 'boolean' | 'null' | 'array' | 'object';

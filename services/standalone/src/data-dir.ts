@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { lockDirectory, StorageError } from '@plover/core';
+import { formatBytes, freeBytes, isDiskFull, lockDirectory, StorageError } from '@plover/core';
 
 /** The lock file's name in the data dir. */
 export const DATA_DIR_LOCK = 'plover.lock';
@@ -15,6 +15,13 @@ export function lockDataDir(dataDir: string): () => void {
   try {
     return lockDirectory(dataDir, DATA_DIR_LOCK);
   } catch (error) {
+    if (isDiskFull(error)) {
+      // Any less full disk starts, read-only below the watermark; this one has no room for the lock's few bytes.
+      const free = formatBytes(freeBytes(dataDir));
+      throw new Error(`the disk holding ${dataDir} is full (${free} free), too full even for the data dir's lock file: free space on it and start again`, {
+        cause: error,
+      });
+    }
     if (!(error instanceof StorageError) || error.code !== 'DATA_DIR_LOCKED') throw error;
     throw new Error(`${error.message}; stop it or set PLOVER_DATA_DIR to another directory`, { cause: error });
   }

@@ -2,7 +2,7 @@
  * Embedded mode on a disk that fills up: the stores' disks are looked at once a second (statfs, never per
  * request), and below PLOVER_DISK_MIN_FREE_MB the main thread's writers are refused at once: capture's appends
  * to the local log (503, SDKs retry), management's writes to PGlite and chDB (507). The ingestion thread is not:
- * it stores what capture already acknowledged, into the room the watermark keeps. docs/operations.md#disk-space.
+ * it stores what capture already acknowledged, into the room the watermark keeps. docs/architecture.md#a-full-disk.
  */
 import path from 'node:path';
 import type { EventBus, OutgoingMessage } from '@plover/bus';

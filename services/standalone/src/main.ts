@@ -91,7 +91,10 @@ async function main(): Promise<void> {
       unlock();
     },
   });
-  if (pretty) process.stdout.write(readyBanner({ host: config.http.host, port: running.port, dataDir: config.data.dataDir, created: credentials }));
+  if (pretty)
+    process.stdout.write(
+      readyBanner({ host: config.http.host, port: running.port, dataDir: config.data.dataDir, created: credentials, lowDisk: disk.lowCause() }),
+    );
 }
 
 main().catch((error: unknown) => {

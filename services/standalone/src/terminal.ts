@@ -38,7 +38,7 @@ function storedToken(dataDir: string): string | undefined {
 }
 
 /** The banner printed once the server listens; `created` only on the first start. */
-export function readyBanner(options: { host: string; port: number; dataDir: string; created?: Credentials }): string {
+export function readyBanner(options: { host: string; port: number; dataDir: string; created?: Credentials; lowDisk?: string | undefined }): string {
   const shown = options.host === '0.0.0.0' || options.host === '::' ? 'localhost' : options.host.includes(':') ? `[${options.host}]` : options.host;
   const url = `http://${shown}:${options.port}`;
   const token = options.created?.project.api_token ?? storedToken(options.dataDir);
@@ -57,6 +57,8 @@ export function readyBanner(options: { host: string; port: number; dataDir: stri
     );
   }
   if (token) lines.push('', '  posthog-js:', `    posthog.init('${token}', { api_host: '${url}' })`);
+  // A start below the watermark serves reads only until space is freed; say so where the operator looks.
+  if (options.lowDisk) lines.push('', `  Read-only for now: ${options.lowDisk}`);
   lines.push('', '  Import events: npx plover import FILE      Status: npx plover status', '');
   return `${lines.join('\n')}\n`;
 }

@@ -31,6 +31,13 @@ describe('the ready banner', () => {
     expect(banner).toContain('Project API key   phc_project');
     expect(banner).toContain('Personal API key  phx_personal');
     expect(banner).toContain("posthog.init('phc_project', { api_host: 'http://localhost:8000' })");
+    expect(banner).not.toContain('Read-only');
+  });
+
+  it('on a start below the disk watermark: says it is read-only, and why', () => {
+    const lowDisk = 'low disk space: postgres has 4.2 MB free in /srv/plover/postgres, below the 315 MB watermark (PLOVER_DISK_MIN_FREE_MB)';
+    const banner = readyBanner({ host: '0.0.0.0', port: 8000, dataDir: '/srv/plover', created: credentials, lowDisk });
+    expect(banner).toContain(`  Read-only for now: ${lowDisk}`);
   });
 
   it('on a later start: the project token from credentials.json, never the personal key', () => {

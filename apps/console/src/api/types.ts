@@ -387,3 +387,43 @@ export interface HogQLMetadataResponse {
   isValid: boolean;
   errors: HogQLNotice[];
 }
+
+/** One step of a funnel's `steps` answer (one list per breakdown value with a breakdown). */
+export interface FunnelStep {
+  name: string;
+  custom_name: string | null;
+  order: number;
+  count: number;
+  /** Seconds from the previous step over the actors who reached this one; null on the first step. */
+  average_conversion_time: number | null;
+  median_conversion_time: number | null;
+  breakdown_value?: string[] | string;
+}
+
+/** A funnel's `time_to_convert` answer: `[bin start in seconds, actors]`, the last entry the upper bound. */
+export interface FunnelTimeToConvert {
+  bins: [number, number][];
+  average_conversion_time: number | null;
+}
+
+/** One line of a funnel's `trends` answer: conversion in % per entrance period. */
+export interface FunnelTrend {
+  count: number;
+  data: number[];
+  days: string[];
+  labels: string[];
+  breakdown_value?: string[] | string;
+}
+
+/** One cohort row of a retention answer: its size first, then the actors returning in each later period. */
+export interface RetentionRow {
+  values: { count: number; label: string }[];
+  label: string;
+  date: string;
+  breakdown_value: string | null;
+}
+
+/** The body every insight kind of `query/` answers with. */
+export interface InsightQueryResponse<Results> {
+  results: Results;
+}

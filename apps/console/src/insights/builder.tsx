@@ -2,19 +2,11 @@
  * The trend builder's controls: series (event and math), property filters, breakdown, interval and date range,
  * comparison, formula and visualisation. Each edits a {@link TrendForm} and hands back the changed copy.
  */
-import type { Cohort, Interval, MathType } from '../api/types';
+import type { MathType } from '../api/types';
 import { PropertyFilters } from '../components/property-filters';
 import { Segmented } from '../components/segmented';
-import { DATE_RANGES, INTERVALS, MATHS, PROPERTY_MATHS, newSeries, seriesLetter, type SeriesForm, type TrendForm, type Visualization } from './query';
-
-/** Suggestions for the fields: names from the project's latest events, and its cohorts. */
-export interface Suggestions {
-  events: string[];
-  properties: string[];
-  cohorts: Cohort[];
-}
-
-const CUSTOM_RANGE = 'custom';
+import { BreakdownFields, SuggestionLists, TimeFields, type Suggestions } from './fields';
+import { MATHS, PROPERTY_MATHS, newSeries, seriesLetter, type SeriesForm, type TrendForm, type Visualization } from './query';
 
 const VISUALIZATIONS: ReadonlyArray<{ value: Visualization; label: string }> = [
   { value: 'line', label: 'Line' },
@@ -29,20 +21,10 @@ function replaceAt<T>(items: readonly T[], index: number, item: T): T[] {
 
 export function Builder({ form, onChange, suggestions }: { form: TrendForm; onChange: (form: TrendForm) => void; suggestions: Suggestions }) {
   const set = <K extends keyof TrendForm>(key: K, value: TrendForm[K]) => onChange({ ...form, [key]: value });
-  const presetRange = DATE_RANGES.find((range) => range.value === form.dateFrom && form.dateTo === '');
 
   return (
     <form class="builder" onSubmit={(event) => event.preventDefault()} aria-label="Trend builder">
-      <datalist id="event-names">
-        {suggestions.events.map((name) => (
-          <option key={name} value={name} />
-        ))}
-      </datalist>
-      <datalist id="property-keys">
-        {suggestions.properties.map((name) => (
-          <option key={name} value={name} />
-        ))}
-      </datalist>
+      <SuggestionLists suggestions={suggestions} />
 
       <fieldset>
         <legend>Series</legend>
@@ -81,78 +63,14 @@ export function Builder({ form, onChange, suggestions }: { form: TrendForm; onCh
         />
       </fieldset>
 
-      <fieldset>
-        <legend>Breakdown</legend>
-        <div class="row">
-          <label>
-            <span>Property of</span>
-            <select value={form.breakdownType} onChange={(event) => set('breakdownType', event.currentTarget.value as TrendForm['breakdownType'])}>
-              <option value="event">the event</option>
-              <option value="person">the person</option>
-            </select>
-          </label>
-          <label class="grow">
-            <span>Property</span>
-            <input list="property-keys" value={form.breakdown} placeholder="none" onInput={(event) => set('breakdown', event.currentTarget.value)} />
-          </label>
-        </div>
-      </fieldset>
+      <BreakdownFields value={form} onChange={(breakdown) => onChange({ ...form, ...breakdown })} />
 
-      <fieldset>
-        <legend>Time</legend>
-        <div class="row">
-          <label>
-            <span>Date range</span>
-            <select
-              value={presetRange ? presetRange.value : CUSTOM_RANGE}
-              onChange={(event) => {
-                const value = event.currentTarget.value;
-                const preset = DATE_RANGES.find((range) => range.value === value);
-                if (preset) onChange({ ...form, dateFrom: preset.value, dateTo: '', interval: preset.interval });
-                else
-                  onChange({
-                    ...form,
-                    dateFrom: new Date(Date.now() - 7 * 86_400_000).toISOString().slice(0, 10),
-                    dateTo: new Date().toISOString().slice(0, 10),
-                  });
-              }}
-            >
-              {DATE_RANGES.map((range) => (
-                <option key={range.value} value={range.value}>
-                  {range.label}
-                </option>
-              ))}
-              <option value={CUSTOM_RANGE}>Custom dates…</option>
-            </select>
-          </label>
-          <label>
-            <span>Interval</span>
-            <select value={form.interval} onChange={(event) => set('interval', event.currentTarget.value as Interval)}>
-              {INTERVALS.map((interval) => (
-                <option key={interval} value={interval}>
-                  {interval}
-                </option>
-              ))}
-            </select>
-          </label>
-        </div>
-        {!presetRange && (
-          <div class="row">
-            <label>
-              <span>From</span>
-              <input value={form.dateFrom} onInput={(event) => set('dateFrom', event.currentTarget.value)} placeholder="2026-01-31 or -30d" />
-            </label>
-            <label>
-              <span>To</span>
-              <input value={form.dateTo} onInput={(event) => set('dateTo', event.currentTarget.value)} placeholder="now" />
-            </label>
-          </div>
-        )}
+      <TimeFields value={form} onChange={(range) => onChange({ ...form, ...range })}>
         <label class="checkbox">
           <input type="checkbox" checked={form.compare} onChange={(event) => set('compare', event.currentTarget.checked)} />
           <span>Compare to the previous period</span>
         </label>
-      </fieldset>
+      </TimeFields>
 
       <fieldset>
         <legend>Formula</legend>

@@ -15,6 +15,22 @@ export function visualizationOf(display: unknown): Visualization {
   return (Object.keys(DISPLAYS) as Visualization[]).find((kind) => DISPLAYS[kind] === display) ?? 'line';
 }
 
+/** The breakdown every builder shares (insights/fields.tsx edits it). */
+export interface BreakdownValue {
+  /** A property name; empty for no breakdown. */
+  breakdown: string;
+  breakdownType: 'event' | 'person';
+}
+
+/** The date range and interval every builder shares (insights/fields.tsx edits it). */
+export interface RangeValue {
+  /** The API's date grammar: `-7d`, `-24h`, `mStart`, an ISO date… */
+  dateFrom: string;
+  /** Empty for now. */
+  dateTo: string;
+  interval: Interval;
+}
+
 export interface SeriesForm {
   /** An event name; empty for every event. */
   event: string;
@@ -25,18 +41,10 @@ export interface SeriesForm {
   groupTypeIndex: number;
 }
 
-export interface TrendForm {
+export interface TrendForm extends RangeValue, BreakdownValue {
   series: SeriesForm[];
-  interval: Interval;
-  /** The API's date grammar: `-7d`, `-24h`, `mStart`, an ISO date… */
-  dateFrom: string;
-  /** Empty for now. */
-  dateTo: string;
   /** Event, person and cohort filters (filters/property-filter.ts), all of which an event must match. */
   filters: FilterForm[];
-  /** A property name; empty for no breakdown. */
-  breakdown: string;
-  breakdownType: 'event' | 'person';
   compare: boolean;
   /** Over the series letters A, B, …; empty for none. */
   formula: string;

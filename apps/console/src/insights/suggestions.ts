@@ -1,6 +1,6 @@
 import type { ApiClient } from '../api/client';
 import { operations } from '../api/operations';
-import type { Suggestions } from './builder';
+import type { Suggestions } from './fields';
 
 const SAMPLE = 500;
 

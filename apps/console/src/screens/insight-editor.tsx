@@ -5,6 +5,7 @@
  */
 import { useMemo, useState } from 'preact/hooks';
 import { operations } from '../api/operations';
+import { sourceOfKind } from '../api/nodes';
 import type { Insight, TrendRequest } from '../api/types';
 import { Async } from '../components/async';
 import { PageHeader } from '../components/page-header';
@@ -13,13 +14,16 @@ import { useConsole } from '../context';
 import { useDownload } from '../download';
 import { useDebounced, useLoad } from '../hooks';
 import { Builder } from '../insights/builder';
+import { NO_SUGGESTIONS } from '../insights/fields';
 import { defaultForm, describeForm, formFromFilters, formProblem, trendRequest, type TrendForm } from '../insights/query';
 import { TrendResult } from '../insights/result';
 import { SaveBar } from '../insights/save-bar';
 import { loadSuggestions } from '../insights/suggestions';
 import type { ScreenProps } from '../screen-props';
 import { hogqlSource } from '../sql/saved';
+import { FunnelEditor } from './funnel-editor';
 import { insightName } from './insight-list';
+import { RetentionEditor } from './retention-editor';
 import { SqlEditor } from './sql-editor';
 
 const RECOMPUTE_AFTER_MS = 400;
@@ -37,6 +41,8 @@ export function InsightEditor({ params }: ScreenProps) {
 /** The editor of the insight's kind: its query node's, else (legacy filters) the trend builder. */
 function EditorOf({ saved }: { saved: Insight | null }) {
   if (saved && hogqlSource(saved.query)) return <SqlEditor saved={saved} />;
+  if (saved && sourceOfKind(saved.query, 'FunnelsQuery')) return <FunnelEditor saved={saved} />;
+  if (saved && sourceOfKind(saved.query, 'RetentionQuery')) return <RetentionEditor saved={saved} />;
   return <Editor saved={saved} />;
 }
 
@@ -70,7 +76,7 @@ function Editor({ saved }: { saved: Insight | null }) {
       <SaveBar saved={saved} placeholder={describeForm(form)} body={() => ({ filters: { ...request } })} disabled={problem !== null} />
       {downloadError !== undefined && <Problem error={downloadError} />}
       <div class="editor">
-        <Builder form={form} onChange={setForm} suggestions={suggestions.status === 'ok' ? suggestions.data : { events: [], properties: [], cohorts: [] }} />
+        <Builder form={form} onChange={setForm} suggestions={suggestions.status === 'ok' ? suggestions.data : NO_SUGGESTIONS} />
         <section class="panel result" aria-labelledby="result-title" aria-busy={result.pending}>
           <h2 id="result-title">Result {result.pending && <span class="muted">· calculating…</span>}</h2>
           {problem ? (

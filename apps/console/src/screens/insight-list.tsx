@@ -40,6 +40,12 @@ export function InsightList() {
         <Link class="button secondary" href={projectPath(projectId, 'insights/correlation')}>
           Funnel correlation
         </Link>
+        <Link class="button secondary" href={projectPath(projectId, 'insights/funnel')}>
+          New funnel
+        </Link>
+        <Link class="button secondary" href={projectPath(projectId, 'insights/retention')}>
+          New retention
+        </Link>
         <Link class="button secondary" href={projectPath(projectId, 'insights/sql')}>
           SQL
         </Link>

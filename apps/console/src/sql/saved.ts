@@ -2,6 +2,7 @@
  * The SQL editor's state as a saved insight keeps it: PostHog's `DataVisualizationNode` around a `HogQLQuery`,
  * with the display and the chart's columns by name (`chartSettings`), and back.
  */
+import { sourceOfKind } from '../api/nodes';
 import type { QueryNode } from '../api/types';
 
 export type SqlDisplay = 'table' | 'line' | 'bar';
@@ -30,8 +31,8 @@ const isObject = (value: unknown): value is Record<string, unknown> => typeof va
 
 /** The HogQL query a node runs (bare, or as a wrapper's source), or null for any other node. */
 export function hogqlSource(node: QueryNode | null): Record<string, unknown> | null {
-  const source = node && (node.kind === 'HogQLQuery' ? node : node.source);
-  return isObject(source) && source.kind === 'HogQLQuery' && typeof source.query === 'string' ? source : null;
+  const source = sourceOfKind(node, 'HogQLQuery');
+  return source && typeof source.query === 'string' ? source : null;
 }
 
 /** The editor's state of a saved node; null when the node is not a HogQL query. */
