@@ -14,4 +14,4 @@ export * from './replay';
 // What an adapter outside this package (chDB) shares with the HTTP one: error classification and the wire rules.
 export { clickHouseFailure, closedFailure, unclassifiedFailure } from './errors';
 export { assertTableName, compactRows, normalizeParams, SESSION_SETTINGS, withSettings, type CompactResult } from './wire';
-export { checkPoints, limitedClickHouse, limitExceeded, limitSettings, type QueryLimits } from './limits';
+export { checkPoints, limitedClickHouse, limitExceeded, limitSettings } from './limits';

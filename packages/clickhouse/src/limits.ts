@@ -5,27 +5,8 @@
  * the engine hit into a 400 naming it, instead of a 500 or a process that runs out of memory.
  */
 import { ApiError, StorageError } from '@plover/core';
+import type { QueryLimits } from '@plover/config';
 import type { ClickHouse, ClickHouseParams, StatementSettings } from './port';
-
-export interface QueryLimits {
-  /** `max_execution_time`: seconds a statement may run. */
-  maxExecutionSeconds: number;
-  /** `max_memory_usage`: bytes one statement may allocate in the engine. */
-  maxMemoryBytes: number;
-  /** `max_rows_to_read` / `max_bytes_to_read`: what one statement may scan. */
-  maxRowsToRead: number;
-  maxBytesToRead: number;
-  /** `max_result_rows` / `max_result_bytes`: what one statement may hand back to Node. */
-  maxResultRows: number;
-  maxResultBytes: number;
-  /** `max_threads`: the engine's threads per statement; 0 leaves the engine's default (its cores). */
-  maxThreads: number;
-  /**
-   * Points (series × breakdown values × intervals) one computed insight may answer with; a request that could
-   * produce more is refused before any statement runs (`checkPoints`).
-   */
-  maxPoints: number;
-}
 
 /** The ClickHouse codes of the limits above (src/Common/ErrorCodes.cpp), each with the setting it names. */
 const LIMIT_CODES: ReadonlyMap<string, { name: string; setting: (limits: QueryLimits) => string }> = new Map([

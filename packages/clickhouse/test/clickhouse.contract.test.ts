@@ -16,8 +16,8 @@ import {
   NO_GROUPS,
   type ClickHouse,
   type EventRow,
-  type QueryLimits,
 } from '@plover/clickhouse';
+import type { QueryLimits } from '@plover/config';
 import { ChdbClickHouse } from '@plover/chdb';
 import { splitStatements } from '../src/migrate';
 import { tempDir, variants, type Target } from './support/variants';

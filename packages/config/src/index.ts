@@ -13,4 +13,5 @@ export type {
   LogFormat,
   LoggingConfig,
   PostgresConfig,
+  QueryLimits,
 } from './sections';

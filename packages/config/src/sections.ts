@@ -1,6 +1,5 @@
 import os from 'node:os';
 import path from 'node:path';
-import type { QueryLimits } from '@plover/clickhouse';
 import { ConfigError, type Section, type VariableSchema } from './load';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -423,6 +422,27 @@ export const management: Section<ManagementConfig> = {
   },
   read: (v) => ({ deletionJobSchedule: v.DELETION_JOB_SCHEDULE as string, siteUrl: (v.SITE_URL as string).replace(/\/$/, '') }),
 };
+
+/** Bounds on what one analysis request may make ClickHouse do, the same on a server and on chDB. */
+export interface QueryLimits {
+  /** `max_execution_time`: seconds a statement may run. */
+  maxExecutionSeconds: number;
+  /** `max_memory_usage`: bytes one statement may allocate in the engine. */
+  maxMemoryBytes: number;
+  /** `max_rows_to_read` / `max_bytes_to_read`: what one statement may scan. */
+  maxRowsToRead: number;
+  maxBytesToRead: number;
+  /** `max_result_rows` / `max_result_bytes`: what one statement may hand back to Node. */
+  maxResultRows: number;
+  maxResultBytes: number;
+  /** `max_threads`: the engine's threads per statement; 0 leaves the engine's default (its cores). */
+  maxThreads: number;
+  /**
+   * Points (series × breakdown values × intervals) one computed insight may answer with; a request that could
+   * produce more is refused before any statement runs (`checkPoints`).
+   */
+  maxPoints: number;
+}
 
 export interface AnalysisConfig {
   /** What one analysis statement may make ClickHouse do (`limitedClickHouse` applies them). */

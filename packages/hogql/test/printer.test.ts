@@ -2,7 +2,8 @@
  * The printed ClickHouse SQL for representative queries (golden, in __snapshots__), the default and maximum row
  * limits with hasMore, and the limits a query runs under.
  */
-import { limitedClickHouse, withSettings, type ClickHouse, type ClickHouseParams, type QueryLimits, type StatementSettings } from '@plover/clickhouse';
+import { limitedClickHouse, withSettings, type ClickHouse, type ClickHouseParams, type StatementSettings } from '@plover/clickhouse';
+import type { QueryLimits } from '@plover/config';
 import { ApiError } from '@plover/core';
 import { printHogQL, runHogQL } from '../src';
 import { seededStore } from './support/store';

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Request } from 'express';
-import { checkPoints, type ClickHouse, type QueryLimits } from '@plover/clickhouse';
+import { checkPoints, type ClickHouse } from '@plover/clickhouse';
+import type { QueryLimits } from '@plover/config';
 import {
   InsightResultCache,
   type CacheRequest,
