@@ -5,6 +5,7 @@ export { resolveInstant, resolveRange } from './dates';
 export { BREAKDOWN_OTHER, runTrends } from './trends';
 export { runStickiness } from './stickiness';
 export { runLifecycle } from './lifecycle';
+export { runInsight } from './insight';
 export { insightRange } from './range';
 export * from './correlation';
 export * from './filters';

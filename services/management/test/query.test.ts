@@ -1,7 +1,7 @@
 /**
  * `/query/` as PostHog's tools call it, through `/api/projects/` and `/api/environments/`: HogQL with the
  * response envelope and the cache, errors in PostHog's shape, other projects' rows out of reach, HogQLMetadata,
- * TrendsQuery, FunnelsQuery, RetentionQuery, PathsQuery, wrapper nodes, the per-project concurrency limit, and status and cancel of a running query.
+ * TrendsQuery, StickinessQuery, LifecycleQuery, FunnelsQuery, FunnelCorrelationQuery, RetentionQuery, PathsQuery, wrapper nodes, the per-project concurrency limit, and status and cancel of a running query.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -250,6 +250,60 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('/query
       .send({ query: { kind: 'FunnelsQuery', series: [series[0]] } });
     expect(bad.status).toBe(400);
     expect(bad.body).toMatchObject({ type: 'validation_error' });
+  });
+
+  it('StickinessQuery, LifecycleQuery and FunnelCorrelationQuery answer what the legacy endpoints compute', async () => {
+    const t = await world.tenant();
+    const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().replace('T', ' ').replace('Z', '');
+    const as = (row: EventRow, person: string): EventRow => ({ ...row, person_id: person, person_created_at: day(4) });
+    const [ann, bob, cy] = ['a', 'b', 'c'].map((n) => `00000000-0000-4000-b000-00000000000${n}`) as [string, string, string];
+    await insertEvents(clickhouse, [
+      as(event(t.projectId, '$pageview', 'ann', day(3)), ann),
+      as(event(t.projectId, '$pageview', 'ann', day(2)), ann),
+      as(event(t.projectId, '$pageview', 'bob', day(3)), bob),
+      as(event(t.projectId, '$pageview', 'cy', day(2)), cy),
+      as(event(t.projectId, '$pageview', 'cy', day(1)), cy),
+    ]);
+    const base = `/api/projects/${t.projectId}`;
+    const events = [{ id: '$pageview', type: 'events', order: 0 }];
+    const series = [{ kind: 'EventsNode', event: '$pageview' }];
+    for (const [kind, insight] of [
+      ['StickinessQuery', 'STICKINESS'],
+      ['LifecycleQuery', 'LIFECYCLE'],
+    ] as const) {
+      const node = { kind, series, dateRange: { date_from: '-7d' }, interval: 'day' };
+      const viaQuery = await request(world.app).post(`${base}/query/`).set(t.auth).send({ query: node });
+      expect(viaQuery.status).toBe(200);
+      const viaFields = await request(world.app).post(`${base}/insights/trend/`).set(t.auth).send({ insight, events, date_from: '-7d', interval: 'day' });
+      const viaNode = await request(world.app).post(`${base}/insights/trend/`).set(t.auth).send({ query: node });
+      expect(viaQuery.body.results).toEqual(viaFields.body.result);
+      expect(viaQuery.body.results).toEqual(viaNode.body.result);
+    }
+    const stickiness = await request(world.app)
+      .post(`${base}/query/`)
+      .set(t.auth)
+      .send({ query: { kind: 'StickinessQuery', series, dateRange: { date_from: '-7d' } } });
+    // ann and cy on two days, bob on one.
+    expect((stickiness.body.results as Array<{ data: number[] }>)[0]?.data.slice(0, 3)).toEqual([1, 2, 0]);
+    const lifecycle = await request(world.app)
+      .post(`${base}/query/`)
+      .set(t.auth)
+      .send({ query: { kind: 'LifecycleQuery', series, dateRange: { date_from: '-7d' } } });
+    const byStatus = Object.fromEntries((lifecycle.body.results as Array<{ status: string; count: number }>).map((row) => [row.status, row.count]));
+    // Created the day before their first event: ann and bob resurrect 3 days ago, cy 2 days ago; ann and cy return the day after.
+    expect(byStatus).toEqual({ new: 0, returning: 2, resurrecting: 3, dormant: -3 });
+    const refused = await request(world.app)
+      .post(`${base}/query/`)
+      .set(t.auth)
+      .send({ query: { kind: 'LifecycleQuery', series: [...series, ...series] } });
+    expect(refused.body).toMatchObject({ type: 'validation_error', attr: 'query__series' });
+
+    const funnel = { kind: 'FunnelsQuery', series: [...series, ...series], dateRange: { date_from: '-7d' } };
+    const correlation = { kind: 'FunnelCorrelationQuery', source: { kind: 'FunnelsActorsQuery', source: funnel }, funnelCorrelationType: 'events' };
+    const viaQuery = await request(world.app).post(`${base}/query/`).set(t.auth).send({ query: correlation });
+    expect(viaQuery.status).toBe(200);
+    const viaLegacy = await request(world.app).post(`${base}/insights/funnel/correlation/`).set(t.auth).send({ query: correlation });
+    expect(viaQuery.body.results).toEqual(viaLegacy.body.result);
   });
 
   async function waitForStatus(url: string, id: string, auth: Record<string, string>) {

@@ -11,13 +11,15 @@ import {
   parsePathsQuery,
   parseRetentionQuery,
   pathsRange,
-  parseTrendsQuery,
+  parseCorrelationRequest,
+  parseInsightQuery,
   rangeKey,
   retentionRange,
   runFunnel,
   runPaths,
+  runFunnelCorrelation,
+  runInsight,
   runRetention,
-  runTrends,
   type InsightContext,
 } from '@plover/insights';
 import { HogQLError, printHogQL, runHogQL, toApiError } from '@plover/hogql';
@@ -25,11 +27,14 @@ import type { ClickHouse } from '@plover/clickhouse';
 import type { Static, TObject } from '@sinclair/typebox';
 import { errors } from '../shared/errors';
 import {
+  FunnelCorrelationQueryResponse,
   FunnelsQueryResponse,
   HogQLMetadataResponse,
   HogQLQueryResponse,
   PathsQueryResponse,
+  LifecycleQueryResponse,
   RetentionQueryResponse,
+  StickinessQueryResponse,
   TrendsQueryResponse,
   type CacheField,
 } from './schemas';
@@ -121,17 +126,22 @@ function insightBody<T>(results: T) {
   return { results, hasMore: false, timings: [], hogql: null, modifiers: {}, error: null };
 }
 
-const trends: QueryKind<typeof TrendsQueryResponse> = {
-  response: TrendsQueryResponse,
-  async run(node, ctx) {
-    const input = parseTrendsQuery(node, 'query');
-    return insightBody(await runTrends(ctx.clickhouse, input, ctx.insight));
-  },
-  async cacheScope(node, ctx) {
-    const input = parseTrendsQuery(node, 'query');
-    return rangeKey(await insightRange(ctx.clickhouse, input, input.interval, ctx.insight));
-  },
-};
+/**
+ * A trend, stickiness or lifecycle node: the computation `/insights/trend/` runs for the same request (the node
+ * parser checks its kind).
+ */
+function seriesInsight<R extends TObject>(response: R): QueryKind<R> {
+  return {
+    response,
+    async run(node, ctx) {
+      return insightBody(await runInsight(ctx.clickhouse, parseInsightQuery(node, 'query'), ctx.insight)) as Omit<Static<R>, CacheField>;
+    },
+    async cacheScope(node, ctx) {
+      const { input } = parseInsightQuery(node, 'query');
+      return rangeKey(await insightRange(ctx.clickhouse, input, input.interval, ctx.insight));
+    },
+  };
+}
 
 /** The same funnel computation as `/insights/funnel/`, from a FunnelsQuery node. */
 const funnels: QueryKind<typeof FunnelsQueryResponse> = {
@@ -167,6 +177,18 @@ const paths: QueryKind<typeof PathsQueryResponse> = {
   },
 };
 
+/** Funnel correlation (`/insights/funnel/correlation/`'s computation) from a FunnelCorrelationQuery around a FunnelsQuery. */
+const funnelCorrelation: QueryKind<typeof FunnelCorrelationQueryResponse> = {
+  response: FunnelCorrelationQueryResponse,
+  async run(node, ctx) {
+    const result = await runFunnelCorrelation(ctx.clickhouse, parseCorrelationRequest({}, { query: node }), ctx.insight);
+    return { ...insightBody(result), columns: ['event', 'success_count', 'failure_count', 'odds_ratio', 'correlation_type'], limit: 100, offset: 0 };
+  },
+  async cacheScope(node, ctx) {
+    return rangeKey(await insightRange(ctx.clickhouse, parseCorrelationRequest({}, { query: node }), 'day', ctx.insight));
+  },
+};
+
 /** A display wrapper: PostHog runs its `source` and answers the source's response unchanged. */
 const wrapper: QueryKind = {
   response: 'source',
@@ -180,7 +202,10 @@ export function queryKinds(): ReadonlyMap<string, QueryKind> {
   return new Map<string, QueryKind>([
     ['HogQLQuery', hogql],
     ['HogQLMetadata', hogqlMetadata],
-    ['TrendsQuery', trends],
+    ['TrendsQuery', seriesInsight(TrendsQueryResponse)],
+    ['StickinessQuery', seriesInsight(StickinessQueryResponse)],
+    ['LifecycleQuery', seriesInsight(LifecycleQueryResponse)],
+    ['FunnelCorrelationQuery', funnelCorrelation],
     ['FunnelsQuery', funnels],
     ['RetentionQuery', retention],
     ['PathsQuery', paths],
