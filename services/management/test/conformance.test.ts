@@ -100,6 +100,7 @@ interface QueryNode {
 const KIND_EXAMPLES: Record<string, QueryNode> = {
   HogQLQuery: HOGQL,
   HogQLMetadata: { kind: 'HogQLMetadata', query: 'select nothing from events' },
+  EventsQuery: { kind: 'EventsQuery', select: ['*', 'event', 'person', 'count()'], after: 'all' },
   TrendsQuery: TRENDS,
   StickinessQuery: { ...TRENDS, kind: 'StickinessQuery' },
   LifecycleQuery: { ...TRENDS, kind: 'LifecycleQuery' },

@@ -306,6 +306,68 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('/query
     expect(viaQuery.body.results).toEqual(viaLegacy.body.result);
   });
 
+  it('EventsQuery: HogQL columns, aggregates grouped, filters, time bounds, pagination, * and person as objects', async () => {
+    const t = await setup();
+    const twoDaysAgo = new Date(Date.now() - 2 * 86_400_000).toISOString().replace('T', ' ').replace('Z', '');
+    await insertEvents(clickhouse, [event(t.projectId, 'old', 'cy', twoDaysAgo)]);
+    const url = `/api/environments/${t.projectId}/query/`;
+    const run = async (node: Record<string, unknown>) =>
+      request(world.app)
+        .post(url)
+        .set(t.auth)
+        .send({ query: { kind: 'EventsQuery', ...node } });
+
+    const counts = await run({ select: ['event', 'count()'] });
+    expect(counts.status).toBe(200);
+    expect(counts.body).toMatchObject({
+      columns: ['event', 'count()'],
+      types: ['String', 'UInt64'],
+      results: [
+        ['$pageview', 2],
+        ['signed up', 1],
+      ],
+      hasMore: false,
+      limit: 100,
+      offset: 0,
+    });
+    const all = await run({ select: ['event', 'count()'], after: 'all', orderBy: ['event'] });
+    expect(all.body.results).toEqual([
+      ['$pageview', 2],
+      ['old', 1],
+      ['signed up', 1],
+    ]);
+
+    const page = await run({ select: ['*', 'person', 'distinct_id'], where: ["event = '$pageview'"], orderBy: ['distinct_id DESC'], limit: 1 });
+    expect(page.body).toMatchObject({ hasMore: true, limit: 1, columns: ['*', 'person', 'distinct_id'] });
+    const [[star, person, distinctId]] = page.body.results as [[Record<string, unknown>, Record<string, unknown>, string]];
+    expect(distinctId).toBe('bob');
+    expect(star).toMatchObject({ event: '$pageview', distinct_id: 'bob', properties: { $browser: 'Chrome' }, team_id: t.projectId, elements: [] });
+    expect(person).toMatchObject({ distinct_id: 'bob', properties: {} });
+    const next = await run({ select: ['distinct_id'], where: ["event = '$pageview'"], orderBy: ['distinct_id DESC'], limit: 1, offset: 1 });
+    expect(next.body).toMatchObject({ results: [['ann']], hasMore: false, offset: 1 });
+
+    const byPerson = await run({ select: ['event'], personId: person.uuid, orderBy: ['event'] });
+    expect(byPerson.body.results).toEqual([['$pageview']]);
+    const filtered = await run({
+      select: ['distinct_id', 'count()'],
+      event: '$pageview',
+      properties: [{ type: 'event', key: '$browser', operator: 'exact', value: ['Chrome'] }],
+      where: ['count() > 0', "distinct_id != 'bob'"],
+    });
+    expect(filtered.body.results).toEqual([['ann', 1]]);
+    const none = await run({ select: ['event'], properties: [{ type: 'event', key: '$browser', operator: 'is_not', value: 'Chrome' }] });
+    expect(none.body.results).toEqual([]);
+
+    // Subqueries are guarded like every table; an item is one expression or a 400.
+    const guarded = await run({ select: ['(select count() from events)'], limit: 1, after: 'all' });
+    expect(guarded.body.results).toEqual([[4]]);
+    const injected = await run({ select: ['event from events union all select event'] });
+    expect(injected.status).toBe(400);
+    expect(injected.body).toMatchObject({ type: 'validation_error', code: 'syntax_error' });
+    const unknown = await run({ select: ['nosuchfn(event)'] });
+    expect(unknown.body).toMatchObject({ type: 'validation_error', code: 'resolution_error' });
+  });
+
   async function waitForStatus(url: string, id: string, auth: Record<string, string>) {
     for (let i = 0; i < 200; i++) {
       const status = await request(world.app).get(`${url}${id}/`).set(auth);

@@ -26,7 +26,9 @@ import { HogQLError, printHogQL, runHogQL, toApiError } from '@plover/hogql';
 import type { ClickHouse } from '@plover/clickhouse';
 import type { Static, TObject } from '@sinclair/typebox';
 import { errors } from '../shared/errors';
+import { runEventsQuery } from './events-query';
 import {
+  EventsQueryResponse,
   FunnelCorrelationQueryResponse,
   FunnelsQueryResponse,
   HogQLMetadataResponse,
@@ -76,6 +78,9 @@ function valuesOf(node: Record<string, unknown>): Record<string, unknown> | unde
   return values as Record<string, unknown>;
 }
 
+/** Results that depend on the current time (`now()`, `-24h`) are kept a minute at most, whatever the data version. */
+const thisMinute = () => Promise.resolve(Math.floor(Date.now() / 60_000));
+
 const hogql: QueryKind<typeof HogQLQueryResponse> = {
   response: HogQLQueryResponse,
   async run(node, ctx) {
@@ -88,8 +93,19 @@ const hogql: QueryKind<typeof HogQLQueryResponse> = {
     });
     return { ...result, timings, modifiers: {}, error: null, explain: null, metadata: null, query: result.hogql };
   },
-  // HogQL may say now(): its results are kept a minute at most, whatever the data version.
-  cacheScope: () => Promise.resolve(Math.floor(Date.now() / 60_000)),
+  // HogQL may say now().
+  cacheScope: thisMinute,
+};
+
+/** EventsQuery: the events table of PostHog's "explore events" (events-query.ts). */
+const events: QueryKind<typeof EventsQueryResponse> = {
+  response: EventsQueryResponse,
+  async run(node, ctx) {
+    const timings: { k: string; t: number }[] = [];
+    const result = await runEventsQuery(ctx.clickhouse, node, ctx.insight, { queryId: ctx.statementId, timings });
+    return { ...result, timings, modifiers: {}, error: null };
+  },
+  cacheScope: thisMinute,
 };
 
 /** HogQLMetadata: whether a query is valid, with each error's position, without running it. */
@@ -202,6 +218,7 @@ export function queryKinds(): ReadonlyMap<string, QueryKind> {
   return new Map<string, QueryKind>([
     ['HogQLQuery', hogql],
     ['HogQLMetadata', hogqlMetadata],
+    ['EventsQuery', events],
     ['TrendsQuery', seriesInsight(TrendsQueryResponse)],
     ['StickinessQuery', seriesInsight(StickinessQueryResponse)],
     ['LifecycleQuery', seriesInsight(LifecycleQueryResponse)],

@@ -59,6 +59,23 @@ export const HogQLQueryResponse = cached(
   }),
 );
 
+export const EventsQueryResponse = cached(
+  'EventsQueryResponse',
+  Type.Object({
+    results: Type.Array(Type.Array(Type.Unknown()), { description: 'rows; `*` and `person` columns as objects' }),
+    columns: Type.Array(Type.String(), { description: 'the `select` items as given' }),
+    types: Type.Array(Type.String(), { description: 'the ClickHouse type of each column' }),
+    hogql: Type.String(),
+    clickhouse: Type.String({ description: 'the printed SQL, parameters not inlined' }),
+    hasMore: Type.Boolean(),
+    limit: Type.Integer(),
+    offset: Type.Integer(),
+    timings: Timings,
+    modifiers: AnyObject(),
+    error: Type.Null(),
+  }),
+);
+
 const Position = Nullable(Type.Integer());
 
 export const HogQLMetadataResponse = component(
