@@ -39,7 +39,7 @@ function strings(node: Record<string, unknown>, key: string, required = false): 
   }
   if (!Array.isArray(value) || !value.every((item) => typeof item === 'string')) throw errors.validation('Must be a list of strings.', key);
   if (value.length > MAX_ITEMS) throw errors.validation(`At most ${MAX_ITEMS} items.`, key);
-  return value as string[];
+  return value;
 }
 
 function optionalText(node: Record<string, unknown>, key: string): string | null {
