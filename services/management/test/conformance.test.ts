@@ -105,6 +105,7 @@ const KIND_EXAMPLES: Record<string, QueryNode> = {
   StickinessQuery: { ...TRENDS, kind: 'StickinessQuery' },
   LifecycleQuery: { ...TRENDS, kind: 'LifecycleQuery' },
   FunnelsQuery: FUNNEL,
+  ActorsQuery: { kind: 'ActorsQuery', source: { kind: 'InsightActorsQuery', source: { ...TRENDS, kind: 'StickinessQuery' }, day: 1, includeRecordings: true } },
   FunnelCorrelationQuery: { kind: 'FunnelCorrelationQuery', source: { kind: 'FunnelsActorsQuery', source: FUNNEL }, funnelCorrelationType: 'events' },
   RetentionQuery: { kind: 'RetentionQuery', retentionFilter: { targetEntity: { id: '$pageview', type: 'events' } } },
   PathsQuery: { kind: 'PathsQuery', pathsFilter: { includeEventTypes: ['$pageview'] } },

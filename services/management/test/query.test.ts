@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
-import { insertEvents, migrate as migrateClickHouse, NO_GROUPS, type ClickHouse, type EventRow } from '@plover/clickhouse';
+import { insertEvents, insertSnapshotBatches, migrate as migrateClickHouse, NO_GROUPS, type ClickHouse, type EventRow } from '@plover/clickhouse';
 import { ChdbClickHouse } from '@plover/chdb';
 import { silentLogger } from '@plover/core';
 import { backends, useWorld } from './support/app';
@@ -366,6 +366,118 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('/query
     expect(injected.body).toMatchObject({ type: 'validation_error', code: 'syntax_error' });
     const unknown = await run({ select: ['nosuchfn(event)'] });
     expect(unknown.body).toMatchObject({ type: 'validation_error', code: 'resolution_error' });
+  });
+
+  it('ActorsQuery lists the persons behind each number: as many as the number shown, paginated, with recordings', async () => {
+    const t = await world.tenant();
+    const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().replace('T', ' ').replace('Z', '');
+    const as = (row: EventRow, person: string, browser: string, session = ''): EventRow => ({
+      ...row,
+      person_id: person,
+      person_created_at: day(4),
+      properties: JSON.stringify({ $browser: browser }),
+      session_id: session,
+    });
+    const [ann, bob, cy] = ['a', 'b', 'c'].map((n) => `00000000-0000-4000-c000-00000000000${n}`) as [string, string, string];
+    await insertEvents(clickhouse, [
+      as(event(t.projectId, '$pageview', 'ann', day(3)), ann, 'Chrome'),
+      as(event(t.projectId, '$pageview', 'ann', day(2)), ann, 'Chrome'),
+      as(event(t.projectId, 'signed up', 'ann', day(2)), ann, 'Chrome'),
+      as(event(t.projectId, '$pageview', 'bob', day(3)), bob, 'Firefox'),
+      as(event(t.projectId, '$pageview', 'cy', day(2)), cy, 'Chrome'),
+      as(event(t.projectId, '$pageview', 'cy', day(1)), cy, 'Chrome', 'cy-session'),
+    ]);
+    const now = Date.now() - 86_400_000;
+    await insertSnapshotBatches(clickhouse, [
+      {
+        team_id: t.projectId,
+        session_id: 'cy-session',
+        window_id: 'w',
+        batch_uuid: '00000000-0000-4000-c000-0000000000ff',
+        distinct_id: 'cy',
+        first_timestamp: now,
+        last_timestamp: now + 1000,
+        data: '',
+        snapshot_source: 'web',
+        snapshot_library: 'web',
+        click_count: 0,
+        keypress_count: 0,
+        mouse_activity_count: 0,
+        active_milliseconds: 0,
+        console_log_count: 0,
+        console_warn_count: 0,
+        console_error_count: 0,
+        event_count: 1,
+        first_url: null,
+        urls: [],
+      },
+    ]);
+    const base = `/api/projects/${t.projectId}/query/`;
+    const post = async (query: unknown) => {
+      const response = await request(world.app).post(base).set(t.auth).send({ query });
+      expect([response.status, response.body]).toEqual([200, expect.anything()]);
+      return response.body as { results: unknown[][]; columns: string[]; hasMore: boolean };
+    };
+    const actorIds = async (source: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+      (await post({ kind: 'ActorsQuery', source, select: ['id'], limit: 1000, ...extra })).results.map((row) => row[0] as string);
+
+    const dateRange = { date_from: '-7d' };
+    const pageviews = [{ kind: 'EventsNode', event: '$pageview', math: 'dau' }];
+    const checks: Array<[string, number, Record<string, unknown>]> = [];
+    // Trends, broken down by browser: every point of every line.
+    const trendsQuery = { kind: 'TrendsQuery', series: pageviews, dateRange, breakdownFilter: { breakdown: '$browser' } };
+    for (const line of (await post(trendsQuery)).results as unknown as Array<{ data: number[]; days: string[]; breakdown_value: string }>) {
+      line.days.forEach((d, i) =>
+        checks.push([`trend ${line.breakdown_value} ${d}`, line.data[i]!, { source: trendsQuery, day: d, breakdown: line.breakdown_value }]),
+      );
+    }
+    const stickinessQuery = { kind: 'StickinessQuery', series: pageviews, dateRange };
+    const [sticky] = (await post(stickinessQuery)).results as unknown as Array<{ data: number[]; days: number[] }>;
+    sticky!.days.forEach((d, i) => checks.push([`stickiness ${d}`, sticky!.data[i]!, { source: stickinessQuery, day: d }]));
+    const lifecycleQuery = { kind: 'LifecycleQuery', series: pageviews, dateRange };
+    for (const line of (await post(lifecycleQuery)).results as unknown as Array<{ data: number[]; days: string[]; status: string }>) {
+      line.days.forEach((d, i) =>
+        checks.push([`lifecycle ${line.status} ${d}`, Math.abs(line.data[i]!), { source: lifecycleQuery, day: d, status: line.status }]),
+      );
+    }
+    for (const [name, shown, source] of checks) {
+      expect([name, (await actorIds({ kind: 'InsightActorsQuery', ...source })).length]).toEqual([name, shown]);
+    }
+    expect(checks.filter(([, shown]) => shown > 0).length).toBeGreaterThan(5);
+
+    const funnelsQuery = {
+      kind: 'FunnelsQuery',
+      series: [
+        { kind: 'EventsNode', event: '$pageview' },
+        { kind: 'EventsNode', event: 'signed up' },
+      ],
+      dateRange,
+    };
+    const steps = (await post(funnelsQuery)).results as unknown as Array<{ count: number }>;
+    expect(steps.map((s) => s.count)).toEqual([3, 1]);
+    expect(await actorIds({ kind: 'FunnelsActorsQuery', source: funnelsQuery, funnelStep: 1 })).toEqual([ann, bob, cy]);
+    expect(await actorIds({ kind: 'FunnelsActorsQuery', source: funnelsQuery, funnelStep: 2 })).toEqual([ann]);
+    expect(await actorIds({ kind: 'FunnelsActorsQuery', source: funnelsQuery, funnelStep: -2 })).toEqual([bob, cy]);
+
+    // Pages of one; the person column; recordings of the matching events.
+    const first = await post({ kind: 'ActorsQuery', source: { kind: 'FunnelsActorsQuery', source: funnelsQuery, funnelStep: 1 }, limit: 2 });
+    expect(first.columns).toEqual(['person', 'id', 'created_at', 'event_count']);
+    expect(first.hasMore).toBe(true);
+    expect(first.results[0]![0]).toMatchObject({ id: ann, distinct_ids: ['ann'] });
+    const last = await post({ kind: 'ActorsQuery', source: { kind: 'FunnelsActorsQuery', source: funnelsQuery, funnelStep: 1 }, limit: 2, offset: 2 });
+    expect(last).toMatchObject({ hasMore: false, results: [[expect.objectContaining({ id: cy }), cy, expect.any(String), 1]] });
+    const recorded = await post({
+      kind: 'ActorsQuery',
+      select: ['id', 'matched_recordings'],
+      source: { kind: 'InsightActorsQuery', source: trendsQuery, day: day(1).slice(0, 10), breakdown: 'Chrome', includeRecordings: true },
+    });
+    expect(recorded.results).toEqual([[cy, [{ session_id: 'cy-session', events: [expect.objectContaining({ window_id: '' })] }]]]);
+
+    const bad = await request(world.app)
+      .post(base)
+      .set(t.auth)
+      .send({ query: { kind: 'ActorsQuery', source: { kind: 'FunnelsActorsQuery', source: funnelsQuery, funnelStep: -1 } } });
+    expect(bad.body).toMatchObject({ type: 'validation_error', attr: 'funnelStep' });
   });
 
   async function waitForStatus(url: string, id: string, auth: Record<string, string>) {

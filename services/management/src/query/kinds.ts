@@ -26,8 +26,10 @@ import { HogQLError, printHogQL, runHogQL, toApiError } from '@plover/hogql';
 import type { ClickHouse } from '@plover/clickhouse';
 import type { Static, TObject } from '@sinclair/typebox';
 import { errors } from '../shared/errors';
+import { runActorsQuery } from './actors-query';
 import { runEventsQuery } from './events-query';
 import {
+  ActorsQueryResponse,
   EventsQueryResponse,
   FunnelCorrelationQueryResponse,
   FunnelsQueryResponse,
@@ -105,6 +107,18 @@ const events: QueryKind<typeof EventsQueryResponse> = {
     const result = await runEventsQuery(ctx.clickhouse, node, ctx.insight, { queryId: ctx.statementId, timings });
     return { ...result, timings, modifiers: {}, error: null };
   },
+  cacheScope: thisMinute,
+};
+
+/** ActorsQuery: the persons behind one number of an insight (actors-query.ts). */
+const actors: QueryKind<typeof ActorsQueryResponse> = {
+  response: ActorsQueryResponse,
+  async run(node, ctx) {
+    const started = performance.now();
+    const result = await runActorsQuery(ctx.clickhouse, node, ctx.insight);
+    return { ...result, hogql: null, timings: [{ k: './calculate', t: (performance.now() - started) / 1000 }], modifiers: {}, error: null };
+  },
+  // Relative date ranges move with the clock.
   cacheScope: thisMinute,
 };
 
@@ -219,6 +233,7 @@ export function queryKinds(): ReadonlyMap<string, QueryKind> {
     ['HogQLQuery', hogql],
     ['HogQLMetadata', hogqlMetadata],
     ['EventsQuery', events],
+    ['ActorsQuery', actors],
     ['TrendsQuery', seriesInsight(TrendsQueryResponse)],
     ['StickinessQuery', seriesInsight(StickinessQueryResponse)],
     ['LifecycleQuery', seriesInsight(LifecycleQueryResponse)],

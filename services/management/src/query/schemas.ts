@@ -76,6 +76,23 @@ export const EventsQueryResponse = cached(
   }),
 );
 
+export const ActorsQueryResponse = cached(
+  'ActorsQueryResponse',
+  Type.Object({
+    results: Type.Array(Type.Array(Type.Unknown()), { description: 'one row per actor, a value per `select` column' }),
+    columns: Type.Array(Type.String()),
+    types: Type.Array(Type.String()),
+    hogql: Type.Null(),
+    hasMore: Type.Boolean(),
+    limit: Type.Integer(),
+    offset: Type.Integer(),
+    missing_actors_count: Type.Integer(),
+    timings: Timings,
+    modifiers: AnyObject(),
+    error: Type.Null(),
+  }),
+);
+
 const Position = Nullable(Type.Integer());
 
 export const HogQLMetadataResponse = component(
