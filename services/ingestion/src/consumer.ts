@@ -14,6 +14,7 @@ import type { MetricsRegistry } from '@plover/http';
 import { GroupStore, PersonStore } from '@plover/persons';
 import type { Sql } from '@plover/postgres';
 import { BatchHandler } from './batch';
+import { DefinitionsUpkeep } from './definitions/upkeep';
 import { AnonymizedProjects } from './geoip';
 import { ingestionMetrics } from './metrics';
 import { IngestedProjects } from './ingested-projects';
@@ -56,15 +57,20 @@ export interface IngestionConsumer {
 export async function createConsumer(deps: ConsumerDeps): Promise<IngestionConsumer> {
   const settings: IngestionSettings = { ...DEFAULT_INGESTION_SETTINGS, ...deps.settings };
   const logger = deps.logger.child({ component: 'ingestion' });
+  const now = deps.now ?? (() => new Date());
+  const groups = new GroupStore(deps.sql);
   const handler = new BatchHandler({
     processor: new EventProcessor({
       persons: new PersonStore(deps.sql),
-      groups: new GroupStore(deps.sql),
+      groups,
       anonymized: new AnonymizedProjects(deps.sql),
       geoip: deps.geoip,
-      now: deps.now ?? (() => new Date()),
+      now,
     }),
     ingestedProjects: new IngestedProjects(deps.sql),
+    ...(settings.definitions
+      ? { definitions: new DefinitionsUpkeep({ sql: deps.sql, now, groupTypeIndex: (projectId, groupType) => groups.groupTypeIndex(projectId, groupType) }) }
+      : {}),
     clickhouse: deps.clickhouse,
     bus: deps.bus,
     deadLetterTopic: settings.topics.deadLetter,
