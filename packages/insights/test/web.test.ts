@@ -53,9 +53,7 @@ async function project(events: readonly Ev[]): Promise<InsightContext> {
 }
 
 const overview = async (ctx: InsightContext, node: Record<string, unknown> = {}) =>
-  Object.fromEntries(
-    (await runWebOverview(engine(), parseWebQuery({ dateRange: RANGE, ...node }), ctx)).results.map((item) => [item.key, item.value]),
-  );
+  Object.fromEntries((await runWebOverview(engine(), parseWebQuery({ dateRange: RANGE, ...node }), ctx)).results.map((item) => [item.key, item.value]));
 
 /** PostHog's definitions, in plain TypeScript over the same events. */
 function reference(events: readonly Ev[]) {
@@ -119,9 +117,7 @@ describe('WebOverviewQuery', () => {
       { person: 'user', session: v7(11), event: '$pageview', at: t + 60_000, path: '/' },
     ]);
     expect((await overview(ctx)).visitors).toBe(2);
-    await insertPersonOverrides(engine(), [
-      { team_id: ctx.projectId, old_person_id: personId('anon'), override_person_id: personId('user'), version: 1 },
-    ]);
+    await insertPersonOverrides(engine(), [{ team_id: ctx.projectId, old_person_id: personId('anon'), override_person_id: personId('user'), version: 1 }]);
     expect(await overview(ctx)).toMatchObject({ visitors: 1, sessions: 2, views: 2 });
   });
 
@@ -200,7 +196,11 @@ describe('WebStatsTableQuery', () => {
       ['Firefox', [1, null], [2, null], [0, null]],
     ]);
     const limited = await runWebStatsTable(engine(), parseWebStatsQuery({ breakdownBy: 'Page', dateRange: RANGE, limit: 1 }), ctx);
-    expect(limited).toMatchObject({ hasMore: true, limit: 1, columns: ['context.columns.breakdown_value', 'context.columns.visitors', 'context.columns.views'] });
+    expect(limited).toMatchObject({
+      hasMore: true,
+      limit: 1,
+      columns: ['context.columns.breakdown_value', 'context.columns.visitors', 'context.columns.views'],
+    });
     expect(limited.results).toEqual([['/pricing', [3, null], [4, null]]]);
   });
 });
