@@ -51,7 +51,8 @@ describe.each(stackFactories)('GeoIP and anonymize_ips at ingestion: $name', (fa
   beforeAll(async () => {
     stack = await factory.open();
     consumer = await startConsumer(stack, { geoip: lookup });
-  });
+    // Opening the stores takes a while on a shared, busy machine.
+  }, 120_000);
 
   afterAll(async () => {
     await consumer?.stop();
