@@ -293,12 +293,8 @@ describeWithBrowser()('the analysis screens in Chromium', () => {
     ]);
     await texts(links, rowsOf(every as Array<[string, string, number]>));
     const diagram = page.getByRole('region', { name: 'Paths diagram' });
-    await expect(diagram.locator('[data-node]').evaluateAll((nodes) => nodes.map((node) => node.getAttribute('data-node')).sort())).resolves.toEqual([
-      '1_https://shop.test/landing',
-      '1_https://shop.test/pricing',
-      '2_signup',
-      '3_purchase',
-    ]);
+    const nodes = await Promise.all((await diagram.locator('[data-node]').all()).map((each) => each.getAttribute('data-node')));
+    expect(nodes.sort()).toEqual(['1_https://shop.test/landing', '1_https://shop.test/pricing', '2_signup', '3_purchase']);
     await expect(diagram.locator('path').count()).resolves.toBe(3);
     await screenshot(page, 'paths');
 
