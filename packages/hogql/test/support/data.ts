@@ -58,7 +58,9 @@ export async function seed(ch: ClickHouse, projects: readonly number[], perProje
         distinctId,
         person: stored === merged.old ? merged.into : stored,
         // UUIDv7 session ids: the sessions table keeps no other.
-        sessionId: `01900000-0000-7000-8000-${projectId.toString(16).padStart(6, '0')}${Math.floor(next() * 8).toString(16).padStart(6, '0')}`,
+        sessionId: `01900000-0000-7000-8000-${projectId.toString(16).padStart(6, '0')}${Math.floor(next() * 8)
+          .toString(16)
+          .padStart(6, '0')}`,
         timestamp,
         properties,
       };
