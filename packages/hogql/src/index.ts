@@ -7,5 +7,5 @@ export { HogQLError, type HogQLErrorKind } from './errors';
 export { parseExpr, parseOrderExpr, parseSelect, type AstNode } from './parser';
 export * from './ast';
 export { Printer, type PrintedQuery, type PrintOptions } from './printer';
-export { VIRTUAL_TABLES } from './tables';
+export { TEAM_PARAM, VIRTUAL_TABLES } from './tables';
 export * from './run';

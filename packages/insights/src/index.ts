@@ -15,3 +15,4 @@ export * from './funnels';
 export * from './retention';
 export * from './paths';
 export * from './actors';
+export * from './web';
