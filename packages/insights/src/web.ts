@@ -57,9 +57,6 @@ export interface WebStatsInput extends WebQueryInput {
  */
 const TEST_ACCOUNT_FILTER: PropertyFilter = { key: '$host', operator: 'not_regex', value: '^(localhost|127\\.0\\.0\\.1)($|:)', type: 'event' };
 
-/** `$session_id`s that are UUIDv7 (the version nibble 7), the only ones PostHog's sessions table keeps. */
-const UUID_V7 = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-7[0-9a-fA-F]{3}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
-
 const MAX_LIMIT = 1000;
 
 function field(node: Record<string, unknown>, key: string): Record<string, unknown> | null {
@@ -120,7 +117,10 @@ function source(table: string, used: readonly string[]): string {
   return VIRTUAL_TABLES.get(table)!.source(used);
 }
 
-/** The period's `$pageview`/`$screen` events of UUIDv7 sessions that started in it, joined to their session. */
+/**
+ * The period's `$pageview`/`$screen` events joined to their session (an inner join: events of a `$session_id` that
+ * is no UUIDv7 have none), and the condition that the session started in the period.
+ */
 async function sessionEvents(params: Params, input: WebQueryInput, range: ResolvedRange, ctx: InsightContext, sessionFields: readonly string[]) {
   params.values[TEAM_PARAM] = ctx.projectId;
   const tz = params.add(range.timezone, 'String');
@@ -135,8 +135,7 @@ async function sessionEvents(params: Params, input: WebQueryInput, range: Resolv
   const sessions = source('sessions', ['session_id', '$start_timestamp', ...sessionFields]);
   return {
     from: `(${events}) AS ev INNER JOIN (${sessions}) AS s ON s.session_id = ev.\`$session_id\``,
-    where: `ev.event IN ('$pageview', '$screen') AND ev.timestamp >= ${from} AND ev.timestamp < ${end}
-      AND match(ev.\`$session_id\`, ${params.add(UUID_V7, 'String')}) AND (${condition})`,
+    where: `ev.event IN ('$pageview', '$screen') AND ev.timestamp >= ${from} AND ev.timestamp < ${end} AND (${condition})`,
     started: `s.\`$start_timestamp\` >= ${from} AND s.\`$start_timestamp\` < ${end}`,
   };
 }
@@ -267,7 +266,8 @@ async function statsOf(ch: ClickHouse, input: WebStatsInput, range: ResolvedRang
   const params = new Params();
   const breakdown = breakdownValue(input.breakdownBy, params);
   const scope = await sessionEvents(params, input, range, ctx, ['$is_bounce', '$entry_pathname', ...breakdown.sessionFields]);
-  // Page: the bounce rate of the sessions that entered on the path, not of those that saw it.
+  // Page: the bounce rate of the sessions that entered on the path, not of those that saw it. The values are
+  // compared as JSON inside a tuple, so that null ("none") matches null and arrays compare whole.
   const bounceKey = input.breakdownBy === 'Page' ? 'entry' : 'value';
   const sql = `SELECT value, visitors, views, if(b.found = 1, b.bounce, NULL) AS bounce FROM (
       SELECT value, uniq(person_id) AS visitors, sum(views) AS views FROM (
@@ -281,7 +281,7 @@ async function statsOf(ch: ClickHouse, input: WebStatsInput, range: ResolvedRang
         FROM ${scope.from} WHERE ${scope.where} AND ${scope.started}
         GROUP BY session_id
       ) GROUP BY key
-    ) AS b ON toJSONString(b.key) = toJSONString(t.value)
+    ) AS b ON toJSONString(tuple(b.key)) = toJSONString(tuple(t.value))
     ORDER BY visitors DESC, views DESC, toJSONString(value) ASC
     LIMIT ${params.add(limit, 'UInt32')}`;
   return ch.query<StatsRow>('web.stats', sql, params.values);

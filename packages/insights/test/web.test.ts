@@ -29,6 +29,7 @@ interface Ev {
   at: number;
   path?: string;
   browser?: string;
+  referringDomain?: string;
 }
 
 const personId = (name: string) => `00000000-0000-4000-8000-${Buffer.from(name).toString('hex').slice(0, 12).padStart(12, '0')}`;
@@ -43,9 +44,11 @@ async function project(events: readonly Ev[]): Promise<InsightContext> {
     events.map((ev) => {
       uuidCounter += 1;
       const uuid = `00000000-0000-7000-8000-${uuidCounter.toString(16).padStart(12, '0')}`;
-      const properties = ev.path
-        ? { $current_url: `https://example.com${ev.path}`, $pathname: ev.path, $browser: ev.browser ?? 'Chrome' }
-        : { $browser: ev.browser ?? 'Chrome' };
+      const properties = {
+        ...(ev.path ? { $current_url: `https://example.com${ev.path}`, $pathname: ev.path } : {}),
+        ...(ev.referringDomain ? { $referring_domain: ev.referringDomain } : {}),
+        $browser: ev.browser ?? 'Chrome',
+      };
       return { ...eventRow({ uuid, projectId, event: ev.event, at: text(ev.at), person: personId(ev.person), properties }), session_id: ev.session };
     }),
   );
@@ -195,6 +198,8 @@ describe('WebStatsTableQuery', () => {
       ['Chrome', [2, null], [3, null], [0.5, null]],
       ['Firefox', [1, null], [2, null], [0, null]],
     ]);
+    const referrers = await table('InitialReferringDomain');
+    expect(referrers).toEqual([[null, [3, null], [5, null], [1 / 3, null]]]);
     const limited = await runWebStatsTable(engine(), parseWebStatsQuery({ breakdownBy: 'Page', dateRange: RANGE, limit: 1 }), ctx);
     expect(limited).toMatchObject({
       hasMore: true,
@@ -203,4 +208,15 @@ describe('WebStatsTableQuery', () => {
     });
     expect(limited.results).toEqual([['/pricing', [3, null], [4, null]]]);
   });
+});
+
+it("takes a session's referring domain from its first event that has one", async () => {
+  const t = FROM + 3_600_000;
+  const ctx = await project([
+    { person: 'a', session: v7(40), event: '$pageview', at: t, path: '/' },
+    { person: 'a', session: v7(40), event: '$pageview', at: t + 1000, path: '/docs', referringDomain: 'www.google.com' },
+    { person: 'a', session: v7(40), event: '$pageview', at: t + 2000, path: '/docs', referringDomain: 'news.ycombinator.com' },
+  ]);
+  const { results } = await runWebStatsTable(engine(), parseWebStatsQuery({ breakdownBy: 'InitialReferringDomain', dateRange: RANGE }), ctx);
+  expect(results).toEqual([['www.google.com', [1, null], [3, null]]]);
 });
