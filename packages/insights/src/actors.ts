@@ -8,6 +8,7 @@ import { ApiError } from '@plover/core';
 import { bucketDay, daysBefore, formatWall, parseWall, previousRange } from './dates';
 import { actorFunnelSql } from './funnel-sql';
 import type { FunnelInput } from './funnel-input';
+import { pathRowsSql, type PathsInput } from './paths';
 import { retentionCellsSql, retentionRange, type RetentionInput } from './retention';
 import { lifecycleStatusesSql, wallOrdinal } from './lifecycle';
 import { Params } from './params';
@@ -142,6 +143,34 @@ export async function retentionActorsSql(input: RetentionInput, interval: number
   return {
     sql: `SELECT actor, CAST([], 'Array(UUID)') AS uuids, arraySort(groupArray(k)) AS appearances FROM (${cells})
       WHERE r = ${params.add(interval, 'Int64')}${value} GROUP BY actor HAVING has(appearances, 0)`,
+    params,
+  };
+}
+
+/** Path node keys as PostHog's paths modal sends them (`2_/pricing`). */
+export interface PathPoint {
+  input: PathsInput;
+  start: string | null;
+  end: string | null;
+  dropoff: string | null;
+}
+
+/**
+ * The persons who walked a path edge (`start` → `end`), reached a node (`end`), left from a node (`start`) or whose
+ * path ended at a node (`dropoff`), from the path rows the edges are counted from.
+ */
+export async function pathActorsSql(ch: ClickHouse, point: PathPoint, ctx: InsightContext, attr: (i: number) => string): Promise<ActorsSql> {
+  if (point.start === null && point.end === null && point.dropoff === null) {
+    throw ApiError.validation('Name a node: pathStartKey, pathEndKey or pathDropoffKey.', `${ATTR}__source__pathsFilter`, 'required');
+  }
+  const { sql, params } = await pathRowsSql(ch, point.input, ctx, attr);
+  const where = [
+    point.start === null ? null : `last_path_key = ${params.add(point.start, 'String')}`,
+    point.end === null ? null : `path_key = ${params.add(point.end, 'String')}`,
+    point.dropoff === null ? null : `path_key = ${params.add(point.dropoff, 'String')} AND dropoff_key = path_key`,
+  ].filter((condition) => condition !== null);
+  return {
+    sql: `SELECT actor, groupArrayArray(arrayMap(x -> x.1, events)) AS uuids FROM (${sql}) WHERE ${where.join(' AND ')} GROUP BY actor`,
     params,
   };
 }

@@ -449,6 +449,13 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('/query
     for (const [r, row] of ((await post(retentionQuery)).results as unknown as Array<{ values: Array<{ count: number }> }>).entries()) {
       checks.push([`retention row ${r}`, row.values[0]!.count, { source: retentionQuery, interval: r }]);
     }
+    const pathsQuery = { kind: 'PathsQuery', dateRange, pathsFilter: { includeEventTypes: ['$pageview', 'custom_event'] } };
+    const edges = (await post(pathsQuery)).results as unknown as Array<{ source: string; target: string; value: number }>;
+    expect(edges.length).toBeGreaterThan(0);
+    for (const edge of edges) {
+      const pathsFilter = { ...pathsQuery.pathsFilter, pathStartKey: edge.source, pathEndKey: edge.target };
+      checks.push([`path ${edge.source} → ${edge.target}`, edge.value, { source: { ...pathsQuery, pathsFilter } }]);
+    }
     for (const [name, shown, source] of checks) {
       expect([name, (await actorIds({ kind: 'InsightActorsQuery', ...source })).length]).toEqual([name, shown]);
     }

@@ -8,8 +8,11 @@ import {
   funnelActorsSql,
   matchedRecordings,
   parseFunnelsQuery,
+  nodeRuleAttr,
   parseInsightQuery,
+  parsePathsQuery,
   parseRetentionQuery,
+  pathActorsSql,
   personDetails,
   retentionActorsSql,
   seriesActorsSql,
@@ -80,6 +83,18 @@ async function sourceActors(ch: ClickHouse, source: Node, ctx: InsightContext): 
     const interval = source.interval ?? 0;
     if (typeof interval !== 'number') throw errors.validation('Must be an integer.', 'source__interval');
     return { actors: await retentionActorsSql(input, interval, breakdownValue(source.breakdown, 'source__breakdown'), ctx), recordings };
+  }
+  if (insight?.kind === 'PathsQuery') {
+    const input = parsePathsQuery(insight, 'source__source');
+    const filter = (insight.pathsFilter ?? {}) as Node;
+    const key = (name: string): string | null => {
+      const value = filter[name];
+      if (value === undefined || value === null) return null;
+      if (typeof value !== 'string') throw errors.validation('Must be a node key like 2_/pricing.', `source__source__pathsFilter__${name}`);
+      return value;
+    };
+    const point = { input, start: key('pathStartKey'), end: key('pathEndKey'), dropoff: key('pathDropoffKey') };
+    return { actors: await pathActorsSql(ch, point, ctx, nodeRuleAttr), recordings };
   }
   const request = parseInsightQuery(insight, 'source__source');
   const series = source.series ?? 0;
