@@ -9,7 +9,9 @@ import {
   matchedRecordings,
   parseFunnelsQuery,
   parseInsightQuery,
+  parseRetentionQuery,
   personDetails,
+  retentionActorsSql,
   seriesActorsSql,
   type ActorsSql,
   type InsightContext,
@@ -29,6 +31,7 @@ const COLUMN_TYPES: Record<string, string> = {
   event_count: 'UInt64',
   matched_recordings: 'Array',
   event_distinct_ids: 'Array(String)',
+  appearances: 'Array(UInt32)',
 };
 const STATUSES: readonly LifecycleStatus[] = ['new', 'returning', 'resurrecting', 'dormant'];
 const DEFAULT_LIMIT = 100;
@@ -71,7 +74,14 @@ async function sourceActors(ch: ClickHouse, source: Node, ctx: InsightContext): 
   if (source.kind !== 'InsightActorsQuery') {
     throw errors.validation(`${JSON.stringify(source.kind)} is not supported: use InsightActorsQuery or FunnelsActorsQuery.`, 'source__kind', 'invalid_choice');
   }
-  const request = parseInsightQuery(source.source, 'source__source');
+  const insight = source.source as Node | undefined;
+  if (insight?.kind === 'RetentionQuery') {
+    const input = parseRetentionQuery(insight, 'source__source');
+    const interval = source.interval ?? 0;
+    if (typeof interval !== 'number') throw errors.validation('Must be an integer.', 'source__interval');
+    return { actors: await retentionActorsSql(input, interval, breakdownValue(source.breakdown, 'source__breakdown'), ctx), recordings };
+  }
+  const request = parseInsightQuery(insight, 'source__source');
   const series = source.series ?? 0;
   if (typeof series !== 'number' || !Number.isInteger(series)) throw errors.validation('Must be an integer.', 'source__series');
   const day = source.day ?? null;
@@ -133,6 +143,7 @@ export async function runActorsQuery(ch: ClickHouse, node: Node, ctx: InsightCon
       created_at: created,
       event_count: row.uuids.length,
       event_distinct_ids: person?.distinct_ids ?? [],
+      appearances: row.appearances ?? [],
       matched_recordings: [...new Set(row.uuids.map((uuid) => recorded.get(uuid)).filter((recording) => recording !== undefined))],
     };
     cells.person = cells.actor = {
