@@ -384,21 +384,25 @@ describeWithBrowser()('the analysis screens in Chromium', () => {
     expect(problems).toEqual([]);
   }, 240_000);
 
-  it('arranges a dashboard of an insight and a text card, with a date range and a share link', async () => {
+  it('arranges a dashboard of a trend saved from the builder and a text card, with a date range and a share link', async () => {
     const { page, problems } = view;
     const { plover } = target.console;
     const projectId = plover.credentials.projectId;
-    const node = { kind: 'TrendsQuery', series: [{ kind: 'EventsNode', event: '$pageview', math: 'total' }], interval: 'day', dateRange: { date_from: '-7d' } };
-    const insight = await target.console.api<{ id: number; short_id: string }>('POST', `/api/projects/${projectId}/insights/`, {
-      name: 'Pageviews',
-      query: { kind: 'InsightVizNode', source: node },
-      saved: true,
-    });
-    const trend = await query<{ results: Array<{ count: number }> }>(node);
+
+    // The builder's default trend (pageviews per day, last 7 days), saved as a query node dashboards compute.
+    await open(page, 'New insight');
+    await page.locator('.result .legend').filter({ hasText: '$pageview17' }).waitFor();
+    await page.getByLabel('Name').fill('Pageviews');
+    await page.getByRole('button', { name: 'Save insight' }).click();
+    await page.waitForURL(/\/insights\/(?!new)[A-Za-z0-9]+$/);
+    const shortId = page.url().split('/').pop()!;
+    type Saved = { results: Array<{ query: { kind: string; source: Record<string, unknown> } | null }> };
+    const saved = await target.console.api<Saved>('GET', `/api/projects/${projectId}/insights/?short_id=${shortId}`);
+    const node = saved.results[0]!.query!;
+    expect([node.kind, node.source.kind]).toEqual(['InsightVizNode', 'TrendsQuery']);
+    const trend = await query<{ results: Array<{ count: number }> }>(node.source);
     expect(trend.results[0]!.count).toBe(17);
 
-    await signIn(page, target.console.base, plover.credentials.personalKey);
-    await page.waitForURL(`**/project/${projectId}`);
     await page.getByRole('link', { name: 'Dashboards', exact: true }).click();
     await page.getByLabel('Name').fill('Team');
     await page.getByRole('button', { name: 'Create dashboard' }).click();
@@ -407,7 +411,7 @@ describeWithBrowser()('the analysis screens in Chromium', () => {
     await page.getByText('No tiles yet').waitFor();
 
     // Added from the insight's page.
-    await page.goto(`${target.console.base}/project/${projectId}/insights/${insight.short_id}`);
+    await page.goto(`${target.console.base}/project/${projectId}/insights/${shortId}`);
     await page.getByRole('button', { name: 'Add to dashboard' }).click();
     await page.getByRole('form', { name: 'Dashboards' }).getByRole('link', { name: 'Team' }).click();
     const tiles = page.getByRole('list', { name: 'Tiles' }).getByRole('listitem');

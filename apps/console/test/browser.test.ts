@@ -161,13 +161,20 @@ describeWithBrowser()('the console in Chromium', () => {
     await page.getByRole('button', { name: 'Save insight' }).click();
     await page.waitForURL(/\/insights\/(?!new)[A-Za-z0-9]+$/);
     await page.getByRole('heading', { level: 1, name: 'Pageviews by browser' }).waitFor();
-    const saved = await target.console.api<{ results: Array<{ name: string; filters: Record<string, unknown> }> }>(
+    type Source = { kind: string; breakdownFilter?: { breakdown?: string }; trendsFilter?: { display?: string } };
+    const saved = await target.console.api<{ results: Array<{ name: string; query: { kind: string; source: Source } }> }>(
       'GET',
       `/api/projects/${plover.credentials.projectId}/insights/?saved=true`,
     );
-    expect(saved.results.map((insight) => [insight.name, insight.filters.breakdown, insight.filters.display])).toEqual([
-      ['Pageviews by browser', '$browser', 'ActionsTable'],
-    ]);
+    expect(
+      saved.results.map(({ name, query }) => [
+        name,
+        query.kind,
+        query.source.kind,
+        query.source.breakdownFilter?.breakdown,
+        query.source.trendsFilter?.display,
+      ]),
+    ).toEqual([['Pageviews by browser', 'InsightVizNode', 'TrendsQuery', '$browser', 'ActionsTable']]);
 
     await page.getByRole('link', { name: 'Insights', exact: true }).click();
     const recent = page.getByRole('region', { name: 'Recently viewed' });

@@ -1,10 +1,13 @@
+import { parseInsightQuery, parseInsightRequest } from '@plover/insights';
 import { newFilter, type FilterForm } from '../src/filters/property-filter';
 import {
   defaultForm,
   describeForm,
   formFromFilters,
+  formFromNode,
   formProblem,
   newSeries,
+  trendQuery,
   trendRequest,
   visualizationOf,
   withKind,
@@ -186,5 +189,124 @@ describe('stickiness and lifecycle', () => {
     }
     expect(formFromFilters({ insight: 'TRENDS', shown_as: 'Lifecycle' }).insight).toBe('LIFECYCLE');
     expect(formFromFilters({ insight: 'PATHS' }).insight).toBe('TRENDS');
+  });
+});
+
+describe('trendQuery and formFromNode', () => {
+  const full = form({
+    series: [
+      { ...newSeries('purchase'), math: 'p90', mathProperty: ' amount ' },
+      { ...newSeries(''), math: 'unique_group', groupTypeIndex: 2 },
+      { ...newSeries('signup'), math: 'dau' },
+    ],
+    interval: 'week',
+    dateFrom: '2026-01-01',
+    dateTo: '2026-03-31',
+    filters: [
+      filter({ type: 'event', key: '$browser', operator: 'exact', value: 'Chrome, Firefox' }),
+      filter({ type: 'cohort', key: 'id', operator: 'not_in', value: '7' }),
+    ],
+    breakdown: ' $os ',
+    breakdownType: 'person',
+    compare: true,
+    formula: ' A / C ',
+    visualization: 'table',
+  });
+
+  it("regroups the legacy fields into PostHog's TrendsQuery node", () => {
+    expect(trendQuery(full)).toEqual({
+      kind: 'TrendsQuery',
+      series: [
+        { kind: 'EventsNode', event: 'purchase', name: 'purchase', math: 'p90', math_property: 'amount' },
+        { kind: 'EventsNode', event: null, name: 'All events', math: 'unique_group', math_group_type_index: 2 },
+        { kind: 'EventsNode', event: 'signup', name: 'signup', math: 'dau' },
+      ],
+      interval: 'week',
+      dateRange: { date_from: '2026-01-01', date_to: '2026-03-31' },
+      properties: [
+        { type: 'event', key: '$browser', operator: 'exact', value: ['Chrome', 'Firefox'] },
+        { type: 'cohort', key: 'id', operator: 'not_in', value: 7 },
+      ],
+      breakdownFilter: { breakdown: '$os', breakdown_type: 'person' },
+      compareFilter: { compare: true },
+      trendsFilter: { display: 'ActionsTable', formula: 'A / C' },
+    });
+    expect(trendQuery(defaultForm())).toEqual({
+      kind: 'TrendsQuery',
+      series: [{ kind: 'EventsNode', event: '$pageview', name: '$pageview', math: 'total' }],
+      interval: 'day',
+      dateRange: { date_from: '-7d' },
+      trendsFilter: { display: 'ActionsLineGraph' },
+    });
+  });
+
+  it('makes a StickinessQuery and a LifecycleQuery of the other kinds, with only what each takes', () => {
+    expect(trendQuery(withKind(full, 'STICKINESS'))).toEqual({
+      kind: 'StickinessQuery',
+      series: trendQuery(full).series,
+      interval: 'week',
+      dateRange: { date_from: '2026-01-01', date_to: '2026-03-31' },
+      properties: trendQuery(full).properties,
+      compareFilter: { compare: true },
+      stickinessFilter: { display: 'ActionsLineGraph' },
+    });
+    expect(trendQuery(withKind(full, 'LIFECYCLE'))).toEqual({
+      kind: 'LifecycleQuery',
+      series: [{ kind: 'EventsNode', event: 'purchase', name: 'purchase', math: 'p90', math_property: 'amount' }],
+      interval: 'week',
+      dateRange: { date_from: '2026-01-01', date_to: '2026-03-31' },
+      properties: trendQuery(full).properties,
+      lifecycleFilter: {},
+    });
+  });
+
+  it('asks the API for the computation the legacy request asks for', () => {
+    for (const kind of ['TRENDS', 'STICKINESS', 'LIFECYCLE'] as const) {
+      const shown = withKind(full, kind);
+      const legacy = parseInsightRequest({}, trendRequest(shown));
+      // PostHog's lifecycleFilter has no display: lifecycle is always drawn as stacked bars.
+      if (kind === 'LIFECYCLE') legacy.input.display = 'ActionsLineGraph';
+      expect(parseInsightQuery(trendQuery(shown))).toEqual(legacy);
+    }
+  });
+
+  it('reopens each kind saved in an InsightVizNode (or bare) as the same form', () => {
+    const trimmed = {
+      ...full,
+      series: full.series.map((series) => ({ ...series, mathProperty: series.mathProperty.trim() })),
+      breakdown: '$os',
+      formula: 'A / C',
+    };
+    for (const kind of ['TRENDS', 'STICKINESS', 'LIFECYCLE'] as const) {
+      const saved = kind === 'LIFECYCLE' ? withKind({ ...trimmed, series: trimmed.series.slice(0, 1) }, kind) : withKind(trimmed, kind);
+      const node = JSON.parse(JSON.stringify(trendQuery(saved))) as ReturnType<typeof trendQuery>;
+      const reopened = formFromNode({ kind: 'InsightVizNode', source: node });
+      // What the kind does not take is not saved, so it reopens at its default.
+      expect(reopened).toEqual(kind === 'TRENDS' ? saved : { ...saved, breakdown: '', breakdownType: 'event', formula: '', compare: kind === 'STICKINESS' });
+      expect(formFromNode(node)).toEqual(reopened);
+    }
+  });
+
+  it('reads what PostHog writes and leaves what it cannot show at the defaults; null for other nodes', () => {
+    const reopened = formFromNode({
+      kind: 'InsightVizNode',
+      source: {
+        kind: 'TrendsQuery',
+        series: [{ kind: 'EventsNode', event: null, math: 'weekly_active' }, { kind: 'EventsNode', event: 'signup', math: 'nonsense' }, 'junk'],
+        dateRange: { date_from: null, date_to: null },
+        interval: 'fortnight',
+        properties: { type: 'AND', values: [] },
+        trendsFilter: { formulas: ['A - B'], display: 'WorldMap' },
+        compareFilter: { compare: false },
+      },
+    });
+    expect(reopened).toEqual(
+      form({
+        series: [{ ...newSeries(''), math: 'weekly_active' }, newSeries('signup'), newSeries('')],
+        formula: 'A - B',
+      }),
+    );
+    expect(formFromNode({ kind: 'InsightVizNode', source: { kind: 'FunnelsQuery', series: [] } })).toBeNull();
+    expect(formFromNode(null)).toBeNull();
   });
 });

@@ -1,8 +1,8 @@
 /**
  * A dashboard tile's insight drawn from the result the dashboard answered with (the cache; nothing is computed
  * here), by its query's kind: a trend, stickiness or lifecycle chart, funnel steps, a retention grid, paths. The
- * API computes tiles from insights' query nodes only, so an insight saved as legacy filters (the trend builder's)
- * has no result on a tile; neither has one the console cannot draw on a tile (HogQL): both link to the insight.
+ * API computes tiles from insights' query nodes only, so an insight saved as legacy filters only (as the trend
+ * builder saved before it stored nodes) has no result on a tile; neither has one the console cannot draw on a tile (HogQL): both link to the insight.
  */
 import { sourceOfKind } from '../api/nodes';
 import type { Insight, PathEdge, RetentionRow, TrendSeries } from '../api/types';

@@ -1,9 +1,11 @@
 /**
- * The trend builder's state and the request it stands for: PostHog's legacy trend fields, which are both the
- * body of `insights/trend/` and a saved insight's `filters` (docs/insights.md says what each counts). Reading
- * saved filters back is lenient: whatever this builder cannot show is left at its default.
+ * The trend builder's state and what it stands for: PostHog's legacy trend fields, the body of `insights/trend/`
+ * (docs/insights.md says what each counts), and the same settings as a `TrendsQuery`, `StickinessQuery` or
+ * `LifecycleQuery` node, which is what a saved insight stores (older insights stored the legacy fields as
+ * `filters`). Reading either back is lenient: whatever this builder cannot show is left at its default.
  */
-import type { Display, EventEntity, Interval, MathType, TrendRequest } from '../api/types';
+import { asList, asObject, oneOf, sourceOfKind } from '../api/nodes';
+import type { Display, EventEntity, Interval, MathType, QueryNode, TrendRequest } from '../api/types';
 import { filterProblem, fromApiFilter, toApiFilters, type FilterForm } from '../filters/property-filter';
 
 export type Visualization = 'line' | 'bar' | 'number' | 'table';
@@ -177,12 +179,73 @@ export function trendRequest(form: TrendForm): TrendRequest {
   return request;
 }
 
+/** The node kind of each builder kind, and the sub-object of the node holding its display settings. */
+const NODE_KINDS: Record<TrendKind, { kind: string; filter: string }> = {
+  TRENDS: { kind: 'TrendsQuery', filter: 'trendsFilter' },
+  STICKINESS: { kind: 'StickinessQuery', filter: 'stickinessFilter' },
+  LIFECYCLE: { kind: 'LifecycleQuery', filter: 'lifecycleFilter' },
+};
+
+/**
+ * The query node of a form, in PostHog's shape: the legacy request's fields regrouped — each entity an
+ * `EventsNode` (`event` null for every event), dates in `dateRange`, the breakdown in `breakdownFilter`, the
+ * comparison in `compareFilter`, display and formula in the kind's filter (lifecycle has no display to keep).
+ */
+export function trendQuery(form: TrendForm): QueryNode {
+  const request = trendRequest(form);
+  const { kind, filter } = NODE_KINDS[request.insight];
+  const series = request.events.map(({ id, name, math, math_property, math_group_type_index }) => ({
+    kind: 'EventsNode',
+    event: id,
+    name,
+    math,
+    ...(math_property !== undefined && { math_property }),
+    ...(math_group_type_index !== undefined && { math_group_type_index }),
+  }));
+  return {
+    kind,
+    series,
+    interval: request.interval,
+    dateRange: { date_from: request.date_from, ...(request.date_to !== undefined && { date_to: request.date_to }) },
+    ...(request.properties && { properties: request.properties }),
+    ...(request.breakdown !== undefined && { breakdownFilter: { breakdown: request.breakdown, breakdown_type: request.breakdown_type } }),
+    ...(request.compare === true && { compareFilter: { compare: true } }),
+    [filter]: {
+      ...(request.insight !== 'LIFECYCLE' && { display: request.display }),
+      ...(request.formula !== undefined && { formula: request.formula }),
+    },
+  };
+}
+
+/**
+ * The form of a saved trend, stickiness or lifecycle node (bare or in an `InsightVizNode`), read as the legacy
+ * fields it regroups; null for any other node. A formula is `formula`, else the first of `formulas`.
+ */
+export function formFromNode(node: QueryNode | null): TrendForm | null {
+  for (const [insight, { kind, filter }] of Object.entries(NODE_KINDS)) {
+    const source = sourceOfKind(node, kind);
+    if (!source) continue;
+    const settings = asObject(source[filter]);
+    const dates = asObject(source.dateRange);
+    const breakdown = asObject(source.breakdownFilter);
+    return formFromFilters({
+      insight,
+      events: asList(source.series).map((series) => ({ ...asObject(series), id: asObject(series).event })),
+      interval: source.interval,
+      date_from: dates.date_from,
+      date_to: dates.date_to,
+      properties: source.properties,
+      breakdown: breakdown.breakdown,
+      breakdown_type: breakdown.breakdown_type,
+      compare: asObject(source.compareFilter).compare,
+      formula: settings.formula ?? asList(settings.formulas)[0],
+      display: settings.display,
+    });
+  }
+  return null;
+}
+
 const text = (value: unknown, fallback: string): string => (typeof value === 'string' ? value : typeof value === 'number' ? String(value) : fallback);
-const oneOf = <T extends string>(value: unknown, choices: readonly T[], fallback: T): T =>
-  (choices as readonly unknown[]).includes(value) ? (value as T) : fallback;
-const asList = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
-const asObject = (value: unknown): Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
 
 /** The form of saved legacy `filters` (a saved insight), series in their `order`. */
 export function formFromFilters(filters: Record<string, unknown>): TrendForm {

@@ -1,7 +1,9 @@
 /**
  * A trend, stickiness or lifecycle insight, new (`insights/new`) or saved (`insights/<short id>`): the builder beside its result, which
- * is computed again (keeping the last chart on screen) shortly after each change. Save creates or updates the
- * saved insight with the builder's legacy filters; the CSV is the trend endpoint's own `format=csv`.
+ * is computed again (keeping the last chart on screen) shortly after each change through the legacy trend
+ * endpoint. Save creates or updates the saved insight with the builder's query node in an `InsightVizNode` (so
+ * dashboards compute it); an older insight saved as legacy filters only opens from those. The CSV is the trend
+ * endpoint's own `format=csv`.
  */
 import { useMemo, useState } from 'preact/hooks';
 import { operations } from '../api/operations';
@@ -15,7 +17,17 @@ import { useDownload } from '../download';
 import { useDebounced, useLoad } from '../hooks';
 import { Builder } from '../insights/builder';
 import { NO_SUGGESTIONS } from '../insights/fields';
-import { defaultForm, describeForm, formFromFilters, formProblem, TREND_KINDS, trendRequest, type TrendForm } from '../insights/query';
+import {
+  defaultForm,
+  describeForm,
+  formFromFilters,
+  formFromNode,
+  formProblem,
+  TREND_KINDS,
+  trendQuery,
+  trendRequest,
+  type TrendForm,
+} from '../insights/query';
 import { TrendResult } from '../insights/result';
 import { SaveBar } from '../insights/save-bar';
 import { loadSuggestions } from '../insights/suggestions';
@@ -39,7 +51,7 @@ export function InsightEditor({ params }: ScreenProps) {
   return <Async value={insight}>{(saved) => <EditorOf key={saved?.short_id ?? 'new'} saved={saved} />}</Async>;
 }
 
-/** The editor of the insight's kind: its query node's, else (legacy filters) the trend builder. */
+/** The editor of the insight's kind: its query node's, else (a trend node, or legacy filters) the trend builder. */
 function EditorOf({ saved }: { saved: Insight | null }) {
   if (saved && hogqlSource(saved.query)) return <SqlEditor saved={saved} />;
   if (saved && sourceOfKind(saved.query, 'FunnelsQuery')) return <FunnelEditor saved={saved} />;
@@ -50,7 +62,7 @@ function EditorOf({ saved }: { saved: Insight | null }) {
 
 function Editor({ saved }: { saved: Insight | null }) {
   const { client, projectId } = useConsole();
-  const [form, setForm] = useState<TrendForm>(() => (saved ? formFromFilters(saved.filters) : defaultForm()));
+  const [form, setForm] = useState<TrendForm>(() => (saved ? (formFromNode(saved.query) ?? formFromFilters(saved.filters)) : defaultForm()));
   const request = useMemo(() => trendRequest(form), [form]);
   const problem = formProblem(form);
   // Nothing is asked while the form lacks something (it says what instead).
@@ -75,7 +87,12 @@ function Editor({ saved }: { saved: Insight | null }) {
           Download CSV
         </button>
       </PageHeader>
-      <SaveBar saved={saved} placeholder={describeForm(form)} body={() => ({ filters: { ...request } })} disabled={problem !== null} />
+      <SaveBar
+        saved={saved}
+        placeholder={describeForm(form)}
+        body={() => ({ query: { kind: 'InsightVizNode', source: trendQuery(form) } })}
+        disabled={problem !== null}
+      />
       {downloadError !== undefined && <Problem error={downloadError} />}
       <div class="editor">
         <Builder form={form} onChange={setForm} suggestions={suggestions.status === 'ok' ? suggestions.data : NO_SUGGESTIONS} />
