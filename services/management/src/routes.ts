@@ -1,4 +1,6 @@
 import { accountRoutes, projectRoutes } from './accounts/routes';
+import { actionRoutes } from './actions/routes';
+import { annotationRoutes } from './annotations/routes';
 import { dashboardRoutes } from './dashboards/routes';
 import { sharedRoutes } from './dashboards/sharing';
 import { dataRoutes } from './data/routes';
@@ -40,6 +42,8 @@ export function routeTable(deps: ManagementDeps): RouteTable {
       ...recordingRoutes(deps),
       ...insightRoutes(deps, run),
       ...dashboardRoutes(deps, run),
+      ...actionRoutes(deps),
+      ...annotationRoutes(deps),
       ...queryRoutes(deps, { cache }),
       ...dataRoutes(deps),
       ...flagDefinitionRoutes(deps),

@@ -133,6 +133,7 @@ const EXAMPLES: Record<string, Example> = {
   },
   'POST /cohorts': { body: { name: 'Conformance', filters: { properties: { type: 'AND', values: [] } } } },
   'POST /early_access_features': { body: { name: 'Early access', stage: 'beta' } },
+  'POST /actions': { body: { name: 'Conformance', steps: [{ event: '$autocapture', selector: 'form > button', text: 'Go' }] } },
   'POST /surveys': { body: { name: 'Conformance', type: 'popover', questions: [{ type: 'open', question: 'Why?' }] } },
   'POST /query': { body: { query: HOGQL, client_query_id: 'conformance-query' } },
   // The path names the node's kind; a kind the body does not have is a 400.
@@ -166,7 +167,7 @@ let unscoped: string;
 const ingested: Record<string, Record<string, string>> = {};
 beforeAll(async () => {
   tenant = await world.tenant();
-  unscoped = await world.newKey(tenant.userId, ['annotation:read']);
+  unscoped = await world.newKey(tenant.userId, ['webhook:read']);
   const timestamp = new Date(Date.now() - 3_600_000);
   await new PersonStore(world.sql).processEvent(tenant.projectId, {
     uuid: uuidv7(),
