@@ -31,6 +31,7 @@ export function limitSettings(limits: QueryLimits): Record<string, number> {
     max_result_bytes: limits.maxResultBytes,
   };
   if (limits.maxThreads > 0) settings.max_threads = limits.maxThreads;
+  if (limits.threadNice > 0) settings.os_thread_priority = limits.threadNice;
   return settings;
 }
 

@@ -1,5 +1,6 @@
 /** One contract, every adapter (test/support/variants.ts). */
 import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { rename, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -53,6 +54,19 @@ async function failure(promise: Promise<unknown>): Promise<StorageError> {
   expect(error).toBeInstanceOf(StorageError);
   return error as StorageError;
 }
+
+/** Analysis limits no statement of these tests comes near. */
+const generous: QueryLimits = {
+  maxExecutionSeconds: 30,
+  maxMemoryBytes: 1_000_000_000,
+  maxRowsToRead: 1_000_000_000,
+  maxBytesToRead: 100_000_000_000,
+  maxResultRows: 1000,
+  maxResultBytes: 10_000_000,
+  maxThreads: 1,
+  threadNice: 0,
+  maxPoints: 1000,
+};
 
 describe.each(variants)('ClickHouse contract: $name', (variant) => {
   let target: Target;
@@ -317,16 +331,6 @@ describe.each(variants)('ClickHouse contract: $name', (variant) => {
   });
 
   describe('analysis limits (limitedClickHouse)', () => {
-    const generous: QueryLimits = {
-      maxExecutionSeconds: 30,
-      maxMemoryBytes: 1_000_000_000,
-      maxRowsToRead: 1_000_000_000,
-      maxBytesToRead: 100_000_000_000,
-      maxResultRows: 1000,
-      maxResultBytes: 10_000_000,
-      maxThreads: 1,
-      maxPoints: 1000,
-    };
     async function refusal(limits: Partial<QueryLimits>, sql: string): Promise<ApiError> {
       const error: unknown = await limitedClickHouse(ch, { ...generous, ...limits })
         .query('test.limited', sql)
@@ -366,6 +370,18 @@ describe.each(variants)('ClickHouse contract: $name', (variant) => {
       }
     });
 
+    it('ANALYSIS_THREAD_NICE reaches the engine as os_thread_priority; 0 leaves the setting out', async () => {
+      const niceOf = async (threadNice: number) => {
+        const [row] = await limitedClickHouse(ch, { ...generous, threadNice }).query<{ nice: unknown }>(
+          'test.nice',
+          "SELECT getSetting('os_thread_priority') AS nice",
+        );
+        return Number(row!.nice);
+      };
+      expect(await niceOf(10)).toBe(10);
+      expect(await niceOf(0)).toBe(0);
+    });
+
     it('checkPoints refuses series × breakdown values × intervals beyond maxPoints, naming the figures', () => {
       expect(() => checkPoints(generous, 2, 25, 20)).not.toThrow();
       expect(() => checkPoints(generous, 10, 1001, 4992)).toThrow(
@@ -376,6 +392,36 @@ describe.each(variants)('ClickHouse contract: $name', (variant) => {
 
   if (variant.kind === 'chdb') {
     describe('in-process engine', () => {
+      // The engine applies os_thread_priority only with CAP_SYS_NICE (bit 23 of the effective set), else not at all.
+      const canNice = (BigInt(`0x${/^CapEff:\s*([0-9a-f]+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))![1]}`) >> 23n) & 1n;
+      (canNice ? it : it.skip)("an analysis statement's threads run at ANALYSIS_THREAD_NICE, and libuv's workers return to 0", async () => {
+        // [name, nice] of each thread of this process (fields of /proc/<tid>/stat after the name: nice is the 17th).
+        const threads = (): [string, number][] =>
+          readdirSync('/proc/self/task').flatMap((tid) => {
+            try {
+              const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+              const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+              return [[name, Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16])] as [string, number]];
+            } catch {
+              return []; // ended meanwhile
+            }
+          });
+        let done = false;
+        const query = limitedClickHouse(ch, { ...generous, maxThreads: 2, threadNice: 10 })
+          .query('test.niced', "SELECT count() AS c FROM numbers(5000000) WHERE sipHash128(number, 'plover') != ''")
+          .finally(() => (done = true));
+        const seen = new Set<string>();
+        while (!done) {
+          for (const [name, nice] of threads()) if (nice === 10) seen.add(name);
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        expect(await query).toEqual([{ c: '5000000' }]);
+        // The libuv worker that ran the call (named `node`, as the request thread is) and the engine's pipeline threads.
+        expect(seen).toContain('node');
+        expect([...seen].filter((name) => name !== 'node')).not.toEqual([]);
+        expect(threads().filter(([name, nice]) => name === 'node' && nice !== 0)).toEqual([]);
+      });
+
       it('async queries do not block a concurrent HTTP request (show it)', async () => {
         const server = http.createServer((_req, res) => res.end('ok'));
         await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

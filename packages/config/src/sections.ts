@@ -438,6 +438,12 @@ export interface QueryLimits {
   /** `max_threads`: the engine's threads per statement; 0 leaves the engine's default (its cores). */
   maxThreads: number;
   /**
+   * `os_thread_priority`: the nice value (0–19) the engine gives the threads of a statement while it runs, so that
+   * a contended core goes to the request thread first; 0 leaves them at the process's priority. The engine applies
+   * it only with the CAP_SYS_NICE capability (it must set the threads back afterwards), else it is a no-op.
+   */
+  threadNice: number;
+  /**
    * Points (series × breakdown values × intervals) one computed insight may answer with; a request that could
    * produce more is refused before any statement runs (`checkPoints`).
    */
@@ -456,16 +462,16 @@ export interface AnalysisConfig {
 }
 
 /**
- * Bounds of analysis requests (docs/management.md#analysis-limits). `defaultThreads` is the default of
- * ANALYSIS_MAX_THREADS: 1 in embedded mode, where analysis shares two or so cores with capture and ingestion;
- * 0 (the server's own default) against a ClickHouse server.
+ * Bounds of analysis requests (docs/management.md#analysis-limits). In embedded mode analysis shares two or so
+ * cores with capture and ingestion: ANALYSIS_MAX_THREADS defaults to 1 and ANALYSIS_THREAD_NICE to 10 (below the
+ * request thread); against a ClickHouse server, to the server's own default and 0.
  */
-export function analysis(defaultThreads: number): Section<AnalysisConfig> {
-  const count = (description: string, defaultValue: number, minimum = 1): VariableSchema => ({
+export function analysis(embedded: boolean): Section<AnalysisConfig> {
+  const count = (description: string, defaultValue: number, minimum = 1, maximum = Number.MAX_SAFE_INTEGER): VariableSchema => ({
     description,
     type: 'integer',
     minimum,
-    maximum: Number.MAX_SAFE_INTEGER,
+    maximum,
     default: defaultValue,
   });
   return {
@@ -476,7 +482,13 @@ export function analysis(defaultThreads: number): Section<AnalysisConfig> {
       ANALYSIS_MAX_BYTES_TO_READ: count('Bytes one analysis statement may read (max_bytes_to_read)', 100_000_000_000),
       ANALYSIS_MAX_RESULT_ROWS: count('Rows one analysis statement may return (max_result_rows)', 500_000),
       ANALYSIS_MAX_RESULT_BYTES: count('Bytes one analysis statement may return (max_result_bytes)', 134_217_728),
-      ANALYSIS_MAX_THREADS: count('ClickHouse threads per analysis statement (max_threads); 0: the engine default', defaultThreads, 0),
+      ANALYSIS_MAX_THREADS: count('ClickHouse threads per analysis statement (max_threads); 0: the engine default', embedded ? 1 : 0, 0),
+      ANALYSIS_THREAD_NICE: count(
+        "Nice value of an analysis statement's engine threads while it runs (os_thread_priority, needs CAP_SYS_NICE); 0: the process's priority",
+        embedded ? 10 : 0,
+        0,
+        19,
+      ),
       ANALYSIS_MAX_POINTS: count('Points (series × breakdown values × intervals) one insight may compute; more is a 400', 500_000),
       ANALYSIS_CONCURRENCY_PER_PROJECT: count('Analysis requests one project may run at once; more wait their turn, then answer 429 with Retry-After', 4),
       EXPORT_CONCURRENCY: count('Streamed exports running at once in a process; more wait in a queue', 2),
@@ -491,6 +503,7 @@ export function analysis(defaultThreads: number): Section<AnalysisConfig> {
         maxResultRows: v.ANALYSIS_MAX_RESULT_ROWS as number,
         maxResultBytes: v.ANALYSIS_MAX_RESULT_BYTES as number,
         maxThreads: v.ANALYSIS_MAX_THREADS as number,
+        threadNice: v.ANALYSIS_THREAD_NICE as number,
         maxPoints: v.ANALYSIS_MAX_POINTS as number,
       },
       concurrencyPerProject: v.ANALYSIS_CONCURRENCY_PER_PROJECT as number,

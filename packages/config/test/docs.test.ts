@@ -17,7 +17,7 @@ const every = variablesOf({
   decide: sections.decide,
   decideWorkers: sections.decideWorkers,
   management: sections.management,
-  analysis: sections.analysis(0),
+  analysis: sections.analysis(false),
 });
 
 describe('configuration docs', () => {

@@ -60,6 +60,7 @@ describe('on chDB', () => {
     maxResultRows: 100_000,
     maxResultBytes: 100_000_000,
     maxThreads: 1,
+    threadNice: 10,
     maxPoints: 1000,
   };
 
@@ -74,7 +75,7 @@ describe('on chDB', () => {
     await runHogQL(limitedClickHouse(watched, limits), 'SELECT count() FROM events', { teamId: 1 });
     expect(sent).toHaveLength(1);
     expect(sent[0]!.match(/SETTINGS/g)).toHaveLength(1);
-    expect(sent[0]).toMatch(/readonly = 2.*max_execution_time = 30.*max_threads = 1/);
+    expect(sent[0]).toMatch(/readonly = 2.*max_execution_time = 30.*max_threads = 1.*os_thread_priority = 10/);
   });
 
   it('stops a query at the rows-to-read and time limits with a 400 naming the limit', async () => {

@@ -12,7 +12,7 @@ const config = loadConfigOrExit(process.env, {
   postgres: sections.postgres,
   clickhouse: sections.clickhouse,
   management: sections.management,
-  analysis: sections.analysis(0),
+  analysis: sections.analysis(false),
 });
 const logger = createLogger({ service: 'management', level: config.logging.level });
 exitOnUncaughtErrors(logger);

@@ -24,7 +24,7 @@ const config = loadConfigOrExit(process.env, {
   decide: sections.decide,
   management: sections.management,
   // One engine thread per analysis statement: the cores are shared with capture and ingestion.
-  analysis: sections.analysis(1),
+  analysis: sections.analysis(true),
   ingestion: sections.ingestion,
 });
 // On a terminal: readable log lines and a banner once ready (terminal.ts); elsewhere JSON lines.

@@ -28,7 +28,7 @@ export interface ManagementDeps {
 
 /** The bounds of analysis requests: the deps' own, else the configuration's defaults (distributed mode's). */
 export function analysisOf(deps: ManagementDeps): AnalysisConfig {
-  return deps.analysis ?? loadConfig({}, { analysis: sections.analysis(0) }).analysis;
+  return deps.analysis ?? loadConfig({}, { analysis: sections.analysis(false) }).analysis;
 }
 
 /** SITE_URL: the deps' own, else the configuration's default. */
