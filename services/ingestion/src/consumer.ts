@@ -13,6 +13,7 @@ import type { MetricsRegistry } from '@plover/http';
 import { GroupStore, PersonStore } from '@plover/persons';
 import type { Sql } from '@plover/postgres';
 import { BatchHandler } from './batch';
+import { DefinitionsUpkeep } from './definitions/upkeep';
 import { ingestionMetrics } from './metrics';
 import { IngestedProjects } from './ingested-projects';
 import { EventProcessor } from './process';
@@ -49,9 +50,14 @@ export interface IngestionConsumer {
 export async function createConsumer(deps: ConsumerDeps): Promise<IngestionConsumer> {
   const settings: IngestionSettings = { ...DEFAULT_INGESTION_SETTINGS, ...deps.settings };
   const logger = deps.logger.child({ component: 'ingestion' });
+  const now = deps.now ?? (() => new Date());
+  const groups = new GroupStore(deps.sql);
   const handler = new BatchHandler({
-    processor: new EventProcessor(new PersonStore(deps.sql), new GroupStore(deps.sql), deps.now ?? (() => new Date())),
+    processor: new EventProcessor(new PersonStore(deps.sql), groups, now),
     ingestedProjects: new IngestedProjects(deps.sql),
+    ...(settings.definitions
+      ? { definitions: new DefinitionsUpkeep({ sql: deps.sql, now, groupTypeIndex: (projectId, groupType) => groups.groupTypeIndex(projectId, groupType) }) }
+      : {}),
     clickhouse: deps.clickhouse,
     bus: deps.bus,
     deadLetterTopic: settings.topics.deadLetter,

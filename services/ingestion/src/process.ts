@@ -8,14 +8,22 @@ import { StorageError } from '@plover/core';
 import type { BatchPersonStore, EventPersonStore, GroupStore, PersonStore, StagedChange } from '@plover/persons';
 import { deadLetterOf, type DeadLetter } from './dead-letter';
 import type { CapturedInput, Unreadable } from './message';
-import { normalizeProperties } from './normalize';
+import { normalizeProperties, type Properties } from './normalize';
 import { eventRow, overrideRow, warningRow, type Warning } from './rows';
 
 export type DeadLettered = { kind: 'dead_letter'; deadLetter: DeadLetter; warnings: IngestionWarningRow[] };
 
 export type Processed =
   /** `staged`: the row relies on a person change staged for the batch's flush (packages/persons BatchPersonStore). */
-  | { kind: 'event'; row: EventRow; warnings: IngestionWarningRow[]; overrides: PersonOverrideRow[]; staged?: StagedChange }
+  | {
+      kind: 'event';
+      row: EventRow;
+      /** The row's properties before they were serialized (for the definitions upkeep, which reads their keys and values). */
+      properties: Properties;
+      warnings: IngestionWarningRow[];
+      overrides: PersonOverrideRow[];
+      staged?: StagedChange;
+    }
   | DeadLettered
   /** Found in ClickHouse while recovering: stored by an earlier delivery, with everything that goes with it. */
   | { kind: 'already_stored' };
@@ -63,6 +71,7 @@ export class EventProcessor {
     return {
       kind: 'event',
       row: eventRow(input, normalized, person, groups, this.now()),
+      properties: normalized.properties,
       warnings: warnings.map((warning) => warningRow({ projectId: input.projectId, eventUuid: input.uuid, message: input.message }, warning)),
       overrides: person.overrides.map((override) => overrideRow(input.projectId, override)),
       staged: person.staged,

@@ -4,6 +4,7 @@ import { annotationRoutes } from './annotations/routes';
 import { dashboardRoutes } from './dashboards/routes';
 import { sharedRoutes } from './dashboards/sharing';
 import { dataRoutes } from './data/routes';
+import { definitionRoutes } from './definitions/routes';
 import { flagDefinitionRoutes } from './flag-routes';
 import type { ManagementDeps } from './http/deps';
 import type { Route } from './http/route-table';
@@ -46,6 +47,7 @@ export function routeTable(deps: ManagementDeps): RouteTable {
       ...annotationRoutes(deps),
       ...queryRoutes(deps, { cache }),
       ...dataRoutes(deps),
+      ...definitionRoutes(deps),
       ...flagDefinitionRoutes(deps),
       ...llmPromptRoutes(),
     ],

@@ -180,6 +180,14 @@ beforeAll(async () => {
   ingested['/persons'] = { id: String(person.id) };
   await insertSnapshotBatches(world.clickhouse, [snapshotBatch(tenant.projectId, 'conformance-session', timestamp.getTime(), { distinct_id: 'conformance' })]);
   ingested['/session_recordings'] = { session_recording_id: 'conformance-session' };
+  const definition = async (table: string, columns: string, values: string) =>
+    (
+      await world.sql.query<{ id: string }>('test.definition', `INSERT INTO ${table} (project_id, ${columns}) VALUES ($1, ${values}) RETURNING id`, [
+        tenant.projectId,
+      ])
+    ).rows[0]!.id;
+  ingested['/event_definitions'] = { id: await definition('event_definitions', 'name, last_seen_at', `'$pageview', now()`) };
+  ingested['/property_definitions'] = { id: await definition('property_definitions', 'name, type, property_type', `'$browser', 1, 'String'`) };
 });
 
 const pathOf = (route: Route, mount: string, ids: Record<string, string>) =>
