@@ -327,6 +327,8 @@ export interface IngestionConfig {
   concurrency: number;
   /** Wait before a batch that failed (Postgres or ClickHouse unreachable) is delivered again. */
   retryBackoffMs: number;
+  /** Add `$geoip_*` event and person properties from the bundled GeoLite2 database. */
+  geoip: boolean;
   /** Whether ingestion keeps the event and property definitions up to date. */
   definitions: boolean;
 }
@@ -361,6 +363,11 @@ export const ingestion: Section<IngestionConfig> = {
       maximum: 600000,
       default: 1000,
     },
+    INGESTION_GEOIP: {
+      description: 'Add $geoip_* event and person properties from the event $ip with the bundled GeoLite2 database (about 60 MB of memory)',
+      type: 'boolean',
+      default: true,
+    },
     INGESTION_DEFINITIONS: {
       description: 'Keep event and property definitions (the names the definitions API lists) up to date while ingesting',
       type: 'boolean',
@@ -372,6 +379,7 @@ export const ingestion: Section<IngestionConfig> = {
     lingerMs: v.INGESTION_BATCH_LINGER_MS as number,
     concurrency: v.INGESTION_CONCURRENCY as number,
     retryBackoffMs: v.INGESTION_RETRY_BACKOFF_MS as number,
+    geoip: v.INGESTION_GEOIP as boolean,
     definitions: v.INGESTION_DEFINITIONS as boolean,
   }),
 };

@@ -8,6 +8,7 @@
  * Persons, distinct ids and groups live in Postgres; here they are derived from the copies every event carries
  * (the person and group properties as ingestion stamped them), the latest event winning.
  */
+import { channelTypeSql } from './channel';
 import { HogQLError } from './errors';
 
 /** A column: SQL over the table's source; `json` when it holds JSON text whose keys `col.key.key` reach. */
@@ -146,39 +147,39 @@ const groups = table(
 );
 
 const url = prop('$current_url');
-const entry = (sql: string) => col(`argMinIf(${sql}, e.timestamp, ${url} != '')`);
-const exit = (sql: string) => col(`argMaxIf(${sql}, e.timestamp, ${url} != '')`);
-const firstOf = (key: string) => col(`argMinIf(${prop(key)}, e.timestamp, ${prop(key)} != '')`);
+/** The `$current_url` of the session's first / last event carrying one; pathname and hostname are taken from it. */
+const ENTRY_URL = `argMinIf(${url}, e.timestamp, ${url} != '')`;
+const EXIT_URL = `argMaxIf(${url}, e.timestamp, ${url} != '')`;
 const PAGEVIEWS = `countIf(e.event = '$pageview')`;
 const SCREENS = `countIf(e.event = '$screen')`;
 const AUTOCAPTURES = `countIf(e.event = '$autocapture')`;
 const DURATION = `dateDiff('second', min(e.timestamp), max(e.timestamp))`;
-const MEDIUM = `lower(argMinIf(${prop('utm_medium')}, e.timestamp, ${prop('utm_medium')} != ''))`;
-const SOURCE = `lower(argMinIf(${prop('utm_source')}, e.timestamp, ${prop('utm_source')} != ''))`;
-const REFERRER = `argMinIf(${prop('$referring_domain')}, e.timestamp, ${url} != '')`;
-const GCLID = `argMinIf(${prop('gclid')}, e.timestamp, ${prop('gclid')} != '')`;
-/** A reduced form of PostHog's channel rules: paid by medium or click id, then search, social, email, referral. */
-const CHANNEL = `multiIf(
-  match(${MEDIUM}, '^(cpc|cpm|cpv|cpa|ppc|retargeting)$') OR startsWith(${MEDIUM}, 'paid') OR ${GCLID} != '',
-    if(match(${SOURCE}, 'google|bing|yahoo|duckduckgo|baidu|yandex'), 'Paid Search',
-      if(match(${SOURCE}, 'facebook|instagram|twitter|linkedin|reddit|tiktok|pinterest|snapchat'), 'Paid Social', 'Paid Unknown')),
-  ${MEDIUM} = 'email' OR ${SOURCE} = 'email', 'Email',
-  ${MEDIUM} = 'affiliate', 'Affiliate',
-  ${MEDIUM} = 'push', 'Push',
-  ${MEDIUM} = 'sms' OR ${SOURCE} = 'sms', 'SMS',
-  match(${REFERRER}, 'google|bing|yahoo|duckduckgo|baidu|yandex|ecosia'), 'Organic Search',
-  match(${REFERRER}, 'facebook|instagram|twitter|t\\\\.co|linkedin|reddit|tiktok|pinterest'), 'Organic Social',
-  match(${REFERRER}, 'youtube|vimeo|twitch'), 'Organic Video',
-  ${REFERRER} IN ('', '$direct') AND ${SOURCE} = '', 'Direct',
-  ${REFERRER} NOT IN ('', '$direct'), 'Referral',
-  'Unknown')`;
+const FIRST = (key: string) => `argMinIf(${prop(key)}, e.timestamp, ${prop(key)} != '')`;
+const REFERRER = FIRST('$referring_domain');
+/** PostHog's channel type of the session's first-touch values (channel.ts). */
+const CHANNEL = channelTypeSql({
+  source: FIRST('utm_source'),
+  medium: FIRST('utm_medium'),
+  campaign: FIRST('utm_campaign'),
+  referringDomain: REFERRER,
+  gclid: FIRST('gclid'),
+  gadSource: FIRST('gad_source'),
+  fbclid: FIRST('fbclid'),
+});
 
+/**
+ * PostHog's sessions table keeps only events whose `$session_id` is a UUIDv7 (version nibble 7; the id then also
+ * says when the session started), so a session with another id does not exist.
+ */
+const UUID_V7 = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-7[0-9a-fA-F]{3}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
+
+/** One row per session, as PostHog's sessions table: first-touch fields by the earliest event carrying them. */
 const sessions = table(
   {
     session_id: col('e.session_id'),
     id: col('e.session_id'),
     team_id: col('any(e.team_id)'),
-    distinct_id: col('argMin(e.distinct_id, e.timestamp)'),
+    distinct_id: col('argMax(e.distinct_id, e.timestamp)'),
     $start_timestamp: col('min(e.timestamp)'),
     $end_timestamp: col('max(e.timestamp)'),
     $session_duration: col(DURATION),
@@ -188,22 +189,23 @@ const sessions = table(
     $autocapture_count: col(AUTOCAPTURES),
     $urls: col(`groupUniqArrayIf(${url}, ${url} != '')`),
     $num_uniq_urls: col(`uniqExactIf(${url}, ${url} != '')`),
-    $entry_current_url: entry(url),
-    $entry_pathname: entry(prop('$pathname')),
-    $entry_hostname: entry(prop('$host')),
-    $end_current_url: exit(url),
-    $end_pathname: exit(prop('$pathname')),
-    $end_hostname: exit(prop('$host')),
-    $exit_current_url: exit(url),
-    $exit_pathname: exit(prop('$pathname')),
+    $entry_current_url: col(ENTRY_URL),
+    $entry_pathname: col(`path(${ENTRY_URL})`),
+    $entry_hostname: col(`domain(${ENTRY_URL})`),
+    $end_current_url: col(EXIT_URL),
+    $end_pathname: col(`path(${EXIT_URL})`),
+    $end_hostname: col(`domain(${EXIT_URL})`),
+    $exit_current_url: col(EXIT_URL),
+    $exit_pathname: col(`path(${EXIT_URL})`),
     $entry_referring_domain: col(REFERRER),
-    $entry_utm_source: firstOf('utm_source'),
-    $entry_utm_medium: firstOf('utm_medium'),
-    $entry_utm_campaign: firstOf('utm_campaign'),
-    $entry_utm_term: firstOf('utm_term'),
-    $entry_utm_content: firstOf('utm_content'),
-    $entry_gclid: firstOf('gclid'),
-    $entry_fbclid: firstOf('fbclid'),
+    $entry_utm_source: col(FIRST('utm_source')),
+    $entry_utm_medium: col(FIRST('utm_medium')),
+    $entry_utm_campaign: col(FIRST('utm_campaign')),
+    $entry_utm_term: col(FIRST('utm_term')),
+    $entry_utm_content: col(FIRST('utm_content')),
+    $entry_gclid: col(FIRST('gclid')),
+    $entry_gad_source: col(FIRST('gad_source')),
+    $entry_fbclid: col(FIRST('fbclid')),
     $is_bounce: col(`if(${PAGEVIEWS} + ${SCREENS} = 0, NULL, NOT (${PAGEVIEWS} + ${SCREENS} > 1 OR ${AUTOCAPTURES} > 0 OR ${DURATION} >= 10))`),
     $channel_type: col(CHANNEL),
   },
@@ -218,7 +220,7 @@ const sessions = table(
     '$entry_current_url',
     '$end_current_url',
   ],
-  () => `FROM events AS e FINAL WHERE e.team_id = ${TEAM} AND e.session_id != '' GROUP BY e.session_id`,
+  () => `FROM events AS e FINAL WHERE e.team_id = ${TEAM} AND match(e.session_id, '${UUID_V7}') GROUP BY e.session_id`,
 );
 
 const sessionReplayEvents = table(

@@ -14,3 +14,4 @@ export * from './funnels';
 export * from './retention';
 export * from './paths';
 export * from './actions';
+export * from './web';

@@ -9,11 +9,13 @@ import type { ClickHouse } from '@plover/clickhouse';
 import { sectionDefaults, sections, type IngestionConfig } from '@plover/config';
 import { CAPTURE_TOPICS } from '@plover/contracts';
 import type { Logger } from '@plover/core';
+import type { GeoIpLookup } from '@plover/geoip';
 import type { MetricsRegistry } from '@plover/http';
 import { GroupStore, PersonStore } from '@plover/persons';
 import type { Sql } from '@plover/postgres';
 import { BatchHandler } from './batch';
 import { DefinitionsUpkeep } from './definitions/upkeep';
+import { AnonymizedProjects } from './geoip';
 import { ingestionMetrics } from './metrics';
 import { IngestedProjects } from './ingested-projects';
 import { EventProcessor } from './process';
@@ -38,6 +40,11 @@ export interface ConsumerDeps {
   bus: EventBus;
   /** The `ingestion` config section, and in tests other topics or groups; defaults otherwise. */
   settings?: Partial<IngestionSettings>;
+  /**
+   * Locates events' `$ip`: the bundled database (`loadGeoIp` of @plover/geoip) when the `ingestion` section's
+   * `geoip` is on, which the composition root loads; none when undefined.
+   */
+  geoip?: GeoIpLookup | undefined;
   /** Ingestion time (`created_at`, dead letters); tests fix it. */
   now?: () => Date;
 }
@@ -53,7 +60,13 @@ export async function createConsumer(deps: ConsumerDeps): Promise<IngestionConsu
   const now = deps.now ?? (() => new Date());
   const groups = new GroupStore(deps.sql);
   const handler = new BatchHandler({
-    processor: new EventProcessor(new PersonStore(deps.sql), groups, now),
+    processor: new EventProcessor({
+      persons: new PersonStore(deps.sql),
+      groups,
+      anonymized: new AnonymizedProjects(deps.sql),
+      geoip: deps.geoip,
+      now,
+    }),
     ingestedProjects: new IngestedProjects(deps.sql),
     ...(settings.definitions
       ? { definitions: new DefinitionsUpkeep({ sql: deps.sql, now, groupTypeIndex: (projectId, groupType) => groups.groupTypeIndex(projectId, groupType) }) }
