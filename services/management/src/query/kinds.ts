@@ -22,7 +22,9 @@ import {
 } from '@plover/insights';
 import { HogQLError, printHogQL, runHogQL, toApiError } from '@plover/hogql';
 import type { ClickHouse } from '@plover/clickhouse';
+import type { QueryLimits } from '@plover/config';
 import type { Static, TObject } from '@sinclair/typebox';
+import { checkFunnelPoints, checkRetentionPoints, checkTrendPoints } from '../insights/points';
 import { errors } from '../shared/errors';
 import {
   FunnelsQueryResponse,
@@ -37,6 +39,8 @@ import {
 export interface QueryContext {
   /** The analysis handle: every statement bounded by the analysis limits (`limitedClickHouse`). */
   clickhouse: ClickHouse;
+  /** Those limits: an insight kind checks its points against them before it computes (insights/points.ts). */
+  limits: QueryLimits;
   insight: InsightContext;
   /** The ClickHouse statement's marker, for cancelling it (DELETE /query/:id/). */
   statementId: string;
@@ -125,6 +129,7 @@ const trends: QueryKind<typeof TrendsQueryResponse> = {
   response: TrendsQueryResponse,
   async run(node, ctx) {
     const input = parseTrendsQuery(node, 'query');
+    checkTrendPoints(ctx.limits, 'TRENDS', input, await insightRange(ctx.clickhouse, input, input.interval, ctx.insight));
     return insightBody(await runTrends(ctx.clickhouse, input, ctx.insight));
   },
   async cacheScope(node, ctx) {
@@ -137,7 +142,9 @@ const trends: QueryKind<typeof TrendsQueryResponse> = {
 const funnels: QueryKind<typeof FunnelsQueryResponse> = {
   response: FunnelsQueryResponse,
   async run(node, ctx) {
-    return insightBody(await runFunnel(ctx.clickhouse, parseFunnelsQuery(node, 'query'), ctx.insight));
+    const input = parseFunnelsQuery(node, 'query');
+    checkFunnelPoints(ctx.limits, input, await insightRange(ctx.clickhouse, input, input.vizType === 'trends' ? input.interval : 'day', ctx.insight));
+    return insightBody(await runFunnel(ctx.clickhouse, input, ctx.insight));
   },
   async cacheScope(node, ctx) {
     const input = parseFunnelsQuery(node, 'query');
@@ -149,7 +156,9 @@ const funnels: QueryKind<typeof FunnelsQueryResponse> = {
 const retention: QueryKind<typeof RetentionQueryResponse> = {
   response: RetentionQueryResponse,
   async run(node, ctx) {
-    return insightBody(await runRetention(ctx.clickhouse, parseRetentionQuery(node, 'query'), ctx.insight));
+    const input = parseRetentionQuery(node, 'query');
+    checkRetentionPoints(ctx.limits, input, retentionRange(input, ctx.insight));
+    return insightBody(await runRetention(ctx.clickhouse, input, ctx.insight));
   },
   cacheScope(node, ctx) {
     return Promise.resolve(rangeKey(retentionRange(parseRetentionQuery(node, 'query'), ctx.insight)));
