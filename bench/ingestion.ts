@@ -39,23 +39,22 @@
 // First: the thread pool size embedded mode runs with (see the module).
 import '@plover/config/threadpool';
 import { spawn } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Session as InspectorSession } from 'node:inspector/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
-import type { OutgoingMessage } from '@plover/bus';
 import { KafkaBus } from '@plover/bus/kafka';
 import { countEvents, HttpClickHouse, migrate as migrateClickHouse, type ClickHouse } from '@plover/clickhouse';
-import { capturedEventKey, type CapturedEvent, type CapturedEventMessage } from '@plover/contracts';
-import { createLogger, silentLogger, uuidv7 } from '@plover/core';
+import { createLogger, silentLogger } from '@plover/core';
 import { createConsumer, DEFAULT_INGESTION_SETTINGS, type IngestionConsumer } from '@plover/ingestion/consumer';
 import { migrate as migratePostgres, PgSql } from '@plover/postgres';
 import { Registry } from 'prom-client';
 import { deleteTopics } from '../packages/bus/test/support/kafka-factory';
 import { createTestDatabase } from '../packages/postgres/test/support/database';
-import { createProject, embeddedStack, mainThreadCpuSeconds, observeInserts, openChdb, waitUntil, type Stack } from './stacks';
+import { pageview } from './pageviews';
+import { createProject, embeddedStack, mainThreadCpuSeconds, observeInserts, openChdb, stepSeconds, waitUntil, type Stack } from './stacks';
 
 const EVENTS = Number(process.env.BENCH_INGESTION_EVENTS ?? 50_000);
 const RATE = Number(process.env.BENCH_INGESTION_RATE ?? 1_000);
@@ -172,54 +171,6 @@ async function rawInsert(
   return { cpuSecondsPerThousandRows: Math.round(((cpu.user + cpu.system) / 1e3 / rows) * 1000) / 1000, rowsPerSecond: Math.round(rows / seconds) };
 }
 
-const BROWSERS = ['Chrome', 'Safari', 'Firefox', 'Edge'];
-
-/** A posthog-js pageview; every tenth one `$set`s something new on its person. */
-function pageview(teamId: number, i: number, people: number): { message: OutgoingMessage; uuid: string } {
-  const uuid = uuidv7();
-  const distinctId = `user-${i % people}`;
-  const sessionId = `0190${(i % 977).toString(16).padStart(8, '0')}-session`;
-  const properties: Record<string, unknown> = {
-    $os: 'Mac OS X',
-    $os_version: '14.3.0',
-    $browser: BROWSERS[i % BROWSERS.length],
-    $browser_version: 122,
-    $device_type: 'Desktop',
-    $current_url: `https://example.com/products/${i % 500}?utm_source=newsletter`,
-    $host: 'example.com',
-    $pathname: `/products/${i % 500}`,
-    $screen_height: 1117,
-    $screen_width: 1728,
-    $viewport_height: 992,
-    $viewport_width: 1728,
-    $lib: 'web',
-    $lib_version: '1.232.3',
-    $insert_id: randomUUID(),
-    $time: Date.now() / 1000,
-    distinct_id: distinctId,
-    $device_id: randomUUID(),
-    $referrer: 'https://www.google.com/',
-    $referring_domain: 'www.google.com',
-    $session_id: sessionId,
-    $window_id: `${sessionId}-w`,
-    $pageview_id: randomUUID(),
-    token: 'phc_bench',
-  };
-  if (i % 10 === 0) properties.$set = { last_product_viewed: i % 500, plan: i % 3 === 0 ? 'pro' : 'free' };
-  const event: CapturedEvent = { uuid, event: '$pageview', distinct_id: distinctId, properties, timestamp: new Date().toISOString() };
-  const envelope: CapturedEventMessage = {
-    uuid,
-    team_id: teamId,
-    distinct_id: distinctId,
-    ip: '203.0.113.9',
-    now: new Date().toISOString(),
-    sent_at: null,
-    data: event,
-    historical: false,
-  };
-  return { message: { key: capturedEventKey(teamId, distinctId), value: Buffer.from(JSON.stringify(envelope)) }, uuid };
-}
-
 /** Produces events `from`…`from+count-1` in requests of REQUEST_EVENTS, PRODUCERS requests at a time. */
 async function produceAll(stack: Stack, meter: LagMeter, teamId: number, from: number, count: number): Promise<void> {
   let next = from;
@@ -247,13 +198,6 @@ async function produceAll(stack: Stack, meter: LagMeter, teamId: number, from: n
 
 function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
-}
-
-/** Seconds the consumer spent per step (summed over batches; steps of concurrent batches overlap). */
-async function stepSeconds(metrics: Registry): Promise<Record<string, number>> {
-  const metric = await metrics.getSingleMetric('plover_ingestion_step_seconds')?.get();
-  const sums = (metric?.values ?? []).filter((value) => 'metricName' in value && value.metricName === 'plover_ingestion_step_seconds_sum');
-  return Object.fromEntries(sums.map((value) => [String(value.labels.step), value.value]));
 }
 
 async function batchCount(metrics: Registry): Promise<number> {

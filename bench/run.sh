@@ -9,6 +9,6 @@ for name in "${names[@]}"; do
   echo "== bench/${name}.ts" >&2
   flags=()
   # Its consumer runs in the bench's own process: with the heap settings `npm start` gives Plover.
-  if [ "$name" = ingestion ]; then mapfile -t flags < <(node -p "require('./services/standalone/node-flags.json').join('\\n')"); fi
+  if [ "$name" = ingestion ] || [ "$name" = definitions ]; then mapfile -t flags < <(node -p "require('./services/standalone/node-flags.json').join('\\n')"); fi
   node "${flags[@]}" --conditions=plover-source --import tsx "bench/${name}.ts"
 done

@@ -10,6 +10,7 @@ import { LocalLogBus, type EventBus } from '@plover/bus';
 import type { ClickHouse } from '@plover/clickhouse';
 import type { IngestionSettings } from '@plover/ingestion/consumer';
 import type { Sql } from '@plover/postgres';
+import type { Registry } from 'prom-client';
 import { procCpuSeconds } from './proc';
 
 export interface Stack {
@@ -97,4 +98,11 @@ export function mainThreadCpuSeconds(): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Seconds the consumer spent per step, summed over its batches (steps of concurrent batches overlap). */
+export async function stepSeconds(metrics: Registry): Promise<Record<string, number>> {
+  const metric = await metrics.getSingleMetric('plover_ingestion_step_seconds')?.get();
+  const sums = (metric?.values ?? []).filter((value) => 'metricName' in value && value.metricName === 'plover_ingestion_step_seconds_sum');
+  return Object.fromEntries(sums.map((value) => [String(value.labels.step), value.value]));
 }

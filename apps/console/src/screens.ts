@@ -15,6 +15,7 @@ import { FunnelEditorScreen } from './screens/funnel-editor';
 import { InsightEditor } from './screens/insight-editor';
 import { InsightList } from './screens/insight-list';
 import { Overview } from './screens/overview';
+import { PathsEditorScreen } from './screens/paths-editor';
 import { PersonScreen } from './screens/person';
 import { Persons } from './screens/persons';
 import { PlaylistScreen } from './screens/playlist';
@@ -40,6 +41,7 @@ export const screens: Screen[] = [
   { path: 'insights/correlation', title: 'Funnel correlation', component: FunnelCorrelation },
   { path: 'insights/funnel', title: 'New funnel', component: FunnelEditorScreen },
   { path: 'insights/retention', title: 'New retention', component: RetentionEditorScreen },
+  { path: 'insights/paths', title: 'New paths', component: PathsEditorScreen },
   { path: 'insights/sql', title: 'SQL', component: SqlEditorScreen },
   { path: 'insights/:shortId', title: 'Insight', component: InsightEditor },
   { path: 'persons', title: 'Persons', nav: true, component: Persons },

@@ -1,7 +1,7 @@
 /**
  * The console's analysis screens in Chromium against embedded Plover, on events sent through `/batch/`: the SQL
- * editor (run, an error at its position, chart, CSV, save and reopen), and the funnel and retention screens,
- * whose numbers must be the ones the query API answers for the same node.
+ * editor (run, an error at its position, chart, CSV, save and reopen), and the funnel, retention and paths
+ * screens, whose numbers must be the ones the query API answers for the same node.
  */
 import fs from 'node:fs';
 import type { Locator, Page } from 'playwright-core';
@@ -14,19 +14,26 @@ const DAY = 86_400_000;
 /**
  * Ten users view a page at noon (UTC, the project's timezone) six days ago; the first six sign up a minute later and
  * the first three of those buy a minute after that. The first five come back for a pageview five days ago, the
- * first two four days ago. Chrome for the even users, Firefox for the odd ones.
+ * first two four days ago. Chrome for the even users, Firefox for the odd ones. The first pageview is of
+ * https://shop.test/landing/ for the even users and https://shop.test/pricing for the odd ones, the later ones of
+ * https://shop.test/blog.
  */
 function dataset(now: number): CapturedEvent[] {
   const noon = now - (now % DAY) - 6 * DAY + DAY / 2;
   const events: CapturedEvent[] = [];
-  const add = (user: number, event: string, at: number) =>
-    events.push({ event, distinct_id: `user-${user}`, timestamp: new Date(at).toISOString(), properties: { $browser: user % 2 === 0 ? 'Chrome' : 'Firefox' } });
+  const add = (user: number, event: string, at: number, url?: string) =>
+    events.push({
+      event,
+      distinct_id: `user-${user}`,
+      timestamp: new Date(at).toISOString(),
+      properties: { $browser: user % 2 === 0 ? 'Chrome' : 'Firefox', ...(url && { $current_url: url }) },
+    });
   for (let user = 0; user < 10; user++) {
-    add(user, '$pageview', noon);
+    add(user, '$pageview', noon, user % 2 === 0 ? 'https://shop.test/landing/' : 'https://shop.test/pricing');
     if (user < 6) add(user, 'signup', noon + 60_000);
     if (user < 3) add(user, 'purchase', noon + 120_000);
-    if (user < 5) add(user, '$pageview', noon + DAY);
-    if (user < 2) add(user, '$pageview', noon + 2 * DAY);
+    if (user < 5) add(user, '$pageview', noon + DAY, 'https://shop.test/blog');
+    if (user < 2) add(user, '$pageview', noon + 2 * DAY, 'https://shop.test/blog');
   }
   return events;
 }
@@ -254,6 +261,78 @@ describeWithBrowser()('the analysis screens in Chromium', () => {
     await page.getByRole('heading', { level: 1, name: 'Retention of $pageview' }).waitFor();
     await expect(page.getByRole('radio', { name: 'Recurring' }).isChecked()).resolves.toBe(true);
     await texts(grid.locator('tbody tr td:nth-child(2)'), ['', ...sizes.map(String)]);
+    expect(problems).toEqual([]);
+  }, 240_000);
+
+  it('draws the paths the query API computes as a Sankey diagram, cleaned and from a start point, saved and reopened', async () => {
+    const { page, problems } = view;
+    await open(page, 'New paths');
+    const node = (pathsFilter: Record<string, unknown>) => ({
+      kind: 'PathsQuery',
+      pathsFilter: { includeEventTypes: [], stepLimit: 5, edgeLimit: 50, ...pathsFilter },
+      dateRange: { date_from: '-7d' },
+    });
+    type Edge = { source: string; target: string; value: number };
+    const edgesOf = async (pathsFilter: Record<string, unknown>) =>
+      (await query<{ results: Edge[] }>(node(pathsFilter))).results.map((edge) => [edge.source, edge.target, edge.value]);
+    const links = page.getByRole('region', { name: 'Path links' }).locator('tbody tr');
+    // A row per link: step, from, to, count (the average time, 1m 00s for every link here, last).
+    const rowsOf = (edges: Array<[string, string, number]>) =>
+      edges.map(([source, target, value]) => {
+        const cut = (name: string) => name.slice(name.indexOf('_') + 1);
+        return `${source.split('_')[0]}${cut(source)}${cut(target)}${value}1m 00s`;
+      });
+
+    // Page views alone make no path (each session has one); with every event, a session is a page, signup, purchase.
+    await page.getByRole('checkbox', { name: 'Page views (by URL)' }).uncheck();
+    const every = await edgesOf({});
+    expect(every).toEqual([
+      ['1_https://shop.test/landing', '2_signup', 3],
+      ['1_https://shop.test/pricing', '2_signup', 3],
+      ['2_signup', '3_purchase', 3],
+    ]);
+    await texts(links, rowsOf(every as Array<[string, string, number]>));
+    const diagram = page.getByRole('region', { name: 'Paths diagram' });
+    const nodes = await Promise.all((await diagram.locator('[data-node]').all()).map((each) => each.getAttribute('data-node')));
+    expect(nodes.sort()).toEqual(['1_https://shop.test/landing', '1_https://shop.test/pricing', '2_signup', '3_purchase']);
+    await expect(diagram.locator('path').count()).resolves.toBe(3);
+    await screenshot(page, 'paths');
+
+    // A cleaning rule with a group: each page by its first path segment.
+    await page.getByRole('button', { name: 'Add cleaning rule' }).click();
+    const rule = page.getByRole('group', { name: 'Cleaning rule 1' });
+    await rule.getByLabel('Pattern').fill('https://shop\\.test/(\\w+).*');
+    await rule.getByLabel('Replace with').fill('/\\1');
+    const cleaning = [{ regex: 'https://shop\\.test/(\\w+).*', alias: '/\\1' }];
+    const cleaned = await edgesOf({ localPathCleaningFilters: cleaning });
+    expect(cleaned).toEqual([
+      ['1_/landing', '2_signup', 3],
+      ['1_/pricing', '2_signup', 3],
+      ['2_signup', '3_purchase', 3],
+    ]);
+    await texts(links, rowsOf(cleaned as Array<[string, string, number]>));
+
+    // From signup on: one link.
+    await page.getByLabel('Start point').fill('signup');
+    const fromSignup = await edgesOf({ localPathCleaningFilters: cleaning, startPoint: 'signup' });
+    expect(fromSignup).toEqual([['1_signup', '2_purchase', 3]]);
+    await texts(links, rowsOf(fromSignup as Array<[string, string, number]>));
+
+    await page.getByRole('button', { name: 'Save insight' }).click();
+    await page.waitForURL(/\/insights\/(?!paths)[A-Za-z0-9]+$/);
+    await page.reload();
+    await page.getByRole('heading', { level: 1, name: 'Paths from signup' }).waitFor();
+    await expect(page.getByLabel('Start point').inputValue()).resolves.toBe('signup');
+    await expect(page.getByRole('group', { name: 'Cleaning rule 1' }).getByLabel('Pattern').inputValue()).resolves.toBe(cleaning[0]!.regex);
+    await expect(page.getByRole('checkbox', { name: 'Page views (by URL)' }).isChecked()).resolves.toBe(false);
+    await texts(links, rowsOf(fromSignup as Array<[string, string, number]>));
+
+    // On a phone the builder stacks above the diagram, which scrolls sideways instead of squeezing its columns.
+    await page.getByLabel('Start point').fill('');
+    await texts(links, rowsOf(cleaned as Array<[string, string, number]>));
+    await page.setViewportSize({ width: 390, height: 844 });
+    await diagram.scrollIntoViewIfNeeded();
+    await screenshot(page, 'paths-phone');
     expect(problems).toEqual([]);
   }, 240_000);
 });

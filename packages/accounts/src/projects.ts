@@ -124,3 +124,11 @@ export class ProjectTokenCache {
     }
   }
 }
+
+/** Projects among `projectIds` whose `anonymize_ips` is on: ingestion stores their events without `$ip`. */
+export async function projectsAnonymizingIps(sql: SqlExecutor, projectIds: readonly number[]): Promise<Set<number>> {
+  const result = await sql.query<{ id: number }>('accounts.projectsAnonymizingIps', 'SELECT id FROM projects WHERE id = ANY($1::bigint[]) AND anonymize_ips', [
+    projectIds,
+  ]);
+  return new Set(result.rows.map((row) => Number(row.id)));
+}

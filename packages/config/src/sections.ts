@@ -327,6 +327,10 @@ export interface IngestionConfig {
   concurrency: number;
   /** Wait before a batch that failed (Postgres or ClickHouse unreachable) is delivered again. */
   retryBackoffMs: number;
+  /** Add `$geoip_*` event and person properties from the bundled GeoLite2 database. */
+  geoip: boolean;
+  /** Whether ingestion keeps the event and property definitions up to date. */
+  definitions: boolean;
 }
 
 export const ingestion: Section<IngestionConfig> = {
@@ -359,12 +363,24 @@ export const ingestion: Section<IngestionConfig> = {
       maximum: 600000,
       default: 1000,
     },
+    INGESTION_GEOIP: {
+      description: 'Add $geoip_* event and person properties from the event $ip with the bundled GeoLite2 database (about 60 MB of memory)',
+      type: 'boolean',
+      default: true,
+    },
+    INGESTION_DEFINITIONS: {
+      description: 'Keep event and property definitions (the names the definitions API lists) up to date while ingesting',
+      type: 'boolean',
+      default: true,
+    },
   },
   read: (v) => ({
     batchSize: v.INGESTION_BATCH_SIZE as number,
     lingerMs: v.INGESTION_BATCH_LINGER_MS as number,
     concurrency: v.INGESTION_CONCURRENCY as number,
     retryBackoffMs: v.INGESTION_RETRY_BACKOFF_MS as number,
+    geoip: v.INGESTION_GEOIP as boolean,
+    definitions: v.INGESTION_DEFINITIONS as boolean,
   }),
 };
 

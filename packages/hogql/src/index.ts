@@ -6,5 +6,5 @@
 export { HogQLError, type HogQLErrorKind } from './errors';
 export { parseExpr, parseSelect, type AstNode } from './parser';
 export { Printer, type PrintedQuery, type PrintOptions } from './printer';
-export { VIRTUAL_TABLES } from './tables';
+export { TEAM_PARAM, VIRTUAL_TABLES } from './tables';
 export * from './run';

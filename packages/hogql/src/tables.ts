@@ -146,8 +146,9 @@ const groups = table(
 );
 
 const url = prop('$current_url');
-const entry = (sql: string) => col(`argMinIf(${sql}, e.timestamp, ${url} != '')`);
-const exit = (sql: string) => col(`argMaxIf(${sql}, e.timestamp, ${url} != '')`);
+/** The `$current_url` of the session's first / last event carrying one; pathname and hostname are taken from it. */
+const ENTRY_URL = `argMinIf(${url}, e.timestamp, ${url} != '')`;
+const EXIT_URL = `argMaxIf(${url}, e.timestamp, ${url} != '')`;
 const firstOf = (key: string) => col(`argMinIf(${prop(key)}, e.timestamp, ${prop(key)} != '')`);
 const PAGEVIEWS = `countIf(e.event = '$pageview')`;
 const SCREENS = `countIf(e.event = '$screen')`;
@@ -155,7 +156,7 @@ const AUTOCAPTURES = `countIf(e.event = '$autocapture')`;
 const DURATION = `dateDiff('second', min(e.timestamp), max(e.timestamp))`;
 const MEDIUM = `lower(argMinIf(${prop('utm_medium')}, e.timestamp, ${prop('utm_medium')} != ''))`;
 const SOURCE = `lower(argMinIf(${prop('utm_source')}, e.timestamp, ${prop('utm_source')} != ''))`;
-const REFERRER = `argMinIf(${prop('$referring_domain')}, e.timestamp, ${url} != '')`;
+const REFERRER = `argMinIf(${prop('$referring_domain')}, e.timestamp, ${prop('$referring_domain')} != '')`;
 const GCLID = `argMinIf(${prop('gclid')}, e.timestamp, ${prop('gclid')} != '')`;
 /** A reduced form of PostHog's channel rules: paid by medium or click id, then search, social, email, referral. */
 const CHANNEL = `multiIf(
@@ -173,12 +174,19 @@ const CHANNEL = `multiIf(
   ${REFERRER} NOT IN ('', '$direct'), 'Referral',
   'Unknown')`;
 
+/**
+ * PostHog's sessions table keeps only events whose `$session_id` is a UUIDv7 (version nibble 7; the id then also
+ * says when the session started), so a session with another id does not exist.
+ */
+const UUID_V7 = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-7[0-9a-fA-F]{3}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
+
+/** One row per session, as PostHog's sessions table: first-touch fields by the earliest event carrying them. */
 const sessions = table(
   {
     session_id: col('e.session_id'),
     id: col('e.session_id'),
     team_id: col('any(e.team_id)'),
-    distinct_id: col('argMin(e.distinct_id, e.timestamp)'),
+    distinct_id: col('argMax(e.distinct_id, e.timestamp)'),
     $start_timestamp: col('min(e.timestamp)'),
     $end_timestamp: col('max(e.timestamp)'),
     $session_duration: col(DURATION),
@@ -188,14 +196,14 @@ const sessions = table(
     $autocapture_count: col(AUTOCAPTURES),
     $urls: col(`groupUniqArrayIf(${url}, ${url} != '')`),
     $num_uniq_urls: col(`uniqExactIf(${url}, ${url} != '')`),
-    $entry_current_url: entry(url),
-    $entry_pathname: entry(prop('$pathname')),
-    $entry_hostname: entry(prop('$host')),
-    $end_current_url: exit(url),
-    $end_pathname: exit(prop('$pathname')),
-    $end_hostname: exit(prop('$host')),
-    $exit_current_url: exit(url),
-    $exit_pathname: exit(prop('$pathname')),
+    $entry_current_url: col(ENTRY_URL),
+    $entry_pathname: col(`path(${ENTRY_URL})`),
+    $entry_hostname: col(`domain(${ENTRY_URL})`),
+    $end_current_url: col(EXIT_URL),
+    $end_pathname: col(`path(${EXIT_URL})`),
+    $end_hostname: col(`domain(${EXIT_URL})`),
+    $exit_current_url: col(EXIT_URL),
+    $exit_pathname: col(`path(${EXIT_URL})`),
     $entry_referring_domain: col(REFERRER),
     $entry_utm_source: firstOf('utm_source'),
     $entry_utm_medium: firstOf('utm_medium'),
@@ -218,7 +226,7 @@ const sessions = table(
     '$entry_current_url',
     '$end_current_url',
   ],
-  () => `FROM events AS e FINAL WHERE e.team_id = ${TEAM} AND e.session_id != '' GROUP BY e.session_id`,
+  () => `FROM events AS e FINAL WHERE e.team_id = ${TEAM} AND match(e.session_id, '${UUID_V7}') GROUP BY e.session_id`,
 );
 
 const sessionReplayEvents = table(

@@ -13,3 +13,4 @@ export * from './funnel-input';
 export * from './funnels';
 export * from './retention';
 export * from './paths';
+export * from './web';

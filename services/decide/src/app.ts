@@ -22,7 +22,7 @@ import type { Sql } from '@plover/postgres';
 import { decodeFlagsBody, malformed, tooLarge } from './decode';
 import { DECIDE_DEFAULTS, type CachedDefinitions, type DefinitionsCache } from './definitions';
 import { evaluateRequest } from './evaluate';
-import { clientIp, loadGeoIp, type GeoIpLookup } from './geoip';
+import { clientIp, loadFlagGeoIp, type GeoIpLookup } from './geoip';
 import { decideLimits, type DecideLimits } from './limits';
 import { decideMetrics } from './metrics';
 import { authorizeDefinitionsRead } from './personal-key';
@@ -75,7 +75,7 @@ export function decideSettings(config: DecideConfig): DecideSettings {
     lookupTimeoutMs: config.lookupTimeoutMs,
     flagQuotaMonthly: config.flagQuotaMonthly,
     rateLimit: config.rateLimit,
-    geoip: config.geoip ? loadGeoIp() : undefined,
+    geoip: config.geoip ? loadFlagGeoIp() : undefined,
   };
 }
 

@@ -35,11 +35,14 @@ import { PartitionRecovery, type ProcessedMessage } from './partition-recovery';
 import type { IngestedProjects } from './ingested-projects';
 import { isEventFault, type EventProcessor, type Processed } from './process';
 import { insertEventRows, storedEventUuids } from './store';
+import type { DefinitionsUpkeep, ObservedEvent } from './definitions/upkeep';
 
 export interface BatchHandlerOptions {
   processor: EventProcessor;
   /** Projects' `ingested_event`, set before their first events are inserted. */
   ingestedProjects: IngestedProjects;
+  /** Event and property definitions; absent when `INGESTION_DEFINITIONS` is off. */
+  definitions?: DefinitionsUpkeep;
   clickhouse: ClickHouse;
   bus: EventBus;
   deadLetterTopic: string;
@@ -250,12 +253,14 @@ export class BatchHandler {
    */
   private async store(results: readonly Processed[], messages: readonly BusMessage[]): Promise<Processed[]> {
     const events: EventOutput[] = [];
+    const observed: ObservedEvent[] = [];
     const warnings: IngestionWarningRow[] = [];
     const overrides: PersonOverrideRow[] = [];
     const deadLetters: DeadLetter[] = [];
     results.forEach((result, index) => {
       if (result.kind === 'event') {
         events.push({ row: result.row, message: messages[index] as BusMessage, index });
+        observed.push({ projectId: result.row.team_id, event: result.row.event, properties: result.properties });
         warnings.push(...result.warnings);
         overrides.push(...result.overrides);
       } else if (result.kind === 'dead_letter') {
@@ -268,6 +273,8 @@ export class BatchHandler {
       await this.options.ingestedProjects.mark(events.map((output) => output.row.team_id));
       await this.storeSideOutputs(deadLetters, warnings, overrides);
     });
+    const { definitions } = this.options;
+    if (definitions) await this.timeAsync('definitions', () => definitions.record(observed));
     await this.durable();
     const refused = await this.timeAsync('insert_events', () => insertEventRows(this.options.clickhouse, events, (output) => output.row));
     await this.durable();

@@ -9,10 +9,13 @@ import type { ClickHouse } from '@plover/clickhouse';
 import { sectionDefaults, sections, type IngestionConfig } from '@plover/config';
 import { CAPTURE_TOPICS } from '@plover/contracts';
 import type { Logger } from '@plover/core';
+import type { GeoIpLookup } from '@plover/geoip';
 import type { MetricsRegistry } from '@plover/http';
 import { GroupStore, PersonStore } from '@plover/persons';
 import type { Sql } from '@plover/postgres';
 import { BatchHandler } from './batch';
+import { DefinitionsUpkeep } from './definitions/upkeep';
+import { AnonymizedProjects } from './geoip';
 import { ingestionMetrics } from './metrics';
 import { IngestedProjects } from './ingested-projects';
 import { EventProcessor } from './process';
@@ -37,6 +40,11 @@ export interface ConsumerDeps {
   bus: EventBus;
   /** The `ingestion` config section, and in tests other topics or groups; defaults otherwise. */
   settings?: Partial<IngestionSettings>;
+  /**
+   * Locates events' `$ip`: the bundled database (`loadGeoIp` of @plover/geoip) when the `ingestion` section's
+   * `geoip` is on, which the composition root loads; none when undefined.
+   */
+  geoip?: GeoIpLookup | undefined;
   /** Ingestion time (`created_at`, dead letters); tests fix it. */
   now?: () => Date;
 }
@@ -49,9 +57,20 @@ export interface IngestionConsumer {
 export async function createConsumer(deps: ConsumerDeps): Promise<IngestionConsumer> {
   const settings: IngestionSettings = { ...DEFAULT_INGESTION_SETTINGS, ...deps.settings };
   const logger = deps.logger.child({ component: 'ingestion' });
+  const now = deps.now ?? (() => new Date());
+  const groups = new GroupStore(deps.sql);
   const handler = new BatchHandler({
-    processor: new EventProcessor(new PersonStore(deps.sql), new GroupStore(deps.sql), deps.now ?? (() => new Date())),
+    processor: new EventProcessor({
+      persons: new PersonStore(deps.sql),
+      groups,
+      anonymized: new AnonymizedProjects(deps.sql),
+      geoip: deps.geoip,
+      now,
+    }),
     ingestedProjects: new IngestedProjects(deps.sql),
+    ...(settings.definitions
+      ? { definitions: new DefinitionsUpkeep({ sql: deps.sql, now, groupTypeIndex: (projectId, groupType) => groups.groupTypeIndex(projectId, groupType) }) }
+      : {}),
     clickhouse: deps.clickhouse,
     bus: deps.bus,
     deadLetterTopic: settings.topics.deadLetter,

@@ -2,6 +2,7 @@ import { KafkaBus } from '@plover/bus/kafka';
 import { HttpClickHouse } from '@plover/clickhouse';
 import { loadConfigOrExit, sections } from '@plover/config';
 import { createLogger, exitOnUncaughtErrors } from '@plover/core';
+import { loadGeoIp } from '@plover/geoip';
 import { createMetricsRegistry, serve } from '@plover/http';
 import { PgSql } from '@plover/postgres';
 import { createApp } from './app';
@@ -24,7 +25,8 @@ const bus = new KafkaBus({ ...config.kafka, logger });
 const metrics = createMetricsRegistry('ingestion');
 
 async function main(): Promise<void> {
-  const consumer = await createConsumer({ logger, metrics, sql, clickhouse, bus, settings: config.ingestion });
+  const geoip = config.ingestion.geoip ? loadGeoIp() : undefined;
+  const consumer = await createConsumer({ logger, metrics, sql, clickhouse, bus, settings: config.ingestion, geoip });
   const replay = await createReplayConsumer({ logger, metrics, sql, clickhouse, bus, settings: replaySettingsFrom(config.ingestion) });
   await serve(createApp({ logger, metrics, sql, clickhouse, bus }), {
     ...config.http,

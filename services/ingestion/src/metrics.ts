@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 export type Outcome = 'ingested' | 'dead_lettered' | 'already_stored';
-export type Step = 'read' | 'recover' | 'process' | 'flush_persons' | 'side_writes' | 'insert_events' | 'sync' | 'batch';
+export type Step = 'read' | 'recover' | 'process' | 'flush_persons' | 'side_writes' | 'definitions' | 'insert_events' | 'sync' | 'batch';
 
 export interface IngestionMetrics {
   /** Messages handled (committed), by topic and what became of them; its rate is events/s. */

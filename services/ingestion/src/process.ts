@@ -5,27 +5,43 @@
 import type { BusMessage } from '@plover/bus';
 import type { EventRow, IngestionWarningRow, PersonOverrideRow } from '@plover/clickhouse';
 import { StorageError } from '@plover/core';
+import type { GeoIpLookup } from '@plover/geoip';
 import type { BatchPersonStore, EventPersonStore, GroupStore, PersonStore, StagedChange } from '@plover/persons';
 import { deadLetterOf, type DeadLetter } from './dead-letter';
+import { withGeoIp, type AnonymizedProjects } from './geoip';
 import type { CapturedInput, Unreadable } from './message';
-import { normalizeProperties } from './normalize';
+import { normalizeProperties, type Properties } from './normalize';
 import { eventRow, overrideRow, warningRow, type Warning } from './rows';
 
 export type DeadLettered = { kind: 'dead_letter'; deadLetter: DeadLetter; warnings: IngestionWarningRow[] };
 
 export type Processed =
   /** `staged`: the row relies on a person change staged for the batch's flush (packages/persons BatchPersonStore). */
-  | { kind: 'event'; row: EventRow; warnings: IngestionWarningRow[]; overrides: PersonOverrideRow[]; staged?: StagedChange }
+  | {
+      kind: 'event';
+      row: EventRow;
+      /** The row's properties before they were serialized (for the definitions upkeep, which reads their keys and values). */
+      properties: Properties;
+      warnings: IngestionWarningRow[];
+      overrides: PersonOverrideRow[];
+      staged?: StagedChange;
+    }
   | DeadLettered
   /** Found in ClickHouse while recovering: stored by an earlier delivery, with everything that goes with it. */
   | { kind: 'already_stored' };
 
+export interface EventProcessorOptions {
+  persons: PersonStore;
+  groups: GroupStore;
+  /** Projects whose events are stored without `$ip`. */
+  anonymized: AnonymizedProjects;
+  /** Locates `$ip` (docs/web-analytics.md#geoip); no GeoIP properties when undefined. */
+  geoip: GeoIpLookup | undefined;
+  now: () => Date;
+}
+
 export class EventProcessor {
-  constructor(
-    private readonly persons: PersonStore,
-    private readonly groups: GroupStore,
-    private readonly now: () => Date,
-  ) {}
+  constructor(private readonly options: EventProcessorOptions) {}
 
   /**
    * The batch's view of the persons of the inputs' distinct ids, read with one statement per project, for
@@ -39,12 +55,15 @@ export class EventProcessor {
       if (ids) ids.push(input.distinctId);
       else distinctIds.set(input.projectId, [input.distinctId]);
     }
-    return this.persons.batch(distinctIds, { stageWrites });
+    return this.options.persons.batch(distinctIds, { stageWrites });
   }
 
   /** `persons`: the batch's view of them (readPersons). */
   async process(input: CapturedInput, persons: EventPersonStore): Promise<Processed> {
-    const normalized = normalizeProperties(input.event, input.properties, input.sentAt);
+    const { geoip, anonymized } = this.options;
+    const normalized = normalizeProperties(input.event, geoip ? withGeoIp(input.properties, geoip) : input.properties, input.sentAt);
+    // After GeoIP, as PostHog does: the address is located, then not stored.
+    if ('$ip' in normalized.properties && (await anonymized.anonymizes(input.projectId))) delete normalized.properties.$ip;
     const [person, groups] = await Promise.all([
       persons.processEvent(input.projectId, {
         uuid: input.uuid,
@@ -53,7 +72,7 @@ export class EventProcessor {
         timestamp: input.timestamp,
         properties: normalized.properties,
       }),
-      this.groups.processEvent(input.projectId, { event: input.event, timestamp: input.timestamp, properties: normalized.properties }),
+      this.options.groups.processEvent(input.projectId, { event: input.event, timestamp: input.timestamp, properties: normalized.properties }),
     ]);
     const warnings: Warning[] = [...input.captureWarnings, ...person.warnings];
     if (input.invalidTimestamp !== undefined) {
@@ -62,7 +81,8 @@ export class EventProcessor {
     }
     return {
       kind: 'event',
-      row: eventRow(input, normalized, person, groups, this.now()),
+      row: eventRow(input, normalized, person, groups, this.options.now()),
+      properties: normalized.properties,
       warnings: warnings.map((warning) => warningRow({ projectId: input.projectId, eventUuid: input.uuid, message: input.message }, warning)),
       overrides: person.overrides.map((override) => overrideRow(input.projectId, override)),
       staged: person.staged,
@@ -71,7 +91,7 @@ export class EventProcessor {
 
   /** The dead letter of a message, and its warning when the message names a project (the listing is per project). */
   deadLetter(message: BusMessage, unreadable: Unreadable): DeadLettered {
-    const deadLetter = deadLetterOf(message, unreadable, this.now());
+    const deadLetter = deadLetterOf(message, unreadable, this.options.now());
     const warning: Warning = {
       type: 'event_dead_lettered',
       details: {

@@ -291,6 +291,33 @@ describe.each(stackFactories)('ingestion consumer: $name', (factory) => {
       ]);
     });
 
+    it('keeps the event and property definitions of what it stored', async () => {
+      const { sql } = stack.stores;
+      const events = await sql.query<{ name: string }>('test.eventDefinitions', 'SELECT name FROM event_definitions WHERE project_id = $1 ORDER BY name', [
+        projectId,
+      ]);
+      expect(events.rows.map((row) => row.name)).toEqual(['$autocapture', '$groupidentify', '$identify', '$pageview', 'report viewed', 'signed up']);
+      const properties = await sql.query<{ name: string; type: number; group_type_index: number | null; property_type: string | null }>(
+        'test.propertyDefinitions',
+        `SELECT name, type, group_type_index, property_type FROM property_definitions
+          WHERE project_id = $1 AND name IN ('$current_url', 'email', 'first_seen', 'name', 'ignored') ORDER BY type, name`,
+        [projectId],
+      );
+      expect(properties.rows).toEqual([
+        { name: '$current_url', type: 1, group_type_index: null, property_type: 'String' },
+        { name: '$current_url', type: 2, group_type_index: null, property_type: 'String' },
+        { name: 'email', type: 2, group_type_index: null, property_type: 'String' },
+        { name: 'first_seen', type: 2, group_type_index: null, property_type: 'DateTime' },
+        { name: 'name', type: 3, group_type_index: 0, property_type: 'String' },
+      ]);
+      const pairs = await sql.query<{ event: string }>(
+        'test.eventProperties',
+        `SELECT event FROM event_properties WHERE project_id = $1 AND property = '$current_url' ORDER BY event`,
+        [projectId],
+      );
+      expect(pairs.rows.map((row) => row.event)).toEqual(['$autocapture', '$pageview']);
+    });
+
     it('counts the anonymous visitor and the user who identified as one person', async () => {
       // anon-1's personless event carries anon-1's own uuid; the override copied to ClickHouse maps it to user-1.
       expect(await countPersons(stack.stores.clickhouse, projectId)).toBe(2);

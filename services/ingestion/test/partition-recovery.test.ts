@@ -6,6 +6,7 @@ import { backends, useStores } from '../../../packages/persons/test/support/stor
 import { readMessage, type CapturedInput } from '../src/message';
 import { PartitionRecovery, type ProcessedMessage } from '../src/partition-recovery';
 import { EventProcessor } from '../src/process';
+import { AnonymizedProjects } from '../src/geoip';
 import { captured } from './support/captured';
 
 const alreadyStored = (offset: string): ProcessedMessage => ({ offset, processed: { kind: 'already_stored' } });
@@ -128,7 +129,13 @@ describe.each(backends)('PartitionRecovery with person writes in an unknown stat
 
   it('settles them before the redelivery: the results relying on a write found stored are reused, the others are not', async () => {
     const projectId = await stores.newProject();
-    const created = new EventProcessor(stores.persons, stores.groups, () => new Date());
+    const created = new EventProcessor({
+      persons: stores.persons,
+      groups: stores.groups,
+      anonymized: new AnonymizedProjects(stores.sql),
+      geoip: undefined,
+      now: () => new Date(),
+    });
     const firsts = [input(projectId, 0, 'a', {}), input(projectId, 1, 'b', {})];
     const persons = await created.readPersons(firsts, false);
     for (const first of firsts) await created.process(first, persons);
@@ -136,7 +143,13 @@ describe.each(backends)('PartitionRecovery with person writes in an unknown stat
 
     // The attempt at offsets 10 and 11 stages both persons' changes; b is changed by someone else before the
     // flush, which then stores only a's, and the answer to its COMMIT is lost.
-    const processor = new EventProcessor(new PersonStore(losingNextCommitAnswer(stores.sql)), new GroupStore(stores.sql), () => new Date());
+    const processor = new EventProcessor({
+      persons: new PersonStore(losingNextCommitAnswer(stores.sql)),
+      groups: new GroupStore(stores.sql),
+      anonymized: new AnonymizedProjects(stores.sql),
+      geoip: undefined,
+      now: () => new Date(),
+    });
     recovery.begin('10');
     const inputs = [input(projectId, 10, 'a', { $set: { plan: 'pro' } }), input(projectId, 11, 'b', { $set: { plan: 'pro' } })];
     const staged = await processor.readPersons(inputs, true);
@@ -158,7 +171,13 @@ describe.each(backends)('PartitionRecovery with person writes in an unknown stat
 
   it('keeps them across redeliveries until settled, and forgets them on a reassignment', async () => {
     const projectId = await stores.newProject();
-    const processor = new EventProcessor(stores.persons, stores.groups, () => new Date());
+    const processor = new EventProcessor({
+      persons: stores.persons,
+      groups: stores.groups,
+      anonymized: new AnonymizedProjects(stores.sql),
+      geoip: undefined,
+      now: () => new Date(),
+    });
     const created = input(projectId, 0, 'a', {});
     await processor.process(created, await processor.readPersons([created], false));
     const recovery = afterFirstBatch();

@@ -2,6 +2,7 @@ import { accountRoutes, projectRoutes } from './accounts/routes';
 import { dashboardRoutes } from './dashboards/routes';
 import { sharedRoutes } from './dashboards/sharing';
 import { dataRoutes } from './data/routes';
+import { definitionRoutes } from './definitions/routes';
 import { flagDefinitionRoutes } from './flag-routes';
 import { analysisOf, type ManagementDeps } from './http/deps';
 import type { Route } from './http/route-table';
@@ -42,6 +43,7 @@ export function routeTable(deps: ManagementDeps): RouteTable {
       ...dashboardRoutes(deps, run),
       ...queryRoutes(deps, { cache }),
       ...dataRoutes(deps),
+      ...definitionRoutes(deps),
       ...flagDefinitionRoutes(deps),
       ...llmPromptRoutes(),
     ],

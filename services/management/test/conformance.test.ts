@@ -103,6 +103,8 @@ const KIND_EXAMPLES: Record<string, QueryNode> = {
   },
   RetentionQuery: { kind: 'RetentionQuery', retentionFilter: { targetEntity: { id: '$pageview', type: 'events' } } },
   PathsQuery: { kind: 'PathsQuery', pathsFilter: { includeEventTypes: ['$pageview'] } },
+  WebOverviewQuery: { kind: 'WebOverviewQuery', dateRange: { date_from: '-7d' }, compareFilter: { compare: true }, properties: [] },
+  WebStatsTableQuery: { kind: 'WebStatsTableQuery', breakdownBy: 'Page', dateRange: { date_from: '-7d' }, includeBounceRate: true, properties: [] },
   InsightVizNode: { kind: 'InsightVizNode', source: TRENDS },
   DataTableNode: { kind: 'DataTableNode', source: HOGQL },
   DataVisualizationNode: { kind: 'DataVisualizationNode', source: HOGQL },
@@ -196,6 +198,14 @@ beforeAll(async () => {
   ingested['/persons'] = { id: String(person.id) };
   await insertSnapshotBatches(world.clickhouse, [snapshotBatch(tenant.projectId, 'conformance-session', timestamp.getTime(), { distinct_id: 'conformance' })]);
   ingested['/session_recordings'] = { session_recording_id: 'conformance-session' };
+  const definition = async (table: string, columns: string, values: string) =>
+    (
+      await world.sql.query<{ id: string }>('test.definition', `INSERT INTO ${table} (project_id, ${columns}) VALUES ($1, ${values}) RETURNING id`, [
+        tenant.projectId,
+      ])
+    ).rows[0]!.id;
+  ingested['/event_definitions'] = { id: await definition('event_definitions', 'name, last_seen_at', `'$pageview', now()`) };
+  ingested['/property_definitions'] = { id: await definition('property_definitions', 'name, type, property_type', `'$browser', 1, 'String'`) };
   // What the fixture's ingestion read is not a route's.
   statements.length = 0;
 });

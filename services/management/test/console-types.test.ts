@@ -82,6 +82,7 @@ const NOT_COMPONENTS = [
   'FunnelTimeToConvert',
   'FunnelTrend',
   'RetentionRow',
+  'PathEdge',
   'InsightQueryResponse',
 ];
 

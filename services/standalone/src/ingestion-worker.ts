@@ -9,6 +9,7 @@ import { workerData } from 'node:worker_threads';
 import { PortBus } from '@plover/bus/over-port';
 import { ChdbClickHouse } from '@plover/chdb';
 import { createLogger, PortRpc } from '@plover/core';
+import { loadGeoIp } from '@plover/geoip';
 import { createConsumer } from '@plover/ingestion/consumer';
 import { createReplayConsumer, replaySettingsFrom } from '@plover/ingestion/replay';
 import { PortSql } from '@plover/postgres/over-port';
@@ -32,7 +33,8 @@ async function start(): Promise<void> {
   const sql = new PortSql(sqlRpc);
   const bus = new PortBus(rpc);
   const clickhouse = await ChdbClickHouse.open({ dataDir: path.join(data.dataDir, 'clickhouse') });
-  const consumer = await createConsumer({ logger, metrics, sql, clickhouse, bus, settings: data.ingestion });
+  const geoip = data.ingestion.geoip ? loadGeoIp() : undefined;
+  const consumer = await createConsumer({ logger, metrics, sql, clickhouse, bus, settings: data.ingestion, geoip });
   const replay = await createReplayConsumer({ logger, metrics, sql, clickhouse, bus, settings: replaySettingsFrom(data.ingestion) });
   rpc.handle(INGESTION_CALLS.metrics, () => metrics.metrics());
   rpc.handle(STOP_CALL, async () => {

@@ -423,6 +423,14 @@ export interface RetentionRow {
   breakdown_value: string | null;
 }
 
+/** One edge of a paths answer: from item k to item k+1 (`<k>_<item>`), how often, and the mean time between, in ms. */
+export interface PathEdge {
+  source: string;
+  target: string;
+  value: number;
+  average_conversion_time: number;
+}
+
 /** The body every insight kind of `query/` answers with. */
 export interface InsightQueryResponse<Results> {
   results: Results;

@@ -138,6 +138,11 @@ export function fromApiFilter(filter: unknown): FilterForm | null {
   };
 }
 
+/** The filters of a saved query node's `properties` an insight builder shows (group filters are not among them). */
+export function filtersOf(properties: unknown): FilterForm[] {
+  return (Array.isArray(properties) ? properties : []).map(fromApiFilter).filter((filter): filter is FilterForm => filter !== null && filter.type !== 'group');
+}
+
 /** The `properties=` parameter of persons' and events' listings for the forms (none when blank), or the first problem. */
 export function propertiesParam(filters: readonly FilterForm[]): { properties?: string; problem: string | null } {
   const problem = filters.map(filterProblem).find((text) => text !== null) ?? null;

@@ -4,9 +4,9 @@
  * the step order, a breakdown, the date range and what to show. A saved insight keeps the node in an
  * `InsightVizNode`; reading one back is lenient (what the builder cannot show is left at its default).
  */
-import { sourceOfKind } from '../api/nodes';
+import { asList, asObject, asText as text, oneOf, sourceOfKind } from '../api/nodes';
 import type { Interval, QueryNode } from '../api/types';
-import { filterProblem, fromApiFilter, toApiFilters, type FilterForm } from '../filters/property-filter';
+import { filterProblem, filtersOf, toApiFilters, type FilterForm } from '../filters/property-filter';
 import { INTERVALS, type BreakdownValue, type RangeValue } from './query';
 
 export type FunnelWindowUnit = 'minute' | 'hour' | 'day' | 'week' | 'month';
@@ -98,17 +98,6 @@ export function funnelsQuery(form: FunnelForm): QueryNode {
     ...(form.breakdown.trim() !== '' && { breakdownFilter: { breakdown: form.breakdown.trim(), breakdown_type: form.breakdownType } }),
   };
 }
-
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-const asObject = (value: unknown): Record<string, unknown> => (isObject(value) ? value : {});
-const asList = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
-const text = (value: unknown, fallback = ''): string => (typeof value === 'string' ? value : fallback);
-const oneOf = <T extends string>(value: unknown, choices: readonly T[], fallback: T): T =>
-  (choices as readonly unknown[]).includes(value) ? (value as T) : fallback;
-const filtersOf = (value: unknown): FilterForm[] =>
-  asList(value)
-    .map(fromApiFilter)
-    .filter((filter): filter is FilterForm => filter !== null && filter.type !== 'group');
 
 /** The form of a saved `FunnelsQuery` (bare or in an `InsightVizNode`); null for any other node. */
 export function funnelFormFromNode(node: QueryNode | null): FunnelForm | null {

@@ -3,9 +3,9 @@
  * who starts a cohort (the target event), what counts as coming back (the returning event), first-time or
  * recurring cohorts, the period and how many, cumulative or not, and filters. Reading a saved node back is lenient.
  */
-import { sourceOfKind } from '../api/nodes';
+import { asObject, sourceOfKind } from '../api/nodes';
 import type { QueryNode } from '../api/types';
-import { filterProblem, fromApiFilter, toApiFilters, type FilterForm } from '../filters/property-filter';
+import { filterProblem, filtersOf, toApiFilters, type FilterForm } from '../filters/property-filter';
 
 export type RetentionType = 'retention_first_time' | 'retention_recurring';
 export type RetentionPeriod = 'Hour' | 'Day' | 'Week' | 'Month';
@@ -63,8 +63,6 @@ export function retentionQuery(form: RetentionForm): QueryNode {
   };
 }
 
-const asObject = (value: unknown): Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
 const eventOf = (value: unknown, fallback: string): string => {
   const id = asObject(value).id;
   return typeof id === 'string' ? id : fallback;
@@ -84,9 +82,7 @@ export function retentionFormFromNode(node: QueryNode | null): RetentionForm | n
     period: RETENTION_PERIODS.find((period) => period === filter.period) ?? defaults.period,
     totalIntervals: Number.isInteger(intervals) && intervals >= 1 && intervals <= MAX_INTERVALS ? intervals : defaults.totalIntervals,
     cumulative: filter.cumulative === true,
-    filters: (Array.isArray(query.properties) ? query.properties : [])
-      .map(fromApiFilter)
-      .filter((item): item is FilterForm => item !== null && item.type !== 'group'),
+    filters: filtersOf(query.properties),
   };
 }
 

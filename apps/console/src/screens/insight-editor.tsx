@@ -23,6 +23,7 @@ import type { ScreenProps } from '../screen-props';
 import { hogqlSource } from '../sql/saved';
 import { FunnelEditor } from './funnel-editor';
 import { insightName } from './insight-list';
+import { PathsEditor } from './paths-editor';
 import { RetentionEditor } from './retention-editor';
 import { SqlEditor } from './sql-editor';
 
@@ -43,6 +44,7 @@ function EditorOf({ saved }: { saved: Insight | null }) {
   if (saved && hogqlSource(saved.query)) return <SqlEditor saved={saved} />;
   if (saved && sourceOfKind(saved.query, 'FunnelsQuery')) return <FunnelEditor saved={saved} />;
   if (saved && sourceOfKind(saved.query, 'RetentionQuery')) return <RetentionEditor saved={saved} />;
+  if (saved && sourceOfKind(saved.query, 'PathsQuery')) return <PathsEditor saved={saved} />;
   return <Editor saved={saved} />;
 }
 

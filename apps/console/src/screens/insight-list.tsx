@@ -46,6 +46,9 @@ export function InsightList() {
         <Link class="button secondary" href={projectPath(projectId, 'insights/retention')}>
           New retention
         </Link>
+        <Link class="button secondary" href={projectPath(projectId, 'insights/paths')}>
+          New paths
+        </Link>
         <Link class="button secondary" href={projectPath(projectId, 'insights/sql')}>
           SQL
         </Link>

@@ -57,7 +57,10 @@ export async function seed(ch: ClickHouse, projects: readonly number[], perProje
         event: pick(EVENT_NAMES),
         distinctId,
         person: stored === merged.old ? merged.into : stored,
-        sessionId: `s${projectId}-${Math.floor(next() * 8)}`,
+        // UUIDv7 session ids: the sessions table keeps no other.
+        sessionId: `01900000-0000-7000-8000-${projectId.toString(16).padStart(6, '0')}${Math.floor(next() * 8)
+          .toString(16)
+          .padStart(6, '0')}`,
         timestamp,
         properties,
       };

@@ -13,6 +13,7 @@ export interface ProjectRow {
   api_token: string;
   timezone: string;
   ingested_event: boolean;
+  anonymize_ips: boolean;
   created_at: Date;
 }
 
@@ -43,7 +44,7 @@ export interface NewKey {
   scopedOrganizations: string[] | null;
 }
 
-const PROJECT_COLUMNS = `p.id, p.uuid, p.organization_id AS organization, p.name, p.api_token, p.timezone, p.ingested_event, p.created_at`;
+const PROJECT_COLUMNS = `p.id, p.uuid, p.organization_id AS organization, p.name, p.api_token, p.timezone, p.ingested_event, p.anonymize_ips, p.created_at`;
 const KEY_COLUMNS = 'id, label, mask_value, scopes, scoped_projects, scoped_organizations, created_at, last_used_at, last_rolled_at';
 const MEMBER_PROJECTS = 'FROM projects p JOIN organization_memberships m ON m.organization_id = p.organization_id';
 /** PostHog's limit of personal API keys per user. */
@@ -118,18 +119,19 @@ export class AccountsStore {
     const result = await this.sql.query<ProjectRow>(
       'management.createProject',
       `INSERT INTO projects (organization_id, name, api_token, timezone) VALUES ($1, $2, $3, $4)
-       RETURNING id, uuid, organization_id AS organization, name, api_token, timezone, ingested_event, created_at`,
+       RETURNING id, uuid, organization_id AS organization, name, api_token, timezone, ingested_event, anonymize_ips, created_at`,
       [organizationId, name, newProjectToken(), timezone],
     );
     return result.rows[0]!;
   }
 
   /** Renames the project or changes its timezone (either may be absent), within the caller's transaction. */
-  async updateProject(tx: SqlExecutor, projectId: number, change: { name?: string; timezone?: string }): Promise<void> {
+  async updateProject(tx: SqlExecutor, projectId: number, change: { name?: string; timezone?: string; anonymize_ips?: boolean }): Promise<void> {
     await tx.query(
       'management.updateProject',
-      'UPDATE projects SET name = COALESCE($2, name), timezone = COALESCE($3, timezone), updated_at = now() WHERE id = $1',
-      [projectId, change.name ?? null, change.timezone ?? null],
+      `UPDATE projects SET name = COALESCE($2, name), timezone = COALESCE($3, timezone), anonymize_ips = COALESCE($4, anonymize_ips), updated_at = now()
+        WHERE id = $1`,
+      [projectId, change.name ?? null, change.timezone ?? null, change.anonymize_ips ?? null],
     );
   }
 

@@ -73,6 +73,7 @@ function projectBody(row: ProjectRow): Static<typeof Project> {
     api_token: row.api_token,
     timezone: row.timezone,
     ingested_event: row.ingested_event,
+    anonymize_ips: row.anonymize_ips,
     is_demo: false,
     access_control: false,
     created_at: row.created_at.toISOString(),
@@ -313,7 +314,7 @@ export function projectRoutes({ sql, projectTokens }: ManagementDeps): Route[] {
     ...updates({
       path: '/',
       scope: 'project:write',
-      summary: 'Change the name, timezone or session replay settings of a project (admins)',
+      summary: 'Change the name, timezone, anonymize_ips or session replay settings of a project (admins)',
       body: ProjectUpdate,
       csv: { file: 'project' },
       response: { status: 200, schema: Project },
@@ -329,7 +330,9 @@ export function projectRoutes({ sql, projectTokens }: ManagementDeps): Route[] {
         // One transaction that bumps the definitions version: decide serves the new timezone and recording
         // config on its next request.
         await writeDefinitions(sql, id, async (tx) => {
-          if (name !== undefined || timezone !== undefined) await store.updateProject(tx, id, { name, timezone });
+          if (name !== undefined || timezone !== undefined || body.anonymize_ips !== undefined) {
+            await store.updateProject(tx, id, { name, timezone, anonymize_ips: body.anonymize_ips });
+          }
           if (Object.keys(replay).length > 0) await updateSessionReplaySettings(tx, id, replay);
         });
         return current(req);

@@ -33,6 +33,7 @@ export const ProjectUpdate = component(
     {
       name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
       timezone: Type.Optional(Type.String({ description: 'IANA timezone' })),
+      anonymize_ips: Type.Optional(Type.Boolean({ description: 'store events without `$ip` (GeoIP still locates it first)' })),
       ...replaySettings,
     },
     { description: 'Any subset of the fields; fields the API does not change (id, api_token, ...) are ignored' },
@@ -49,6 +50,7 @@ export const Project = component(
     api_token: Type.String(),
     timezone: Type.String(),
     ingested_event: Type.Boolean(),
+    anonymize_ips: Type.Boolean(),
     is_demo: Type.Boolean(),
     access_control: Type.Boolean(),
     created_at: Type.String({ format: 'date-time' }),

@@ -18,6 +18,11 @@ import {
   runPaths,
   runRetention,
   runTrends,
+  parseWebQuery,
+  parseWebStatsQuery,
+  resolveRange,
+  runWebOverview,
+  runWebStatsTable,
   type InsightContext,
 } from '@plover/insights';
 import { HogQLError, printHogQL, runHogQL, toApiError } from '@plover/hogql';
@@ -33,6 +38,8 @@ import {
   PathsQueryResponse,
   RetentionQueryResponse,
   TrendsQueryResponse,
+  WebOverviewQueryResponse,
+  WebStatsTableQueryResponse,
   type CacheField,
 } from './schemas';
 
@@ -176,6 +183,26 @@ const paths: QueryKind<typeof PathsQueryResponse> = {
   },
 };
 
+/** A web query's cache scope: the resolved days (a relative range moves with the clock). */
+function webRange(node: Record<string, unknown>, ctx: QueryContext): Promise<unknown> {
+  const input = parseWebQuery(node);
+  return Promise.resolve(rangeKey(resolveRange(input.dateFrom, input.dateTo, 'day', ctx.insight)));
+}
+
+/** Web analytics' numbers: visitors, views, sessions, session duration, bounce rate (docs/web-analytics.md). */
+const webOverview: QueryKind<typeof WebOverviewQueryResponse> = {
+  response: WebOverviewQueryResponse,
+  run: (node, ctx) => runWebOverview(ctx.clickhouse, parseWebQuery(node), ctx.insight),
+  cacheScope: webRange,
+};
+
+/** Web analytics' tables: visitors and views (and bounce rate) per page, source, device, place… */
+const webStatsTable: QueryKind<typeof WebStatsTableQueryResponse> = {
+  response: WebStatsTableQueryResponse,
+  run: (node, ctx) => runWebStatsTable(ctx.clickhouse, parseWebStatsQuery(node), ctx.insight),
+  cacheScope: webRange,
+};
+
 /** A display wrapper: PostHog runs its `source` and answers the source's response unchanged. */
 const wrapper: QueryKind = {
   response: 'source',
@@ -193,6 +220,8 @@ export function queryKinds(): ReadonlyMap<string, QueryKind> {
     ['FunnelsQuery', funnels],
     ['RetentionQuery', retention],
     ['PathsQuery', paths],
+    ['WebOverviewQuery', webOverview],
+    ['WebStatsTableQuery', webStatsTable],
     ['InsightVizNode', wrapper],
     ['DataTableNode', wrapper],
     ['DataVisualizationNode', wrapper],

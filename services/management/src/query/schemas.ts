@@ -98,6 +98,46 @@ export const PathsQueryResponse = insightResponse(
   Type.Array(Type.Object({ source: Type.String(), target: Type.String(), value: Type.Number(), average_conversion_time: Type.Number() })),
 );
 
+const SamplingRate = Type.Object({ numerator: Type.Number(), denominator: Nullable(Type.Number()) });
+const Figure = Nullable(Type.Number());
+
+export const WebOverviewQueryResponse = cached(
+  'WebOverviewQueryResponse',
+  Type.Object({
+    results: Type.Array(
+      Type.Object({
+        key: Type.String({ description: '`visitors`, `views`, `sessions`, `session duration`, `bounce rate`' }),
+        kind: Type.Union([Type.Literal('unit'), Type.Literal('duration_s'), Type.Literal('percentage')]),
+        value: Figure,
+        previous: Figure,
+        changeFromPreviousPct: Nullable(Type.Integer()),
+        isIncreaseBad: Type.Optional(Type.Boolean()),
+      }),
+    ),
+    dateFrom: Type.String(),
+    dateTo: Type.String(),
+    samplingRate: SamplingRate,
+    usedPreAggregatedTables: Type.Boolean(),
+  }),
+);
+
+export const WebStatsTableQueryResponse = cached(
+  'WebStatsTableQueryResponse',
+  Type.Object({
+    columns: Type.Array(Type.String()),
+    results: Type.Array(
+      Type.Array(Type.Unknown(), {
+        description: '`[breakdown value, [visitors, previous], [views, previous], [bounce rate 0–1, previous]?]`; previous is null without compare',
+      }),
+    ),
+    hasMore: Type.Boolean(),
+    limit: Type.Integer(),
+    offset: Type.Integer(),
+    samplingRate: SamplingRate,
+    usedPreAggregatedTables: Type.Boolean(),
+  }),
+);
+
 /** A query's progress (`GET /query/:id/`). */
 export const QueryStatus = component(
   'QueryStatus',

@@ -131,6 +131,8 @@ export const ROUTES: Route[] = [
   { method: 'patch', path: `${P}/early_access_features/{feature}/`, scope: 'early_access_feature:write', status: 200, body: { stage: 'beta' } },
   { method: 'put', path: `${P}/early_access_features/{feature}/`, scope: 'early_access_feature:write', status: 200, body: { stage: 'beta' } },
   { method: 'delete', path: `${P}/early_access_features/{feature}/`, scope: 'early_access_feature:write', status: 405 },
+  { method: 'get', path: `${P}/event_definitions/`, scope: 'event_definition:read', status: 200 },
+  { method: 'get', path: `${P}/property_definitions/?type=person`, scope: 'property_definition:read', status: 200 },
   { method: 'get', path: `${P}/surveys/`, scope: 'survey:read', status: 200 },
   { method: 'post', path: `${P}/surveys/`, scope: 'survey:write', status: 201, body: { name: 'New survey' } },
   { method: 'get', path: `${P}/surveys/{survey}/`, scope: 'survey:read', status: 200 },

@@ -1,0 +1,312 @@
+/**
+ * PostHog's web analytics queries (docs/web-analytics.md#queries): `WebOverviewQuery` and `WebStatsTableQuery`.
+ * Session first, in two levels as PostHog computes them: the period's `$pageview`/`$screen` events grouped by
+ * session (and breakdown value), then the sessions aggregated. A session counts in a period only when it started
+ * inside it; only sessions whose `$session_id` is a UUIDv7 exist. Sessions and events are the HogQL virtual
+ * tables' (`@plover/hogql`), so the session fields have one definition.
+ */
+import { ApiError } from '@plover/core';
+import type { ClickHouse } from '@plover/clickhouse';
+import { TEAM_PARAM, VIRTUAL_TABLES } from '@plover/hogql';
+import { previousRange, resolveRange } from './dates';
+import { isAbsent, isObject } from './fields';
+import { parsePropertyFilters } from './filters';
+import { Params } from './params';
+import { propertiesCondition, propertyText } from './properties';
+import type { InsightContext, PropertyFilter, PropertyGroup, ResolvedRange } from './types';
+
+export interface WebQueryInput {
+  dateFrom: string | null;
+  dateTo: string | null;
+  properties: PropertyGroup | null;
+  compare: boolean;
+  filterTestAccounts: boolean;
+}
+
+export const WEB_BREAKDOWNS = [
+  'Page',
+  'InitialPage',
+  'ExitPage',
+  'InitialReferringDomain',
+  'InitialChannelType',
+  'InitialUTMSource',
+  'InitialUTMMedium',
+  'InitialUTMCampaign',
+  'InitialUTMTerm',
+  'InitialUTMContent',
+  'Browser',
+  'OS',
+  'DeviceType',
+  'Viewport',
+  'Country',
+  'Region',
+  'City',
+  'Language',
+] as const;
+export type WebBreakdown = (typeof WEB_BREAKDOWNS)[number];
+
+export interface WebStatsInput extends WebQueryInput {
+  breakdownBy: WebBreakdown;
+  includeBounceRate: boolean;
+  limit: number;
+}
+
+/**
+ * PostHog's default test-account filter of a new project (Plover keeps no per-project list): events from a
+ * localhost page are internal.
+ */
+const TEST_ACCOUNT_FILTER: PropertyFilter = { key: '$host', operator: 'not_regex', value: '^(localhost|127\\.0\\.0\\.1)($|:)', type: 'event' };
+
+const MAX_LIMIT = 1000;
+
+function field(node: Record<string, unknown>, key: string): Record<string, unknown> | null {
+  const value = node[key];
+  if (isAbsent(value)) return null;
+  if (!isObject(value)) throw ApiError.validation('Must be an object.', key);
+  return value;
+}
+
+function dateText(value: unknown, attr: string): string | null {
+  if (isAbsent(value)) return null;
+  if (typeof value !== 'string' || value.length > 100) throw ApiError.validation('Must be a date or a relative date such as -7d.', attr);
+  return value;
+}
+
+function flag(value: unknown, attr: string): boolean {
+  if (isAbsent(value)) return false;
+  if (typeof value !== 'boolean') throw ApiError.validation('Must be a boolean.', attr);
+  return value;
+}
+
+export function parseWebQuery(node: Record<string, unknown>): WebQueryInput {
+  const dateRange = field(node, 'dateRange');
+  const compareFilter = field(node, 'compareFilter');
+  return {
+    dateFrom: dateText(dateRange?.date_from, 'dateRange__date_from'),
+    dateTo: dateText(dateRange?.date_to, 'dateRange__date_to'),
+    properties: parsePropertyFilters(node.properties, 'properties'),
+    compare: flag(compareFilter?.compare, 'compareFilter__compare') || flag(node.compare, 'compare'),
+    filterTestAccounts: flag(node.filterTestAccounts, 'filterTestAccounts'),
+  };
+}
+
+export function parseWebStatsQuery(node: Record<string, unknown>): WebStatsInput {
+  const breakdownBy = node.breakdownBy;
+  if (!(WEB_BREAKDOWNS as readonly unknown[]).includes(breakdownBy)) {
+    throw ApiError.validation(`${JSON.stringify(breakdownBy ?? null)} is not a valid choice.`, 'breakdownBy', 'invalid_choice');
+  }
+  const limit = node.limit ?? 10;
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
+    throw ApiError.validation(`Must be an integer from 1 to ${MAX_LIMIT}.`, 'limit');
+  }
+  return {
+    ...parseWebQuery(node),
+    breakdownBy: breakdownBy as WebBreakdown,
+    includeBounceRate: flag(node.includeBounceRate, 'includeBounceRate'),
+    limit,
+  };
+}
+
+/** The period and, with compare, the one as long just before it (days, in the project's timezone). */
+function periods(input: WebQueryInput, ctx: InsightContext): { current: ResolvedRange; previous: ResolvedRange | null } {
+  const current = resolveRange(input.dateFrom, input.dateTo, 'day', ctx);
+  return { current, previous: input.compare ? previousRange(current) : null };
+}
+
+function source(table: string, used: readonly string[]): string {
+  return VIRTUAL_TABLES.get(table)!.source(used);
+}
+
+/**
+ * The period's `$pageview`/`$screen` events joined to their session (an inner join: events of a `$session_id` that
+ * is no UUIDv7 have none), and the condition that the session started in the period.
+ */
+async function sessionEvents(params: Params, input: WebQueryInput, range: ResolvedRange, ctx: InsightContext, sessionFields: readonly string[]) {
+  params.values[TEAM_PARAM] = ctx.projectId;
+  const tz = params.add(range.timezone, 'String');
+  const from = `toDateTime64(${params.add(range.from, 'String')}, 6, ${tz})`;
+  const end = `toDateTime64(${params.add(range.to, 'String')}, 6, ${tz}) + INTERVAL 1 SECOND`;
+  const filters: PropertyGroup | null =
+    input.filterTestAccounts || input.properties
+      ? { type: 'AND', values: [...(input.properties ? [input.properties] : []), ...(input.filterTestAccounts ? [TEST_ACCOUNT_FILTER] : [])] }
+      : null;
+  const condition = await propertiesCondition(filters, params, { personId: 'person_id', ctx });
+  const events = `SELECT *, \`person.properties\` AS person_properties FROM (${source('events', ['event', 'timestamp', '$session_id', 'person_id', 'properties', 'person.properties'])})`;
+  const sessions = source('sessions', ['session_id', '$start_timestamp', ...sessionFields]);
+  return {
+    from: `(${events}) AS ev INNER JOIN (${sessions}) AS s ON s.session_id = ev.\`$session_id\``,
+    where: `ev.event IN ('$pageview', '$screen') AND ev.timestamp >= ${from} AND ev.timestamp < ${end} AND (${condition})`,
+    started: `s.\`$start_timestamp\` >= ${from} AND s.\`$start_timestamp\` < ${end}`,
+  };
+}
+
+interface OverviewRow {
+  visitors: string | number;
+  views: string | number;
+  sessions: string | number;
+  duration: number | null;
+  bounce: number | null;
+}
+
+async function overviewOf(ch: ClickHouse, input: WebQueryInput, range: ResolvedRange, ctx: InsightContext): Promise<OverviewRow> {
+  const params = new Params();
+  const scope = await sessionEvents(params, input, range, ctx, ['$session_duration', '$is_bounce']);
+  const sql = `SELECT uniq(person_id) AS visitors, sum(views) AS views, uniq(session_id) AS sessions,
+      if(count() = 0, NULL, avg(duration)) AS duration, if(countIf(is_bounce IS NOT NULL) = 0, NULL, avg(is_bounce)) AS bounce
+    FROM (
+      SELECT any(ev.person_id) AS person_id, ev.\`$session_id\` AS session_id, count() AS views,
+        any(s.\`$session_duration\`) AS duration, any(s.\`$is_bounce\`) AS is_bounce
+      FROM ${scope.from}
+      WHERE ${scope.where} AND ${scope.started}
+      GROUP BY session_id
+    )`;
+  const [row] = await ch.query<OverviewRow>('web.overview', sql, params.values);
+  return row ?? { visitors: 0, views: 0, sessions: 0, duration: null, bounce: null };
+}
+
+export interface WebOverviewItem {
+  key: string;
+  kind: 'unit' | 'duration_s' | 'percentage';
+  value: number | null;
+  previous: number | null;
+  changeFromPreviousPct: number | null;
+  isIncreaseBad?: boolean;
+}
+
+/** PostHog's change: the rounded percentage from `previous` to `value`, none without a (non-zero) previous. */
+export function changeFromPrevious(value: number | null, previous: number | null): number | null {
+  if (value === null || previous === null || previous === 0) return null;
+  return Math.round((100 * (value - previous)) / previous);
+}
+
+function item(key: string, kind: WebOverviewItem['kind'], value: number | null, previous: number | null | undefined, isIncreaseBad?: boolean): WebOverviewItem {
+  const prev = previous ?? null;
+  return { key, kind, value, previous: prev, changeFromPreviousPct: changeFromPrevious(value, prev), ...(isIncreaseBad ? { isIncreaseBad } : {}) };
+}
+
+const num = (value: string | number | null): number | null => (value === null ? null : Number(value));
+
+export async function runWebOverview(ch: ClickHouse, input: WebQueryInput, ctx: InsightContext) {
+  const { current, previous } = periods(input, ctx);
+  const [now, before] = await Promise.all([overviewOf(ch, input, current, ctx), previous ? overviewOf(ch, input, previous, ctx) : undefined]);
+  const percent = (value: number | null) => (value === null ? null : value * 100);
+  return {
+    results: [
+      item('visitors', 'unit', num(now.visitors), before && num(before.visitors)),
+      item('views', 'unit', num(now.views), before && num(before.views)),
+      item('sessions', 'unit', num(now.sessions), before && num(before.sessions)),
+      item('session duration', 'duration_s', num(now.duration), before && num(before.duration)),
+      item('bounce rate', 'percentage', percent(num(now.bounce)), before && percent(num(before.bounce)), true),
+    ],
+    dateFrom: current.from,
+    dateTo: current.to,
+    samplingRate: { numerator: 1, denominator: null },
+    usedPreAggregatedTables: false,
+  };
+}
+
+/** The breakdown value of an event (event-level breakdowns) or of its session (`s.` fields). */
+function breakdownValue(by: WebBreakdown, params: Params): { sql: string; sessionFields: string[] } {
+  const text = (key: string) => `nullIf(${propertyText('ev.properties', key, params)}, '')`;
+  const session = (name: string) => ({ sql: `nullIf(s.\`${name}\`, '')`, sessionFields: [name] });
+  switch (by) {
+    case 'Page':
+      return { sql: text('$pathname'), sessionFields: [] };
+    case 'InitialPage':
+      return session('$entry_pathname');
+    case 'ExitPage':
+      return session('$end_pathname');
+    case 'InitialReferringDomain':
+      return session('$entry_referring_domain');
+    case 'InitialChannelType':
+      return session('$channel_type');
+    case 'InitialUTMSource':
+      return session('$entry_utm_source');
+    case 'InitialUTMMedium':
+      return session('$entry_utm_medium');
+    case 'InitialUTMCampaign':
+      return session('$entry_utm_campaign');
+    case 'InitialUTMTerm':
+      return session('$entry_utm_term');
+    case 'InitialUTMContent':
+      return session('$entry_utm_content');
+    case 'Browser':
+      return { sql: text('$browser'), sessionFields: [] };
+    case 'OS':
+      return { sql: text('$os'), sessionFields: [] };
+    case 'DeviceType':
+      return { sql: text('$device_type'), sessionFields: [] };
+    case 'Language':
+      return { sql: text('$browser_language'), sessionFields: [] };
+    case 'Country':
+      return { sql: text('$geoip_country_code'), sessionFields: [] };
+    case 'Viewport':
+      return {
+        sql: `[toString(toInt64OrNull(${text('$viewport_width')})), toString(toInt64OrNull(${text('$viewport_height')}))]`,
+        sessionFields: [],
+      };
+    case 'Region':
+      return { sql: `[${text('$geoip_country_code')}, ${text('$geoip_subdivision_1_code')}, ${text('$geoip_subdivision_1_name')}]`, sessionFields: [] };
+    case 'City':
+      return { sql: `[${text('$geoip_country_code')}, ${text('$geoip_city_name')}]`, sessionFields: [] };
+  }
+}
+
+interface StatsRow {
+  value: unknown;
+  visitors: string | number;
+  views: string | number;
+  bounce: number | null;
+}
+
+/** Rows of a previous period read to find the shown values' previous figures. */
+const PREVIOUS_ROWS = 10_000;
+
+async function statsOf(ch: ClickHouse, input: WebStatsInput, range: ResolvedRange, ctx: InsightContext, limit: number): Promise<StatsRow[]> {
+  const params = new Params();
+  const breakdown = breakdownValue(input.breakdownBy, params);
+  const scope = await sessionEvents(params, input, range, ctx, ['$is_bounce', '$entry_pathname', ...breakdown.sessionFields]);
+  // Page: the bounce rate of the sessions that entered on the path, not of those that saw it. The values are
+  // compared as JSON inside a tuple, so that null ("none") matches null and arrays compare whole.
+  const bounceKey = input.breakdownBy === 'Page' ? 'entry' : 'value';
+  const sql = `SELECT value, visitors, views, if(b.found = 1, b.bounce, NULL) AS bounce FROM (
+      SELECT value, uniq(person_id) AS visitors, sum(views) AS views FROM (
+        SELECT any(ev.person_id) AS person_id, ev.\`$session_id\` AS session_id, ${breakdown.sql} AS value, count() AS views
+        FROM ${scope.from} WHERE ${scope.where} AND ${scope.started}
+        GROUP BY session_id, value
+      ) GROUP BY value
+    ) AS t LEFT JOIN (
+      SELECT ${bounceKey} AS key, 1 AS found, avg(is_bounce) AS bounce FROM (
+        SELECT ev.\`$session_id\` AS session_id, any(${breakdown.sql}) AS value, any(nullIf(s.\`$entry_pathname\`, '')) AS entry, any(s.\`$is_bounce\`) AS is_bounce
+        FROM ${scope.from} WHERE ${scope.where} AND ${scope.started}
+        GROUP BY session_id
+      ) GROUP BY key
+    ) AS b ON toJSONString(tuple(b.key)) = toJSONString(tuple(t.value))
+    ORDER BY visitors DESC, views DESC, toJSONString(value) ASC
+    LIMIT ${params.add(limit, 'UInt32')}`;
+  return ch.query<StatsRow>('web.stats', sql, params.values);
+}
+
+export async function runWebStatsTable(ch: ClickHouse, input: WebStatsInput, ctx: InsightContext) {
+  const { current, previous } = periods(input, ctx);
+  const rows = await statsOf(ch, input, current, ctx, input.limit + 1);
+  const shown = rows.slice(0, input.limit);
+  const before = previous ? new Map((await statsOf(ch, input, previous, ctx, PREVIOUS_ROWS)).map((row) => [JSON.stringify(row.value), row])) : undefined;
+  const columns = ['context.columns.breakdown_value', 'context.columns.visitors', 'context.columns.views'];
+  if (input.includeBounceRate) columns.push('context.columns.bounce_rate');
+  return {
+    columns,
+    results: shown.map((row) => {
+      const past = before?.get(JSON.stringify(row.value));
+      const pair = (now: number | null, then: number | null | undefined) => [now, previous ? (then ?? null) : null];
+      const cells: unknown[] = [row.value, pair(num(row.visitors), past && num(past.visitors)), pair(num(row.views), past && num(past.views))];
+      if (input.includeBounceRate) cells.push(pair(row.bounce, past?.bounce));
+      return cells;
+    }),
+    hasMore: rows.length > input.limit,
+    limit: input.limit,
+    offset: 0,
+    samplingRate: { numerator: 1, denominator: null },
+    usedPreAggregatedTables: false,
+  };
+}

@@ -1,0 +1,222 @@
+/**
+ * Web analytics' metric definitions (docs/web-analytics.md#queries) against a plain TypeScript reference on
+ * random sessions, PostHog's bounce edge cases, merged persons, and the stats table's breakdowns; events straight
+ * into chDB's `events` table.
+ */
+import fc from 'fast-check';
+import { insertEvents, insertPersonOverrides } from '@plover/clickhouse';
+import { ApiError } from '@plover/core';
+import type { InsightContext } from '../src/types';
+import { changeFromPrevious, parseWebQuery, parseWebStatsQuery, runWebOverview, runWebStatsTable } from '../src/web';
+import { eventRow } from './support/event-row';
+import { useScratchClickHouse } from './support/scratch-clickhouse';
+
+const engine = useScratchClickHouse('plover-web-');
+let nextProject = 1;
+let uuidCounter = 0;
+
+/** The range every test reads: 2025-03-10 and 2025-03-11 (UTC). */
+const FROM = Date.UTC(2025, 2, 10);
+const END = Date.UTC(2025, 2, 12);
+const NOW = new Date(Date.UTC(2025, 2, 13));
+const RANGE = { date_from: '2025-03-10', date_to: '2025-03-11' };
+
+interface Ev {
+  person: string;
+  session: string;
+  event: string;
+  /** Epoch ms. */
+  at: number;
+  path?: string;
+  browser?: string;
+  referringDomain?: string;
+}
+
+const personId = (name: string) => `00000000-0000-4000-8000-${Buffer.from(name).toString('hex').slice(0, 12).padStart(12, '0')}`;
+/** A UUIDv7 session id from a small number. */
+const v7 = (n: number) => `01958000-0000-7000-8000-${n.toString(16).padStart(12, '0')}`;
+const text = (ms: number) => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
+
+async function project(events: readonly Ev[]): Promise<InsightContext> {
+  const projectId = nextProject++;
+  await insertEvents(
+    engine(),
+    events.map((ev) => {
+      uuidCounter += 1;
+      const uuid = `00000000-0000-7000-8000-${uuidCounter.toString(16).padStart(12, '0')}`;
+      const properties = {
+        ...(ev.path ? { $current_url: `https://example.com${ev.path}`, $pathname: ev.path } : {}),
+        ...(ev.referringDomain ? { $referring_domain: ev.referringDomain } : {}),
+        $browser: ev.browser ?? 'Chrome',
+      };
+      return { ...eventRow({ uuid, projectId, event: ev.event, at: text(ev.at), person: personId(ev.person), properties }), session_id: ev.session };
+    }),
+  );
+  return { projectId, timezone: 'UTC', now: NOW, cohortMembers: () => Promise.resolve([]) };
+}
+
+const overview = async (ctx: InsightContext, node: Record<string, unknown> = {}) =>
+  Object.fromEntries((await runWebOverview(engine(), parseWebQuery({ dateRange: RANGE, ...node }), ctx)).results.map((item) => [item.key, item.value]));
+
+/** PostHog's definitions, in plain TypeScript over the same events. */
+function reference(events: readonly Ev[]) {
+  const sessions = new Map<string, Ev[]>();
+  for (const ev of events) {
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(ev.session)) continue;
+    sessions.set(ev.session, [...(sessions.get(ev.session) ?? []), ev]);
+  }
+  const counted: { person: string; views: number; duration: number; bounce: boolean | null }[] = [];
+  for (const all of sessions.values()) {
+    const start = Math.min(...all.map((ev) => ev.at));
+    const end = Math.max(...all.map((ev) => ev.at));
+    const duration = Math.floor(end / 1000) - Math.floor(start / 1000);
+    const pages = all.filter((ev) => ev.event === '$pageview' || ev.event === '$screen').length;
+    const clicks = all.filter((ev) => ev.event === '$autocapture').length;
+    const bounce = pages === 0 ? null : !(pages > 1 || clicks > 0 || duration >= 10);
+    const inRange = all.filter((ev) => (ev.event === '$pageview' || ev.event === '$screen') && ev.at >= FROM && ev.at < END);
+    if (inRange.length === 0 || start < FROM || start >= END) continue;
+    counted.push({ person: inRange[0]!.person, views: inRange.length, duration, bounce });
+  }
+  const bounces = counted.filter((session) => session.bounce !== null);
+  return {
+    visitors: new Set(counted.map((session) => session.person)).size,
+    views: counted.reduce((sum, session) => sum + session.views, 0),
+    sessions: counted.length,
+    'session duration': counted.length === 0 ? null : counted.reduce((sum, session) => sum + session.duration, 0) / counted.length,
+    'bounce rate': bounces.length === 0 ? null : (bounces.filter((session) => session.bounce).length / bounces.length) * 100,
+  };
+}
+
+describe('WebOverviewQuery', () => {
+  it("follows PostHog's bounce definition and counts only UUIDv7 sessions that started in the range", async () => {
+    const t = FROM + 3_600_000;
+    const events: Ev[] = [
+      // One pageview and an autocapture, 2 s: not a bounce.
+      { person: 'a', session: v7(1), event: '$pageview', at: t, path: '/' },
+      { person: 'a', session: v7(1), event: '$autocapture', at: t + 2000 },
+      // One pageview, 10 s exactly to its pageleave: not a bounce.
+      { person: 'b', session: v7(2), event: '$pageview', at: t, path: '/' },
+      { person: 'b', session: v7(2), event: '$pageleave', at: t + 10_000, path: '/' },
+      // One pageview, 9 s: a bounce.
+      { person: 'c', session: v7(3), event: '$pageview', at: t, path: '/pricing' },
+      { person: 'c', session: v7(3), event: '$pageleave', at: t + 9000, path: '/pricing' },
+      // Started before the range: not counted, though it has a pageview inside.
+      { person: 'd', session: v7(4), event: '$pageview', at: FROM - 60_000, path: '/' },
+      { person: 'd', session: v7(4), event: '$pageview', at: FROM + 60_000, path: '/docs' },
+      // Not a UUIDv7: no session at all.
+      { person: 'e', session: 'not-a-uuid', event: '$pageview', at: t, path: '/' },
+      { person: 'e', session: '01958000-0000-4000-8000-000000000005', event: '$pageview', at: t, path: '/' },
+    ];
+    const ctx = await project(events);
+    const result = await overview(ctx);
+    expect(result).toEqual({ visitors: 3, views: 3, sessions: 3, 'session duration': 7, 'bounce rate': (1 / 3) * 100 });
+    expect(result).toEqual(reference(events));
+  });
+
+  it('counts a merged person once: the override maps both sessions to one visitor', async () => {
+    const t = FROM + 7_200_000;
+    const ctx = await project([
+      { person: 'anon', session: v7(10), event: '$pageview', at: t, path: '/' },
+      { person: 'user', session: v7(11), event: '$pageview', at: t + 60_000, path: '/' },
+    ]);
+    expect((await overview(ctx)).visitors).toBe(2);
+    await insertPersonOverrides(engine(), [{ team_id: ctx.projectId, old_person_id: personId('anon'), override_person_id: personId('user'), version: 1 }]);
+    expect(await overview(ctx)).toMatchObject({ visitors: 1, sessions: 2, views: 2 });
+  });
+
+  it('gives the previous period and the change with compare', async () => {
+    const day = 86_400_000;
+    const ctx = await project([
+      { person: 'a', session: v7(20), event: '$pageview', at: FROM - 1.5 * day, path: '/' },
+      { person: 'a', session: v7(21), event: '$pageview', at: FROM + 3_600_000, path: '/' },
+      { person: 'b', session: v7(22), event: '$pageview', at: FROM + 7_200_000, path: '/' },
+    ]);
+    const { results } = await runWebOverview(engine(), parseWebQuery({ dateRange: RANGE, compareFilter: { compare: true } }), ctx);
+    expect(results[0]).toEqual({ key: 'visitors', kind: 'unit', value: 2, previous: 1, changeFromPreviousPct: 100 });
+    expect(results[4]).toMatchObject({ key: 'bounce rate', kind: 'percentage', value: 100, previous: 100, changeFromPreviousPct: 0, isIncreaseBad: true });
+    expect(changeFromPrevious(5, 0)).toBeNull();
+    expect(changeFromPrevious(5, null)).toBeNull();
+  });
+
+  it('equals the reference on random sessions', async () => {
+    const ev = fc.record({
+      person: fc.constantFrom('p1', 'p2', 'p3', 'p4'),
+      session: fc.oneof(fc.integer({ min: 100, max: 108 }).map(v7), fc.constant('legacy-session')),
+      event: fc.constantFrom('$pageview', '$pageview', '$screen', '$autocapture', '$pageleave', 'signed up'),
+      // Whole seconds over the range and a day either side.
+      at: fc.integer({ min: (FROM - 86_400_000) / 1000, max: (END + 86_400_000) / 1000 }).map((s) => s * 1000),
+      path: fc.constantFrom('/', '/pricing', '/docs'),
+    });
+    // One person per session, as a browser has.
+    const sessions = fc.array(ev, { minLength: 1, maxLength: 40 }).map((events) => {
+      const owner = new Map<string, string>();
+      return events.map((event) => ({ ...event, person: owner.get(event.session) ?? (owner.set(event.session, event.person), event.person) }));
+    });
+    await fc.assert(
+      fc.asyncProperty(sessions, async (events) => {
+        const ctx = await project(events);
+        const got = await overview(ctx);
+        const want = reference(events);
+        expect({ ...got, 'session duration': got['session duration'] === null ? null : Number(got['session duration']!.toFixed(6)) }).toEqual({
+          ...want,
+          'session duration': want['session duration'] === null ? null : Number(want['session duration'].toFixed(6)),
+        });
+      }),
+      { numRuns: 15 },
+    );
+  });
+
+  it('refuses a bad node with a field-named error', () => {
+    expect(() => parseWebQuery({ dateRange: 'x' })).toThrow(ApiError);
+    expect(() => parseWebStatsQuery({ breakdownBy: 'Nope' })).toThrow(expect.objectContaining({ attr: 'breakdownBy' }));
+    expect(() => parseWebStatsQuery({ breakdownBy: 'Page', limit: 0 })).toThrow(expect.objectContaining({ attr: 'limit' }));
+  });
+});
+
+describe('WebStatsTableQuery', () => {
+  it('breaks visitors, views and bounce rate down by page, entry page and browser', async () => {
+    const t = FROM + 3_600_000;
+    const ctx = await project([
+      { person: 'a', session: v7(30), event: '$pageview', at: t, path: '/', browser: 'Firefox' },
+      { person: 'a', session: v7(30), event: '$pageview', at: t + 20_000, path: '/pricing', browser: 'Firefox' },
+      { person: 'b', session: v7(31), event: '$pageview', at: t, path: '/pricing' },
+      { person: 'c', session: v7(32), event: '$pageview', at: t, path: '/pricing' },
+      { person: 'c', session: v7(32), event: '$pageview', at: t + 1000, path: '/pricing' },
+    ]);
+    const table = (breakdownBy: string) =>
+      runWebStatsTable(engine(), parseWebStatsQuery({ breakdownBy, dateRange: RANGE, includeBounceRate: true }), ctx).then((result) => result.results);
+    // /pricing: 3 visitors, 4 views; entered by b (bounce) and c (2 pageviews: not a bounce).
+    expect(await table('Page')).toEqual([
+      ['/pricing', [3, null], [4, null], [0.5, null]],
+      ['/', [1, null], [1, null], [0, null]],
+    ]);
+    expect(await table('InitialPage')).toEqual([
+      ['/pricing', [2, null], [3, null], [0.5, null]],
+      ['/', [1, null], [2, null], [0, null]],
+    ]);
+    expect(await table('Browser')).toEqual([
+      ['Chrome', [2, null], [3, null], [0.5, null]],
+      ['Firefox', [1, null], [2, null], [0, null]],
+    ]);
+    const referrers = await table('InitialReferringDomain');
+    expect(referrers).toEqual([[null, [3, null], [5, null], [1 / 3, null]]]);
+    const limited = await runWebStatsTable(engine(), parseWebStatsQuery({ breakdownBy: 'Page', dateRange: RANGE, limit: 1 }), ctx);
+    expect(limited).toMatchObject({
+      hasMore: true,
+      limit: 1,
+      columns: ['context.columns.breakdown_value', 'context.columns.visitors', 'context.columns.views'],
+    });
+    expect(limited.results).toEqual([['/pricing', [3, null], [4, null]]]);
+  });
+});
+
+it("takes a session's referring domain from its first event that has one", async () => {
+  const t = FROM + 3_600_000;
+  const ctx = await project([
+    { person: 'a', session: v7(40), event: '$pageview', at: t, path: '/' },
+    { person: 'a', session: v7(40), event: '$pageview', at: t + 1000, path: '/docs', referringDomain: 'www.google.com' },
+    { person: 'a', session: v7(40), event: '$pageview', at: t + 2000, path: '/docs', referringDomain: 'news.ycombinator.com' },
+  ]);
+  const { results } = await runWebStatsTable(engine(), parseWebStatsQuery({ breakdownBy: 'InitialReferringDomain', dateRange: RANGE }), ctx);
+  expect(results).toEqual([['www.google.com', [1, null], [3, null]]]);
+});
