@@ -168,7 +168,7 @@ describe('expensive analysis requests (embedded, limits set low)', () => {
     // The wide CSV keeps its columns to the cap, the rest in one JSON column.
     const wideCsv = answers[5]!;
     expect(wideCsv.status).toBe(200);
-    const header = wideCsv.body.toString().split('\n')[0]!.split(',');
+    const header = wideCsv.body.toString().split(/\r?\n/)[0]!.split(',');
     expect(header.length).toBeLessThanOrEqual(CSV_MAX_COLUMNS + 1);
     expect(header).toContain('other_properties');
 
