@@ -13,7 +13,9 @@
  * writes the project's names once (as after a restart): the figure includes that.
  * BENCH_DEFINITIONS_EVENTS (20,000) events per round, BENCH_DEFINITIONS_ROUNDS (6) rounds, BENCH_DEFINITIONS_PEOPLE
  * (2,000) distinct ids. Prints one JSON line: per mode the median and total CPU-seconds per 1,000 events, and the
- * ratio of the medians and of the totals.
+ * ratio of the medians and of the totals; the upkeep step's share of the batches' wall time; and, measured apart
+ * from the consumer (whose rounds vary by ±10 % on a loaded machine), the upkeep's CPU per event over stored events
+ * whose names it knows — the steady state — against the consumer's CPU per event.
  */
 // First: the thread pool size embedded mode runs with (see the module).
 import '@plover/config/threadpool';
@@ -23,6 +25,7 @@ import { createLogger } from '@plover/core';
 import { createConsumer, DEFAULT_INGESTION_SETTINGS } from '@plover/ingestion/consumer';
 import { migrate as migratePostgres } from '@plover/postgres';
 import { Registry } from 'prom-client';
+import { DefinitionsUpkeep } from '../services/ingestion/src/definitions/upkeep';
 import { pageview } from './pageviews';
 import { createProject, embeddedStack, observeInserts, stepSeconds, waitUntil, type Stack } from './stacks';
 
@@ -102,6 +105,22 @@ async function main(): Promise<void> {
       }
       loads.push(os.loadavg());
     }
+    // The upkeep alone, over stored events (properties as ingestion had them) whose names are all known: the
+    // steady state, where it runs no statement. Its CPU per event against the consumer's, measured without the
+    // consumer's noise.
+    const sampleRows = await stack.clickhouse.query<{ event: string; properties: string }>(
+      'bench.sample',
+      'SELECT event, properties FROM events WHERE team_id = {projectId:Int64} LIMIT {limit:UInt32}',
+      { projectId: teamId, limit: EVENTS },
+    );
+    const sample = sampleRows.map((row) => ({ projectId: teamId, event: row.event, properties: JSON.parse(row.properties) as Record<string, unknown> }));
+    const upkeep = new DefinitionsUpkeep({ sql: stack.sql, groupTypeIndex: () => Promise.resolve(undefined) });
+    await upkeep.record(sample);
+    const upkeepBefore = process.cpuUsage();
+    for (let repeat = 0; repeat < 10; repeat++) await upkeep.record(sample);
+    const upkeepUsed = process.cpuUsage(upkeepBefore);
+    const upkeepMicrosecondsPerEvent = (upkeepUsed.user + upkeepUsed.system) / (10 * sample.length);
+
     const definitionRows = await stack.sql.query<{ events: number; properties: number }>(
       'bench.definitions',
       `SELECT (SELECT count(*)::int FROM event_definitions WHERE project_id = $1) AS events,
@@ -121,6 +140,9 @@ async function main(): Promise<void> {
         // Target: ≤ 1.05.
         onOverOffMedian: Math.round((median(cpu.on) / median(cpu.off)) * 1000) / 1000,
         onOverOffTotal: Math.round((sum(cpu.on) / sum(cpu.off)) * 1000) / 1000,
+        steadyUpkeepCpuMicrosecondsPerEvent: Math.round(upkeepMicrosecondsPerEvent * 100) / 100,
+        // That against the consumer's CPU per event without the upkeep (µs per event = ms per 1,000 events).
+        steadyUpkeepShareOfIngestionCpu: Math.round((upkeepMicrosecondsPerEvent / (median(cpu.off) * 1000)) * 10000) / 10000,
         // The upkeep's own share of the batches' time, a direct reading less exposed to the machine's load.
         definitionsStepShareOfBatch: Math.round((steps.definitions / steps.batch) * 10000) / 10000,
         definitions: definitionRows.rows[0],

@@ -335,4 +335,52 @@ describeWithBrowser()('the analysis screens in Chromium', () => {
     await screenshot(page, 'paths-phone');
     expect(problems).toEqual([]);
   }, 240_000);
+
+  it('shows stickiness and lifecycle as the trend endpoint computes them, saved and reopened', async () => {
+    const { page, problems } = view;
+    await open(page, 'New insight');
+    const projectId = target.console.plover.credentials.projectId;
+    type Answer = { result: Array<{ label: string; data: number[]; labels: string[]; count: number; status?: string }> };
+    /** Waits for the screen to ask for `insight`, and answers what the API answers a script for the same body. */
+    const asked = async (insight: string, change: () => Promise<void>) => {
+      const [request] = await Promise.all([
+        page.waitForRequest(
+          (each) => each.url().includes('/insights/trend/') && (JSON.parse(each.postData() ?? '{}') as { insight?: string }).insight === insight,
+        ),
+        change(),
+      ]);
+      return target.console.api<Answer>('POST', `/api/projects/${projectId}/insights/trend/`, JSON.parse(request.postData()!));
+    };
+    const legend = page.locator('.result .legend li');
+
+    // Stickiness: of the ten viewers, five viewed on one day, three on two, two on three.
+    const sticky = await asked('STICKINESS', () => page.getByRole('radio', { name: 'Stickiness' }).check());
+    expect(sticky.result.map((series) => [series.label, series.data.slice(0, 4), series.labels.slice(0, 2)])).toEqual([
+      ['$pageview', [5, 3, 2, 0], ['1 day', '2 days']],
+    ]);
+    await texts(legend, ['$pageview10']);
+    await expect(page.getByRole('img', { name: 'Stickiness. $pageview: 10' }).isVisible()).resolves.toBe(true);
+    // What stickiness does not take is not offered.
+    await expect(page.getByLabel('Formula').count()).resolves.toBe(0);
+    await expect(page.getByRole('radio', { name: 'Number' }).count()).resolves.toBe(0);
+    await screenshot(page, 'stickiness');
+
+    // Lifecycle: one series, stacked bars of new, returning, resurrecting and dormant persons.
+    const lifecycle = await asked('LIFECYCLE', () => page.getByRole('radio', { name: 'Lifecycle' }).check());
+    const byStatus = new Map(lifecycle.result.map((series) => [series.status, series.count]));
+    const expected = ['New', 'Returning', 'Resurrecting', 'Dormant'].map((label) => `${label}${byStatus.get(label.toLowerCase())!.toLocaleString('en-US')}`);
+    expect(byStatus.get('new')).toBe(10);
+    expect(byStatus.get('dormant')).toBe(-10);
+    await texts(legend, expected);
+    await expect(page.getByRole('button', { name: 'Add series' }).count()).resolves.toBe(0);
+    await screenshot(page, 'lifecycle');
+
+    await page.getByRole('button', { name: 'Save insight' }).click();
+    await page.waitForURL(/\/insights\/(?!new)[A-Za-z0-9]+$/);
+    await page.reload();
+    await page.getByRole('heading', { level: 1, name: '$pageview lifecycle' }).waitFor();
+    await expect(page.getByRole('radio', { name: 'Lifecycle' }).isChecked()).resolves.toBe(true);
+    await texts(legend, expected);
+    expect(problems).toEqual([]);
+  }, 240_000);
 });

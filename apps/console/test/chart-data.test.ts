@@ -1,5 +1,16 @@
 import type { TrendSeries } from '../src/api/types';
-import { BREAKDOWN_OTHER, barSlot, bucketLabel, chartModel, compactNumber, seriesLabel, totalRows } from '../src/insights/chart-data';
+import {
+  BREAKDOWN_OTHER,
+  barSlot,
+  bucketLabel,
+  chartModel,
+  compactNumber,
+  lifecycleModel,
+  seriesLabel,
+  stackedValues,
+  stickinessModel,
+  totalRows,
+} from '../src/insights/chart-data';
 
 /** A trend series as the API answers it, with only what the mapping reads set. */
 function series(fields: Partial<TrendSeries> & Pick<TrendSeries, 'label' | 'data'>): TrendSeries {
@@ -113,5 +124,49 @@ describe('bar groups and axis numbers', () => {
       '-15k',
       '0.13',
     ]);
+  });
+});
+
+describe('stickiness and lifecycle charts', () => {
+  it('draws stickiness over the number of intervals active, each total the persons counted', () => {
+    const answer = series({ label: 'signup', data: [5, 3, 2], labels: ['1 day', '2 days', '3 days'], action: null });
+    expect(stickinessModel([answer])).toEqual({
+      labels: ['1 day', '2 days', '3 days'],
+      series: [{ label: 'signup', values: [5, 3, 2], total: 10, previous: false }],
+    });
+  });
+
+  it('orders lifecycle statuses new, returning, resurrecting, dormant whatever the answer’s order, with their colours', () => {
+    const status = (name: TrendSeries['status'], data: number[]) => series({ label: `signup - ${name}`, data, status: name });
+    const model = lifecycleModel(
+      [status('dormant', [0, -2, -1]), status('new', [4, 1, 0]), status('resurrecting', [0, 0, 1]), status('returning', [0, 2, 1])],
+      'day',
+    );
+    expect(model.labels).toEqual(['10 Nov', '11 Nov', '12 Nov']);
+    expect(model.series.map((each) => [each.label, each.values, each.total, each.colour])).toEqual([
+      ['New', [4, 1, 0], 5, 2],
+      ['Returning', [0, 2, 1], 3, 0],
+      ['Resurrecting', [0, 0, 1], 1, 4],
+      ['Dormant', [0, -2, -1], -3, 1],
+    ]);
+  });
+
+  it('stacks positive values upwards and negative ones downwards, each from 0, a 0 drawing nothing', () => {
+    expect(
+      stackedValues([
+        [4, 1, 0],
+        [0, 2, 1],
+        [0, 0, 1],
+        [0, -2, -1],
+        [-1, 0, -1],
+      ]),
+    ).toEqual([
+      [4, 1, 0],
+      [0, 3, 1],
+      [0, 0, 2],
+      [0, -2, -1],
+      [-1, 0, -2],
+    ]);
+    expect(stackedValues([])).toEqual([]);
   });
 });

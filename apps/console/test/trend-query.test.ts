@@ -1,5 +1,15 @@
 import { newFilter, type FilterForm } from '../src/filters/property-filter';
-import { defaultForm, describeForm, formFromFilters, formProblem, newSeries, trendRequest, visualizationOf, type TrendForm } from '../src/insights/query';
+import {
+  defaultForm,
+  describeForm,
+  formFromFilters,
+  formProblem,
+  newSeries,
+  trendRequest,
+  visualizationOf,
+  withKind,
+  type TrendForm,
+} from '../src/insights/query';
 
 const form = (changes: Partial<TrendForm>): TrendForm => ({ ...defaultForm(), ...changes });
 const filter = (fields: Omit<FilterForm, 'groupTypeIndex'>): FilterForm => ({ ...fields, groupTypeIndex: 0 });
@@ -137,5 +147,44 @@ describe('formProblem and describeForm', () => {
     expect(describeForm(form({ series: [newSeries(), { ...newSeries(''), math: 'dau' }], breakdown: '$browser' }))).toBe(
       '$pageview total count, All events unique users by $browser',
     );
+  });
+});
+
+describe('stickiness and lifecycle', () => {
+  const full = form({
+    series: [newSeries('signup'), newSeries('purchase')],
+    breakdown: '$browser',
+    compare: true,
+    formula: 'A + B',
+    visualization: 'table',
+  });
+
+  it('asks stickiness without a breakdown or formula, as a line when the trend showed a total', () => {
+    const sticky = withKind(full, 'STICKINESS');
+    expect(sticky.visualization).toBe('line');
+    const request = trendRequest(sticky);
+    expect(request).toMatchObject({ insight: 'STICKINESS', compare: true, display: 'ActionsLineGraph' });
+    expect(request.events.map((event) => event.id)).toEqual(['signup', 'purchase']);
+    expect(request).not.toHaveProperty('breakdown');
+    expect(request).not.toHaveProperty('formula');
+    expect(withKind(form({ visualization: 'bar' }), 'STICKINESS').visualization).toBe('bar');
+  });
+
+  it('asks lifecycle of the first series only, as bars, with neither breakdown, formula nor comparison', () => {
+    const request = trendRequest(withKind(full, 'LIFECYCLE'));
+    expect(request).toMatchObject({ insight: 'LIFECYCLE', display: 'ActionsBar' });
+    expect(request.events.map((event) => event.id)).toEqual(['signup']);
+    for (const field of ['breakdown', 'formula', 'compare']) expect(request).not.toHaveProperty(field);
+    expect(describeForm(withKind(full, 'LIFECYCLE'))).toBe('signup lifecycle');
+    expect(describeForm(withKind(full, 'STICKINESS'))).toBe('signup, purchase stickiness');
+  });
+
+  it('reopens each kind, `shown_as` before `insight` as the API reads it', () => {
+    for (const kind of ['STICKINESS', 'LIFECYCLE'] as const) {
+      const saved = withKind(form({ series: [newSeries('signup')] }), kind);
+      expect(formFromFilters(JSON.parse(JSON.stringify(trendRequest(saved))) as Record<string, unknown>)).toEqual(saved);
+    }
+    expect(formFromFilters({ insight: 'TRENDS', shown_as: 'Lifecycle' }).insight).toBe('LIFECYCLE');
+    expect(formFromFilters({ insight: 'PATHS' }).insight).toBe('TRENDS');
   });
 });

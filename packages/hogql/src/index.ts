@@ -4,7 +4,8 @@
  * under limits.
  */
 export { HogQLError, type HogQLErrorKind } from './errors';
-export { parseExpr, parseSelect, type AstNode } from './parser';
+export { parseExpr, parseOrderExpr, parseSelect, type AstNode } from './parser';
+export * from './ast';
 export { Printer, type PrintedQuery, type PrintOptions } from './printer';
 export { TEAM_PARAM, VIRTUAL_TABLES } from './tables';
 export * from './run';

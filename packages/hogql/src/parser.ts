@@ -24,6 +24,7 @@ interface ParseFailure {
 interface HogQLParser {
   parseSelect(input: string): string;
   parseExpr(input: string): string;
+  parseOrderExpr(input: string): string;
 }
 
 let parser: Promise<HogQLParser> | undefined;
@@ -62,4 +63,9 @@ export async function parseSelect(query: string): Promise<AstNode> {
 /** One expression (an EventsQuery column, a `where` item) as an AST with positions. */
 export async function parseExpr(expr: string): Promise<AstNode> {
   return check((await load()).parseExpr(expr));
+}
+
+/** One ORDER BY item (`timestamp DESC`) as an `OrderExpr` node. */
+export async function parseOrderExpr(expr: string): Promise<AstNode> {
+  return check((await load()).parseOrderExpr(expr));
 }

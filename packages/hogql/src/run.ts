@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { ClickHouse } from '@plover/clickhouse';
 import { ApiError, StorageError } from '@plover/core';
 import { HogQLError } from './errors';
-import { parseSelect } from './parser';
+import { parseSelect, type AstNode } from './parser';
 import { Printer, type PrintedQuery } from './printer';
 
 export const DEFAULT_LIMIT = 100;
@@ -50,8 +50,11 @@ const HOGQL_SETTINGS = {
 
 /** Parses and prints `query` for `teamId`; HogQLErrors for anything wrong with it. */
 export async function printHogQL(query: string, options: { teamId: number; values?: Readonly<Record<string, unknown>> }): Promise<PrintedQuery> {
-  const ast = await parseSelect(query);
-  return new Printer({ teamId: options.teamId, values: options.values, defaultLimit: DEFAULT_LIMIT, maxLimit: MAX_LIMIT }, query).print(ast);
+  return printAst(await parseSelect(query), query, options);
+}
+
+function printAst(ast: AstNode, text: string, options: { teamId: number; values?: Readonly<Record<string, unknown>> }): PrintedQuery {
+  return new Printer({ teamId: options.teamId, values: options.values, defaultLimit: DEFAULT_LIMIT, maxLimit: MAX_LIMIT }, text).print(ast);
 }
 
 const queryMarker = (queryId: string) => `/* hogql-query ${queryId} */`;
@@ -60,7 +63,19 @@ const queryMarker = (queryId: string) => `/* hogql-query ${queryId} */`;
  * Runs `query` for `options.teamId` on `ch`, which bounds it: the management API hands in its analysis handle
  * (`limitedClickHouse`, the one owner of time, memory, rows and thread limits).
  */
-export async function runHogQL(ch: ClickHouse, query: string, options: HogQLRunOptions): Promise<HogQLResult> {
+export function runHogQL(ch: ClickHouse, query: string, options: HogQLRunOptions): Promise<HogQLResult> {
+  return run(ch, query, () => printHogQL(query, options), options);
+}
+
+/**
+ * Runs a SELECT built as an AST (ast.ts) the way {@link runHogQL} runs text: the same printer, guard and limits.
+ * `hogql` is its text as shown to the caller.
+ */
+export function runHogQLAst(ch: ClickHouse, ast: AstNode, hogql: string, options: HogQLRunOptions): Promise<HogQLResult> {
+  return run(ch, hogql, () => Promise.resolve(printAst(ast, '', options)), options);
+}
+
+async function run(ch: ClickHouse, query: string, print: () => Promise<PrintedQuery>, options: HogQLRunOptions): Promise<HogQLResult> {
   const timings = options.timings ?? [];
   let started = performance.now();
   const lap = (k: string) => {
@@ -68,7 +83,7 @@ export async function runHogQL(ch: ClickHouse, query: string, options: HogQLRunO
     timings.push({ k, t: (now - started) / 1000 });
     started = now;
   };
-  const printed = await toApi(() => printHogQL(query, options));
+  const printed = await toApi(print);
   lap('./print');
   const sql = `${queryMarker(options.queryId ?? randomUUID())} ${printed.sql}`;
   const result = await toApi(() => ch.queryRows('hogql', sql, printed.params, HOGQL_SETTINGS));

@@ -8,6 +8,7 @@
  * Persons, distinct ids and groups live in Postgres; here they are derived from the copies every event carries
  * (the person and group properties as ingestion stamped them), the latest event winning.
  */
+import { channelTypeSql } from './channel';
 import { HogQLError } from './errors';
 
 /** A column: SQL over the table's source; `json` when it holds JSON text whose keys `col.key.key` reach. */
@@ -149,30 +150,22 @@ const url = prop('$current_url');
 /** The `$current_url` of the session's first / last event carrying one; pathname and hostname are taken from it. */
 const ENTRY_URL = `argMinIf(${url}, e.timestamp, ${url} != '')`;
 const EXIT_URL = `argMaxIf(${url}, e.timestamp, ${url} != '')`;
-const firstOf = (key: string) => col(`argMinIf(${prop(key)}, e.timestamp, ${prop(key)} != '')`);
 const PAGEVIEWS = `countIf(e.event = '$pageview')`;
 const SCREENS = `countIf(e.event = '$screen')`;
 const AUTOCAPTURES = `countIf(e.event = '$autocapture')`;
 const DURATION = `dateDiff('second', min(e.timestamp), max(e.timestamp))`;
-const MEDIUM = `lower(argMinIf(${prop('utm_medium')}, e.timestamp, ${prop('utm_medium')} != ''))`;
-const SOURCE = `lower(argMinIf(${prop('utm_source')}, e.timestamp, ${prop('utm_source')} != ''))`;
-const REFERRER = `argMinIf(${prop('$referring_domain')}, e.timestamp, ${prop('$referring_domain')} != '')`;
-const GCLID = `argMinIf(${prop('gclid')}, e.timestamp, ${prop('gclid')} != '')`;
-/** A reduced form of PostHog's channel rules: paid by medium or click id, then search, social, email, referral. */
-const CHANNEL = `multiIf(
-  match(${MEDIUM}, '^(cpc|cpm|cpv|cpa|ppc|retargeting)$') OR startsWith(${MEDIUM}, 'paid') OR ${GCLID} != '',
-    if(match(${SOURCE}, 'google|bing|yahoo|duckduckgo|baidu|yandex'), 'Paid Search',
-      if(match(${SOURCE}, 'facebook|instagram|twitter|linkedin|reddit|tiktok|pinterest|snapchat'), 'Paid Social', 'Paid Unknown')),
-  ${MEDIUM} = 'email' OR ${SOURCE} = 'email', 'Email',
-  ${MEDIUM} = 'affiliate', 'Affiliate',
-  ${MEDIUM} = 'push', 'Push',
-  ${MEDIUM} = 'sms' OR ${SOURCE} = 'sms', 'SMS',
-  match(${REFERRER}, 'google|bing|yahoo|duckduckgo|baidu|yandex|ecosia'), 'Organic Search',
-  match(${REFERRER}, 'facebook|instagram|twitter|t\\\\.co|linkedin|reddit|tiktok|pinterest'), 'Organic Social',
-  match(${REFERRER}, 'youtube|vimeo|twitch'), 'Organic Video',
-  ${REFERRER} IN ('', '$direct') AND ${SOURCE} = '', 'Direct',
-  ${REFERRER} NOT IN ('', '$direct'), 'Referral',
-  'Unknown')`;
+const FIRST = (key: string) => `argMinIf(${prop(key)}, e.timestamp, ${prop(key)} != '')`;
+const REFERRER = FIRST('$referring_domain');
+/** PostHog's channel type of the session's first-touch values (channel.ts). */
+const CHANNEL = channelTypeSql({
+  source: FIRST('utm_source'),
+  medium: FIRST('utm_medium'),
+  campaign: FIRST('utm_campaign'),
+  referringDomain: REFERRER,
+  gclid: FIRST('gclid'),
+  gadSource: FIRST('gad_source'),
+  fbclid: FIRST('fbclid'),
+});
 
 /**
  * PostHog's sessions table keeps only events whose `$session_id` is a UUIDv7 (version nibble 7; the id then also
@@ -205,13 +198,14 @@ const sessions = table(
     $exit_current_url: col(EXIT_URL),
     $exit_pathname: col(`path(${EXIT_URL})`),
     $entry_referring_domain: col(REFERRER),
-    $entry_utm_source: firstOf('utm_source'),
-    $entry_utm_medium: firstOf('utm_medium'),
-    $entry_utm_campaign: firstOf('utm_campaign'),
-    $entry_utm_term: firstOf('utm_term'),
-    $entry_utm_content: firstOf('utm_content'),
-    $entry_gclid: firstOf('gclid'),
-    $entry_fbclid: firstOf('fbclid'),
+    $entry_utm_source: col(FIRST('utm_source')),
+    $entry_utm_medium: col(FIRST('utm_medium')),
+    $entry_utm_campaign: col(FIRST('utm_campaign')),
+    $entry_utm_term: col(FIRST('utm_term')),
+    $entry_utm_content: col(FIRST('utm_content')),
+    $entry_gclid: col(FIRST('gclid')),
+    $entry_gad_source: col(FIRST('gad_source')),
+    $entry_fbclid: col(FIRST('fbclid')),
     $is_bounce: col(`if(${PAGEVIEWS} + ${SCREENS} = 0, NULL, NOT (${PAGEVIEWS} + ${SCREENS} > 1 OR ${AUTOCAPTURES} > 0 OR ${DURATION} >= 10))`),
     $channel_type: col(CHANNEL),
   },

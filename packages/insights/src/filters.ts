@@ -49,22 +49,32 @@ import {
  */
 export function parseInsightRequest(query: Record<string, unknown>, body: unknown): InsightRequest {
   const fields: Fields = { ...query, ...bodyFields(body) };
-  if (!isAbsent(fields.query)) return { insight: 'TRENDS', input: parseTrendsQuery(fields.query, 'query') };
+  if (!isAbsent(fields.query)) return parseInsightQuery(fields.query, 'query');
 
   const insight = insightKind(fields);
   const series = parseEntities(fields.events, 'events');
   const [action] = list(fields.actions, 'actions');
   if (action !== undefined) throw noSuchAction(isObject(action) ? action.id : action, 'actions');
   const top = section(fields, '');
-  const input = settings(series, { top, dates: top, breakdown: top, trends: top, compare: top });
+  const sections = { top, dates: top, breakdown: top, trends: top, compare: top };
+  return checked(insight, settings(series, sections), sections, 'events');
+}
+
+/** Stickiness and lifecycle take neither a breakdown nor a formula; lifecycle one series and no comparison. */
+function checked(
+  insight: InsightKind,
+  input: TrendsInput,
+  { breakdown, trends, compare }: Omit<Sections, 'top' | 'dates'>,
+  seriesAttr: string,
+): InsightRequest {
   if (insight !== 'TRENDS') {
     const name = insight === 'STICKINESS' ? 'Stickiness' : 'Lifecycle';
-    if (input.breakdown !== null) throw ApiError.validation(`${name} does not take a breakdown.`, 'breakdown');
-    if (input.formula !== null) throw ApiError.validation(`${name} does not take a formula.`, 'formula');
+    if (input.breakdown !== null) throw ApiError.validation(`${name} does not take a breakdown.`, breakdown.attr('breakdown'));
+    if (input.formula !== null) throw ApiError.validation(`${name} does not take a formula.`, trends.attr('formula'));
   }
   if (insight === 'LIFECYCLE') {
-    if (series.length > 1) throw ApiError.validation('Lifecycle takes one series.', 'events');
-    if (input.compare) throw ApiError.validation('Lifecycle does not compare with the previous period.', 'compare');
+    if (input.series.length > 1) throw ApiError.validation('Lifecycle takes one series.', seriesAttr);
+    if (input.compare) throw ApiError.validation('Lifecycle does not compare with the previous period.', compare.attr('compare'));
   }
   return { insight, input };
 }
@@ -84,12 +94,28 @@ function insightKind(fields: Fields): InsightKind {
   return insight;
 }
 
-/** A `TrendsQuery` node (an object or its JSON text); `attr` prefixes every error's field name. */
-export function parseTrendsQuery(node: unknown, attr = 'query'): TrendsInput {
+/** The query node of each insight the trend computations serve, and the sub-object holding its display settings. */
+const QUERY_KINDS: Record<string, { insight: InsightKind; filter: string }> = {
+  TrendsQuery: { insight: 'TRENDS', filter: 'trendsFilter' },
+  StickinessQuery: { insight: 'STICKINESS', filter: 'stickinessFilter' },
+  LifecycleQuery: { insight: 'LIFECYCLE', filter: 'lifecycleFilter' },
+};
+
+/**
+ * A `TrendsQuery`, `StickinessQuery` or `LifecycleQuery` node (an object or its JSON text) and the insight it
+ * asks for; `attr` prefixes every error's field name. Stickiness and lifecycle nodes are checked as their legacy
+ * requests are.
+ */
+export function parseInsightQuery(node: unknown, attr = 'query', kinds: readonly string[] = Object.keys(QUERY_KINDS)): InsightRequest {
   const query = object(node, attr);
   if (query === null) throw required(attr);
-  if (query.kind !== 'TrendsQuery') {
-    throw ApiError.validation(`${describe(query.kind)} is not a valid choice: only TrendsQuery is supported.`, `${attr}__kind`, 'invalid_choice');
+  const kind = typeof query.kind === 'string' && kinds.includes(query.kind) ? QUERY_KINDS[query.kind] : undefined;
+  if (kind === undefined) {
+    throw ApiError.validation(
+      `${describe(query.kind)} is not a valid choice: only ${kinds.join(', ')} ${kinds.length === 1 ? 'is' : 'are'} supported.`,
+      `${attr}__kind`,
+      'invalid_choice',
+    );
   }
   if (isAbsent(query.series)) throw required(`${attr}__series`);
   const series = list(query.series, `${attr}__series`).map((item, index) => eventsNode(item, `${attr}__series__${index}`, index));
@@ -98,13 +124,13 @@ export function parseTrendsQuery(node: unknown, attr = 'query'): TrendsInput {
   if (list(breakdown.fields.breakdowns, breakdown.attr('breakdowns')).length > 0) {
     throw ApiError.validation('Multiple breakdowns are not supported.', breakdown.attr('breakdowns'));
   }
-  return settings(series, {
-    top: section(query, attr),
-    dates: sub('dateRange'),
-    breakdown,
-    trends: sub('trendsFilter'),
-    compare: sub('compareFilter'),
-  });
+  const sections = { top: section(query, attr), dates: sub('dateRange'), breakdown, trends: sub(kind.filter), compare: sub('compareFilter') };
+  return checked(kind.insight, settings(series, sections), sections, `${attr}__series`);
+}
+
+/** A `TrendsQuery` node (an object or its JSON text); `attr` prefixes every error's field name. */
+export function parseTrendsQuery(node: unknown, attr = 'query'): TrendsInput {
+  return parseInsightQuery(node, attr, ['TrendsQuery']).input;
 }
 
 /**

@@ -5,6 +5,7 @@
  */
 import { PERSON_ID_EXPRESSION, type ClickHouse } from '@plover/clickhouse';
 import { bucketDay, bucketLabel, DAY, formatWall, HOUR, MINUTE, parseWall, step } from './dates';
+import type { Params } from './params';
 import { propertyText } from './properties';
 import { insightRange } from './range';
 import { query, SeriesQuery } from './trends';
@@ -31,7 +32,7 @@ function ordinalSql(instant: string, interval: Interval, tz: string): string {
   }
 }
 
-function wallOrdinal(bucket: string, interval: Interval): number {
+export function wallOrdinal(bucket: string, interval: Interval): number {
   const wall = parseWall(bucket);
   switch (interval) {
     case 'minute':
@@ -54,9 +55,10 @@ function wallOrdinal(bucket: string, interval: Interval): number {
  * the range's last, and the interval of their `created_at` (the earliest stored with any of their events: a merge
  * keeps the older one). A status per active interval: `new` for the first when it is the creation interval,
  * `returning` when the interval before was active too, else `resurrecting`; and `dormant` for the interval after
- * each run of activity. Events of personless captures (`$process_person_profile: false`) do not count.
+ * each run of activity. Events of personless captures (`$process_person_profile: false`) do not count. One row
+ * per person, interval (`ordinal`) and `status`, with the person's events of that interval (`uuids`).
  */
-async function statusCounts(ch: ClickHouse, input: TrendsInput, range: ResolvedRange, ctx: InsightContext): Promise<Map<string, number>> {
+export async function lifecycleStatusesSql(input: TrendsInput, range: ResolvedRange, ctx: InsightContext): Promise<{ sql: string; params: Params }> {
   const series = input.series[0]!;
   const q = new SeriesQuery(series, input, ctx, true);
   const personful = `${propertyText('properties', '$process_person_profile', q.params)} != 'false'`;
@@ -64,7 +66,7 @@ async function statusCounts(ch: ClickHouse, input: TrendsInput, range: ResolvedR
   const before = formatWall(step(parseWall(range.from), range.interval, -1));
   const end = formatWall(step(parseWall(last), range.interval, 1) - 1000);
   const events = q.sql(
-    `${PERSON_ID_EXPRESSION} AS person, ${ordinalSql('e.timestamp', range.interval, q.timezone)} AS ordinal`,
+    `${PERSON_ID_EXPRESSION} AS person, ${ordinalSql('e.timestamp', range.interval, q.timezone)} AS ordinal, e.uuid AS uuid`,
     `${await q.where(before, end)} AND ${personful}`,
     '',
   );
@@ -73,20 +75,31 @@ async function statusCounts(ch: ClickHouse, input: TrendsInput, range: ResolvedR
     `e.team_id = {projectId:Int64} AND ${personful}`,
     'person',
   );
-  const sql = `SELECT pair.1 AS ordinal, pair.2 AS status, count() AS persons
+  const sql = `SELECT person, pair.1 AS ordinal, pair.2 AS status, arrayMap(x -> x.2, arrayFilter(x -> x.1 = pair.1, events)) AS uuids
     FROM (
-      SELECT arrayMap((b, i) -> multiIf(i = 1 AND b = created, 'new', i > 1 AND activity[i - 1] = b - 1, 'returning', 'resurrecting'), activity, arrayEnumerate(activity)) AS statuses,
+      SELECT person, events,
+        arrayMap((b, i) -> multiIf(i = 1 AND b = created, 'new', i > 1 AND activity[i - 1] = b - 1, 'returning', 'resurrecting'), activity, arrayEnumerate(activity)) AS statuses,
         arrayFilter((b, i) -> i = length(activity) OR activity[i + 1] != b + 1, activity, arrayEnumerate(activity)) AS run_ends,
         arrayConcat(arrayZip(activity, statuses), arrayMap(b -> (b + 1, 'dormant'), run_ends)) AS pairs
       FROM (
-        SELECT active.activity AS activity, ${ordinalSql('c.created_at', range.interval, q.timezone)} AS created
-        FROM (SELECT person, arraySort(groupUniqArray(ordinal)) AS activity FROM (${events}) GROUP BY person) AS active
+        SELECT active.person AS person, active.activity AS activity, active.events AS events, ${ordinalSql('c.created_at', range.interval, q.timezone)} AS created
+        FROM (SELECT person, arraySort(groupUniqArray(ordinal)) AS activity, groupArray((ordinal, uuid)) AS events FROM (${events}) GROUP BY person) AS active
         LEFT JOIN (${created}) AS c ON active.person = c.person
       )
     )
-    ARRAY JOIN pairs AS pair
-    GROUP BY ordinal, status`;
-  const rows = await query(ch, 'insights.lifecycle', sql, q.params);
+    ARRAY JOIN pairs AS pair`;
+  return { sql, params: q.params };
+}
+
+/** Persons per interval and status, from {@link lifecycleStatusesSql}. */
+async function statusCounts(ch: ClickHouse, input: TrendsInput, range: ResolvedRange, ctx: InsightContext): Promise<Map<string, number>> {
+  const statuses = await lifecycleStatusesSql(input, range, ctx);
+  const rows = await query(
+    ch,
+    'insights.lifecycle',
+    `SELECT ordinal, status, count() AS persons FROM (${statuses.sql}) GROUP BY ordinal, status`,
+    statuses.params,
+  );
   return new Map(rows.map((row) => [`${String(row.ordinal)} ${String(row.status)}`, Number(row.persons)]));
 }
 

@@ -5,20 +5,36 @@
 import type { ClickHouse } from '@plover/clickhouse';
 import { previousRange } from './dates';
 import { insightRange } from './range';
+import type { Params } from './params';
 import { query, SeriesQuery } from './trends';
 import type { InsightContext, ResolvedRange, Series, StickinessSeriesResult, TrendsInput } from './types';
 
-/** Per number of active intervals, the persons (or groups) with that many. */
-async function activeIntervals(ch: ClickHouse, series: Series, input: TrendsInput, range: ResolvedRange, ctx: InsightContext): Promise<Map<number, number>> {
+/**
+ * One row per person (group for `unique_group`) with events of the series in the range: `target`, `intervals`
+ * (how many of the range's intervals they were active in) and `uuids` (their matching events). The counts and
+ * the actors behind each count (actors.ts) both read it.
+ */
+export async function stickinessTargetsSql(
+  series: Series,
+  input: TrendsInput,
+  range: ResolvedRange,
+  ctx: InsightContext,
+): Promise<{ sql: string; params: Params }> {
   const groups = series.math === 'unique_group';
   const q = new SeriesQuery(series, input, ctx, !groups);
   const where = await q.where(range.from, range.to);
-  const perTarget = q.sql(
-    `${q.counted()} AS target, uniqExact(${q.bucket(range.interval)}) AS intervals`,
+  const sql = q.sql(
+    `${q.counted()} AS target, uniqExact(${q.bucket(range.interval)}) AS intervals, groupArray(e.uuid) AS uuids`,
     groups ? `${where} AND target != ''` : where,
     'target',
   );
-  const rows = await query(ch, 'insights.stickiness', `SELECT intervals, count() AS targets FROM (${perTarget}) GROUP BY intervals`, q.params);
+  return { sql, params: q.params };
+}
+
+/** Per number of active intervals, the persons (or groups) with that many. */
+async function activeIntervals(ch: ClickHouse, series: Series, input: TrendsInput, range: ResolvedRange, ctx: InsightContext): Promise<Map<number, number>> {
+  const targets = await stickinessTargetsSql(series, input, range, ctx);
+  const rows = await query(ch, 'insights.stickiness', `SELECT intervals, count() AS targets FROM (${targets.sql}) GROUP BY intervals`, targets.params);
   return new Map(rows.map((row) => [Number(row.intervals), Number(row.targets)]));
 }
 

@@ -37,7 +37,7 @@ function hasCohort(group: PropertyGroup | null): boolean {
 }
 
 /** Days an active-user math looks back from a day (that day included); 0 for the other maths. */
-function activeDays(math: MathType, interval: Interval): number {
+export function activeDays(math: MathType, interval: Interval): number {
   if (interval === 'week' || interval === 'month') return 0;
   return math === 'weekly_active' ? 7 : math === 'monthly_active' ? 30 : 0;
 }
@@ -199,7 +199,7 @@ export async function query(ch: ClickHouse, name: string, sql: string, params: P
  * The breakdown values a series shows over a range, ranked by matching events (ties by value), and whether
  * more values exist than `breakdown_limit` (then an "other" series follows them).
  */
-async function rankBreakdown(ch: ClickHouse, q: SeriesQuery, input: TrendsInput, range: ResolvedRange): Promise<{ top: string[]; other: boolean }> {
+export async function rankBreakdown(ch: ClickHouse, q: SeriesQuery, input: TrendsInput, range: ResolvedRange): Promise<{ top: string[]; other: boolean }> {
   const limit = input.breakdown?.limit ?? 0;
   const where = await q.where(range.from, range.to);
   const rows = await query(

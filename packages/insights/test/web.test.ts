@@ -220,3 +220,19 @@ it("takes a session's referring domain from its first event that has one", async
   const { results } = await runWebStatsTable(engine(), parseWebStatsQuery({ breakdownBy: 'InitialReferringDomain', dateRange: RANGE }), ctx);
   expect(results).toEqual([['www.google.com', [1, null], [3, null]]]);
 });
+
+it('breaks sessions down by channel type', async () => {
+  const t = FROM + 3_600_000;
+  const ctx = await project([
+    { person: 'a', session: v7(50), event: '$pageview', at: t, path: '/', referringDomain: 'www.google.com' },
+    { person: 'b', session: v7(51), event: '$pageview', at: t, path: '/', referringDomain: 'www.google.com' },
+    { person: 'c', session: v7(52), event: '$pageview', at: t, path: '/', referringDomain: '$direct' },
+    { person: 'd', session: v7(53), event: '$pageview', at: t, path: '/', referringDomain: 'l.facebook.com' },
+  ]);
+  const { results } = await runWebStatsTable(engine(), parseWebStatsQuery({ breakdownBy: 'InitialChannelType', dateRange: RANGE }), ctx);
+  expect(results).toEqual([
+    ['Organic Search', [2, null], [2, null]],
+    ['Direct', [1, null], [1, null]],
+    ['Organic Social', [1, null], [1, null]],
+  ]);
+});

@@ -260,7 +260,7 @@ export class BatchHandler {
     results.forEach((result, index) => {
       if (result.kind === 'event') {
         events.push({ row: result.row, message: messages[index] as BusMessage, index });
-        observed.push({ projectId: result.row.team_id, event: result.row.event, properties: result.properties });
+        if (this.options.definitions) observed.push({ projectId: result.row.team_id, event: result.row.event, properties: result.properties });
         warnings.push(...result.warnings);
         overrides.push(...result.overrides);
       } else if (result.kind === 'dead_letter') {

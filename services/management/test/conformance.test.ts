@@ -81,6 +81,13 @@ interface Example {
 
 const HOGQL = { kind: 'HogQLQuery', query: 'select event, count() from events group by event' };
 const TRENDS = { kind: 'TrendsQuery', series: [{ kind: 'EventsNode', event: '$pageview' }] };
+const FUNNEL = {
+  kind: 'FunnelsQuery',
+  series: [
+    { kind: 'EventsNode', event: '$pageview' },
+    { kind: 'EventsNode', event: 'signup' },
+  ],
+};
 
 /** A node of every query kind, run through `POST /query/` and validated against the kind's declared response. */
 /** A query node: its kind, the node it wraps (`source`) and its other fields. */
@@ -93,14 +100,13 @@ interface QueryNode {
 const KIND_EXAMPLES: Record<string, QueryNode> = {
   HogQLQuery: HOGQL,
   HogQLMetadata: { kind: 'HogQLMetadata', query: 'select nothing from events' },
+  EventsQuery: { kind: 'EventsQuery', select: ['*', 'event', 'person', 'count()'], after: 'all' },
   TrendsQuery: TRENDS,
-  FunnelsQuery: {
-    kind: 'FunnelsQuery',
-    series: [
-      { kind: 'EventsNode', event: '$pageview' },
-      { kind: 'EventsNode', event: 'signup' },
-    ],
-  },
+  StickinessQuery: { ...TRENDS, kind: 'StickinessQuery' },
+  LifecycleQuery: { ...TRENDS, kind: 'LifecycleQuery' },
+  FunnelsQuery: FUNNEL,
+  ActorsQuery: { kind: 'ActorsQuery', source: { kind: 'InsightActorsQuery', source: { ...TRENDS, kind: 'StickinessQuery' }, day: 1, includeRecordings: true } },
+  FunnelCorrelationQuery: { kind: 'FunnelCorrelationQuery', source: { kind: 'FunnelsActorsQuery', source: FUNNEL }, funnelCorrelationType: 'events' },
   RetentionQuery: { kind: 'RetentionQuery', retentionFilter: { targetEntity: { id: '$pageview', type: 'events' } } },
   PathsQuery: { kind: 'PathsQuery', pathsFilter: { includeEventTypes: ['$pageview'] } },
   WebOverviewQuery: { kind: 'WebOverviewQuery', dateRange: { date_from: '-7d' }, compareFilter: { compare: true }, properties: [] },

@@ -1,13 +1,13 @@
 /**
  * `/query/` as PostHog's tools call it, through `/api/projects/` and `/api/environments/`: HogQL with the
  * response envelope and the cache, errors in PostHog's shape, other projects' rows out of reach, HogQLMetadata,
- * TrendsQuery, FunnelsQuery, RetentionQuery, PathsQuery, wrapper nodes, the per-project concurrency limit, and status and cancel of a running query.
+ * TrendsQuery, StickinessQuery, LifecycleQuery, FunnelsQuery, FunnelCorrelationQuery, RetentionQuery, PathsQuery, wrapper nodes, the per-project concurrency limit, and status and cancel of a running query.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
-import { insertEvents, migrate as migrateClickHouse, NO_GROUPS, type ClickHouse, type EventRow } from '@plover/clickhouse';
+import { insertEvents, insertSnapshotBatches, migrate as migrateClickHouse, NO_GROUPS, type ClickHouse, type EventRow } from '@plover/clickhouse';
 import { ChdbClickHouse } from '@plover/chdb';
 import { silentLogger } from '@plover/core';
 import { backends, useWorld } from './support/app';
@@ -267,6 +267,234 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('/query
       .send({ query: { kind: 'FunnelsQuery', series: [series[0]] } });
     expect(bad.status).toBe(400);
     expect(bad.body).toMatchObject({ type: 'validation_error' });
+  });
+
+  it('StickinessQuery, LifecycleQuery and FunnelCorrelationQuery answer what the legacy endpoints compute', async () => {
+    const t = await world.tenant();
+    const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().replace('T', ' ').replace('Z', '');
+    const as = (row: EventRow, person: string): EventRow => ({ ...row, person_id: person, person_created_at: day(4) });
+    const [ann, bob, cy] = ['a', 'b', 'c'].map((n) => `00000000-0000-4000-b000-00000000000${n}`) as [string, string, string];
+    await insertEvents(clickhouse, [
+      as(event(t.projectId, '$pageview', 'ann', day(3)), ann),
+      as(event(t.projectId, '$pageview', 'ann', day(2)), ann),
+      as(event(t.projectId, '$pageview', 'bob', day(3)), bob),
+      as(event(t.projectId, '$pageview', 'cy', day(2)), cy),
+      as(event(t.projectId, '$pageview', 'cy', day(1)), cy),
+    ]);
+    const base = `/api/projects/${t.projectId}`;
+    const events = [{ id: '$pageview', type: 'events', order: 0 }];
+    const series = [{ kind: 'EventsNode', event: '$pageview' }];
+    for (const [kind, insight] of [
+      ['StickinessQuery', 'STICKINESS'],
+      ['LifecycleQuery', 'LIFECYCLE'],
+    ] as const) {
+      const node = { kind, series, dateRange: { date_from: '-7d' }, interval: 'day' };
+      const viaQuery = await request(world.app).post(`${base}/query/`).set(t.auth).send({ query: node });
+      expect(viaQuery.status).toBe(200);
+      const viaFields = await request(world.app).post(`${base}/insights/trend/`).set(t.auth).send({ insight, events, date_from: '-7d', interval: 'day' });
+      const viaNode = await request(world.app).post(`${base}/insights/trend/`).set(t.auth).send({ query: node });
+      expect(viaQuery.body.results).toEqual(viaFields.body.result);
+      expect(viaQuery.body.results).toEqual(viaNode.body.result);
+    }
+    const stickiness = await request(world.app)
+      .post(`${base}/query/`)
+      .set(t.auth)
+      .send({ query: { kind: 'StickinessQuery', series, dateRange: { date_from: '-7d' } } });
+    // ann and cy on two days, bob on one.
+    expect((stickiness.body.results as Array<{ data: number[] }>)[0]?.data.slice(0, 3)).toEqual([1, 2, 0]);
+    const lifecycle = await request(world.app)
+      .post(`${base}/query/`)
+      .set(t.auth)
+      .send({ query: { kind: 'LifecycleQuery', series, dateRange: { date_from: '-7d' } } });
+    const byStatus = Object.fromEntries((lifecycle.body.results as Array<{ status: string; count: number }>).map((row) => [row.status, row.count]));
+    // Created the day before their first event: ann and bob resurrect 3 days ago, cy 2 days ago; ann and cy return the day after.
+    expect(byStatus).toEqual({ new: 0, returning: 2, resurrecting: 3, dormant: -3 });
+    const refused = await request(world.app)
+      .post(`${base}/query/`)
+      .set(t.auth)
+      .send({ query: { kind: 'LifecycleQuery', series: [...series, ...series] } });
+    expect(refused.body).toMatchObject({ type: 'validation_error', attr: 'query__series' });
+
+    const funnel = { kind: 'FunnelsQuery', series: [...series, ...series], dateRange: { date_from: '-7d' } };
+    const correlation = { kind: 'FunnelCorrelationQuery', source: { kind: 'FunnelsActorsQuery', source: funnel }, funnelCorrelationType: 'events' };
+    const viaQuery = await request(world.app).post(`${base}/query/`).set(t.auth).send({ query: correlation });
+    expect(viaQuery.status).toBe(200);
+    const viaLegacy = await request(world.app).post(`${base}/insights/funnel/correlation/`).set(t.auth).send({ query: correlation });
+    expect(viaQuery.body.results).toEqual(viaLegacy.body.result);
+  });
+
+  it('EventsQuery: HogQL columns, aggregates grouped, filters, time bounds, pagination, * and person as objects', async () => {
+    const t = await setup();
+    const twoDaysAgo = new Date(Date.now() - 2 * 86_400_000).toISOString().replace('T', ' ').replace('Z', '');
+    await insertEvents(clickhouse, [event(t.projectId, 'old', 'cy', twoDaysAgo)]);
+    const url = `/api/environments/${t.projectId}/query/`;
+    const run = async (node: Record<string, unknown>) =>
+      request(world.app)
+        .post(url)
+        .set(t.auth)
+        .send({ query: { kind: 'EventsQuery', ...node } });
+
+    const counts = await run({ select: ['event', 'count()'] });
+    expect(counts.status).toBe(200);
+    expect(counts.body).toMatchObject({
+      columns: ['event', 'count()'],
+      types: ['String', 'UInt64'],
+      results: [
+        ['$pageview', 2],
+        ['signed up', 1],
+      ],
+      hasMore: false,
+      limit: 100,
+      offset: 0,
+    });
+    const all = await run({ select: ['event', 'count()'], after: 'all', orderBy: ['event'] });
+    expect(all.body.results).toEqual([
+      ['$pageview', 2],
+      ['old', 1],
+      ['signed up', 1],
+    ]);
+
+    const page = await run({ select: ['*', 'person', 'distinct_id'], where: ["event = '$pageview'"], orderBy: ['distinct_id DESC'], limit: 1 });
+    expect(page.body).toMatchObject({ hasMore: true, limit: 1, columns: ['*', 'person', 'distinct_id'] });
+    const [[star, person, distinctId]] = page.body.results as [[Record<string, unknown>, Record<string, unknown>, string]];
+    expect(distinctId).toBe('bob');
+    expect(star).toMatchObject({ event: '$pageview', distinct_id: 'bob', properties: { $browser: 'Chrome' }, team_id: t.projectId, elements: [] });
+    expect(person).toMatchObject({ distinct_id: 'bob', properties: {} });
+    const next = await run({ select: ['distinct_id'], where: ["event = '$pageview'"], orderBy: ['distinct_id DESC'], limit: 1, offset: 1 });
+    expect(next.body).toMatchObject({ results: [['ann']], hasMore: false, offset: 1 });
+
+    const byPerson = await run({ select: ['event'], personId: person.uuid, orderBy: ['event'] });
+    expect(byPerson.body.results).toEqual([['$pageview']]);
+    const filtered = await run({
+      select: ['distinct_id', 'count()'],
+      event: '$pageview',
+      properties: [{ type: 'event', key: '$browser', operator: 'exact', value: ['Chrome'] }],
+      where: ['count() > 0', "distinct_id != 'bob'"],
+    });
+    expect(filtered.body.results).toEqual([['ann', 1]]);
+    const none = await run({ select: ['event'], properties: [{ type: 'event', key: '$browser', operator: 'is_not', value: 'Chrome' }] });
+    expect(none.body.results).toEqual([]);
+
+    // Subqueries are guarded like every table; an item is one expression or a 400.
+    const guarded = await run({ select: ['(select count() from events)'], limit: 1, after: 'all' });
+    expect(guarded.body.results).toEqual([[4]]);
+    const injected = await run({ select: ['event from events union all select event'] });
+    expect(injected.status).toBe(400);
+    expect(injected.body).toMatchObject({ type: 'validation_error', code: 'syntax_error' });
+    const unknown = await run({ select: ['nosuchfn(event)'] });
+    expect(unknown.body).toMatchObject({ type: 'validation_error', code: 'resolution_error' });
+  });
+
+  it('ActorsQuery lists the persons behind each number: as many as the number shown, paginated, with recordings', async () => {
+    const t = await world.tenant();
+    const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().replace('T', ' ').replace('Z', '');
+    const as = (row: EventRow, person: string, browser: string, session = ''): EventRow => ({
+      ...row,
+      person_id: person,
+      person_created_at: day(4),
+      properties: JSON.stringify({ $browser: browser }),
+      session_id: session,
+    });
+    const [ann, bob, cy] = ['a', 'b', 'c'].map((n) => `00000000-0000-4000-c000-00000000000${n}`) as [string, string, string];
+    await insertEvents(clickhouse, [
+      as(event(t.projectId, '$pageview', 'ann', day(3)), ann, 'Chrome'),
+      as(event(t.projectId, '$pageview', 'ann', day(2)), ann, 'Chrome'),
+      as(event(t.projectId, 'signed up', 'ann', day(2)), ann, 'Chrome'),
+      as(event(t.projectId, '$pageview', 'bob', day(3)), bob, 'Firefox'),
+      as(event(t.projectId, '$pageview', 'cy', day(2)), cy, 'Chrome'),
+      as(event(t.projectId, '$pageview', 'cy', day(1)), cy, 'Chrome', 'cy-session'),
+    ]);
+    const now = Date.now() - 86_400_000;
+    await insertSnapshotBatches(clickhouse, [
+      {
+        team_id: t.projectId,
+        session_id: 'cy-session',
+        window_id: 'w',
+        batch_uuid: '00000000-0000-4000-c000-0000000000ff',
+        distinct_id: 'cy',
+        first_timestamp: now,
+        last_timestamp: now + 1000,
+        data: '',
+        snapshot_source: 'web',
+        snapshot_library: 'web',
+        click_count: 0,
+        keypress_count: 0,
+        mouse_activity_count: 0,
+        active_milliseconds: 0,
+        console_log_count: 0,
+        console_warn_count: 0,
+        console_error_count: 0,
+        event_count: 1,
+        first_url: null,
+        urls: [],
+      },
+    ]);
+    const base = `/api/projects/${t.projectId}/query/`;
+    const post = async (query: unknown) => {
+      const response = await request(world.app).post(base).set(t.auth).send({ query });
+      expect([response.status, response.body]).toEqual([200, expect.anything()]);
+      return response.body as { results: unknown[][]; columns: string[]; hasMore: boolean };
+    };
+    const actorIds = async (source: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+      (await post({ kind: 'ActorsQuery', source, select: ['id'], limit: 1000, ...extra })).results.map((row) => row[0] as string);
+
+    const dateRange = { date_from: '-7d' };
+    const pageviews = [{ kind: 'EventsNode', event: '$pageview', math: 'dau' }];
+    const checks: Array<[string, number, Record<string, unknown>]> = [];
+    // Trends, broken down by browser: every point of every line.
+    const trendsQuery = { kind: 'TrendsQuery', series: pageviews, dateRange, breakdownFilter: { breakdown: '$browser' } };
+    for (const line of (await post(trendsQuery)).results as unknown as Array<{ data: number[]; days: string[]; breakdown_value: string }>) {
+      line.days.forEach((d, i) =>
+        checks.push([`trend ${line.breakdown_value} ${d}`, line.data[i]!, { source: trendsQuery, day: d, breakdown: line.breakdown_value }]),
+      );
+    }
+    const stickinessQuery = { kind: 'StickinessQuery', series: pageviews, dateRange };
+    const [sticky] = (await post(stickinessQuery)).results as unknown as Array<{ data: number[]; days: number[] }>;
+    sticky!.days.forEach((d, i) => checks.push([`stickiness ${d}`, sticky!.data[i]!, { source: stickinessQuery, day: d }]));
+    const lifecycleQuery = { kind: 'LifecycleQuery', series: pageviews, dateRange };
+    for (const line of (await post(lifecycleQuery)).results as unknown as Array<{ data: number[]; days: string[]; status: string }>) {
+      line.days.forEach((d, i) =>
+        checks.push([`lifecycle ${line.status} ${d}`, Math.abs(line.data[i]!), { source: lifecycleQuery, day: d, status: line.status }]),
+      );
+    }
+    for (const [name, shown, source] of checks) {
+      expect([name, (await actorIds({ kind: 'InsightActorsQuery', ...source })).length]).toEqual([name, shown]);
+    }
+    expect(checks.filter(([, shown]) => shown > 0).length).toBeGreaterThan(5);
+
+    const funnelsQuery = {
+      kind: 'FunnelsQuery',
+      series: [
+        { kind: 'EventsNode', event: '$pageview' },
+        { kind: 'EventsNode', event: 'signed up' },
+      ],
+      dateRange,
+    };
+    const steps = (await post(funnelsQuery)).results as unknown as Array<{ count: number }>;
+    expect(steps.map((s) => s.count)).toEqual([3, 1]);
+    expect(await actorIds({ kind: 'FunnelsActorsQuery', source: funnelsQuery, funnelStep: 1 })).toEqual([ann, bob, cy]);
+    expect(await actorIds({ kind: 'FunnelsActorsQuery', source: funnelsQuery, funnelStep: 2 })).toEqual([ann]);
+    expect(await actorIds({ kind: 'FunnelsActorsQuery', source: funnelsQuery, funnelStep: -2 })).toEqual([bob, cy]);
+
+    // Pages of one; the person column; recordings of the matching events.
+    const first = await post({ kind: 'ActorsQuery', source: { kind: 'FunnelsActorsQuery', source: funnelsQuery, funnelStep: 1 }, limit: 2 });
+    expect(first.columns).toEqual(['person', 'id', 'created_at', 'event_count']);
+    expect(first.hasMore).toBe(true);
+    expect(first.results[0]![0]).toMatchObject({ id: ann, distinct_ids: ['ann'] });
+    const last = await post({ kind: 'ActorsQuery', source: { kind: 'FunnelsActorsQuery', source: funnelsQuery, funnelStep: 1 }, limit: 2, offset: 2 });
+    expect(last).toMatchObject({ hasMore: false, results: [[expect.objectContaining({ id: cy }), cy, expect.any(String), 1]] });
+    const recorded = await post({
+      kind: 'ActorsQuery',
+      select: ['id', 'matched_recordings'],
+      source: { kind: 'InsightActorsQuery', source: trendsQuery, day: day(1).slice(0, 10), breakdown: 'Chrome', includeRecordings: true },
+    });
+    expect(recorded.results).toEqual([[cy, [{ session_id: 'cy-session', events: [expect.objectContaining({ window_id: '' })] }]]]);
+
+    const bad = await request(world.app)
+      .post(base)
+      .set(t.auth)
+      .send({ query: { kind: 'ActorsQuery', source: { kind: 'FunnelsActorsQuery', source: funnelsQuery, funnelStep: -1 } } });
+    expect(bad.body).toMatchObject({ type: 'validation_error', attr: 'funnelStep' });
   });
 
   async function waitForStatus(url: string, id: string, auth: Record<string, string>) {

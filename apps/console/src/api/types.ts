@@ -51,7 +51,7 @@ export interface EventEntity {
 
 /** The legacy trend filter fields: the body of `insights/trend/` and a saved insight's `filters`. */
 export interface TrendRequest {
-  insight: 'TRENDS';
+  insight: 'TRENDS' | 'STICKINESS' | 'LIFECYCLE';
   events: EventEntity[];
   interval: Interval;
   date_from: string;
@@ -77,6 +77,8 @@ export interface TrendSeries {
   breakdown_value?: string | number;
   compare?: boolean;
   compare_label?: 'current' | 'previous';
+  /** A lifecycle series: which persons it counts (dormant ones negative). */
+  status?: 'new' | 'returning' | 'resurrecting' | 'dormant';
   action: { id: string | null; order: number; name: string; custom_name: string | null; math: MathType } | null;
 }
 

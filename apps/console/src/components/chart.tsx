@@ -1,6 +1,6 @@
 /**
- * A line or bar chart of a {@link ChartModel} drawn by uPlot on a canvas, with an HTML legend (labels, colours,
- * totals) under it. Colours come from the stylesheet's `--series-N` variables, so the chart follows the light
+ * A line, bar or stacked bar chart of a {@link ChartModel} drawn by uPlot on a canvas, with an HTML legend
+ * (labels, colours, totals) under it. Stacked bars put positive values above 0 and negative ones below it. Colours come from the stylesheet's `--series-N` variables, so the chart follows the light
  * or dark scheme; it is redrawn when the scheme or its width changes. Screen readers get a summary as the
  * figure's label; the table display has every number.
  */
@@ -8,9 +8,9 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { figure } from '../format';
-import { barSlot, compactNumber, type ChartModel } from '../insights/chart-data';
+import { barSlot, compactNumber, stackedValues, type ChartModel, type ChartSeries } from '../insights/chart-data';
 
-export type ChartKind = 'line' | 'bar';
+export type ChartKind = 'line' | 'bar' | 'stacked';
 
 const SERIES_COLOURS = 8;
 /** Y-axis steps: whole numbers (1, 2, 5, 10, 20, 50…), as most series count something. */
@@ -34,18 +34,36 @@ function seriesColour(element: Element, index: number): string {
     .trim();
 }
 
-function options(model: ChartModel, kind: ChartKind, element: HTMLElement, width: number, height: number): uPlot.Options {
+interface Drawn {
+  series: ChartSeries;
+  /** Its palette entry. */
+  colour: number;
+  values: number[];
+}
+
+/** The series in the order uPlot paints them: stacked bars outermost first, so each inner one is painted over the one around it. */
+function drawnSeries(model: ChartModel, kind: ChartKind): Drawn[] {
+  const all = model.series.map((series, index) => ({ series, colour: series.colour ?? index, values: series.values }));
+  if (kind !== 'stacked') return all;
+  const edges = stackedValues(model.series.map((series) => series.values));
+  return all.map((each, index) => ({ ...each, values: edges[index]! })).reverse();
+}
+
+function options(model: ChartModel, drawn: Drawn[], kind: ChartKind, element: HTMLElement, width: number, height: number): uPlot.Options {
   const style = getComputedStyle(element);
   const muted = style.getPropertyValue('--fg-muted').trim();
   const grid = style.getPropertyValue('--border').trim();
   const axis = { stroke: muted, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 }, font: '12px system-ui, sans-serif' };
-  const count = model.series.length;
+  const count = drawn.length;
   return {
     width,
     height,
     legend: { show: false },
     cursor: { drag: { x: false, y: false }, points: { size: 7 } },
-    scales: { x: { time: false, range: (_u, min, max) => [min - 0.5, max + 0.5] }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
+    scales: {
+      x: { time: false, range: (_u, min, max) => [min - 0.5, max + 0.5] },
+      y: { range: (_u, min, max) => [Math.min(0, min * 1.1), max > 0 ? max * 1.1 : min < 0 ? 0 : 1] },
+    },
     axes: [
       {
         ...axis,
@@ -57,10 +75,10 @@ function options(model: ChartModel, kind: ChartKind, element: HTMLElement, width
     ],
     series: [
       {},
-      ...model.series.map((series, index): uPlot.Series => {
-        const colour = seriesColour(element, index);
-        const slot = barSlot(index, count);
-        return kind === 'bar'
+      ...drawn.map(({ series, colour: entry }, index): uPlot.Series => {
+        const colour = seriesColour(element, entry);
+        const slot = kind === 'stacked' ? barSlot(0, 1) : barSlot(index, count);
+        return kind !== 'line'
           ? {
               label: series.label,
               stroke: colour,
@@ -92,8 +110,9 @@ export function Chart({ model, kind, label, height = 260 }: { model: ChartModel;
   useEffect(() => {
     const element = container.current;
     if (!element) return;
-    const data: uPlot.AlignedData = [model.labels.map((_, index) => index), ...model.series.map((series) => series.values)];
-    const plot = new uPlot(options(model, kind, element, element.clientWidth, height), data, element);
+    const drawn = drawnSeries(model, kind);
+    const data: uPlot.AlignedData = [model.labels.map((_, index) => index), ...drawn.map((series) => series.values)];
+    const plot = new uPlot(options(model, drawn, kind, element, element.clientWidth, height), data, element);
     const resize = new ResizeObserver(() => plot.setSize({ width: element.clientWidth, height }));
     resize.observe(element);
     return () => {
@@ -115,7 +134,7 @@ function Legend({ model }: { model: ChartModel }) {
   const [colours, setColours] = useState<string[]>([]);
   const dark = useColourScheme();
   useEffect(() => {
-    if (ref.current) setColours(model.series.map((_, index) => seriesColour(ref.current!, index)));
+    if (ref.current) setColours(model.series.map((series, index) => seriesColour(ref.current!, series.colour ?? index)));
   }, [model, dark]);
   return (
     <ul class="legend" ref={ref}>

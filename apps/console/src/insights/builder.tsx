@@ -1,14 +1,28 @@
 /**
- * The trend builder's controls: series (event and math), property filters, breakdown, interval and date range,
- * comparison, formula and visualisation. Each edits a {@link TrendForm} and hands back the changed copy.
+ * The trend builder's controls: the kind (trends, stickiness, lifecycle), series (event and math), property
+ * filters, breakdown, interval and date range, comparison, formula and visualisation — each only where the kind
+ * takes it. Each edits a {@link TrendForm} and hands back the changed copy.
  */
 import type { MathType } from '../api/types';
 import { PropertyFilters } from '../components/property-filters';
 import { Segmented } from '../components/segmented';
 import { BreakdownFields, SuggestionLists, TimeFields, type Suggestions } from './fields';
-import { MATHS, PROPERTY_MATHS, newSeries, seriesLetter, type SeriesForm, type TrendForm, type Visualization } from './query';
+import {
+  KIND_VISUALIZATIONS,
+  MATHS,
+  PROPERTY_MATHS,
+  TREND_KINDS,
+  newSeries,
+  seriesLetter,
+  takesBreakdown,
+  takesCompare,
+  withKind,
+  type SeriesForm,
+  type TrendForm,
+  type Visualization,
+} from './query';
 
-const VISUALIZATIONS: ReadonlyArray<{ value: Visualization; label: string }> = [
+const VISUALIZATION_LABELS: ReadonlyArray<{ value: Visualization; label: string }> = [
   { value: 'line', label: 'Line' },
   { value: 'bar', label: 'Bar' },
   { value: 'number', label: 'Number' },
@@ -21,21 +35,33 @@ function replaceAt<T>(items: readonly T[], index: number, item: T): T[] {
 
 export function Builder({ form, onChange, suggestions }: { form: TrendForm; onChange: (form: TrendForm) => void; suggestions: Suggestions }) {
   const set = <K extends keyof TrendForm>(key: K, value: TrendForm[K]) => onChange({ ...form, [key]: value });
+  const kind = form.insight;
+  // Lifecycle reads one series: the first.
+  const shown = kind === 'LIFECYCLE' ? form.series.slice(0, 1) : form.series;
+  const visualizations = VISUALIZATION_LABELS.filter((choice) => KIND_VISUALIZATIONS[kind].includes(choice.value));
 
   return (
     <form class="builder" onSubmit={(event) => event.preventDefault()} aria-label="Trend builder">
       <SuggestionLists suggestions={suggestions} />
 
       <fieldset>
+        <legend>Insight</legend>
+        <Segmented name="insight-kind" label="Insight" options={TREND_KINDS} value={kind} onChange={(next) => onChange(withKind(form, next))} />
+        {kind === 'STICKINESS' && <p class="muted">Persons by how many intervals of the range they did the event in.</p>}
+        {kind === 'LIFECYCLE' && <p class="muted">Persons per interval: new, returning from the one before, resurrecting after a gap, and gone dormant.</p>}
+      </fieldset>
+
+      <fieldset>
         <legend>Series</legend>
-        {form.series.map((series, index) => (
+        {shown.map((series, index) => (
           <SeriesRow
             key={index}
             index={index}
             series={series}
+            measure={kind === 'TRENDS'}
             onChange={(next) => set('series', replaceAt(form.series, index, next))}
             onRemove={
-              form.series.length > 1
+              shown.length > 1
                 ? () =>
                     set(
                       'series',
@@ -45,9 +71,11 @@ export function Builder({ form, onChange, suggestions }: { form: TrendForm; onCh
             }
           />
         ))}
-        <button type="button" class="secondary" onClick={() => set('series', [...form.series, newSeries('')])}>
-          Add series
-        </button>
+        {kind !== 'LIFECYCLE' && (
+          <button type="button" class="secondary" onClick={() => set('series', [...form.series, newSeries('')])}>
+            Add series
+          </button>
+        )}
       </fieldset>
 
       <fieldset>
@@ -63,47 +91,66 @@ export function Builder({ form, onChange, suggestions }: { form: TrendForm; onCh
         />
       </fieldset>
 
-      <BreakdownFields value={form} onChange={(breakdown) => onChange({ ...form, ...breakdown })} />
+      {takesBreakdown(kind) && <BreakdownFields value={form} onChange={(breakdown) => onChange({ ...form, ...breakdown })} />}
 
       <TimeFields value={form} onChange={(range) => onChange({ ...form, ...range })}>
-        <label class="checkbox">
-          <input type="checkbox" checked={form.compare} onChange={(event) => set('compare', event.currentTarget.checked)} />
-          <span>Compare to the previous period</span>
-        </label>
+        {takesCompare(kind) && (
+          <label class="checkbox">
+            <input type="checkbox" checked={form.compare} onChange={(event) => set('compare', event.currentTarget.checked)} />
+            <span>Compare to the previous period</span>
+          </label>
+        )}
       </TimeFields>
 
-      <fieldset>
-        <legend>Formula</legend>
-        <label>
-          <span class="visually-hidden">Formula</span>
-          <input
-            value={form.formula}
-            placeholder={form.series.length > 1 ? 'e.g. A / B' : 'e.g. A * 100'}
-            onInput={(event) => set('formula', event.currentTarget.value)}
-            aria-describedby="formula-help"
-          />
-        </label>
-        <p id="formula-help" class="muted">
-          Letters are the series ({form.series.map((_, index) => seriesLetter(index)).join(', ')}); + − × ÷ and parentheses.
-        </p>
-      </fieldset>
+      {takesBreakdown(kind) && <Formula form={form} onChange={(formula) => set('formula', formula)} />}
 
-      <fieldset>
-        <legend>Show as</legend>
-        <Segmented name="visualization" label="Show as" options={VISUALIZATIONS} value={form.visualization} onChange={(kind) => set('visualization', kind)} />
-      </fieldset>
+      {visualizations.length > 1 && (
+        <fieldset>
+          <legend>Show as</legend>
+          <Segmented
+            name="visualization"
+            label="Show as"
+            options={visualizations}
+            value={form.visualization}
+            onChange={(choice) => set('visualization', choice)}
+          />
+        </fieldset>
+      )}
     </form>
+  );
+}
+
+function Formula({ form, onChange }: { form: TrendForm; onChange: (formula: string) => void }) {
+  return (
+    <fieldset>
+      <legend>Formula</legend>
+      <label>
+        <span class="visually-hidden">Formula</span>
+        <input
+          value={form.formula}
+          placeholder={form.series.length > 1 ? 'e.g. A / B' : 'e.g. A * 100'}
+          onInput={(event) => onChange(event.currentTarget.value)}
+          aria-describedby="formula-help"
+        />
+      </label>
+      <p id="formula-help" class="muted">
+        Letters are the series ({form.series.map((_, index) => seriesLetter(index)).join(', ')}); + − × ÷ and parentheses.
+      </p>
+    </fieldset>
   );
 }
 
 function SeriesRow({
   index,
   series,
+  measure,
   onChange,
   onRemove,
 }: {
   index: number;
   series: SeriesForm;
+  /** Whether the math applies (trends only: stickiness and lifecycle count persons). */
+  measure: boolean;
   onChange: (series: SeriesForm) => void;
   onRemove?: () => void;
 }) {
@@ -118,23 +165,25 @@ function SeriesRow({
         <span>Event</span>
         <input list="event-names" value={series.event} placeholder="All events" onInput={(event) => set('event', event.currentTarget.value)} />
       </label>
-      <label>
-        <span>Measure</span>
-        <select value={series.math} onChange={(event) => set('math', event.currentTarget.value as MathType)}>
-          {MATHS.map((math) => (
-            <option key={math.value} value={math.value}>
-              {math.label}
-            </option>
-          ))}
-        </select>
-      </label>
-      {PROPERTY_MATHS.includes(series.math) && (
+      {measure && (
+        <label>
+          <span>Measure</span>
+          <select value={series.math} onChange={(event) => set('math', event.currentTarget.value as MathType)}>
+            {MATHS.map((math) => (
+              <option key={math.value} value={math.value}>
+                {math.label}
+              </option>
+            ))}
+          </select>
+        </label>
+      )}
+      {measure && PROPERTY_MATHS.includes(series.math) && (
         <label>
           <span>Of property</span>
           <input list="property-keys" value={series.mathProperty} required onInput={(event) => set('mathProperty', event.currentTarget.value)} />
         </label>
       )}
-      {series.math === 'unique_group' && (
+      {measure && series.math === 'unique_group' && (
         <label>
           <span>Group type</span>
           <input type="number" min={0} max={4} value={series.groupTypeIndex} onInput={(event) => set('groupTypeIndex', Number(event.currentTarget.value))} />

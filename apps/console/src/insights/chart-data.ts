@@ -18,6 +18,8 @@ export interface ChartSeries {
   total: number | null;
   /** A previous-period series of a comparison: drawn dashed. */
   previous: boolean;
+  /** The palette entry (`--series-N`) to draw it in; by default its position. */
+  colour?: number;
 }
 
 export interface ChartModel {
@@ -64,16 +66,69 @@ export function seriesLabel(series: TrendSeries): string {
  */
 export function chartModel(result: readonly TrendSeries[], interval: Interval): ChartModel {
   const reference = result.find((series) => series.compare_label !== 'previous') ?? result[0];
-  const labels = (reference?.days ?? []).map((day) => bucketLabel(day, interval));
+  return modelOf(
+    result,
+    (reference?.days ?? []).map((day) => bucketLabel(day, interval)),
+    (series) => (series.action && !ADDITIVE.has(series.action.math) ? null : series.count),
+  );
+}
+
+function modelOf(result: readonly TrendSeries[], labels: string[], total: (series: TrendSeries) => number | null): ChartModel {
   return {
     labels,
     series: result.map((series) => ({
       label: seriesLabel(series),
       values: labels.map((_, index) => series.data[index] ?? 0),
-      total: series.action && !ADDITIVE.has(series.action.math) ? null : series.count,
+      total: total(series),
       previous: series.compare_label === 'previous',
     })),
   };
+}
+
+/**
+ * The chart of a stickiness answer: the x axis is the number of intervals active (`1 day`, `2 days`…, the
+ * answer's labels), each series' total the persons it counts.
+ */
+export function stickinessModel(result: readonly TrendSeries[]): ChartModel {
+  const reference = result.find((series) => series.compare_label !== 'previous') ?? result[0];
+  return modelOf(result, [...(reference?.labels ?? [])], (series) => series.count);
+}
+
+/** Lifecycle statuses in stacking order, with their legend labels and palette entries (green, blue, purple, orange). */
+export const LIFECYCLE_STATUSES = [
+  { status: 'new', label: 'New', colour: 2 },
+  { status: 'returning', label: 'Returning', colour: 0 },
+  { status: 'resurrecting', label: 'Resurrecting', colour: 4 },
+  { status: 'dormant', label: 'Dormant', colour: 1 },
+] as const;
+
+/** The chart of a lifecycle answer: a series per status in the order above (dormant counts are negative). */
+export function lifecycleModel(result: readonly TrendSeries[], interval: Interval): ChartModel {
+  const labels = (result[0]?.days ?? []).map((day) => bucketLabel(day, interval));
+  return {
+    labels,
+    series: LIFECYCLE_STATUSES.flatMap(({ status, label, colour }) => {
+      const series = result.find((each) => each.status === status);
+      return series ? [{ label, values: labels.map((_, index) => series.data[index] ?? 0), total: series.count, previous: false, colour }] : [];
+    }),
+  };
+}
+
+/**
+ * Stacked bars: per bucket, each series' outer edge — the running sum of the values before it and its own, the
+ * positive ones upwards from 0 and the negative ones downwards, each side on its own; 0 for a 0 (no bar).
+ */
+export function stackedValues(series: readonly (readonly number[])[]): number[][] {
+  const buckets = Math.max(0, ...series.map((values) => values.length));
+  const up = new Array<number>(buckets).fill(0);
+  const down = new Array<number>(buckets).fill(0);
+  return series.map((values) =>
+    Array.from({ length: buckets }, (_, index) => {
+      const value = values[index] ?? 0;
+      if (value < 0) return (down[index]! += value);
+      return value > 0 ? (up[index]! += value) : 0;
+    }),
+  );
 }
 
 /**

@@ -41,7 +41,31 @@ export interface SeriesForm {
   groupTypeIndex: number;
 }
 
+/**
+ * What the trend builder computes: counts over time, stickiness (persons by the number of intervals they were
+ * active in) or lifecycle (persons new, returning, resurrecting and dormant per interval; one series).
+ */
+export type TrendKind = TrendRequest['insight'];
+
+export const TREND_KINDS: ReadonlyArray<{ value: TrendKind; label: string }> = [
+  { value: 'TRENDS', label: 'Trends' },
+  { value: 'STICKINESS', label: 'Stickiness' },
+  { value: 'LIFECYCLE', label: 'Lifecycle' },
+];
+
+/** The visualisations each kind offers, its default first. Lifecycle is always stacked bars. */
+export const KIND_VISUALIZATIONS: Record<TrendKind, readonly Visualization[]> = {
+  TRENDS: ['line', 'bar', 'number', 'table'],
+  STICKINESS: ['line', 'bar'],
+  LIFECYCLE: ['bar'],
+};
+
+/** Whether a kind takes a breakdown and a formula (only trends), and a comparison (not lifecycle). */
+export const takesBreakdown = (kind: TrendKind): boolean => kind === 'TRENDS';
+export const takesCompare = (kind: TrendKind): boolean => kind !== 'LIFECYCLE';
+
 export interface TrendForm extends RangeValue, BreakdownValue {
+  insight: TrendKind;
   series: SeriesForm[];
   /** Event, person and cohort filters (filters/property-filter.ts), all of which an event must match. */
   filters: FilterForm[];
@@ -90,6 +114,7 @@ export function newSeries(event = '$pageview'): SeriesForm {
 
 export function defaultForm(): TrendForm {
   return {
+    insight: 'TRENDS',
     series: [newSeries()],
     interval: 'day',
     dateFrom: '-7d',
@@ -116,25 +141,36 @@ export function formProblem(form: TrendForm): string | null {
   return form.filters.map(filterProblem).find((problem) => problem !== null) ?? null;
 }
 
-/** The legacy trend request of a form; blank filters are left out. */
+/** The form as `kind`: a visualisation the kind does not offer becomes its default. */
+export function withKind(form: TrendForm, kind: TrendKind): TrendForm {
+  const offered = KIND_VISUALIZATIONS[kind];
+  return { ...form, insight: kind, visualization: offered.includes(form.visualization) ? form.visualization : offered[0]! };
+}
+
+/**
+ * The legacy trend request of a form; blank filters are left out, and so is what the kind does not take
+ * (lifecycle reads the first series only).
+ */
 export function trendRequest(form: TrendForm): TrendRequest {
-  const events = form.series.map((series, order): EventEntity => {
+  const kind = form.insight;
+  const series = kind === 'LIFECYCLE' ? form.series.slice(0, 1) : form.series;
+  const events = series.map((series, order): EventEntity => {
     const event = series.event.trim();
     const entity: EventEntity = { id: event === '' ? null : event, type: 'events', order, name: event === '' ? 'All events' : event, math: series.math };
     if (PROPERTY_MATHS.includes(series.math)) entity.math_property = series.mathProperty.trim();
     if (series.math === 'unique_group') entity.math_group_type_index = series.groupTypeIndex;
     return entity;
   });
-  const request: TrendRequest = { insight: 'TRENDS', events, interval: form.interval, date_from: form.dateFrom, display: DISPLAYS[form.visualization] };
+  const request: TrendRequest = { insight: kind, events, interval: form.interval, date_from: form.dateFrom, display: DISPLAYS[form.visualization] };
   if (form.dateTo.trim() !== '') request.date_to = form.dateTo.trim();
   const properties = toApiFilters(form.filters);
   if (properties.length > 0) request.properties = properties;
-  if (form.breakdown.trim() !== '') {
+  if (takesBreakdown(kind) && form.breakdown.trim() !== '') {
     request.breakdown = form.breakdown.trim();
     request.breakdown_type = form.breakdownType;
   }
-  if (form.compare) request.compare = true;
-  if (form.formula.trim() !== '') request.formula = form.formula.trim();
+  if (takesCompare(kind) && form.compare) request.compare = true;
+  if (takesBreakdown(kind) && form.formula.trim() !== '') request.formula = form.formula.trim();
   return request;
 }
 
@@ -165,7 +201,8 @@ export function formFromFilters(filters: Record<string, unknown>): TrendForm {
   const filtersList = asList(filters.properties)
     .map(fromApiFilter)
     .filter((filter): filter is FilterForm => filter !== null && filter.type !== 'group');
-  return {
+  const form: TrendForm = {
+    insight: 'TRENDS',
     series: entities.length > 0 ? entities : defaults.series,
     interval: oneOf(filters.interval, INTERVALS, defaults.interval),
     dateFrom: text(filters.date_from, defaults.dateFrom),
@@ -177,10 +214,24 @@ export function formFromFilters(filters: Record<string, unknown>): TrendForm {
     formula: text(filters.formula, ''),
     visualization: visualizationOf(filters.display),
   };
+  return withKind(form, kindOf(filters));
 }
 
-/** A name for an unnamed insight: `$pageview count by $browser`. */
+/** The kind of saved filters: `shown_as` (Stickiness, Lifecycle) before `insight`, as the API reads them. */
+function kindOf(filters: Record<string, unknown>): TrendKind {
+  if (filters.shown_as === 'Stickiness') return 'STICKINESS';
+  if (filters.shown_as === 'Lifecycle') return 'LIFECYCLE';
+  return oneOf(
+    filters.insight,
+    TREND_KINDS.map((kind) => kind.value),
+    'TRENDS',
+  );
+}
+
+/** A name for an unnamed insight: `$pageview count by $browser`, `$pageview stickiness`, `signup lifecycle`. */
 export function describeForm(form: TrendForm): string {
+  if (form.insight === 'LIFECYCLE') return `${form.series[0]?.event.trim() || 'All events'} lifecycle`;
+  if (form.insight === 'STICKINESS') return `${form.series.map((item) => item.event.trim() || 'All events').join(', ')} stickiness`;
   const series = form.series
     .map((item) => `${item.event.trim() || 'All events'} ${MATHS.find((math) => math.value === item.math)?.label.toLowerCase() ?? item.math}`)
     .join(', ');

@@ -1,5 +1,5 @@
 /**
- * A trend insight, new (`insights/new`) or saved (`insights/<short id>`): the builder beside its result, which
+ * A trend, stickiness or lifecycle insight, new (`insights/new`) or saved (`insights/<short id>`): the builder beside its result, which
  * is computed again (keeping the last chart on screen) shortly after each change. Save creates or updates the
  * saved insight with the builder's legacy filters; the CSV is the trend endpoint's own `format=csv`.
  */
@@ -15,7 +15,7 @@ import { useDownload } from '../download';
 import { useDebounced, useLoad } from '../hooks';
 import { Builder } from '../insights/builder';
 import { NO_SUGGESTIONS } from '../insights/fields';
-import { defaultForm, describeForm, formFromFilters, formProblem, trendRequest, type TrendForm } from '../insights/query';
+import { defaultForm, describeForm, formFromFilters, formProblem, TREND_KINDS, trendRequest, type TrendForm } from '../insights/query';
 import { TrendResult } from '../insights/result';
 import { SaveBar } from '../insights/save-bar';
 import { loadSuggestions } from '../insights/suggestions';
@@ -70,7 +70,7 @@ function Editor({ saved }: { saved: Insight | null }) {
 
   return (
     <>
-      <PageHeader title={saved ? insightName(saved) : 'New insight'} subtitle="Trend">
+      <PageHeader title={saved ? insightName(saved) : 'New insight'} subtitle={TREND_KINDS.find((kind) => kind.value === form.insight)!.label}>
         <button type="button" class="secondary" onClick={() => download(() => client.csv(operations.trend, { project_id: projectId }, { body: request }))}>
           Download CSV
         </button>

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import type { Request } from 'express';
-import type { ClickHouse } from '@plover/clickhouse';
 import {
   InsightResultCache,
   type CacheRequest,
@@ -17,9 +16,7 @@ import {
   rangeKey,
   insightRange,
   runFunnelCorrelation,
-  runLifecycle,
-  runStickiness,
-  runTrends,
+  runInsight,
   type InsightContext,
   type InsightKind,
   type InsightRequest,
@@ -114,12 +111,6 @@ function legacyBody(computed: { result: unknown; isCached: boolean; lastRefresh:
   };
 }
 
-const RUNS: Record<InsightKind, (clickhouse: ClickHouse, input: InsightRequest['input'], ctx: InsightContext) => Promise<InsightSeriesResult[]>> = {
-  TRENDS: runTrends,
-  STICKINESS: runStickiness,
-  LIFECYCLE: runLifecycle,
-};
-
 /**
  * `GET|POST /insights/trend/` and `GET|POST /insights/funnel/correlation/` (scope insight:read): PostHog's legacy
  * computed insights. Parameters come from the query string and/or the JSON body; results are cached per project
@@ -134,12 +125,13 @@ export function computeRoutes(deps: ManagementDeps, cache = new InsightResultCac
   const { limits } = analysisOf(deps);
   async function trend(req: Request, { format }: RouteInput): Promise<unknown> {
     const started = performance.now();
-    const { insight, input } = parseInsightRequest(req.query, req.body);
+    const request = parseInsightRequest(req.query, req.body);
+    const { insight, input } = request;
     const ctx = insightContext(sql, projectOf(req));
     const range = await insightRange(clickhouse, input, input.interval, ctx);
     checkTrendPoints(limits, insight, input, range);
     const key = await cacheRequest(insight.toLowerCase(), ctx, input, range);
-    const computed = await cache.run(clickhouse, key, refreshRequested(req), () => RUNS[insight](clickhouse, input, ctx));
+    const computed = await cache.run(clickhouse, key, refreshRequested(req), () => runInsight(clickhouse, request, ctx));
     if (format === 'csv') {
       const days = range.buckets.map((bucket) => bucket.slice(0, 10));
       const span = days.length > 0 ? ` (${days[0]} ${days[days.length - 1]})` : '';

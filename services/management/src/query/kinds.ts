@@ -11,13 +11,15 @@ import {
   parsePathsQuery,
   parseRetentionQuery,
   pathsRange,
-  parseTrendsQuery,
+  parseCorrelationRequest,
+  parseInsightQuery,
   rangeKey,
   retentionRange,
   runFunnel,
   runPaths,
+  runFunnelCorrelation,
+  runInsight,
   runRetention,
-  runTrends,
   parseWebQuery,
   parseWebStatsQuery,
   resolveRange,
@@ -31,12 +33,19 @@ import type { QueryLimits } from '@plover/config';
 import type { Static, TObject } from '@sinclair/typebox';
 import { checkFunnelPoints, checkRetentionPoints, checkTrendPoints } from '../insights/points';
 import { errors } from '../shared/errors';
+import { runActorsQuery } from './actors-query';
+import { runEventsQuery } from './events-query';
 import {
+  ActorsQueryResponse,
+  EventsQueryResponse,
+  FunnelCorrelationQueryResponse,
   FunnelsQueryResponse,
   HogQLMetadataResponse,
   HogQLQueryResponse,
   PathsQueryResponse,
+  LifecycleQueryResponse,
   RetentionQueryResponse,
+  StickinessQueryResponse,
   TrendsQueryResponse,
   WebOverviewQueryResponse,
   WebStatsTableQueryResponse,
@@ -82,6 +91,9 @@ function valuesOf(node: Record<string, unknown>): Record<string, unknown> | unde
   return values as Record<string, unknown>;
 }
 
+/** Results that depend on the current time (`now()`, `-24h`) are kept a minute at most, whatever the data version. */
+const thisMinute = () => Promise.resolve(Math.floor(Date.now() / 60_000));
+
 const hogql: QueryKind<typeof HogQLQueryResponse> = {
   response: HogQLQueryResponse,
   async run(node, ctx) {
@@ -94,8 +106,31 @@ const hogql: QueryKind<typeof HogQLQueryResponse> = {
     });
     return { ...result, timings, modifiers: {}, error: null, explain: null, metadata: null, query: result.hogql };
   },
-  // HogQL may say now(): its results are kept a minute at most, whatever the data version.
-  cacheScope: () => Promise.resolve(Math.floor(Date.now() / 60_000)),
+  // HogQL may say now().
+  cacheScope: thisMinute,
+};
+
+/** EventsQuery: the events table of PostHog's "explore events" (events-query.ts). */
+const events: QueryKind<typeof EventsQueryResponse> = {
+  response: EventsQueryResponse,
+  async run(node, ctx) {
+    const timings: { k: string; t: number }[] = [];
+    const result = await runEventsQuery(ctx.clickhouse, node, ctx.insight, { queryId: ctx.statementId, timings });
+    return { ...result, timings, modifiers: {}, error: null };
+  },
+  cacheScope: thisMinute,
+};
+
+/** ActorsQuery: the persons behind one number of an insight (actors-query.ts). */
+const actors: QueryKind<typeof ActorsQueryResponse> = {
+  response: ActorsQueryResponse,
+  async run(node, ctx) {
+    const started = performance.now();
+    const result = await runActorsQuery(ctx.clickhouse, node, ctx.insight);
+    return { ...result, hogql: null, timings: [{ k: './calculate', t: (performance.now() - started) / 1000 }], modifiers: {}, error: null };
+  },
+  // Relative date ranges move with the clock.
+  cacheScope: thisMinute,
 };
 
 /** HogQLMetadata: whether a query is valid, with each error's position, without running it. */
@@ -132,18 +167,25 @@ function insightBody<T>(results: T) {
   return { results, hasMore: false, timings: [], hogql: null, modifiers: {}, error: null };
 }
 
-const trends: QueryKind<typeof TrendsQueryResponse> = {
-  response: TrendsQueryResponse,
-  async run(node, ctx) {
-    const input = parseTrendsQuery(node, 'query');
-    checkTrendPoints(ctx.limits, 'TRENDS', input, await insightRange(ctx.clickhouse, input, input.interval, ctx.insight));
-    return insightBody(await runTrends(ctx.clickhouse, input, ctx.insight));
-  },
-  async cacheScope(node, ctx) {
-    const input = parseTrendsQuery(node, 'query');
-    return rangeKey(await insightRange(ctx.clickhouse, input, input.interval, ctx.insight));
-  },
-};
+/**
+ * A trend, stickiness or lifecycle node: the computation `/insights/trend/` runs for the same request (the node
+ * parser checks its kind).
+ */
+function seriesInsight<R extends TObject>(response: R): QueryKind<R> {
+  return {
+    response,
+    async run(node, ctx) {
+      const request = parseInsightQuery(node, 'query');
+      const range = await insightRange(ctx.clickhouse, request.input, request.input.interval, ctx.insight);
+      checkTrendPoints(ctx.limits, request.insight, request.input, range);
+      return insightBody(await runInsight(ctx.clickhouse, request, ctx.insight)) as Omit<Static<R>, CacheField>;
+    },
+    async cacheScope(node, ctx) {
+      const { input } = parseInsightQuery(node, 'query');
+      return rangeKey(await insightRange(ctx.clickhouse, input, input.interval, ctx.insight));
+    },
+  };
+}
 
 /** The same funnel computation as `/insights/funnel/`, from a FunnelsQuery node. */
 const funnels: QueryKind<typeof FunnelsQueryResponse> = {
@@ -183,6 +225,18 @@ const paths: QueryKind<typeof PathsQueryResponse> = {
   },
 };
 
+/** Funnel correlation (`/insights/funnel/correlation/`'s computation) from a FunnelCorrelationQuery around a FunnelsQuery. */
+const funnelCorrelation: QueryKind<typeof FunnelCorrelationQueryResponse> = {
+  response: FunnelCorrelationQueryResponse,
+  async run(node, ctx) {
+    const result = await runFunnelCorrelation(ctx.clickhouse, parseCorrelationRequest({}, { query: node }), ctx.insight);
+    return { ...insightBody(result), columns: ['event', 'success_count', 'failure_count', 'odds_ratio', 'correlation_type'], limit: 100, offset: 0 };
+  },
+  async cacheScope(node, ctx) {
+    return rangeKey(await insightRange(ctx.clickhouse, parseCorrelationRequest({}, { query: node }), 'day', ctx.insight));
+  },
+};
+
 /** A web query's cache scope: the resolved days (a relative range moves with the clock). */
 function webRange(node: Record<string, unknown>, ctx: QueryContext): Promise<unknown> {
   const input = parseWebQuery(node);
@@ -216,7 +270,12 @@ export function queryKinds(): ReadonlyMap<string, QueryKind> {
   return new Map<string, QueryKind>([
     ['HogQLQuery', hogql],
     ['HogQLMetadata', hogqlMetadata],
-    ['TrendsQuery', trends],
+    ['EventsQuery', events],
+    ['ActorsQuery', actors],
+    ['TrendsQuery', seriesInsight(TrendsQueryResponse)],
+    ['StickinessQuery', seriesInsight(StickinessQueryResponse)],
+    ['LifecycleQuery', seriesInsight(LifecycleQueryResponse)],
+    ['FunnelCorrelationQuery', funnelCorrelation],
     ['FunnelsQuery', funnels],
     ['RetentionQuery', retention],
     ['PathsQuery', paths],

@@ -59,6 +59,40 @@ export const HogQLQueryResponse = cached(
   }),
 );
 
+export const EventsQueryResponse = cached(
+  'EventsQueryResponse',
+  Type.Object({
+    results: Type.Array(Type.Array(Type.Unknown()), { description: 'rows; `*` and `person` columns as objects' }),
+    columns: Type.Array(Type.String(), { description: 'the `select` items as given' }),
+    types: Type.Array(Type.String(), { description: 'the ClickHouse type of each column' }),
+    hogql: Type.String(),
+    clickhouse: Type.String({ description: 'the printed SQL, parameters not inlined' }),
+    hasMore: Type.Boolean(),
+    limit: Type.Integer(),
+    offset: Type.Integer(),
+    timings: Timings,
+    modifiers: AnyObject(),
+    error: Type.Null(),
+  }),
+);
+
+export const ActorsQueryResponse = cached(
+  'ActorsQueryResponse',
+  Type.Object({
+    results: Type.Array(Type.Array(Type.Unknown()), { description: 'one row per actor, a value per `select` column' }),
+    columns: Type.Array(Type.String()),
+    types: Type.Array(Type.String()),
+    hogql: Type.Null(),
+    hasMore: Type.Boolean(),
+    limit: Type.Integer(),
+    offset: Type.Integer(),
+    missing_actors_count: Type.Integer(),
+    timings: Timings,
+    modifiers: AnyObject(),
+    error: Type.Null(),
+  }),
+);
+
 const Position = Nullable(Type.Integer());
 
 export const HogQLMetadataResponse = component(
@@ -85,6 +119,36 @@ const Row = (description: string) => Type.Unsafe<object>({ type: 'object', addit
 const Series = Type.Array(Row('one series: its label, action, data points and the fields PostHog sends with it'));
 
 export const TrendsQueryResponse = insightResponse('TrendsQueryResponse', Series);
+export const StickinessQueryResponse = insightResponse(
+  'StickinessQueryResponse',
+  Type.Array(Row('one series: `data[i]` the persons active in exactly i + 1 intervals, its labels, days and action')),
+);
+export const LifecycleQueryResponse = insightResponse(
+  'LifecycleQueryResponse',
+  Type.Array(Row('one status (new, returning, resurrecting, dormant): persons per interval, dormant negative')),
+);
+
+const CorrelationEntry = Type.Object({
+  event: Type.Object({ event: Type.String(), properties: AnyObject(), elements: Type.Array(Type.Unknown()) }),
+  success_count: Type.Integer(),
+  failure_count: Type.Integer(),
+  odds_ratio: Type.Number(),
+  correlation_type: Type.Union([Type.Literal('success'), Type.Literal('failure')]),
+});
+export const FunnelCorrelationQueryResponse = cached(
+  'FunnelCorrelationQueryResponse',
+  Type.Object({
+    results: Type.Object({ events: Type.Array(CorrelationEntry), skewed: Type.Boolean() }),
+    columns: Type.Array(Type.String()),
+    hasMore: Type.Boolean(),
+    limit: Type.Integer(),
+    offset: Type.Integer(),
+    timings: Timings,
+    hogql: Type.Null(),
+    modifiers: AnyObject(),
+    error: Type.Null(),
+  }),
+);
 export const FunnelsQueryResponse = insightResponse(
   'FunnelsQueryResponse',
   Types<object>(['array', 'object'], {

@@ -1,0 +1,214 @@
+/**
+ * The actors behind one number of an insight (PostHog's InsightActorsQuery / FunnelsActorsQuery): for each kind the
+ * rows come from the same SQL its counts come from, so the actors listed for a point are exactly the ones counted
+ * there (docs/query.md, "ActorsQuery").
+ */
+import { PERSON_ID_EXPRESSION, PERSON_OVERRIDES_SUBQUERY, type ClickHouse } from '@plover/clickhouse';
+import { ApiError } from '@plover/core';
+import { bucketDay, daysBefore, formatWall, parseWall, previousRange } from './dates';
+import { actorFunnelSql } from './funnel-sql';
+import type { FunnelInput } from './funnel-input';
+import { lifecycleStatusesSql, wallOrdinal } from './lifecycle';
+import { Params } from './params';
+import { insightRange } from './range';
+import { stickinessTargetsSql } from './stickiness';
+import { activeDays, BREAKDOWN_OTHER, query, rankBreakdown, SeriesQuery } from './trends';
+import { TOTAL_VALUE_DISPLAYS, type InsightContext, type InsightRequest, type LifecycleStatus, type ResolvedRange } from './types';
+
+/** Which number of a series insight: the series, the bucket (`day` as in the result's `days`), breakdown, status. */
+export interface SeriesPoint {
+  request: InsightRequest;
+  series: number;
+  /** A `days` entry of the result (stickiness: the number of intervals); null: the whole range. */
+  day: string | number | null;
+  breakdown: string | null;
+  compare: 'current' | 'previous';
+  status: LifecycleStatus | null;
+}
+
+/** Which actors of a funnel: `step` 1-based, negative = dropped off before step |step|; `breakdown` one value. */
+export interface FunnelPoint {
+  input: FunnelInput;
+  step: number;
+  breakdown: string | null;
+}
+
+/** SQL with one row per actor: `actor` (text) and `uuids` (the actor's events behind the number). */
+export interface ActorsSql {
+  sql: string;
+  params: Params;
+}
+
+const ATTR = 'source';
+
+function bucketIndex(range: ResolvedRange, day: string | number | null, attr: string): number | null {
+  if (day === null) return null;
+  const index = range.buckets.findIndex((bucket) => bucketDay(bucket, range.interval) === String(day) || bucket === String(day));
+  if (index < 0) throw ApiError.validation(`${String(day)} is not a point of this insight.`, attr);
+  return index;
+}
+
+/** The bucket's last second (the next bucket's start minus one second, or the range's end). */
+function bucketEnd(range: ResolvedRange, index: number): string {
+  const next = range.buckets[index + 1];
+  return next === undefined ? range.to : formatWall(parseWall(next) - 1000);
+}
+
+async function trendActors(ch: ClickHouse, point: SeriesPoint, range: ResolvedRange, ctx: InsightContext): Promise<ActorsSql> {
+  const { input } = point.request;
+  const series = input.series[point.series]!;
+  const q = new SeriesQuery(series, input, ctx, series.math !== 'unique_group');
+  const totalValue = TOTAL_VALUE_DISPLAYS.includes(input.display);
+  const index = totalValue ? null : bucketIndex(range, point.day, `${ATTR}__day`);
+  const from = index === null ? range.from : range.buckets[index]!;
+  const to = index === null ? range.to : bucketEnd(range, index);
+  const active = activeDays(series.math, totalValue ? 'day' : range.interval);
+  const where = [await q.where(active > 0 ? daysBefore(index === null ? to : from, active - 1) : from, to)];
+  if (series.math === 'unique_group') where.push(`${q.counted()} != ''`);
+  if (input.breakdown !== null && point.breakdown !== null) {
+    const value = q.breakdownValue();
+    if (point.breakdown === BREAKDOWN_OTHER) {
+      const { top } = await rankBreakdown(ch, q, input, range);
+      where.push(`${value} NOT IN ${q.params.add(top, 'Array(String)')}`);
+    } else where.push(`${value} = ${q.params.add(point.breakdown === 'none' ? '' : point.breakdown, 'String')}`);
+  }
+  return { sql: q.sql(`toString(${q.counted()}) AS actor, groupArray(e.uuid) AS uuids`, where.join(' AND '), 'actor'), params: q.params };
+}
+
+async function stickinessActors(point: SeriesPoint, range: ResolvedRange, ctx: InsightContext): Promise<ActorsSql> {
+  const { input } = point.request;
+  const targets = await stickinessTargetsSql(input.series[point.series]!, input, range, ctx);
+  const intervals = Number(point.day);
+  if (!Number.isInteger(intervals) || intervals < 1) throw ApiError.validation('day must be a number of intervals (1, 2, …).', `${ATTR}__day`);
+  return {
+    sql: `SELECT toString(target) AS actor, uuids FROM (${targets.sql}) WHERE intervals = ${targets.params.add(intervals, 'UInt32')}`,
+    params: targets.params,
+  };
+}
+
+async function lifecycleActors(point: SeriesPoint, range: ResolvedRange, ctx: InsightContext): Promise<ActorsSql> {
+  if (point.status === null)
+    throw ApiError.validation('status is required for a lifecycle: new, returning, resurrecting or dormant.', `${ATTR}__status`, 'required');
+  const statuses = await lifecycleStatusesSql(point.request.input, range, ctx);
+  const index = bucketIndex(range, point.day, `${ATTR}__day`);
+  const ordinals = (index === null ? range.buckets : [range.buckets[index]!]).map((bucket) => wallOrdinal(bucket, range.interval));
+  const p = statuses.params;
+  return {
+    sql: `SELECT toString(person) AS actor, groupArrayArray(uuids) AS uuids FROM (${statuses.sql})
+      WHERE status = ${p.add(point.status, 'String')} AND ordinal IN ${p.add(ordinals, 'Array(Int64)')} GROUP BY actor`,
+    params: p,
+  };
+}
+
+/** The actors behind one number of a trend, stickiness or lifecycle result. */
+export async function seriesActorsSql(ch: ClickHouse, point: SeriesPoint, ctx: InsightContext): Promise<ActorsSql> {
+  const { insight, input } = point.request;
+  if (input.series[point.series] === undefined) throw ApiError.validation(`There is no series ${point.series}.`, `${ATTR}__series`);
+  const current = await insightRange(ch, input, input.interval, ctx);
+  const range = point.compare === 'previous' ? previousRange(current) : current;
+  if (insight === 'STICKINESS') return stickinessActors(point, range, ctx);
+  if (insight === 'LIFECYCLE') return lifecycleActors(point, range, ctx);
+  return trendActors(ch, point, range, ctx);
+}
+
+/** The actors behind a funnel step (converted: reached at least that step; dropped off: stopped just before it). */
+export async function funnelActorsSql(ch: ClickHouse, point: FunnelPoint, ctx: InsightContext): Promise<ActorsSql> {
+  const { input } = point;
+  const n = input.steps.length;
+  if (!Number.isInteger(point.step) || point.step === 0 || point.step === -1 || Math.abs(point.step) > n) {
+    throw ApiError.validation(`funnelStep must be 1…${n}, or -2…-${n} for those who dropped off before that step.`, 'funnelStep');
+  }
+  const range = await insightRange(ch, input, input.vizType === 'trends' ? input.interval : 'day', ctx);
+  const params = new Params();
+  params.values.projectId = ctx.projectId;
+  const bounds = { from: range.from, to: range.to, tz: params.add(ctx.timezone, 'String') };
+  const actors = await actorFunnelSql(input, params, ctx, bounds, { byPeriod: false });
+  const reached = point.step > 0 ? `reached >= ${point.step - 1}` : `reached = ${-point.step - 2}`;
+  const value = point.breakdown === null ? '' : ` AND val = ${params.add(point.breakdown, 'String')}`;
+  return { sql: `SELECT actor, groupArrayArray(uuids) AS uuids FROM (${actors}) WHERE ${reached}${value} GROUP BY actor`, params };
+}
+
+export interface ActorRow {
+  id: string;
+  uuids: string[];
+}
+
+/** One page of actors (ordered by id), and whether more follow. */
+export async function actorsPage(ch: ClickHouse, actors: ActorsSql, limit: number, offset: number): Promise<{ rows: ActorRow[]; hasMore: boolean }> {
+  const p = actors.params;
+  const rows = await query(
+    ch,
+    'insights.actors',
+    `SELECT actor, uuids FROM (${actors.sql}) ORDER BY actor LIMIT ${p.add(limit + 1, 'UInt32')} OFFSET ${p.add(offset, 'UInt64')}`,
+    p,
+  );
+  const page = rows.map((row) => ({ id: String(row.actor), uuids: (row.uuids as unknown as string[]).map(String) }));
+  return { rows: page.slice(0, limit), hasMore: page.length > limit };
+}
+
+export interface PersonDetails {
+  properties: Record<string, unknown>;
+  created_at: string;
+  distinct_ids: string[];
+}
+
+/** Persons by id (merges applied) as their events tell: the latest person properties, creation time, distinct ids. */
+export async function personDetails(ch: ClickHouse, ids: readonly string[], ctx: InsightContext): Promise<Map<string, PersonDetails>> {
+  if (ids.length === 0) return new Map();
+  const p = new Params();
+  p.values.projectId = ctx.projectId;
+  const rows = await query(
+    ch,
+    'insights.actors.persons',
+    `SELECT toString(${PERSON_ID_EXPRESSION}) AS id, argMax(e.person_properties, e.timestamp) AS properties,
+        toString(min(e.person_created_at)) AS created_at, groupUniqArray(e.distinct_id) AS distinct_ids
+      FROM events AS e FINAL LEFT JOIN (${PERSON_OVERRIDES_SUBQUERY}) AS o ON e.person_id = o.old_person_id
+      WHERE e.team_id = {projectId:Int64} AND toString(${PERSON_ID_EXPRESSION}) IN ${p.add(ids, 'Array(String)')}
+      GROUP BY id`,
+    p,
+  );
+  return new Map(
+    rows.map((row) => {
+      let properties: Record<string, unknown> = {};
+      try {
+        properties = JSON.parse(String(row.properties)) as Record<string, unknown>;
+      } catch {
+        // Not an object: no properties.
+      }
+      const details = { properties, created_at: String(row.created_at), distinct_ids: (row.distinct_ids as unknown as string[]).map(String).sort() };
+      return [String(row.id), details];
+    }),
+  );
+}
+
+export interface MatchedRecording {
+  session_id: string;
+  events: { timestamp: string; uuid: string; window_id: string }[];
+}
+
+/** Of the given events, those in a session that has a recording, grouped by session (PostHog's `matched_recordings`). */
+export async function matchedRecordings(ch: ClickHouse, uuids: readonly string[], ctx: InsightContext): Promise<Map<string, MatchedRecording>> {
+  if (uuids.length === 0) return new Map();
+  const p = new Params();
+  p.values.projectId = ctx.projectId;
+  const rows = await query(
+    ch,
+    'insights.actors.recordings',
+    `SELECT toString(e.uuid) AS event_uuid, e.session_id AS sid, e.window_id AS wid, toString(e.timestamp) AS ts
+      FROM events AS e FINAL
+      WHERE e.team_id = {projectId:Int64} AND toString(e.uuid) IN ${p.add(uuids, 'Array(String)')} AND e.session_id != ''
+        AND e.session_id IN (SELECT r.session_id FROM session_replay_summaries AS r WHERE r.team_id = {projectId:Int64})
+      ORDER BY ts, event_uuid`,
+    p,
+  );
+  const byEvent = new Map<string, MatchedRecording>();
+  const sessions = new Map<string, MatchedRecording>();
+  for (const row of rows) {
+    const id = String(row.sid);
+    let recording = sessions.get(id);
+    if (recording === undefined) sessions.set(id, (recording = { session_id: id, events: [] }));
+    recording.events.push({ timestamp: String(row.ts), uuid: String(row.event_uuid), window_id: String(row.wid) });
+    byEvent.set(String(row.event_uuid), recording);
+  }
+  return byEvent;
+}
