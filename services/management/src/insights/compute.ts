@@ -18,8 +18,6 @@ import {
   runFunnelCorrelation,
   runInsight,
   type InsightContext,
-  type InsightKind,
-  type InsightRequest,
   type InsightSeriesResult,
   type ResolvedRange,
 } from '@plover/insights';
