@@ -6,6 +6,8 @@
  */
 import type { ComponentType } from 'preact';
 import type { ScreenProps } from './screen-props';
+import { DashboardScreen } from './screens/dashboard';
+import { Dashboards } from './screens/dashboards';
 import { Events } from './screens/events';
 import { FeatureFlagScreen } from './screens/feature-flag';
 import { FeatureFlags } from './screens/feature-flags';
@@ -44,6 +46,8 @@ export const screens: Screen[] = [
   { path: 'insights/paths', title: 'New paths', component: PathsEditorScreen },
   { path: 'insights/sql', title: 'SQL', component: SqlEditorScreen },
   { path: 'insights/:shortId', title: 'Insight', component: InsightEditor },
+  { path: 'dashboards', title: 'Dashboards', nav: true, component: Dashboards },
+  { path: 'dashboards/:id', title: 'Dashboard', component: DashboardScreen },
   { path: 'persons', title: 'Persons', nav: true, component: Persons },
   { path: 'persons/:id', title: 'Person', component: PersonScreen },
   { path: 'events', title: 'Events', nav: true, component: Events },

@@ -383,4 +383,76 @@ describeWithBrowser()('the analysis screens in Chromium', () => {
     await texts(legend, expected);
     expect(problems).toEqual([]);
   }, 240_000);
+
+  it('arranges a dashboard of an insight and a text card, with a date range and a share link', async () => {
+    const { page, problems } = view;
+    const { plover } = target.console;
+    const projectId = plover.credentials.projectId;
+    const node = { kind: 'TrendsQuery', series: [{ kind: 'EventsNode', event: '$pageview', math: 'total' }], interval: 'day', dateRange: { date_from: '-7d' } };
+    const insight = await target.console.api<{ id: number; short_id: string }>('POST', `/api/projects/${projectId}/insights/`, {
+      name: 'Pageviews',
+      query: { kind: 'InsightVizNode', source: node },
+      saved: true,
+    });
+    const trend = await query<{ results: Array<{ count: number }> }>(node);
+    expect(trend.results[0]!.count).toBe(17);
+
+    await signIn(page, target.console.base, plover.credentials.personalKey);
+    await page.waitForURL(`**/project/${projectId}`);
+    await page.getByRole('link', { name: 'Dashboards', exact: true }).click();
+    await page.getByLabel('Name').fill('Team');
+    await page.getByRole('button', { name: 'Create dashboard' }).click();
+    await page.waitForURL(/\/dashboards\/\d+$/);
+    const dashboardId = Number(page.url().split('/').pop());
+    await page.getByText('No tiles yet').waitFor();
+
+    // Added from the insight's page.
+    await page.goto(`${target.console.base}/project/${projectId}/insights/${insight.short_id}`);
+    await page.getByRole('button', { name: 'Add to dashboard' }).click();
+    await page.getByRole('form', { name: 'Dashboards' }).getByRole('link', { name: 'Team' }).click();
+    const tiles = page.getByRole('list', { name: 'Tiles' }).getByRole('listitem');
+    const insightTile = tiles.filter({ hasText: 'Pageviews' });
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    await insightTile.locator('.legend').filter({ hasText: '$pageview17' }).waitFor();
+
+    await page.getByLabel('Text card').fill('Read me first');
+    await page.getByRole('button', { name: 'Add text card' }).click();
+    const textTile = tiles.filter({ hasText: 'Read me first' });
+    await textTile.waitFor();
+    await texts(tiles.locator('h2'), ['Pageviews', 'Text']);
+
+    // Dragged before the insight: every tile's layout is saved in the new order.
+    await textTile.dragTo(insightTile);
+    await texts(tiles.locator('h2'), ['Text', 'Pageviews']);
+    type Stored = { filters: Record<string, unknown>; tiles: Array<{ text: unknown; layouts: { sm?: unknown } }> };
+    const stored = await target.console.api<Stored>('GET', `/api/projects/${projectId}/dashboards/${dashboardId}/`);
+    expect(stored.tiles.map((tile) => [tile.text === null ? 'insight' : 'text', tile.layouts.sm])).toEqual([
+      ['text', { x: 0, y: 0, w: 6, h: 5 }],
+      ['insight', { x: 6, y: 0, w: 6, h: 5 }],
+    ]);
+
+    // The dashboard's date range over the insight's own.
+    await page.getByLabel('Date range').selectOption('-30d');
+    await expect(page.getByLabel('Date range').inputValue()).resolves.toBe('-30d');
+    const after = await target.console.api<Stored>('GET', `/api/projects/${projectId}/dashboards/${dashboardId}/`);
+    expect(after.filters).toMatchObject({ date_from: '-30d' });
+    await insightTile.locator('.legend').filter({ hasText: '$pageview17' }).waitFor();
+    await page.getByText('refreshing…').waitFor({ state: 'hidden' });
+    await screenshot(page, 'dashboard');
+
+    // A share link anyone can open, until it is revoked.
+    await page.getByRole('button', { name: 'Create share link' }).click();
+    const link = page.getByLabel('Share link (anyone with it can see this dashboard)');
+    const url = await link.inputValue();
+    const shared = await fetch(url);
+    expect(shared.status).toBe(200);
+    expect(((await shared.json()) as { dashboard: { name: string } }).dashboard.name).toBe('Team');
+    await page.getByRole('button', { name: 'Revoke share link' }).click();
+    await page.getByRole('button', { name: 'Create share link' }).waitFor();
+    expect((await fetch(url)).status).toBe(404);
+
+    await page.setViewportSize({ width: 390, height: 844 });
+    await screenshot(page, 'dashboard-phone');
+    expect(problems).toEqual([]);
+  }, 240_000);
 });

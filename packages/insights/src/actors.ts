@@ -8,6 +8,8 @@ import { ApiError } from '@plover/core';
 import { bucketDay, daysBefore, formatWall, parseWall, previousRange } from './dates';
 import { actorFunnelSql } from './funnel-sql';
 import type { FunnelInput } from './funnel-input';
+import { pathRowsSql, type PathsInput } from './paths';
+import { retentionCellsSql, retentionRange, type RetentionInput } from './retention';
 import { lifecycleStatusesSql, wallOrdinal } from './lifecycle';
 import { Params } from './params';
 import { insightRange } from './range';
@@ -128,9 +130,56 @@ export async function funnelActorsSql(ch: ClickHouse, point: FunnelPoint, ctx: I
   return { sql: `SELECT actor, groupArrayArray(uuids) AS uuids FROM (${actors}) WHERE ${reached}${value} GROUP BY actor`, params };
 }
 
+/** The cohort of one retention row (`interval`, 0-based), with the columns each actor counts in (`appearances`). */
+export async function retentionActorsSql(input: RetentionInput, interval: number, breakdown: string | null, ctx: InsightContext): Promise<ActorsSql> {
+  const range = retentionRange(input, ctx);
+  if (!Number.isInteger(interval) || interval < 0 || interval >= range.buckets.length) {
+    throw ApiError.validation(`interval must be a cohort row, 0…${range.buckets.length - 1}.`, `${ATTR}__interval`);
+  }
+  const params = new Params();
+  params.values.projectId = ctx.projectId;
+  const cells = await retentionCellsSql(input, params, ctx, range);
+  const value = breakdown === null ? '' : ` AND bd = ${params.add(breakdown, 'String')}`;
+  return {
+    sql: `SELECT actor, CAST([], 'Array(UUID)') AS uuids, arraySort(groupArray(k)) AS appearances FROM (${cells})
+      WHERE r = ${params.add(interval, 'Int64')}${value} GROUP BY actor HAVING has(appearances, 0)`,
+    params,
+  };
+}
+
+/** Path node keys as PostHog's paths modal sends them (`2_/pricing`). */
+export interface PathPoint {
+  input: PathsInput;
+  start: string | null;
+  end: string | null;
+  dropoff: string | null;
+}
+
+/**
+ * The persons who walked a path edge (`start` → `end`), reached a node (`end`), left from a node (`start`) or whose
+ * path ended at a node (`dropoff`), from the path rows the edges are counted from.
+ */
+export async function pathActorsSql(ch: ClickHouse, point: PathPoint, ctx: InsightContext, attr: (i: number) => string): Promise<ActorsSql> {
+  if (point.start === null && point.end === null && point.dropoff === null) {
+    throw ApiError.validation('Name a node: pathStartKey, pathEndKey or pathDropoffKey.', `${ATTR}__source__pathsFilter`, 'required');
+  }
+  const { sql, params } = await pathRowsSql(ch, point.input, ctx, attr);
+  const where = [
+    point.start === null ? null : `last_path_key = ${params.add(point.start, 'String')}`,
+    point.end === null ? null : `path_key = ${params.add(point.end, 'String')}`,
+    point.dropoff === null ? null : `path_key = ${params.add(point.dropoff, 'String')} AND dropoff_key = path_key`,
+  ].filter((condition) => condition !== null);
+  return {
+    sql: `SELECT actor, groupArrayArray(arrayMap(x -> x.1, events)) AS uuids FROM (${sql}) WHERE ${where.join(' AND ')} GROUP BY actor`,
+    params,
+  };
+}
+
 export interface ActorRow {
   id: string;
   uuids: string[];
+  /** Retention: the columns (intervals after the cohort's, 0 = the cohort itself) the actor counts in. */
+  appearances?: number[];
 }
 
 /** One page of actors (ordered by id), and whether more follow. */
@@ -139,10 +188,14 @@ export async function actorsPage(ch: ClickHouse, actors: ActorsSql, limit: numbe
   const rows = await query(
     ch,
     'insights.actors',
-    `SELECT actor, uuids FROM (${actors.sql}) ORDER BY actor LIMIT ${p.add(limit + 1, 'UInt32')} OFFSET ${p.add(offset, 'UInt64')}`,
+    `SELECT * FROM (${actors.sql}) ORDER BY actor LIMIT ${p.add(limit + 1, 'UInt32')} OFFSET ${p.add(offset, 'UInt64')}`,
     p,
   );
-  const page = rows.map((row) => ({ id: String(row.actor), uuids: (row.uuids as unknown as string[]).map(String) }));
+  const page = rows.map((row): ActorRow => {
+    const actor: ActorRow = { id: String(row.actor), uuids: (row.uuids as unknown as string[]).map(String) };
+    if (row.appearances !== undefined) actor.appearances = (row.appearances as unknown as number[]).map(Number);
+    return actor;
+  });
   return { rows: page.slice(0, limit), hasMore: page.length > limit };
 }
 

@@ -31,6 +31,12 @@ const MIRRORS: Record<string, Mirror> = {
   User: answer('User'),
   ErrorBody: answer('Error'),
   Insight: answer('Insight'),
+  DashboardBasic: answer('DashboardBasic'),
+  Dashboard: answer('Dashboard'),
+  DashboardTile: answer('DashboardTile'),
+  Sharing: answer('Sharing'),
+  DashboardWrite: body('DashboardWrite'),
+  SharingWrite: body('SharingWrite'),
   EventRow: answer('Event'),
   Person: answer('Person'),
   Recording: answer('SessionRecording'),
@@ -83,6 +89,8 @@ const NOT_COMPONENTS = [
   'FunnelTrend',
   'RetentionRow',
   'PathEdge',
+  'TileLayout',
+  'TileWrite',
   'InsightQueryResponse',
 ];
 

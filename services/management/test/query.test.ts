@@ -457,10 +457,35 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('/query
         checks.push([`lifecycle ${line.status} ${d}`, Math.abs(line.data[i]!), { source: lifecycleQuery, day: d, status: line.status }]),
       );
     }
+    const target = { type: 'events', id: '$pageview' };
+    const retentionQuery = {
+      kind: 'RetentionQuery',
+      dateRange,
+      retentionFilter: { targetEntity: target, returningEntity: target, period: 'Day', totalIntervals: 8 },
+    };
+    for (const [r, row] of ((await post(retentionQuery)).results as unknown as Array<{ values: Array<{ count: number }> }>).entries()) {
+      checks.push([`retention row ${r}`, row.values[0]!.count, { source: retentionQuery, interval: r }]);
+    }
+    const pathsQuery = { kind: 'PathsQuery', dateRange, pathsFilter: { includeEventTypes: ['$pageview', 'custom_event'] } };
+    const edges = (await post(pathsQuery)).results as unknown as Array<{ source: string; target: string; value: number }>;
+    expect(edges.length).toBeGreaterThan(0);
+    for (const edge of edges) {
+      const pathsFilter = { ...pathsQuery.pathsFilter, pathStartKey: edge.source, pathEndKey: edge.target };
+      checks.push([`path ${edge.source} → ${edge.target}`, edge.value, { source: { ...pathsQuery, pathsFilter } }]);
+    }
     for (const [name, shown, source] of checks) {
       expect([name, (await actorIds({ kind: 'InsightActorsQuery', ...source })).length]).toEqual([name, shown]);
     }
     expect(checks.filter(([, shown]) => shown > 0).length).toBeGreaterThan(5);
+
+    // Ann's cohort three days ago: she came back the next day.
+    const threeDaysAgo = (
+      await post({ kind: 'ActorsQuery', select: ['id', 'appearances'], source: { kind: 'InsightActorsQuery', source: retentionQuery, interval: 4 } })
+    ).results;
+    expect(threeDaysAgo).toEqual([
+      [ann, [0, 1]],
+      [bob, [0]],
+    ]);
 
     const funnelsQuery = {
       kind: 'FunnelsQuery',

@@ -132,6 +132,10 @@ export interface Insight {
   last_modified_at: string;
   last_viewed_at: string | null;
   created_by: { email: string; first_name: string } | null;
+  /** The dashboards it is on. */
+  dashboards: number[];
+  /** On a dashboard's tile: the query's results from the cache (legacy trends: the series), null when none. */
+  result?: unknown;
 }
 
 export interface InsightWrite {
@@ -140,6 +144,69 @@ export interface InsightWrite {
   filters?: Record<string, unknown>;
   query?: QueryNode | null;
   saved?: boolean;
+  /** Every dashboard it is to be on: a tile is added on each new one and removed from those left out. */
+  dashboards?: number[];
+}
+
+/** A dashboard in the listing. */
+export interface DashboardBasic {
+  id: number;
+  name: string | null;
+  description: string;
+  pinned: boolean;
+  created_at: string;
+  is_shared: boolean;
+  last_refresh: string | null;
+}
+
+/** A tile's place in the grid: columns of 12 on wide screens (`sm`). */
+export interface TileLayout {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+}
+
+export interface DashboardTile {
+  id: number;
+  insight: Insight | null;
+  text: { id: number; body: string } | null;
+  layouts: Record<string, unknown>;
+  order: number;
+  last_refresh: string | null;
+  is_cached: boolean;
+  error: { type: string; detail: string } | null;
+}
+
+export interface Dashboard extends DashboardBasic {
+  tiles: DashboardTile[];
+  /** The filters in effect (`date_from`, `date_to`, `properties`…). */
+  filters: Record<string, unknown>;
+}
+
+export interface TileWrite {
+  /** An existing tile; absent: a new text card. */
+  id?: number;
+  text?: { body: string };
+  layouts?: Record<string, TileLayout>;
+  deleted?: boolean;
+}
+
+export interface DashboardWrite {
+  name?: string | null;
+  filters?: Record<string, unknown>;
+  tiles?: TileWrite[];
+}
+
+/** A dashboard's public link: `/shared/<access_token>.json` while enabled. */
+export interface Sharing {
+  created_at: string;
+  enabled: boolean;
+  access_token: string;
+}
+
+export interface SharingWrite {
+  enabled?: boolean;
 }
 
 export interface EventRow {

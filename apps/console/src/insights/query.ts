@@ -96,6 +96,9 @@ export const PROPERTY_MATHS: readonly MathType[] = ['sum', 'avg', 'min', 'max', 
 
 export const INTERVALS: readonly Interval[] = ['minute', 'hour', 'day', 'week', 'month'];
 
+/** An interval read from a saved node; `day` when it is none. */
+export const oneOfIntervals = (value: unknown): Interval => oneOf(value, INTERVALS, 'day');
+
 export const DATE_RANGES: ReadonlyArray<{ value: string; label: string; interval: Interval }> = [
   { value: '-1h', label: 'Last hour', interval: 'minute' },
   { value: '-24h', label: 'Last 24 hours', interval: 'hour' },

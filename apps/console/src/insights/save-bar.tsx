@@ -1,11 +1,13 @@
 /**
  * The name field and save button above every insight editor: a new insight is created (and the address moves to
- * it), a saved one updated in place. `body` gives what to store — legacy `filters` or a `query` node.
+ * it), a saved one updated in place. `body` gives what to store — legacy `filters` or a `query` node. Under a
+ * saved one, the dashboards it is on and adding it to another.
  */
 import { useState } from 'preact/hooks';
 import { operations } from '../api/operations';
 import type { Insight, InsightWrite } from '../api/types';
 import { Problem } from '../components/problem';
+import { AddToDashboard } from '../dashboards/add-to-dashboard';
 import { useConsole } from '../context';
 import { projectPath } from '../paths';
 import { navigate } from '../router';
@@ -54,6 +56,7 @@ export function SaveBar({
         </span>
       </form>
       {status.error !== undefined && <Problem error={status.error} />}
+      {saved && <AddToDashboard insight={saved} />}
     </>
   );
 }

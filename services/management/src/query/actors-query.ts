@@ -8,8 +8,13 @@ import {
   funnelActorsSql,
   matchedRecordings,
   parseFunnelsQuery,
+  nodeRuleAttr,
   parseInsightQuery,
+  parsePathsQuery,
+  parseRetentionQuery,
+  pathActorsSql,
   personDetails,
+  retentionActorsSql,
   seriesActorsSql,
   type ActorsSql,
   type InsightContext,
@@ -29,6 +34,7 @@ const COLUMN_TYPES: Record<string, string> = {
   event_count: 'UInt64',
   matched_recordings: 'Array',
   event_distinct_ids: 'Array(String)',
+  appearances: 'Array(UInt32)',
 };
 const STATUSES: readonly LifecycleStatus[] = ['new', 'returning', 'resurrecting', 'dormant'];
 const DEFAULT_LIMIT = 100;
@@ -71,7 +77,26 @@ async function sourceActors(ch: ClickHouse, source: Node, ctx: InsightContext): 
   if (source.kind !== 'InsightActorsQuery') {
     throw errors.validation(`${JSON.stringify(source.kind)} is not supported: use InsightActorsQuery or FunnelsActorsQuery.`, 'source__kind', 'invalid_choice');
   }
-  const request = parseInsightQuery(source.source, 'source__source');
+  const insight = source.source as Node | undefined;
+  if (insight?.kind === 'RetentionQuery') {
+    const input = parseRetentionQuery(insight, 'source__source');
+    const interval = source.interval ?? 0;
+    if (typeof interval !== 'number') throw errors.validation('Must be an integer.', 'source__interval');
+    return { actors: await retentionActorsSql(input, interval, breakdownValue(source.breakdown, 'source__breakdown'), ctx), recordings };
+  }
+  if (insight?.kind === 'PathsQuery') {
+    const input = parsePathsQuery(insight, 'source__source');
+    const filter = (insight.pathsFilter ?? {}) as Node;
+    const key = (name: string): string | null => {
+      const value = filter[name];
+      if (value === undefined || value === null) return null;
+      if (typeof value !== 'string') throw errors.validation('Must be a node key like 2_/pricing.', `source__source__pathsFilter__${name}`);
+      return value;
+    };
+    const point = { input, start: key('pathStartKey'), end: key('pathEndKey'), dropoff: key('pathDropoffKey') };
+    return { actors: await pathActorsSql(ch, point, ctx, nodeRuleAttr), recordings };
+  }
+  const request = parseInsightQuery(insight, 'source__source');
   const series = source.series ?? 0;
   if (typeof series !== 'number' || !Number.isInteger(series)) throw errors.validation('Must be an integer.', 'source__series');
   const day = source.day ?? null;
@@ -133,6 +158,7 @@ export async function runActorsQuery(ch: ClickHouse, node: Node, ctx: InsightCon
       created_at: created,
       event_count: row.uuids.length,
       event_distinct_ids: person?.distinct_ids ?? [],
+      appearances: row.appearances ?? [],
       matched_recordings: [...new Set(row.uuids.map((uuid) => recorded.get(uuid)).filter((recording) => recording !== undefined))],
     };
     cells.person = cells.actor = {
