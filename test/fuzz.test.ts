@@ -1,17 +1,28 @@
 /**
- * Every public route of embedded Plover under generated hostile requests (seeded, bounded): no answer is a
- * 5xx, every error is the JSON error shape, no request stalls the process, and `/_health` keeps answering.
+ * Every route of embedded Plover under generated hostile requests (seeded, bounded): no answer is a 5xx, every
+ * error is the JSON error shape, no request stalls the process, and `/_health` keeps answering. The anonymous half
+ * sends SDK bodies; the authenticated half calls every route of the management route table (analysis included)
+ * with valid keys of hostile kinds and bodies and queries generated from the route's schemas, while `/flags` is
+ * asked beside it (its latency within a multiple of idle) and the process's memory is compared after.
  * `npm test` sends a few thousand bodies per SDK route; `npm run fuzz` sends more (FUZZ_SCALE, FUZZ_SEED).
  */
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
+import { SCOPE_OBJECTS } from '../services/management/src/accounts/routes';
+import { PROJECT_MOUNTS } from '../services/management/src/routes';
+import { declaredTable } from '../services/management/test/support/table';
 import { seededRandom } from './support/random';
 import { startEmbedded, type EmbeddedPlover } from './support/embedded';
-import { MANAGEMENT_ROUTES, SDK_ROUTES, type FuzzRequest, type FuzzRoute } from './support/fuzz/requests';
+import { managementRoutes, SDK_ROUTES, type FuzzRequest, type FuzzRoute, type TableRoute } from './support/fuzz/requests';
+import type { Schema } from './support/fuzz/schema-values';
+import { flagsBeside, flagsLatency, flagsVerdict } from './support/latency';
 
 const SCALE = Number(process.env.FUZZ_SCALE ?? 1);
 const SEED = Number(process.env.FUZZ_SEED ?? 20261126);
 const SDK_CASES = Math.round(2_000 * SCALE);
-const MANAGEMENT_CASES = Math.round(150 * SCALE);
+const MANAGEMENT_CASES = Math.round(6 * SCALE);
+/** Resident memory the authenticated half may leave behind. */
+const RSS_GROWTH_MIB = 600;
 const IN_FLIGHT = 4;
 /** A request answered later than this counts as a stall. */
 const STALL_MS = 15_000;
@@ -99,12 +110,74 @@ function describeRequest(request: FuzzRequest): string {
   return `${request.method} ${request.path.slice(0, 200)} ${JSON.stringify(request.headers)}${body}`;
 }
 
-describe('fuzzed public routes (embedded)', () => {
+/** Every route of the management route table, under each path it answers at (project routes under the first mount). */
+const TABLE = declaredTable();
+const TABLE_ROUTES: TableRoute[] = [
+  ...TABLE.api.map((route) => ({ ...route, path: `/api${route.path}/` })),
+  ...TABLE.project.map((route) => ({ ...route, path: `/api${PROJECT_MOUNTS[0]}${route.path}/`.replace(/\/\/$/, '/') })),
+  ...TABLE.shared,
+].map(({ method, path, body, query }) => ({ method, path, body: body as Schema | undefined, query: query as Schema | undefined }));
+
+describe('fuzzed routes (embedded)', () => {
   let plover: EmbeddedPlover;
+  /** The hostile-but-valid keys of the authenticated half, and ids of objects its paths name. */
+  const keys: string[] = [];
+  const ids: string[] = [];
 
   beforeAll(async () => {
     plover = await startEmbedded();
-  }, 120_000);
+    const admin = async (path: string, body: unknown) => {
+      const response = await fetch(`http://127.0.0.1:${plover.port}/api${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${plover.credentials.personalKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      expect(response.status).toBe(201);
+      return (await response.json()) as { id: number | string; value: string; short_id?: string };
+    };
+    const other = await admin('/projects/', { name: 'Another project' });
+    const key = async (scopes: string[], scoped_teams: number[] = []) => (await admin('/personal_api_keys/', { label: 'fuzz', scopes, scoped_teams })).value;
+    keys.push(
+      plover.credentials.personalKey,
+      await key(SCOPE_OBJECTS.map((object) => `${object}:read`)),
+      await key(['*'], [Number(other.id)]),
+      await key(['annotation:read']),
+    );
+    const project = `/projects/${plover.credentials.projectId}`;
+    const trend = { kind: 'TrendsQuery', series: [{ kind: 'EventsNode', event: '$pageview' }], breakdownFilter: { breakdown: 'plan' } };
+    for (const [path, body] of [
+      ['/insights/', { name: 'Fuzzed', query: { kind: 'InsightVizNode', source: trend } }],
+      ['/dashboards/', { name: 'Fuzzed' }],
+      ['/feature_flags/', { key: 'fuzzed', filters: { groups: [{ rollout_percentage: 50 }] } }],
+      ['/cohorts/', { name: 'Fuzzed', filters: { properties: { type: 'AND', values: [] } } }],
+      ['/session_recording_playlists/', { name: 'Fuzzed' }],
+    ] as const) {
+      const created = await admin(`${project}${path}`, body);
+      ids.push(String(created.id), ...(created.short_id ? [created.short_id] : []));
+    }
+    // Events for the analysis routes to compute over: a month of page views with a few properties.
+    const now = Date.now();
+    const batch = Array.from({ length: 500 }, (_, i) => ({
+      event: i % 5 === 0 ? 'signed up' : '$pageview',
+      distinct_id: `user-${i % 60}`,
+      uuid: randomUUID(),
+      timestamp: new Date(now - (i % 30) * 86_400_000 - 60_000).toISOString(),
+      properties: { plan: ['free', 'pro'][i % 2], unique: `value-${i}`, $session_id: `session-${i % 40}`, $set: { email: `user-${i % 60}@example.com` } },
+    }));
+    const sent = await fetch(`http://127.0.0.1:${plover.port}/batch/`, { method: 'POST', body: JSON.stringify({ api_key: plover.credentials.token, batch }) });
+    expect(sent.status).toBe(200);
+    // Stored before the cases start: ingestion's person writes share PGlite with every management request.
+    for (let stored = 0, i = 0; stored < batch.length; i++) {
+      if (i > 300) throw new Error(`only ${stored} of ${batch.length} events stored`);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const counted = await fetch(`http://127.0.0.1:${plover.port}/api${project}/query/`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${plover.credentials.personalKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ query: { kind: 'HogQLQuery', query: 'select count() from events' } }),
+      });
+      if (counted.status === 200) stored = Number(((await counted.json()) as { results: number[][] }).results[0]![0]);
+    }
+  }, 300_000);
 
   afterAll(async () => {
     agent.destroy();
@@ -119,7 +192,7 @@ describe('fuzzed public routes (embedded)', () => {
       const queue = Array.from({ length: cases }, (_, i) => seedBase + index * 1_000_000 + i);
       const worker = async (): Promise<void> => {
         for (let seed = queue.shift(); seed !== undefined; seed = queue.shift()) {
-          const request = route.generate(seededRandom(seed), plover.credentials);
+          const request = route.generate(seededRandom(seed), { ...plover.credentials, keys, ids });
           try {
             const problem = problemOf(await send(plover.port, request));
             if (problem) failures.push({ route: route.name, seed, request: describeRequest(request), problem });
@@ -169,9 +242,25 @@ describe('fuzzed public routes (embedded)', () => {
   );
 
   it(
-    `answers ${MANAGEMENT_CASES} hostile requests per management route without a 5xx or a stall`,
+    `answers ${MANAGEMENT_CASES} requests with hostile-but-valid keys per route of the management route table (${TABLE_ROUTES.length}) without a 5xx or a stall, /flags answering beside them, memory returned`,
     async () => {
-      await fuzz(MANAGEMENT_ROUTES, MANAGEMENT_CASES, SEED + 7);
+      const idle: number[] = [];
+      for (let i = 0; i < 30; i++) idle.push(await flagsLatency(plover.port, plover.credentials.token));
+      const before = plover.rssMiB();
+      // The cases may reset the project's token (then /flags answers 401): any answer below 500 counts.
+      const { latencies } = await flagsBeside(
+        plover.port,
+        plover.credentials.token,
+        () => fuzz(managementRoutes(TABLE_ROUTES), MANAGEMENT_CASES, SEED + 7),
+        (status) => status < 500,
+      );
+      const flags = flagsVerdict(idle, latencies);
+      // Memory a request took is given back (the engine's caches and V8's heap settle within seconds).
+      await new Promise((resolve) => setTimeout(resolve, 5000));
+      const after = plover.rssMiB();
+      process.stdout.write(`fuzz: management routes, ${flags.text}; RSS ${before.toFixed(0)} → ${after.toFixed(0)} MiB\n`);
+      expect(flags).toMatchObject({ ok: true });
+      expect(after).toBeLessThan(before + RSS_GROWTH_MIB);
     },
     30 * 60_000,
   );

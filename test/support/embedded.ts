@@ -13,6 +13,8 @@ import { PGliteSql } from '@plover/postgres/pglite';
 import { writeCredentials } from '../../services/standalone/src/data-dir';
 
 const ROOT = path.resolve(__dirname, '../..');
+/** How long a start may take: loading the modules through tsx alone takes a minute on a busy shared machine. */
+const START_MS = 180_000;
 
 /** The Node flags `npm start` gives Plover (its heap settings): services/standalone/node-flags.json, the one list of them. */
 export const PLOVER_NODE_FLAGS: readonly string[] = JSON.parse(fs.readFileSync(path.join(ROOT, 'services/standalone/node-flags.json'), 'utf8')) as string[];
@@ -74,7 +76,11 @@ export async function startEmbedded(
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
 
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no listening line in time:\n${output}`)), 90_000);
+    const timer = setTimeout(() => {
+      // Not left running behind the failed test.
+      child.kill('SIGKILL');
+      reject(new Error(`no listening line in time:\n${output}`));
+    }, START_MS);
     void exited.then((code) => reject(new Error(`exited with ${code}:\n${output}`)));
     const check = (): void => {
       const match = /"port":(\d+)[^\n]*"msg":"listening"/.exec(output);

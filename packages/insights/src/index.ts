@@ -14,5 +14,6 @@ export * from './funnel-input';
 export * from './funnels';
 export * from './retention';
 export * from './paths';
+export * from './actions';
 export * from './actors';
 export * from './web';

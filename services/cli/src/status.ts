@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
+import { formatBytes } from '@plover/core';
 import type { Api } from './api';
 import { action, apiOf, positiveInteger, withConnection, type ConnectionOptions } from './command';
 import { EXIT, UserError } from './errors';
@@ -36,12 +37,60 @@ export interface Status {
   eventsToday: number | null;
   /** Ingestion warnings of the last hour, by type; null without an API key. */
   warningsLastHour: Record<string, number> | null;
+  /** Embedded mode's disk use (null where the host does not expose it: distributed mode). */
+  disk: DiskUse | null;
   /** Why the project's part is missing, when it is. */
   projectError?: string;
 }
 
+export interface DiskUse {
+  /** Bytes of each store: local_log, postgres, clickhouse, replay (part of clickhouse). */
+  stores: Record<string, number>;
+  /** Free space of the fullest store disk, and the watermark below which writes are refused. */
+  freeBytes: number;
+  minFreeBytes: number;
+  /** How fast the free space shrank over the server's last 15 minutes (negative: it grew). */
+  useBytesPerSecond: number;
+  /** Seconds until the free space reaches the watermark at that rate; null while it does not shrink. */
+  lastsSeconds: number | null;
+}
+
 const LAG = 'plover_ingestion_lag_seconds';
 const MESSAGES = 'plover_ingestion_messages_total';
+
+/** The disk use among `samples`, from the gauges embedded mode exposes (services/standalone/src/disk.ts). */
+function diskUse(samples: Sample[]): DiskUse | null {
+  const value = (name: string) => samples.find((sample) => sample.name === name)?.value;
+  const freeBytes = value('plover_disk_free_bytes');
+  if (freeBytes === undefined) return null;
+  const minFreeBytes = value('plover_disk_min_free_bytes') ?? 0;
+  const useBytesPerSecond = value('plover_disk_use_bytes_per_second') ?? 0;
+  const stores = Object.fromEntries(
+    samples.filter((sample) => sample.name === 'plover_store_bytes').map((sample) => [sample.labels.store ?? '', sample.value]),
+  );
+  const lastsSeconds = useBytesPerSecond > 0 ? Math.max(0, freeBytes - minFreeBytes) / useBytesPerSecond : null;
+  return { stores, freeBytes, minFreeBytes, useBytesPerSecond, lastsSeconds };
+}
+
+/** `45 s`, `12 min`, `5.2 h`, `3.1 days`. */
+function formatDuration(seconds: number): string {
+  if (seconds < 90) return `${Math.round(seconds)} s`;
+  if (seconds < 90 * 60) return `${Math.round(seconds / 60)} min`;
+  if (seconds < 48 * 3600) return `${(seconds / 3600).toFixed(1)} h`;
+  return `${(seconds / 86_400).toFixed(1)} days`;
+}
+
+function describeDisk(disk: DiskUse): string {
+  const store = (name: string, label: string) => (disk.stores[name] === undefined ? [] : [`${label} ${formatBytes(disk.stores[name])}`]);
+  const replay = disk.stores.replay === undefined ? '' : ` (replay ${formatBytes(disk.stores.replay)} of it)`;
+  const sizes = [...store('local_log', 'local log'), ...store('postgres', 'postgres'), ...store('clickhouse', 'clickhouse')].join(', ') + replay;
+  const free = `${formatBytes(disk.freeBytes)} free, writes refused below ${formatBytes(disk.minFreeBytes)}`;
+  const lasts =
+    disk.lastsSeconds === null
+      ? 'not shrinking over the last 15 min'
+      : `lasts ~${formatDuration(disk.lastsSeconds)} at ${formatBytes(disk.useBytesPerSecond)}/s (the last 15 min's rate)`;
+  return `  disk        ${sizes}; ${free}: ${lasts}`;
+}
 
 async function probe(api: Api, path: string): Promise<{ status: number; body: unknown }> {
   const response = await api.fetch(path);
@@ -84,6 +133,7 @@ export async function readStatus(api: Api): Promise<Status> {
     health: { ok: health.status === 200, status: health.status },
     ready: { ok: ready.status === 200, status: ready.status, checks: (ready.body as { checks?: Record<string, string> }).checks ?? {} },
     ingestion: [...topics].map(([name, values]) => ({ topic: name, ...values })).sort((a, b) => a.topic.localeCompare(b.topic)),
+    disk: diskUse(samples),
     eventsToday: null,
     warningsLastHour: null,
   };
@@ -114,6 +164,7 @@ export function describeStatus(status: Status): string {
     const lag = topic.lagSeconds === null ? 'no batch yet' : `lag ${topic.lagSeconds.toFixed(1)} s`;
     lines.push(`  ingestion   ${topic.topic}: ${lag}, ${topic.messages} messages handled`);
   }
+  if (status.disk) lines.push(describeDisk(status.disk));
   if (status.projectError) {
     lines.push(`  project     ${status.projectError}`);
   } else {
@@ -131,10 +182,11 @@ interface StatusOptions extends ConnectionOptions {
 
 export function statusCommand(program: Command): void {
   withConnection(program.command('status'))
-    .summary('health, readiness, ingestion lag, today’s events and recent ingestion warnings')
+    .summary('health, readiness, ingestion lag, disk use, today’s events and recent ingestion warnings')
     .description(
       'Asks a running Plover for /_health, /_ready (each dependency), /metrics (per bus topic the ingestion consumer reads: ' +
-        'the age of the newest message it handled, and how many), the events stored today (the trend API, project timezone) ' +
+        'the age of the newest message it handled, and how many; in embedded mode the disk space of each store and how long the free ' +
+        'space lasts at the rate it shrank over the last 15 minutes), the events stored today (the trend API, project timezone) ' +
         'and the ingestion warnings of the last hour. Exit code 0 when ready, 1 when not ready or unreachable.',
     )
     .option('--watch', 'refresh until interrupted')

@@ -419,14 +419,22 @@ describe('keys, status, CSV export and the data-dir commands', () => {
       ingestion: Array<{ topic: string; messages: number }>;
       eventsToday: number;
       warningsLastHour: unknown;
+      disk: { stores: Record<string, number>; freeBytes: number; minFreeBytes: number; lastsSeconds: number | null };
     };
     expect(status.ready).toEqual({ ok: true, status: 200, checks: { postgres: 'ok', clickhouse: 'ok', bus: 'ok', disk: 'ok' } });
     expect(status.ingestion.map((topic) => topic.topic)).toEqual(expect.arrayContaining(['events', 'events_historical']));
     expect(status.eventsToday).toBe(1);
     expect(status.warningsLastHour).toEqual({});
+    // Each store's space (the log, PGlite and chDB hold data by now; replay none yet), and the disk's free space.
+    expect(Object.keys(status.disk.stores).sort()).toEqual(['clickhouse', 'local_log', 'postgres', 'replay']);
+    for (const store of ['clickhouse', 'local_log', 'postgres']) expect(status.disk.stores[store]).toBeGreaterThan(0);
+    expect(status.disk.freeBytes).toBeGreaterThan(status.disk.minFreeBytes);
     const human = await runCli(['status', '--project', String(target.id)], env);
     expect(human.stdout).toMatch(/ready +ok — postgres ok, clickhouse ok, bus ok, disk ok\n/);
     expect(human.stdout).toContain('events      1 today');
+    expect(human.stdout).toMatch(
+      /\n {2}disk {8}local log [\d.]+ [kMG]?B, postgres [\d.]+ [kMG]?B, clickhouse [\d.]+ [kMG]?B \(replay [\d.]+ [kMG]?B of it\); [\d.]+ [kMGT]?B free, writes refused below [\d.]+ [kMG]?B: (lasts ~[\d.]+ (s|min|h|days) at [\d.]+ [kMG]?B\/s \(the last 15 min's rate\)|not shrinking over the last 15 min)\n/,
+    );
   });
 
   it('exports CSV with formula cells neutralized, to stdout', async () => {

@@ -1,10 +1,12 @@
 import { accountRoutes, projectRoutes } from './accounts/routes';
+import { actionRoutes } from './actions/routes';
+import { annotationRoutes } from './annotations/routes';
 import { dashboardRoutes } from './dashboards/routes';
 import { sharedRoutes } from './dashboards/sharing';
 import { dataRoutes } from './data/routes';
 import { definitionRoutes } from './definitions/routes';
 import { flagDefinitionRoutes } from './flag-routes';
-import type { ManagementDeps } from './http/deps';
+import { analysisOf, type ManagementDeps } from './http/deps';
 import type { Route } from './http/route-table';
 import { insightRoutes } from './insights/routes';
 import { llmPromptRoutes } from './llm-prompts/routes';
@@ -31,7 +33,7 @@ export const PROJECT_MOUNTS = ['/projects/:project_id', '/environments/:project_
 export function routeTable(deps: ManagementDeps): RouteTable {
   // One result cache for `/query/` and the saved queries that dashboards and insights show.
   const cache = new InsightResultCache();
-  const run = nodeRunner(deps.clickhouse, { cache });
+  const run = nodeRunner(deps.clickhouse, analysisOf(deps).limits, { cache });
   return {
     api: accountRoutes(deps),
     project: [
@@ -41,6 +43,8 @@ export function routeTable(deps: ManagementDeps): RouteTable {
       ...recordingRoutes(deps),
       ...insightRoutes(deps, run),
       ...dashboardRoutes(deps, run),
+      ...actionRoutes(deps),
+      ...annotationRoutes(deps),
       ...queryRoutes(deps, { cache }),
       ...dataRoutes(deps),
       ...definitionRoutes(deps),

@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { Type, type TSchema } from '@sinclair/typebox';
-import { insertSnapshotBatches } from '@plover/clickhouse';
+import { insertSnapshotBatches, type ClickHouse, type ClickHouseParams, type StatementSettings } from '@plover/clickhouse';
 import { schemaValidator } from '@plover/contracts';
 import { uuidv7 } from '@plover/core';
 import { PersonReads, PersonStore } from '@plover/persons';
@@ -141,6 +141,7 @@ const EXAMPLES: Record<string, Example> = {
   },
   'POST /cohorts': { body: { name: 'Conformance', filters: { properties: { type: 'AND', values: [] } } } },
   'POST /early_access_features': { body: { name: 'Early access', stage: 'beta' } },
+  'POST /actions': { body: { name: 'Conformance', steps: [{ event: '$autocapture', selector: 'form > button', text: 'Go' }] } },
   'POST /surveys': { body: { name: 'Conformance', type: 'popover', questions: [{ type: 'open', question: 'Why?' }] } },
   'POST /query': { body: { query: HOGQL, client_query_id: 'conformance-query' } },
   // The path names the node's kind; a kind the body does not have is a 400.
@@ -167,14 +168,31 @@ const errorCases = mounted.flatMap(({ route, mount }) => {
   return cases.map((entry) => [`${label(route, mount)}: ${entry.name}`, entry] as const);
 });
 
-const world = useWorld(backends[0]!, { clickhouse: useChdb() });
+/** Every read the routes made, with its settings (the analysis limits must be among them: the last test). */
+const statements: Array<{ name: string; settings: StatementSettings | undefined }> = [];
+const chdb = useChdb();
+const world = useWorld(backends[0]!, {
+  clickhouse: () => {
+    const clickhouse = chdb();
+    return Object.assign(Object.create(clickhouse) as ClickHouse, {
+      query: (name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings) => {
+        statements.push({ name, settings });
+        return clickhouse.query(name, sql, params, settings);
+      },
+      queryRows: (name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings) => {
+        statements.push({ name, settings });
+        return clickhouse.queryRows(name, sql, params, settings);
+      },
+    });
+  },
+});
 let tenant: Awaited<ReturnType<typeof world.tenant>>;
 let unscoped: string;
 /** The ids of the ingested person and recording. */
 const ingested: Record<string, Record<string, string>> = {};
 beforeAll(async () => {
   tenant = await world.tenant();
-  unscoped = await world.newKey(tenant.userId, ['annotation:read']);
+  unscoped = await world.newKey(tenant.userId, ['webhook:read']);
   const timestamp = new Date(Date.now() - 3_600_000);
   await new PersonStore(world.sql).processEvent(tenant.projectId, {
     uuid: uuidv7(),
@@ -195,6 +213,8 @@ beforeAll(async () => {
     ).rows[0]!.id;
   ingested['/event_definitions'] = { id: await definition('event_definitions', 'name, last_seen_at', `'$pageview', now()`) };
   ingested['/property_definitions'] = { id: await definition('property_definitions', 'name, type, property_type', `'$browser', 1, 'String'`) };
+  // What the fixture's ingestion read is not a route's.
+  statements.length = 0;
 });
 
 const pathOf = (route: Route, mount: string, ids: Record<string, string>) =>
@@ -265,4 +285,12 @@ describe('every query kind through POST /query/', () => {
       violation: null,
     });
   });
+});
+
+// Last: every route above ran, with every query kind (insights, dashboards and their refresh, paths, exports).
+it('every ClickHouse read any route made carried the analysis limits (limitedClickHouse wraps the whole table)', () => {
+  expect(statements.length).toBeGreaterThan(20);
+  expect(
+    statements.filter(({ settings }) => settings?.max_execution_time === undefined || settings.max_result_rows === undefined).map(({ name }) => name),
+  ).toEqual([]);
 });

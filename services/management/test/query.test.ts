@@ -192,6 +192,23 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('/query
     expect(trends.body.results[0]).toMatchObject({ count: 2, label: '$pageview' });
   });
 
+  it('insight kinds refuse an answer past ANALYSIS_MAX_POINTS with a 400 before computing, as the legacy routes do', async () => {
+    const t = await world.tenant();
+    const url = `/api/projects/${t.projectId}/query/`;
+    const series = Array.from({ length: 10 }, (_, i) => ({ kind: 'EventsNode', event: `event-${i}` }));
+    const breakdownFilter = { breakdown: 'unique', breakdown_type: 'event', breakdown_limit: 1000 };
+    // 10 series × 1001 breakdown values × 4801 hours: an answer of hundreds of MB, past the 500,000 default.
+    const nodes = [
+      { kind: 'TrendsQuery', series, breakdownFilter, interval: 'hour', dateRange: { date_from: '-200d' } },
+      { kind: 'InsightVizNode', source: { kind: 'TrendsQuery', series, breakdownFilter, interval: 'hour', dateRange: { date_from: '-200d' } } },
+      { kind: 'FunnelsQuery', series, breakdownFilter, funnelsFilter: { funnelVizType: 'trends' }, interval: 'hour', dateRange: { date_from: '-200d' } },
+    ];
+    for (const node of nodes) {
+      const res = await request(world.app).post(url).set(t.auth).send({ query: node });
+      expect({ kind: node.kind, status: res.status, code: res.body.code }).toEqual({ kind: node.kind, status: 400, code: 'too_many_points' });
+    }
+  });
+
   it('FunnelsQuery, RetentionQuery and PathsQuery answer what the legacy endpoints compute for the same node', async () => {
     const t = await world.tenant();
     const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().replace('T', ' ').replace('Z', '');

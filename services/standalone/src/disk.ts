@@ -4,7 +4,10 @@
  * to the local log (503, SDKs retry), management's writes to PGlite and chDB (507). The ingestion thread is not:
  * it stores what capture already acknowledged, into the room the watermark keeps. docs/architecture.md#a-full-disk.
  */
+import type { Dirent } from 'node:fs';
+import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { Gauge, type Registry } from 'prom-client';
 import type { EventBus, OutgoingMessage } from '@plover/bus';
 import type { ClickHouse, ClickHouseParams } from '@plover/clickhouse';
 import { diskLowError, DiskWatch, type Logger } from '@plover/core';
@@ -77,4 +80,90 @@ export function refusingWrites<S extends { sql: Sql; clickhouse: ClickHouse; bus
     clickhouse: new RefusingClickHouse(stores.clickhouse, disk),
     bus: new RefusingBus(stores.bus, disk),
   };
+}
+
+/** Space on disk (allocated blocks, as du counts) of the files under `dir`, each inode once; 0 when it is missing. */
+export async function directoryBytes(dir: string, seen = new Set<string>()): Promise<number> {
+  let entries: Dirent[];
+  try {
+    entries = await readdir(dir, { withFileTypes: true });
+  } catch {
+    return 0; // removed meanwhile (a merged part, a deleted segment)
+  }
+  let total = 0;
+  for (const entry of entries) {
+    const at = path.join(dir, entry.name);
+    if (entry.isDirectory()) {
+      total += await directoryBytes(at, seen);
+    } else if (entry.isFile()) {
+      const stats = await stat(at).catch(() => undefined);
+      // chDB hard-links unchanged files between a part and its successor: counted once, as the disk holds them.
+      if (!stats || (stats.nlink > 1 && seen.has(`${stats.dev}:${stats.ino}`))) continue;
+      if (stats.nlink > 1) seen.add(`${stats.dev}:${stats.ino}`);
+      total += stats.blocks * 512;
+    }
+  }
+  return total;
+}
+
+/** Sizes are measured at most this often (a walk of chDB's parts), however often /metrics is read. */
+const MEASURE_EVERY_MS = 30_000;
+
+/**
+ * `/metrics` gauges of the disk space embedded mode uses (what `plover status` shows): the bytes of each store —
+ * the local log, PGlite's data dir, chDB's data dir, and of that the replay tables (their active parts) — the free
+ * space of the fullest store disk, the watermark, and how fast the free space shrank over the last 15 minutes
+ * (DiskWatch's samples, once a second).
+ */
+export function exposeDiskUse(registry: Registry, dataDir: string, disk: DiskWatch, clickhouse: ClickHouse): void {
+  const measure = async (): Promise<Record<string, number>> => {
+    const [localLog, postgres, chdb, replay] = await Promise.all([
+      directoryBytes(path.join(dataDir, STORE_DIRS.bus)),
+      directoryBytes(path.join(dataDir, STORE_DIRS.postgres)),
+      directoryBytes(path.join(dataDir, STORE_DIRS.clickhouse)),
+      clickhouse
+        .query<{ bytes: string | number }>(
+          'disk.replay',
+          "SELECT sum(bytes_on_disk) AS bytes FROM system.parts WHERE active AND database = currentDatabase() AND startsWith(table, 'session_replay_')",
+        )
+        .then(([row]) => Number(row?.bytes ?? 0)),
+    ]);
+    return { local_log: localLog, postgres, clickhouse: chdb, replay };
+  };
+  let last: { at: number; sizes: Promise<Record<string, number>> } | undefined;
+  new Gauge({
+    name: 'plover_store_bytes',
+    help: 'Disk space of each store: local_log, postgres (PGlite), clickhouse (chDB), replay (its tables in chDB)',
+    labelNames: ['store'],
+    registers: [registry],
+    async collect() {
+      if (!last || Date.now() - last.at >= MEASURE_EVERY_MS) last = { at: Date.now(), sizes: measure() };
+      const sizes = await last.sizes.catch(() => ({}));
+      for (const [store, bytes] of Object.entries(sizes)) this.set({ store }, bytes);
+    },
+  });
+  new Gauge({
+    name: 'plover_disk_free_bytes',
+    help: 'Free space of the fullest disk a store writes to',
+    registers: [registry],
+    collect() {
+      this.set(Math.min(...disk.stores().map((space) => space.freeBytes)));
+    },
+  });
+  new Gauge({
+    name: 'plover_disk_min_free_bytes',
+    help: 'The watermark (PLOVER_DISK_MIN_FREE_MB): below it new writes are refused',
+    registers: [registry],
+    collect() {
+      this.set(disk.minFreeBytes);
+    },
+  });
+  new Gauge({
+    name: 'plover_disk_use_bytes_per_second',
+    help: 'How fast the free space of the fullest store disk shrank over the last 15 minutes (negative: it grew)',
+    registers: [registry],
+    collect() {
+      this.set(disk.useRate() ?? 0);
+    },
+  });
 }

@@ -9,7 +9,7 @@ import { startSchedules } from '@plover/management/schedule';
 import { Registry } from 'prom-client';
 import { createApp } from './app';
 import { lockDataDir, writeCredentials } from './data-dir';
-import { refusingWrites, watchDisk } from './disk';
+import { exposeDiskUse, refusingWrites, watchDisk } from './disk';
 import { spawnIngestionThread, type IngestionThread } from './ingestion-thread';
 import { sqlClientPort } from './sql-thread';
 import { openEmbeddedStores } from './stores';
@@ -60,6 +60,7 @@ async function main(): Promise<void> {
   }
   const metrics = new ProcessMetrics();
   createMetricsRegistry('plover', metrics);
+  exposeDiskUse(metrics, config.data.dataDir, disk, stores.clickhouse);
   const definitions = new DefinitionsCache(stores.sql, { logger, pollIntervalMs: config.decide.definitionsPollMs });
   // Capture, management and the schedules write through these: refused while the disk is below the watermark.
   const writers = refusingWrites(stores, disk);

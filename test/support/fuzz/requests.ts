@@ -5,6 +5,7 @@
  */
 import { gzipSync } from 'node:zlib';
 import { compressToBase64 } from 'lz-string';
+import { valueFor, type Schema } from './schema-values';
 import { chance, damageBytes, deepJson, int, jsonValue, mutateDocument, nastyNumber, nastyString, pick, type Random } from './values';
 
 export interface FuzzRequest {
@@ -18,6 +19,10 @@ export interface Credentials {
   token: string;
   personalKey: string;
   projectId: number;
+  /** Valid personal API keys the management cases use (default: personalKey). */
+  keys?: string[];
+  /** Ids of existing objects, for the management cases' paths. */
+  ids?: string[];
 }
 
 export interface FuzzRoute {
@@ -249,61 +254,6 @@ function queryValue(random: Random): string {
   }
 }
 
-interface ManagementTemplate {
-  methods: FuzzRequest['method'][];
-  path: string;
-  body?: Record<string, unknown>;
-}
-
-const P = '/api/projects/{project}';
-const MANAGEMENT_TEMPLATES: ManagementTemplate[] = [
-  { methods: ['GET'], path: '/api/users/@me/' },
-  { methods: ['GET', 'POST'], path: '/api/personal_api_keys/', body: { label: 'fuzzed', scopes: ['person:read'] } },
-  { methods: ['GET', 'PATCH', 'DELETE'], path: '/api/personal_api_keys/{id}/', body: { label: 'fuzzed' } },
-  { methods: ['GET', 'POST'], path: '/api/projects/', body: { name: 'Fuzzed' } },
-  { methods: ['GET', 'PATCH'], path: `${P}/`, body: { name: 'Renamed' } },
-  { methods: ['GET', 'POST'], path: `${P}/persons/`, body: { properties: { a: 1 } } },
-  { methods: ['POST'], path: `${P}/persons/bulk_delete/`, body: { distinct_ids: ['nobody'], delete_events: false } },
-  { methods: ['GET', 'PATCH', 'PUT', 'DELETE'], path: `${P}/persons/{id}/`, body: { properties: { plan: 'enterprise' } } },
-  { methods: ['GET', 'POST'], path: `${P}/session_recording_playlists/`, body: { name: 'Fuzzed', description: 'x', pinned: false, filters: {} } },
-  { methods: ['GET', 'PATCH', 'PUT', 'DELETE'], path: `${P}/session_recording_playlists/{id}/`, body: { name: 'Renamed', deleted: false } },
-  { methods: ['GET', 'PUT'], path: `${P}/session_recording_playlists/{id}/access_controls/`, body: { access_level: 'viewer' } },
-  { methods: ['GET'], path: `${P}/session_recording_playlists/{id}/recordings/` },
-  { methods: ['POST', 'DELETE'], path: `${P}/session_recording_playlists/{id}/recordings/{id}/` },
-  { methods: ['GET'], path: `${P}/session_recordings/{id}/` },
-  { methods: ['GET', 'POST'], path: `${P}/insights/trend/`, body: { events: [{ id: '$pageview', math: 'dau' }], interval: 'day', date_from: '-7d' } },
-  {
-    methods: ['GET', 'POST'],
-    path: `${P}/insights/funnel/correlation/`,
-    body: {
-      events: [
-        { id: '$pageview', order: 0 },
-        { id: 'signed up', order: 1 },
-      ],
-      funnel_correlation_type: 'events',
-    },
-  },
-  { methods: ['POST'], path: `${P}/insights/timing/`, body: { duration: 1.5, insight_id: 1 } },
-  { methods: ['GET'], path: `${P}/insights/my_last_viewed/` },
-  { methods: ['GET', 'POST'], path: `${P}/insights/`, body: { name: 'Fuzzed', filters: { events: [{ id: '$pageview' }] }, dashboards: [] } },
-  { methods: ['GET', 'PATCH', 'DELETE'], path: `${P}/insights/{id}/`, body: { name: 'Renamed' } },
-  { methods: ['GET'], path: `${P}/groups_types/` },
-  { methods: ['GET'], path: `${P}/groups/` },
-  { methods: ['GET'], path: `${P}/events/` },
-  { methods: ['GET'], path: `${P}/ingestion_warnings/` },
-  {
-    methods: ['GET', 'POST'],
-    path: `${P}/feature_flags/`,
-    body: { key: 'fuzzed-flag', name: 'Fuzzed', filters: { groups: [{ properties: [{ key: 'id', value: 1, type: 'cohort' }], rollout_percentage: 50 }] } },
-  },
-  { methods: ['GET', 'PATCH', 'DELETE'], path: `${P}/feature_flags/{id}/`, body: { name: 'Renamed', active: true } },
-  { methods: ['GET'], path: `${P}/feature_flags/{id}/remote_config/` },
-  { methods: ['GET', 'POST'], path: `${P}/cohorts/`, body: { name: 'Fuzzed', groups: [{ properties: [{ key: 'email', value: 'x', type: 'person' }] }] } },
-  { methods: ['GET', 'PATCH'], path: `${P}/cohorts/{id}/`, body: { name: 'Renamed' } },
-  { methods: ['GET', 'POST'], path: `${P}/early_access_features/`, body: { name: 'Fuzzed', stage: 'beta' } },
-  { methods: ['GET', 'POST'], path: `${P}/surveys/`, body: { name: 'Fuzzed', type: 'popover', questions: [{ type: 'open', question: 'Why?' }] } },
-];
-
 /** A path segment; one holding a lone surrogate goes out as the percent-encoded invalid UTF-8 it would be. */
 function segment(value: string): string {
   try {
@@ -317,27 +267,55 @@ function pathId(random: Random): string {
   return segment(pick(random, ['1', '2', '0', '-1', '1e20', '9007199254740993', 'abcdefgh', '0190a4c2-7f3e-7b8c-9d1e-2f3a4b5c6d7e', nastyString(random)]));
 }
 
-const managementRoutes: FuzzRoute[] = MANAGEMENT_TEMPLATES.map((template) => ({
-  name: `management ${template.path}`,
-  generate: (random, { personalKey, projectId }) => {
-    const method = pick(random, template.methods);
-    const project = chance(random, 0.9) ? String(projectId) : pathId(random);
-    const path = template.path.replace('{project}', project).replace(/\{id\}/g, () => pathId(random));
-    const query = new URLSearchParams();
-    for (let i = int(random, 4); i > 0; i--) query.set(pick(random, QUERY_KEYS), queryValue(random));
-    const url = query.size > 0 ? `${path}?${query.toString()}` : path;
-    const headers: Record<string, string> = { authorization: `Bearer ${chance(random, 0.95) ? personalKey : nastyString(random)}` };
-    if (method === 'GET' || method === 'DELETE') return { method, path: url, headers };
-    headers['content-type'] = pick(random, ['application/json', 'application/json', 'application/json; charset=utf-8', 'text/plain']);
-    let body = Buffer.from(documentText(random, template.body ?? {}), 'utf8');
-    if (chance(random, 0.15)) {
-      headers['content-encoding'] = 'gzip';
-      body = chance(random, 0.5) ? gzipSync(body) : gzipSync(body).subarray(0, int(random, 20));
-    }
-    return { method, path: url, headers, body };
-  },
-}));
+/** A route of the management API's route table, as the fuzz suite calls it. */
+export interface TableRoute {
+  method: 'get' | 'post' | 'patch' | 'put' | 'delete';
+  /** The whole path, with `:name` parameters (`:project_id` for the project). */
+  path: string;
+  body?: Schema;
+  query?: Schema;
+}
+
+/**
+ * Fuzz cases of every route of the management route table: a key from `credentials.keys` (valid keys of hostile
+ * kinds: read-only, scoped to another project, without the route's scope) or now and then a forged one; the path's
+ * ids real objects' (`credentials.ids`) or hostile; query parameters valid for the route's schema, hostile, or
+ * unknown; a body valid for its schema (schema-values.ts), then mutated and encoded as documentText does.
+ */
+export function managementRoutes(table: readonly TableRoute[]): FuzzRoute[] {
+  return table.map((route) => ({
+    name: `management ${route.method.toUpperCase()} ${route.path}`,
+    generate: (random, { personalKey, projectId, keys, ids }) => {
+      const method = route.method.toUpperCase() as FuzzRequest['method'];
+      const path = route.path.replace(/:([a-z_]+)/g, (_, name: string) => {
+        if (name === 'project_id') return chance(random, 0.9) ? String(projectId) : pathId(random);
+        return ids?.length && chance(random, 0.6) ? segment(pick(random, ids)) : pathId(random);
+      });
+      const query = new URLSearchParams();
+      for (const [name, schema] of Object.entries(route.query?.properties ?? {})) {
+        if (chance(random, 0.5)) query.set(name, chance(random, 0.8) ? queryText(valueFor(random, schema)) : queryValue(random));
+      }
+      for (let i = int(random, 3); i > 0; i--) query.set(pick(random, QUERY_KEYS), queryValue(random));
+      const url = query.size > 0 ? `${path}?${query.toString()}` : path;
+      const key = chance(random, 0.95) ? pick(random, keys ?? [personalKey]) : nastyString(random);
+      const headers: Record<string, string> = { authorization: `Bearer ${key}` };
+      if (method === 'GET' || method === 'DELETE') return { method, path: url, headers };
+      headers['content-type'] = pick(random, ['application/json', 'application/json', 'application/json; charset=utf-8', 'text/plain']);
+      const document = valueFor(random, route.body ?? { type: 'object' });
+      let body = Buffer.from(chance(random, 0.5) ? JSON.stringify(document) : documentText(random, document), 'utf8');
+      if (chance(random, 0.1)) {
+        headers['content-encoding'] = 'gzip';
+        body = chance(random, 0.5) ? gzipSync(body) : gzipSync(body).subarray(0, int(random, 20));
+      }
+      return { method, path: url, headers, body };
+    },
+  }));
+}
+
+/** A generated value as a query parameter carries it: strings as they are, anything else as JSON. */
+function queryText(value: unknown): string {
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
 
 /** SDK routes face the internet: they get most of the cases. */
 export const SDK_ROUTES: FuzzRoute[] = [...captureRoutes, ...decideRoutes];
-export const MANAGEMENT_ROUTES: FuzzRoute[] = managementRoutes;

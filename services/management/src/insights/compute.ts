@@ -1,7 +1,5 @@
 import { createHash } from 'node:crypto';
 import type { Request } from 'express';
-import { checkPoints } from '@plover/clickhouse';
-import type { QueryLimits } from '@plover/config';
 import {
   InsightResultCache,
   type CacheRequest,
@@ -20,8 +18,6 @@ import {
   runFunnelCorrelation,
   runInsight,
   type InsightContext,
-  type InsightKind,
-  type InsightRequest,
   type InsightSeriesResult,
   type ResolvedRange,
 } from '@plover/insights';
@@ -33,6 +29,7 @@ import { Type } from '@sinclair/typebox';
 import { csvText, Q, type Route, type RouteInput } from '../http/route-table';
 import { valueValidator } from '../shared/schema';
 import { insightContext } from '../shared/insight-context';
+import { checkFunnelPoints, checkRetentionPoints, checkTrendPoints } from './points';
 import { FunnelCorrelationRequest, funnelCorrelationNode, FunnelRequest, InsightResult, PathRequest, RetentionRequest } from './schemas';
 
 /** `refresh` values (query or body) that compute afresh instead of answering from the cache. */
@@ -121,16 +118,6 @@ function legacyBody(computed: { result: unknown; isCached: boolean; lastRefresh:
  * `{result, timezone, is_cached, last_refresh, next: null, timings}` (CSV with `format=csv`), correlation
  * `{result: {events, skewed}, last_refresh, is_cached}`.
  */
-/**
- * Refuses, before any statement runs, a computation whose answer would exceed the points limit: a line per
- * series (two when compared with the previous period; lifecycle's four statuses each) per breakdown value (the
- * `breakdown_limit` shown and "other") per interval.
- */
-function checkInsightPoints(limits: QueryLimits, insight: InsightKind, input: InsightRequest['input'], range: ResolvedRange): void {
-  const lines = input.series.length * (input.compare ? 2 : 1) * (insight === 'LIFECYCLE' ? 4 : 1);
-  checkPoints(limits, lines, input.breakdown === null ? 1 : input.breakdown.limit + 1, range.buckets.length);
-}
-
 export function computeRoutes(deps: ManagementDeps, cache = new InsightResultCache()): Route[] {
   const { sql, clickhouse } = deps;
   const { limits } = analysisOf(deps);
@@ -140,7 +127,7 @@ export function computeRoutes(deps: ManagementDeps, cache = new InsightResultCac
     const { insight, input } = request;
     const ctx = insightContext(sql, projectOf(req));
     const range = await insightRange(clickhouse, input, input.interval, ctx);
-    checkInsightPoints(limits, insight, input, range);
+    checkTrendPoints(limits, insight, input, range);
     const key = await cacheRequest(insight.toLowerCase(), ctx, input, range);
     const computed = await cache.run(clickhouse, key, refreshRequested(req), () => runInsight(clickhouse, request, ctx));
     if (format === 'csv') {
@@ -166,7 +153,7 @@ export function computeRoutes(deps: ManagementDeps, cache = new InsightResultCac
     const input = parseFunnelRequest(req.query, req.body);
     const ctx = insightContext(sql, projectOf(req));
     const range = await insightRange(clickhouse, input, input.vizType === 'trends' ? input.interval : 'day', ctx);
-    checkPoints(limits, input.steps.length, input.breakdown === null ? 1 : input.breakdown.limit + 1, input.vizType === 'trends' ? range.buckets.length : 1);
+    checkFunnelPoints(limits, input, range);
     const key = await cacheRequest('funnel', ctx, input, range);
     const computed = await cache.run(clickhouse, key, refreshRequested(req), () => runFunnel(clickhouse, input, ctx));
     return legacyBody(computed, ctx.timezone, started);
@@ -177,7 +164,7 @@ export function computeRoutes(deps: ManagementDeps, cache = new InsightResultCac
     const input = parseRetentionRequest(req.query, req.body);
     const ctx = insightContext(sql, projectOf(req));
     const range = retentionRange(input, ctx);
-    checkPoints(limits, range.buckets.length, input.breakdown === null ? 1 : input.breakdown.limit + 1, input.totalIntervals);
+    checkRetentionPoints(limits, input, range);
     const key = await cacheRequest('retention', ctx, input, range);
     const computed = await cache.run(clickhouse, key, refreshRequested(req), () => runRetention(clickhouse, input, ctx));
     return legacyBody(computed, ctx.timezone, started);

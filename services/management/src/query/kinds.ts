@@ -29,7 +29,9 @@ import {
 } from '@plover/insights';
 import { HogQLError, printHogQL, runHogQL, toApiError } from '@plover/hogql';
 import type { ClickHouse } from '@plover/clickhouse';
+import type { QueryLimits } from '@plover/config';
 import type { Static, TObject } from '@sinclair/typebox';
+import { checkFunnelPoints, checkRetentionPoints, checkTrendPoints } from '../insights/points';
 import { errors } from '../shared/errors';
 import { runActorsQuery } from './actors-query';
 import { runEventsQuery } from './events-query';
@@ -53,6 +55,8 @@ import {
 export interface QueryContext {
   /** The analysis handle: every statement bounded by the analysis limits (`limitedClickHouse`). */
   clickhouse: ClickHouse;
+  /** Those limits: an insight kind checks its points against them before it computes (insights/points.ts). */
+  limits: QueryLimits;
   insight: InsightContext;
   /** The ClickHouse statement's marker, for cancelling it (DELETE /query/:id/). */
   statementId: string;
@@ -171,7 +175,10 @@ function seriesInsight<R extends TObject>(response: R): QueryKind<R> {
   return {
     response,
     async run(node, ctx) {
-      return insightBody(await runInsight(ctx.clickhouse, parseInsightQuery(node, 'query'), ctx.insight)) as Omit<Static<R>, CacheField>;
+      const request = parseInsightQuery(node, 'query');
+      const range = await insightRange(ctx.clickhouse, request.input, request.input.interval, ctx.insight);
+      checkTrendPoints(ctx.limits, request.insight, request.input, range);
+      return insightBody(await runInsight(ctx.clickhouse, request, ctx.insight)) as Omit<Static<R>, CacheField>;
     },
     async cacheScope(node, ctx) {
       const { input } = parseInsightQuery(node, 'query');
@@ -184,7 +191,9 @@ function seriesInsight<R extends TObject>(response: R): QueryKind<R> {
 const funnels: QueryKind<typeof FunnelsQueryResponse> = {
   response: FunnelsQueryResponse,
   async run(node, ctx) {
-    return insightBody(await runFunnel(ctx.clickhouse, parseFunnelsQuery(node, 'query'), ctx.insight));
+    const input = parseFunnelsQuery(node, 'query');
+    checkFunnelPoints(ctx.limits, input, await insightRange(ctx.clickhouse, input, input.vizType === 'trends' ? input.interval : 'day', ctx.insight));
+    return insightBody(await runFunnel(ctx.clickhouse, input, ctx.insight));
   },
   async cacheScope(node, ctx) {
     const input = parseFunnelsQuery(node, 'query');
@@ -196,7 +205,9 @@ const funnels: QueryKind<typeof FunnelsQueryResponse> = {
 const retention: QueryKind<typeof RetentionQueryResponse> = {
   response: RetentionQueryResponse,
   async run(node, ctx) {
-    return insightBody(await runRetention(ctx.clickhouse, parseRetentionQuery(node, 'query'), ctx.insight));
+    const input = parseRetentionQuery(node, 'query');
+    checkRetentionPoints(ctx.limits, input, retentionRange(input, ctx.insight));
+    return insightBody(await runRetention(ctx.clickhouse, input, ctx.insight));
   },
   cacheScope(node, ctx) {
     return Promise.resolve(rangeKey(retentionRange(parseRetentionQuery(node, 'query'), ctx.insight)));

@@ -11,8 +11,9 @@ import { Type } from '@sinclair/typebox';
 import { cancelHogQL } from '@plover/hogql';
 import { InsightResultCache, stableJson, type CacheRequest, type CachedResult } from '@plover/insights';
 import type { ClickHouse } from '@plover/clickhouse';
+import type { QueryLimits } from '@plover/config';
 import { ApiError } from '@plover/core';
-import type { ManagementDeps } from '../http/deps';
+import { analysisOf, type ManagementDeps } from '../http/deps';
 import { projectOf } from '../http/auth';
 import { errors } from '../shared/errors';
 import { Reply, type Route, type RouteInput } from '../http/route-table';
@@ -88,7 +89,11 @@ export interface RunnerOptions {
  * The {@link NodeRunner} over `kinds` and `cache`: a node's kind validates and computes it, cached by the node
  * and the kind's cache scope (a resolved date range) at the project's data version.
  */
-export function nodeRunner(clickhouse: ClickHouse, { kinds = queryKinds(), cache = new InsightResultCache() }: RunnerOptions = {}): NodeRunner {
+export function nodeRunner(
+  clickhouse: ClickHouse,
+  limits: QueryLimits,
+  { kinds = queryKinds(), cache = new InsightResultCache() }: RunnerOptions = {},
+): NodeRunner {
   async function runNode(raw: unknown, ctx: Omit<QueryContext, 'runNode'>, mode: RunMode): Promise<Record<string, unknown> | null> {
     const node = nodeOf(raw);
     const kind = kinds.get(node.kind);
@@ -132,12 +137,13 @@ export function nodeRunner(clickhouse: ClickHouse, { kinds = queryKinds(), cache
       query_status: null,
     };
   }
-  return (node, insight, mode, statementId = randomUUID()) => runNode(node, { clickhouse, insight, statementId }, mode);
+  return (node, insight, mode, statementId = randomUUID()) => runNode(node, { clickhouse, limits, insight, statementId }, mode);
 }
 
-export function queryRoutes({ sql, clickhouse }: ManagementDeps, options: RunnerOptions = {}): Route[] {
+export function queryRoutes(deps: ManagementDeps, options: RunnerOptions = {}): Route[] {
+  const { sql, clickhouse } = deps;
   const { kinds = queryKinds() } = options;
-  const run = nodeRunner(clickhouse, { ...options, kinds });
+  const run = nodeRunner(clickhouse, analysisOf(deps).limits, { ...options, kinds });
   const running = new Map<number, number>();
   const statuses = new Map<string, QueryStatus>();
 

@@ -1,0 +1,186 @@
+import request from 'supertest';
+import { insertEvents } from '@plover/clickhouse';
+import { eventRow } from '../../../packages/insights/test/support/event-row';
+import { backends, bearer, useWorld, type World } from './support/app';
+import { useChdb } from './support/recordings';
+
+type Body = Record<string, unknown>;
+const ids = (res: request.Response) => (res.body.results as Body[]).map((a) => a.id);
+
+async function tenantOf(world: World) {
+  const t = await world.tenant();
+  const call = (method: 'get' | 'post' | 'patch' | 'delete', url: string, body?: Body, key = t.key, mount = 'projects') => {
+    const req = request(world.app)[method](`/api/${mount}/${t.projectId}${url}`).set(bearer(key));
+    return body === undefined ? req : req.send(body);
+  };
+  return { ...t, call };
+}
+
+const clickhouse = useChdb();
+
+describe.each(backends)('actions and annotations on $name', (backend) => {
+  const world = useWorld(backend, { clickhouse });
+
+  it('actions: create with steps, list, retrieve under both prefixes, unique live names, soft delete and restore, DELETE → 405', async () => {
+    const s = await tenantOf(world);
+    const steps = [
+      { event: '$pageview', url: '/welcome', url_matching: 'contains' },
+      { event: '$autocapture', selector: 'form#signup button', text: 'Create account', text_matching: 'exact' },
+      { event: 'user signed up', properties: [{ key: 'plan', value: ['pro'], operator: 'exact', type: 'event' }] },
+    ];
+    const created = await s.call('post', '/actions/', { name: 'Signed up', description: 'd', tags: ['growth'], steps });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({
+      name: 'Signed up',
+      description: 'd',
+      tags: ['growth'],
+      deleted: false,
+      is_action: true,
+      is_calculating: false,
+      team_id: s.projectId,
+    });
+    expect(created.body.steps[0]).toEqual({
+      event: '$pageview',
+      url: '/welcome',
+      url_matching: 'contains',
+      selector: null,
+      selector_regex: null,
+      tag_name: null,
+      text: null,
+      text_matching: null,
+      href: null,
+      href_matching: null,
+      properties: null,
+    });
+    expect(typeof created.body.steps[1].selector_regex).toBe('string');
+    expect((created.body.created_by as { id: number }).id).toBe(s.userId);
+    const id = created.body.id as number;
+
+    const dup = await s.call('post', '/actions/', { name: 'Signed up' });
+    expect(dup.status).toBe(400);
+    expect(dup.body).toMatchObject({ type: 'validation_error', attr: 'name', detail: `This project already has an action with this name, ID ${id}` });
+    expect((await s.call('post', '/actions/', { steps: [] })).body).toMatchObject({ code: 'required', attr: 'name' });
+    expect((await s.call('post', '/actions/', { name: '  ' })).body).toMatchObject({ code: 'blank', attr: 'name' });
+    const badRegex = await s.call('post', '/actions/', { name: 'x', steps: [{ url: '(', url_matching: 'regex' }] });
+    expect(badRegex.body).toMatchObject({ type: 'validation_error', attr: 'steps__0__url' });
+    const badProperty = await s.call('post', '/actions/', { name: 'x', steps: [{ properties: [{ key: 'a', operator: 'nope' }] }] });
+    expect(badProperty.status).toBe(400);
+    expect(String(badProperty.body.attr)).toMatch(/^steps__0__properties/);
+
+    await s.call('post', '/actions/', { name: 'Alpha' });
+    const list = await s.call('get', '/actions/');
+    expect(list.status).toBe(200);
+    expect((list.body.results as Body[]).map((a) => a.name)).toEqual(['Alpha', 'Signed up']);
+    expect((await s.call('get', `/actions/${id}/`, undefined, s.key, 'environments')).body.name).toBe('Signed up');
+
+    expect((await s.call('delete', `/actions/${id}/`)).status).toBe(405);
+    expect((await s.call('patch', `/actions/${id}/`, { deleted: true })).body.deleted).toBe(true);
+    expect((await s.call('get', `/actions/${id}/`)).status).toBe(404);
+    expect((await s.call('get', '/actions/')).body.results).toHaveLength(1);
+    // The name is free again while deleted; restoring then collides.
+    const again = await s.call('post', '/actions/', { name: 'Signed up' });
+    expect(again.status).toBe(201);
+    expect((await s.call('patch', `/actions/${id}/`, { deleted: false })).status).toBe(400);
+    expect((await s.call('patch', `/actions/${again.body.id}/`, { name: 'Renamed' })).body.name).toBe('Renamed');
+    expect((await s.call('patch', `/actions/${id}/`, { deleted: false })).body.deleted).toBe(false);
+
+    // Another project cannot see it.
+    const other = await tenantOf(world);
+    expect((await other.call('get', `/actions/${id}/`)).status).toBe(404);
+  });
+
+  it('actions: count of matching events over the last 30 days', async () => {
+    const s = await tenantOf(world);
+    const now = Date.now();
+    const at = (daysAgo: number) => new Date(now - daysAgo * 86_400_000).toISOString().replace('T', ' ').replace('Z', '');
+    const person = '00000000-0000-4000-8000-00000000000a';
+    let n = 0;
+    const event = (name: string, daysAgo: number, properties: Body = {}, chain = '') => ({
+      ...eventRow({
+        uuid: `00000000-0000-7000-8000-${(++n).toString(16).padStart(12, '0')}`,
+        projectId: s.projectId,
+        event: name,
+        at: at(daysAgo),
+        person,
+        properties,
+      }),
+      elements_chain: chain,
+    });
+    await insertEvents(clickhouse(), [
+      event('$pageview', 1, { $current_url: 'https://x.com/welcome' }),
+      event('$pageview', 2, { $current_url: 'https://x.com/pricing' }),
+      event('$pageview', 40, { $current_url: 'https://x.com/welcome' }),
+      event('$autocapture', 3, {}, 'button:nth-child="1"nth-of-type="1"text="Go";form:attr__id="signup"attr_id="signup"nth-child="1"nth-of-type="1"'),
+      event('$autocapture', 3, {}, 'button:nth-child="1"nth-of-type="1"text="Go";div:nth-child="1"nth-of-type="1"'),
+    ]);
+    const created = await s.call('post', '/actions/', {
+      name: 'A',
+      steps: [
+        { event: '$pageview', url: '/welcome' },
+        { event: '$autocapture', selector: 'form#signup button' },
+      ],
+    });
+    const count = await s.call('get', `/actions/${created.body.id}/count/`);
+    expect(count.status).toBe(200);
+    expect(count.body).toEqual({ count: 2 });
+  });
+
+  it('actions: scopes', async () => {
+    const s = await tenantOf(world);
+    const reader = await world.newKey(s.userId, ['action:read']);
+    expect((await s.call('get', '/actions/', undefined, reader)).status).toBe(200);
+    expect((await s.call('post', '/actions/', { name: 'x' }, reader)).status).toBe(403);
+    const annotations = await world.newKey(s.userId, ['annotation:write']);
+    expect((await s.call('get', '/actions/', undefined, annotations)).status).toBe(403);
+  });
+
+  it('annotations: CRUD, links checked, filters, organization scope seen from every project of the organization', async () => {
+    const s = await tenantOf(world);
+    const insight = await s.call('post', '/insights/', { name: 'Signups', query: { kind: 'TrendsQuery', series: [] } });
+    const one = await s.call('post', '/annotations/', { content: 'Launched pricing v2', date_marker: '2025-03-03T09:00:00Z', scope: 'project' });
+    expect(one.status).toBe(201);
+    expect(one.body).toMatchObject({
+      content: 'Launched pricing v2',
+      date_marker: '2025-03-03T09:00:00.000Z',
+      scope: 'project',
+      creation_type: 'USR',
+      dashboard_item: null,
+      insight_short_id: null,
+      deleted: false,
+    });
+    const onInsight = await s.call('post', '/annotations/', {
+      content: 'deploy',
+      date_marker: '2025-03-05T00:00:00Z',
+      dashboard_item: insight.body.id,
+      creation_type: 'GIT',
+    });
+    expect(onInsight.body).toMatchObject({ scope: 'dashboard_item', insight_short_id: insight.body.short_id, insight_name: 'Signups', creation_type: 'GIT' });
+    const org = await s.call('post', '/annotations/', { content: 'Company offsite', date_marker: '2025-03-01T00:00:00Z', scope: 'organization' });
+
+    const list = await s.call('get', '/annotations/');
+    expect((list.body.results as Body[]).map((a) => a.content)).toEqual(['deploy', 'Launched pricing v2', 'Company offsite']);
+    expect(ids(await s.call('get', '/annotations/?search=PRICING'))).toEqual([one.body.id]);
+    expect(ids(await s.call('get', '/annotations/?scope=organization'))).toEqual([org.body.id]);
+    expect(ids(await s.call('get', '/annotations/?date_from=2025-03-02T00:00:00Z&date_to=2025-03-04T00:00:00Z'))).toEqual([one.body.id]);
+    expect((await s.call('get', '/annotations/?date_from=yesterday')).status).toBe(400);
+
+    // A second project of the organization sees the organization's annotation only; another organization sees none.
+    const sibling = await world.newProject(s.organizationId, 'Sibling');
+    const siblingList = await request(world.app).get(`/api/projects/${sibling.id}/annotations/`).set(s.auth);
+    expect(ids(siblingList)).toEqual([org.body.id]);
+    const stranger = await tenantOf(world);
+    expect((await stranger.call('get', '/annotations/')).body.count).toBe(0);
+    expect((await stranger.call('get', `/annotations/${org.body.id}/`)).status).toBe(404);
+    expect((await stranger.call('post', '/annotations/', { content: 'x', dashboard_item: insight.body.id })).body).toMatchObject({ attr: 'dashboard_item' });
+
+    expect((await s.call('patch', `/annotations/${one.body.id}/`, { content: 'Pricing v2' })).body.content).toBe('Pricing v2');
+    expect((await s.call('delete', `/annotations/${one.body.id}/`)).status).toBe(405);
+    expect((await s.call('patch', `/annotations/${one.body.id}/`, { deleted: true })).body.deleted).toBe(true);
+    expect((await s.call('get', `/annotations/${one.body.id}/`)).status).toBe(404);
+    expect((await s.call('get', '/annotations/', undefined, s.key, 'environments')).body.count).toBe(2);
+
+    const reader = await world.newKey(s.userId, ['annotation:read']);
+    expect((await s.call('get', '/annotations/', undefined, reader)).status).toBe(200);
+    expect((await s.call('post', '/annotations/', { content: 'x' }, reader)).status).toBe(403);
+  });
+});
