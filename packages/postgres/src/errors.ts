@@ -38,6 +38,11 @@ export function toStorageError(error: unknown, queryName: string, connectionFail
   return new StorageError(`${queryName}: ${detail}`, retriable, code, { cause: error });
 }
 
+/** A unique index refused the write (SQLSTATE 23505): a driver error or the StorageError wrapping one. */
+export function isUniqueViolation(error: unknown): boolean {
+  return codeOf(error) === '23505' || (error instanceof Error && codeOf(error.cause) === '23505');
+}
+
 /** Using a closed handle is a bug in the caller, not an outage: never retriable. */
 export function closedError(queryName: string): StorageError {
   return new StorageError(`${queryName}: the database handle is closed`, false, undefined);

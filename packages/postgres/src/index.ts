@@ -3,5 +3,6 @@
 export type { QueryResult, Sql, SqlExecutor } from './sql';
 export { SqlBuilder, containsPattern } from './sql-builder';
 export { PgSql, type PgSqlOptions } from './pg';
+export { isUniqueViolation } from './errors';
 export { migrate, type MigrateOptions } from './migrate';
 export { WritesRefusedWhen, readOnly } from './read-only';

@@ -89,6 +89,18 @@ describe.each(backends)('actions and annotations on $name', (backend) => {
     expect((await other.call('get', `/actions/${id}/`)).status).toBe(404);
   });
 
+  it('actions: concurrent creates and renames to one name give one action and 400s naming the field, never a 500', async () => {
+    const s = await tenantOf(world);
+    const creates = await Promise.all(Array.from({ length: 6 }, () => s.call('post', '/actions/', { name: 'Raced' })));
+    expect(creates.map((res) => res.status).sort()).toEqual([201, 400, 400, 400, 400, 400]);
+    for (const res of creates.filter((r) => r.status === 400)) expect(res.body).toMatchObject({ type: 'validation_error', code: 'unique', attr: 'name' });
+
+    const others = await Promise.all(['a', 'b', 'c', 'd'].map((name) => s.call('post', '/actions/', { name })));
+    const renames = await Promise.all(others.map((res) => s.call('patch', `/actions/${res.body.id as number}/`, { name: 'Renamed' })));
+    expect(renames.map((res) => res.status).sort()).toEqual([200, 400, 400, 400]);
+    expect(((await s.call('get', '/actions/')).body.results as Body[]).filter((a) => a.name === 'Renamed')).toHaveLength(1);
+  });
+
   it('actions: count of matching events over the last 30 days', async () => {
     const s = await tenantOf(world);
     const now = Date.now();

@@ -1,5 +1,6 @@
 import type { Request } from 'express';
 import type { Static } from '@sinclair/typebox';
+import { isUniqueViolation } from '@plover/postgres';
 import { actionCondition, Params, selectorRegex, STRING_MATCHINGS, validateActionStep, type ActionStep as Step } from '@plover/insights';
 import type { ManagementDeps } from '../http/deps';
 import { callerOf } from '../http/access';
@@ -98,6 +99,16 @@ export function actionRoutes(deps: Pick<ManagementDeps, 'sql' | 'clickhouse'>): 
     if (other !== undefined) throw errors.validation(`This project already has an action with this name, ID ${other}`, 'name', 'unique');
   }
 
+  /** `write`; a name another request took since checkName (the unique index refused it) is checkName's 400. */
+  async function named<T>(projectId: number, name: string | null, except: number | null, write: () => Promise<T>): Promise<T> {
+    try {
+      return await write();
+    } catch (error) {
+      if (isUniqueViolation(error)) await checkName(projectId, name, except);
+      throw error;
+    }
+  }
+
   return [
     route({
       method: 'get',
@@ -122,7 +133,7 @@ export function actionRoutes(deps: Pick<ManagementDeps, 'sql' | 'clickhouse'>): 
         if (body.name === undefined) throw errors.required('name');
         await checkName(caller.projectId, body.name, null);
         checkSteps(body.steps ?? []);
-        const id = await store.create(caller, body);
+        const id = await named(caller.projectId, body.name, null, () => store.create(caller, body));
         return serializeAction(found(await actionById(deps.sql, caller.projectId, id)));
       },
     }),
@@ -150,7 +161,7 @@ export function actionRoutes(deps: Pick<ManagementDeps, 'sql' | 'clickhouse'>): 
         const row = found(await actionById(deps.sql, projectId, idParam(req), true));
         if (body.name !== undefined || body.deleted === false) await checkName(projectId, body.name ?? row.name, row.id);
         if (body.steps) checkSteps(body.steps);
-        await store.update(row.id, body);
+        await named(projectId, body.name ?? row.name, row.id, () => store.update(row.id, body));
         return serializeAction(found(await actionById(deps.sql, projectId, row.id, true)));
       },
     }),

@@ -1,5 +1,4 @@
-import { StorageError } from '@plover/core';
-import { containsPattern, SqlBuilder, type Sql } from '@plover/postgres';
+import { containsPattern, isUniqueViolation, SqlBuilder, type Sql } from '@plover/postgres';
 import type { Page } from '../http/render';
 import { accessLevelSql, type AccessLevel, type Caller } from '../shared/access-store';
 import { newShortId, USER_JSON, type UserBasic } from '../shared/users';
@@ -69,10 +68,6 @@ function selectPlaylists(where: string): string {
             LEFT JOIN users cu ON cu.id = pl.created_by
             LEFT JOIN users mu ON mu.id = pl.last_modified_by
            WHERE pl.project_id = $1 AND ${where}`;
-}
-
-function isUniqueViolation(error: unknown): boolean {
-  return error instanceof StorageError && error.code === '23505';
 }
 
 /** Session recording playlists and the session ids they hold (the recordings themselves: recordings/). */

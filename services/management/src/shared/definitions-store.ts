@@ -1,16 +1,10 @@
 import { writeDefinitions } from '@plover/flag-store';
-import type { Sql, SqlExecutor } from '@plover/postgres';
+import { isUniqueViolation, type Sql, type SqlExecutor } from '@plover/postgres';
 import { errors } from './errors';
 import { validateCohortFilters, type PropertyReferences } from './flag-filters';
 
 /** The text of a uuid row id (early access features, surveys); anything else names no row. */
 export const UUID_TEXT = /^[0-9a-f-]{36}$/i;
-
-function uniqueViolation(error: unknown): boolean {
-  const code = (error as { code?: unknown }).code;
-  const cause = (error as { cause?: { code?: unknown } }).cause;
-  return code === '23505' || cause?.code === '23505';
-}
 
 /**
  * What the stores of flags, cohorts, early access features and surveys share: every write runs in `write`, one
@@ -33,7 +27,7 @@ export class DefinitionsStore {
     try {
       return await writeDefinitions(this.sql, projectId, fn);
     } catch (error) {
-      if (uniqueViolation(error)) throw errors.validation('There is already a feature flag with this key.', 'key', 'unique');
+      if (isUniqueViolation(error)) throw errors.validation('There is already a feature flag with this key.', 'key', 'unique');
       throw error;
     }
   }
