@@ -4,9 +4,8 @@
  * takes it. Each edits a {@link TrendForm} and hands back the changed copy.
  */
 import type { MathType } from '../api/types';
-import { PropertyFilters } from '../components/property-filters';
 import { Segmented } from '../components/segmented';
-import { BreakdownFields, SuggestionLists, TimeFields, type Suggestions } from './fields';
+import { BreakdownFields, FiltersFieldset, SuggestionLists, TimeFields, type Suggestions } from './fields';
 import {
   KIND_VISUALIZATIONS,
   MATHS,
@@ -78,18 +77,7 @@ export function Builder({ form, onChange, suggestions }: { form: TrendForm; onCh
         )}
       </fieldset>
 
-      <fieldset>
-        <legend>Filters</legend>
-        {form.filters.length === 0 && <p class="muted">Every event counts.</p>}
-        <PropertyFilters
-          filters={form.filters}
-          onChange={(filters) => set('filters', filters)}
-          types={['event', 'person', 'cohort']}
-          cohorts={suggestions.cohorts}
-          label="Filter"
-          keyList="property-keys"
-        />
-      </fieldset>
+      <FiltersFieldset filters={form.filters} onChange={(filters) => set('filters', filters)} cohorts={suggestions.cohorts} unfiltered="Every event counts." />
 
       {takesBreakdown(kind) && <BreakdownFields value={form} onChange={(breakdown) => onChange({ ...form, ...breakdown })} />}
 

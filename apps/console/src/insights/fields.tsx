@@ -1,9 +1,12 @@
 /**
- * Controls every insight builder shares: the suggestion lists, the breakdown and the date range. Each edits a
+ * Controls every insight builder shares: the suggestion lists, the filters on every event, the breakdown and the
+ * date range. Each edits a
  * part of the caller's form and hands back that part changed.
  */
 import type { ComponentChildren } from 'preact';
 import type { Cohort, Interval } from '../api/types';
+import { PropertyFilters } from '../components/property-filters';
+import type { FilterForm } from '../filters/property-filter';
 import { DATE_RANGES, INTERVALS, type BreakdownValue, type RangeValue } from './query';
 
 /** Suggestions for the fields: names from the project's latest events, and its cohorts. */
@@ -14,6 +17,27 @@ export interface Suggestions {
 }
 
 export const NO_SUGGESTIONS: Suggestions = { events: [], properties: [], cohorts: [] };
+
+/** The insight's filters on every event it counts (event, person or cohort); `unfiltered` says what none means. */
+export function FiltersFieldset({
+  filters,
+  onChange,
+  cohorts,
+  unfiltered,
+}: {
+  filters: FilterForm[];
+  onChange: (filters: FilterForm[]) => void;
+  cohorts: readonly Cohort[];
+  unfiltered: string;
+}) {
+  return (
+    <fieldset>
+      <legend>Filters</legend>
+      {filters.length === 0 && <p class="muted">{unfiltered}</p>}
+      <PropertyFilters filters={filters} onChange={onChange} types={['event', 'person', 'cohort']} cohorts={cohorts} label="Filter" keyList="property-keys" />
+    </fieldset>
+  );
+}
 
 /** The `<datalist>`s the event (`event-names`) and property (`property-keys`) fields suggest from. */
 export function SuggestionLists({ suggestions }: { suggestions: Suggestions }) {

@@ -1,7 +1,7 @@
 /** The funnel builder's controls: steps (event, name, own filters), filters, window and order, breakdown, time, view. */
 import { PropertyFilters } from '../components/property-filters';
 import { Segmented } from '../components/segmented';
-import { BreakdownFields, SuggestionLists, TimeFields, type Suggestions } from './fields';
+import { BreakdownFields, FiltersFieldset, SuggestionLists, TimeFields, type Suggestions } from './fields';
 import {
   MAX_STEPS,
   newStep,
@@ -86,18 +86,12 @@ export function FunnelBuilder({ form, onChange, suggestions }: { form: FunnelFor
         </button>
       </fieldset>
 
-      <fieldset>
-        <legend>Filters</legend>
-        {form.filters.length === 0 && <p class="muted">Every step's events count.</p>}
-        <PropertyFilters
-          filters={form.filters}
-          onChange={(filters) => set('filters', filters)}
-          types={['event', 'person', 'cohort']}
-          cohorts={suggestions.cohorts}
-          label="Filter"
-          keyList="property-keys"
-        />
-      </fieldset>
+      <FiltersFieldset
+        filters={form.filters}
+        onChange={(filters) => set('filters', filters)}
+        cohorts={suggestions.cohorts}
+        unfiltered="Every step's events count."
+      />
 
       <fieldset>
         <legend>Conversion</legend>

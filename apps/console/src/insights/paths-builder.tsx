@@ -1,6 +1,5 @@
 /** The paths builder's controls: event types, start and end points, steps and links, cleaning rules, filters, time. */
-import { PropertyFilters } from '../components/property-filters';
-import { SuggestionLists, TimeFields, type Suggestions } from './fields';
+import { FiltersFieldset, SuggestionLists, TimeFields, type Suggestions } from './fields';
 import { EDGE_LIMITS, PATH_EVENT_TYPES, STEP_LIMITS, type CleaningRule, type PathsForm } from './paths-form';
 
 export function PathsBuilder({ form, onChange, suggestions }: { form: PathsForm; onChange: (form: PathsForm) => void; suggestions: Suggestions }) {
@@ -109,18 +108,7 @@ export function PathsBuilder({ form, onChange, suggestions }: { form: PathsForm;
         </button>
       </fieldset>
 
-      <fieldset>
-        <legend>Filters</legend>
-        {form.filters.length === 0 && <p class="muted">Every event counts.</p>}
-        <PropertyFilters
-          filters={form.filters}
-          onChange={(filters) => set('filters', filters)}
-          types={['event', 'person', 'cohort']}
-          cohorts={suggestions.cohorts}
-          label="Filter"
-          keyList="property-keys"
-        />
-      </fieldset>
+      <FiltersFieldset filters={form.filters} onChange={(filters) => set('filters', filters)} cohorts={suggestions.cohorts} unfiltered="Every event counts." />
 
       <TimeFields value={form} onChange={(range) => onChange({ ...form, ...range })} interval={false} />
     </form>

@@ -1,7 +1,6 @@
 /** The retention builder's controls: the cohort and return events, cohort kind, period and count, cumulative, filters. */
-import { PropertyFilters } from '../components/property-filters';
 import { Segmented } from '../components/segmented';
-import { SuggestionLists, type Suggestions } from './fields';
+import { FiltersFieldset, SuggestionLists, type Suggestions } from './fields';
 import { MAX_INTERVALS, RETENTION_PERIODS, type RetentionForm, type RetentionPeriod, type RetentionType } from './retention-form';
 
 const TYPES: ReadonlyArray<{ value: RetentionType; label: string }> = [
@@ -63,18 +62,7 @@ export function RetentionBuilder({ form, onChange, suggestions }: { form: Retent
         </label>
       </fieldset>
 
-      <fieldset>
-        <legend>Filters</legend>
-        {form.filters.length === 0 && <p class="muted">Every event counts.</p>}
-        <PropertyFilters
-          filters={form.filters}
-          onChange={(filters) => set('filters', filters)}
-          types={['event', 'person', 'cohort']}
-          cohorts={suggestions.cohorts}
-          label="Filter"
-          keyList="property-keys"
-        />
-      </fieldset>
+      <FiltersFieldset filters={form.filters} onChange={(filters) => set('filters', filters)} cohorts={suggestions.cohorts} unfiltered="Every event counts." />
     </form>
   );
 }
