@@ -1,4 +1,4 @@
-export type { Properties } from './json';
+export { storableText, type Properties } from './json';
 export type { PersonWarning } from './warnings';
 export type { PersonOverride } from './person-repository';
 export { PersonStore, type DeletedPerson, type PropertiesUpdate } from './person-store';

@@ -208,6 +208,23 @@ describe.each(sqlBackends(postgres.url))('definitions upkeep: $name', (backend) 
       ]);
     });
 
+    it('stores names that differ only by a character Postgres cannot hold once, and a group type with NUL under its stored index', async () => {
+      const index = await groups.groupTypeIndex(projectId, 'org\uFFFD');
+      await upkeep.record([
+        observed('e\u0000', { 'k\u0000': 1, 'k\uFFFD': 2, 'lone\ud800': 'x', $set: { 'p\u0000': 1, 'p\uFFFD': 2 } }),
+        observed('e\uFFFD', { 'k\u0000': 1 }),
+        observed('$groupidentify', { $group_type: 'org\u0000', $group_set: { 'g\u0000': 1, 'g\uFFFD': 2 } }),
+      ]);
+      expect((await eventDefinitions()).map((row) => row.name)).toEqual(['$groupidentify', 'e\uFFFD']);
+      expect((await propertyDefinitions()).map((row) => [row.type, row.group_type_index, row.name])).toEqual([
+        [1, null, 'k\uFFFD'],
+        [1, null, 'lone\uFFFD'],
+        [2, null, 'p\uFFFD'],
+        [3, index, 'g\uFFFD'],
+      ]);
+      expect(await pairs()).toEqual(['e\uFFFD k\uFFFD', 'e\uFFFD lone\uFFFD']);
+    });
+
     it('stores NUL in a name as U+FFFD, and skips keys longer than 200 bytes', async () => {
       await upkeep.record([observed('a\u0000b', { 'k\u0000': 1, ['ü'.repeat(101)]: 1 })]);
       expect((await eventDefinitions()).map((row) => row.name)).toEqual(['a\uFFFDb']);

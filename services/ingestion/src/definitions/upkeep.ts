@@ -9,6 +9,7 @@
  * event costs a few map lookups and no statement; an event definition's `last_seen_at` is written at most once an
  * hour per name. The memory is bounded: past `maxKnown` names it is dropped and relearnt from the next batches.
  */
+import { storableText } from '@plover/persons';
 import type { Sql } from '@plover/postgres';
 import { detectPropertyType, type PropertyType } from './property-type';
 
@@ -85,9 +86,6 @@ class Pending {
   }
 }
 
-/** Postgres text cannot hold NUL; PostHog stores U+FFFD instead. */
-const storable = (name: string): string => name.replaceAll('\u0000', '\uFFFD');
-
 const fits = (name: string): boolean => name.length <= MAX_NAME_BYTES && Buffer.byteLength(name) <= MAX_NAME_BYTES;
 
 const isObject = (value: unknown): value is Properties => typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -109,7 +107,11 @@ export class DefinitionsUpkeep {
     const hour = Math.floor(now.getTime() / HOUR_MS);
     const nowS = Math.floor(now.getTime() / 1000);
     const pending = new Pending();
-    for (const observed of events) {
+    for (const given of events) {
+      // Names as Postgres stores them (NUL and lone surrogates as U+FFFD), so that two names one storable name
+      // stands for are one row of a statement.
+      const event = storableText(given.event);
+      const observed = event === given.event ? given : { ...given, event };
       if (SKIPPED_EVENTS.has(observed.event) || !fits(observed.event)) continue;
       const project = this.project(observed.projectId);
       const known = project.events.get(observed.event);
@@ -147,7 +149,8 @@ export class DefinitionsUpkeep {
     const { projectId, event, properties } = observed;
     const updates: PropertyWrite[] = [];
     const pairs: string[] = [];
-    for (const name in properties) {
+    for (const key in properties) {
+      const name = storableText(key);
       if (known?.settled.has(name) || NOT_EVENT_PROPERTIES.has(name) || !fits(name)) continue;
       if (known?.pairs.has(name)) {
         // Typed since the pair was stored (by another event's value): settled from now on.
@@ -156,14 +159,15 @@ export class DefinitionsUpkeep {
           continue;
         }
       } else pairs.push(name);
-      this.propertyUpdate(project.eventProperties, projectId, EVENT, null, name, properties[name], updates, nowS);
+      this.propertyUpdate(project.eventProperties, projectId, EVENT, null, name, properties[key], updates, nowS);
     }
     for (const source of ['$set', '$set_once']) {
       const set = properties[source];
       if (!isObject(set)) continue;
-      for (const name in set) {
+      for (const key in set) {
+        const name = storableText(key);
         if (project.personProperties.get(name) === true || !fits(name)) continue;
-        this.propertyUpdate(project.personProperties, projectId, PERSON, null, name, set[name], updates, nowS);
+        this.propertyUpdate(project.personProperties, projectId, PERSON, null, name, set[key], updates, nowS);
       }
     }
     // PostHog counts one update for the event, and one per definition and per pair.
@@ -178,13 +182,15 @@ export class DefinitionsUpkeep {
     const groupType = properties.$group_type;
     const set = properties.$group_set;
     if (typeof groupType !== 'string' || !isObject(set)) return;
-    const index = await this.options.groupTypeIndex(projectId, groupType);
+    // The type as the persons step stored it.
+    const index = await this.options.groupTypeIndex(projectId, storableText(groupType));
     if (index === undefined) return;
     const updates: PropertyWrite[] = [];
     const known = this.properties(project, GROUP, index);
-    for (const name in set) {
+    for (const key in set) {
+      const name = storableText(key);
       if (known.get(name) === true || !fits(name)) continue;
-      this.propertyUpdate(known, projectId, GROUP, index, name, set[name], updates, nowS);
+      this.propertyUpdate(known, projectId, GROUP, index, name, set[key], updates, nowS);
     }
     if (1 + updates.length > MAX_UPDATES_PER_EVENT) return;
     for (const update of updates) this.addProperty(pending, update);
@@ -231,7 +237,7 @@ export class DefinitionsUpkeep {
         `INSERT INTO event_definitions (project_id, name, created_at, last_seen_at)
          SELECT project_id, name, $3, $3 FROM unnest($1::int[], $2::text[]) AS t (project_id, name)
          ON CONFLICT (project_id, name) DO UPDATE SET last_seen_at = GREATEST(event_definitions.last_seen_at, EXCLUDED.last_seen_at)`,
-        [events.map((row) => row.projectId), events.map((row) => storable(row.name)), now],
+        [events.map((row) => row.projectId), events.map((row) => row.name), now],
       );
     }
     if (properties.length > 0) {
@@ -245,7 +251,7 @@ export class DefinitionsUpkeep {
          WHERE property_definitions.property_type IS NULL AND EXCLUDED.property_type IS NOT NULL`,
         [
           properties.map((row) => row.projectId),
-          properties.map((row) => storable(row.name)),
+          properties.map((row) => row.name),
           properties.map((row) => row.type),
           properties.map((row) => row.groupTypeIndex),
           properties.map((row) => row.propertyType),
@@ -257,7 +263,7 @@ export class DefinitionsUpkeep {
         'ingestion.eventProperties',
         `INSERT INTO event_properties (project_id, event, property)
          SELECT * FROM unnest($1::int[], $2::text[], $3::text[]) ON CONFLICT DO NOTHING`,
-        [pairs.map((row) => row.projectId), pairs.map((row) => storable(row.event)), pairs.map((row) => storable(row.property))],
+        [pairs.map((row) => row.projectId), pairs.map((row) => row.event), pairs.map((row) => row.property)],
       );
     }
   }
