@@ -29,7 +29,7 @@ import { Type } from '@sinclair/typebox';
 import { csvText, Q, type Route, type RouteInput } from '../http/route-table';
 import { valueValidator } from '../shared/schema';
 import { insightContext } from '../shared/insight-context';
-import { checkFunnelPoints, checkRetentionPoints, checkTrendPoints } from './points';
+import { checkFunnelPoints, checkRetentionPoints, checkTrendPoints } from '../shared/points';
 import { FunnelCorrelationRequest, funnelCorrelationNode, FunnelRequest, InsightResult, PathRequest, RetentionRequest } from './schemas';
 
 /** `refresh` values (query or body) that compute afresh instead of answering from the cache. */

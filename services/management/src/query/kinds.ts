@@ -31,7 +31,7 @@ import { HogQLError, printHogQL, runHogQL, toApiError } from '@plover/hogql';
 import type { ClickHouse } from '@plover/clickhouse';
 import type { QueryLimits } from '@plover/config';
 import type { Static, TObject } from '@sinclair/typebox';
-import { checkFunnelPoints, checkRetentionPoints, checkTrendPoints } from '../insights/points';
+import { checkFunnelPoints, checkRetentionPoints, checkTrendPoints } from '../shared/points';
 import { errors } from '../shared/errors';
 import { runActorsQuery } from './actors-query';
 import { runEventsQuery } from './events-query';
@@ -55,7 +55,7 @@ import {
 export interface QueryContext {
   /** The analysis handle: every statement bounded by the analysis limits (`limitedClickHouse`). */
   clickhouse: ClickHouse;
-  /** Those limits: an insight kind checks its points against them before it computes (insights/points.ts). */
+  /** Those limits: an insight kind checks its points against them before it computes (shared/points.ts). */
   limits: QueryLimits;
   insight: InsightContext;
   /** The ClickHouse statement's marker, for cancelling it (DELETE /query/:id/). */
