@@ -10,6 +10,7 @@ import request from 'supertest';
 import { insertEvents, insertSnapshotBatches, migrate as migrateClickHouse, NO_GROUPS, type ClickHouse, type EventRow } from '@plover/clickhouse';
 import { ChdbClickHouse } from '@plover/chdb';
 import { silentLogger } from '@plover/core';
+import { snapshotBatch } from '../../../packages/clickhouse/test/support/snapshot-batch';
 import { backends, useWorld } from './support/app';
 
 let clickhouse: ClickHouse;
@@ -406,28 +407,7 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('/query
     ]);
     const now = Date.now() - 86_400_000;
     await insertSnapshotBatches(clickhouse, [
-      {
-        team_id: t.projectId,
-        session_id: 'cy-session',
-        window_id: 'w',
-        batch_uuid: '00000000-0000-4000-c000-0000000000ff',
-        distinct_id: 'cy',
-        first_timestamp: now,
-        last_timestamp: now + 1000,
-        data: '',
-        snapshot_source: 'web',
-        snapshot_library: 'web',
-        click_count: 0,
-        keypress_count: 0,
-        mouse_activity_count: 0,
-        active_milliseconds: 0,
-        console_log_count: 0,
-        console_warn_count: 0,
-        console_error_count: 0,
-        event_count: 1,
-        first_url: null,
-        urls: [],
-      },
+      snapshotBatch(t.projectId, 'cy-session', now, { window_id: 'w', batch_uuid: '00000000-0000-4000-c000-0000000000ff', distinct_id: 'cy', data: '' }),
     ]);
     const base = `/api/projects/${t.projectId}/query/`;
     const post = async (query: unknown) => {
