@@ -288,7 +288,7 @@ function formula({ fields, attr }: Section, seriesCount: number): string | null 
 // ---------------------------------------------------------------------------------------------------------
 // Series
 
-function eventsNode(raw: unknown, attr: string, order: number): Series {
+export function eventsNode(raw: unknown, attr: string, order: number): Series {
   const node = object(raw, attr) ?? {};
   if (node.kind === 'ActionsNode') throw noSuchAction(node.id, `${attr}__id`);
   if (node.kind !== 'EventsNode') {
