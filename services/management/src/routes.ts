@@ -5,6 +5,7 @@ import { dashboardRoutes } from './dashboards/routes';
 import { sharedRoutes } from './dashboards/sharing';
 import { dataRoutes } from './data/routes';
 import { definitionRoutes } from './definitions/routes';
+import { experimentRoutes } from './experiments/routes';
 import { flagDefinitionRoutes } from './flag-routes';
 import { analysisOf, type ManagementDeps } from './http/deps';
 import type { Route } from './http/route-table';
@@ -49,6 +50,7 @@ export function routeTable(deps: ManagementDeps): RouteTable {
       ...dataRoutes(deps),
       ...definitionRoutes(deps),
       ...flagDefinitionRoutes(deps),
+      ...experimentRoutes(deps),
       ...llmPromptRoutes(),
     ],
     shared: sharedRoutes(deps.sql, run),
