@@ -17,3 +17,4 @@ export * from './paths';
 export * from './actions';
 export * from './actors';
 export * from './web';
+export * from './experiment-stats';
