@@ -11,6 +11,7 @@ import { actorExpression, entityCondition } from './funnel-sql';
 import { FUNNEL_WINDOW_UNITS, WINDOW_UNIT_SECONDS, type FunnelWindowUnit } from './funnel-input';
 import { Params } from './params';
 import { propertiesCondition, propertyNumber, propertyText, type FilterScope } from './properties';
+import type { VariantSufficientStats } from './experiment-stats';
 import type { InsightContext, PropertyGroup, Series } from './types';
 import { TEST_ACCOUNT_FILTER } from './web';
 
@@ -51,18 +52,6 @@ export type ExperimentMetric =
   | { type: 'mean'; source: Series; lowerPercentile: number | null; upperPercentile: number | null; window: Window }
   | { type: 'funnel'; steps: Series[]; window: Window }
   | { type: 'ratio'; numerator: Series; denominator: Series; window: Window };
-
-/** One variant's sufficient statistics, in PostHog's field names. */
-export interface VariantStatistics {
-  key: string;
-  number_of_samples: number;
-  sum: number;
-  sum_squares: number;
-  denominator_sum?: number;
-  denominator_sum_squares?: number;
-  numerator_denominator_sum_product?: number;
-  step_counts?: number[];
-}
 
 const MEAN_MATHS = ['total', 'sum', 'unique_session'] as const;
 const METRIC_TYPES = ['mean', 'funnel', 'ratio'] as const;
@@ -253,7 +242,7 @@ export async function experimentStatistics(
   target: ExperimentTarget,
   metric: ExperimentMetric,
   ctx: InsightContext,
-): Promise<VariantStatistics[]> {
+): Promise<VariantSufficientStats[]> {
   const params = new Params();
   const scope = scopeOf(ctx);
   const exposures = await exposuresSql(target, params, scope);
@@ -312,7 +301,7 @@ type StatisticsRow = { variant: string; n: string; sum: number; sum_squares: num
   Record<'denominator_sum' | 'denominator_sum_squares' | 'numerator_denominator_sum_product', number> & { step_counts: string[] }
 >;
 
-async function readStatistics(ch: ClickHouse, target: ExperimentTarget, params: Params, ctx: InsightContext, parts: StatisticsSql): Promise<VariantStatistics[]> {
+async function readStatistics(ch: ClickHouse, target: ExperimentTarget, params: Params, ctx: InsightContext, parts: StatisticsSql): Promise<VariantSufficientStats[]> {
   const bounds = parts.bounds === null ? '' : `, ${parts.bounds} AS bounds`;
   const rows = await ch.query<StatisticsRow>(
     'insights.experimentStatistics',
@@ -330,7 +319,7 @@ async function readStatistics(ch: ClickHouse, target: ExperimentTarget, params: 
   const byVariant = new Map(rows.map((row) => [row.variant, row]));
   return target.variants.map((key) => {
     const row = byVariant.get(key);
-    const statistics: VariantStatistics = { key, number_of_samples: Number(row?.n ?? 0), sum: Number(row?.sum ?? 0), sum_squares: Number(row?.sum_squares ?? 0) };
+    const statistics: VariantSufficientStats = { key, number_of_samples: Number(row?.n ?? 0), sum: Number(row?.sum ?? 0), sum_squares: Number(row?.sum_squares ?? 0) };
     if (parts.aggregates.includes('denominator_sum')) {
       statistics.denominator_sum = Number(row?.denominator_sum ?? 0);
       statistics.denominator_sum_squares = Number(row?.denominator_sum_squares ?? 0);

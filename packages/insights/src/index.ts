@@ -18,3 +18,4 @@ export * from './actions';
 export * from './actors';
 export * from './web';
 export * from './experiments';
+export * from './experiment-stats';

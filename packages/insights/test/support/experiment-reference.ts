@@ -1,5 +1,6 @@
 /** Experiment exposures and metric statistics (docs/experiments.md) in plain TypeScript, over stored events. */
-import type { ExperimentMetric, ExperimentTarget, VariantStatistics } from '../../src/experiments';
+import type { VariantSufficientStats } from '../../src/experiment-stats';
+import type { ExperimentMetric, ExperimentTarget } from '../../src/experiments';
 import type { JsonValue, Series } from '../../src/types';
 import type { PlainEvent } from './reference';
 
@@ -72,7 +73,7 @@ function quantileExact(values: readonly number[], level: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(level * sorted.length))]!;
 }
 
-export function referenceStatistics(events: readonly PlainEvent[], target: ExperimentTarget, metric: ExperimentMetric): VariantStatistics[] {
+export function referenceStatistics(events: readonly PlainEvent[], target: ExperimentTarget, metric: ExperimentMetric): VariantSufficientStats[] {
   const exposed = referenceExposures(events, target);
   const windowed = new Map<string, PlainEvent[]>();
   for (const [unit, { first }] of exposed) {
@@ -106,7 +107,7 @@ export function referenceStatistics(events: readonly PlainEvent[], target: Exper
   }
   return target.variants.map((key) => {
     const own = units.filter((unit) => unit.variant === key);
-    const statistics: VariantStatistics = {
+    const statistics: VariantSufficientStats = {
       key,
       number_of_samples: own.length,
       sum: own.reduce((total, unit) => total + unit.value, 0),
