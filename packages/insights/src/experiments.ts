@@ -49,11 +49,15 @@ export interface ExperimentTarget {
 type Window = number | null;
 
 export type ExperimentMetric =
-  | { type: 'mean'; source: Series; lowerPercentile: number | null; upperPercentile: number | null; window: Window }
-  | { type: 'funnel'; steps: Series[]; window: Window }
-  | { type: 'ratio'; numerator: Series; denominator: Series; window: Window };
+  | { type: 'mean'; source: MetricSource; lowerPercentile: number | null; upperPercentile: number | null; window: Window }
+  | { type: 'funnel'; steps: MetricSource[]; window: Window }
+  | { type: 'ratio'; numerator: MetricSource; denominator: MetricSource; window: Window };
 
 const MEAN_MATHS = ['total', 'sum', 'unique_session'] as const;
+export type MetricMath = (typeof MEAN_MATHS)[number];
+
+/** A metric's events (an EventsNode): which events, and what each unit's value of them is. */
+export type MetricSource = Omit<Series, 'math'> & { math: MetricMath };
 const METRIC_TYPES = ['mean', 'funnel', 'ratio'] as const;
 
 /** `exposure_criteria` of an experiment (absent fields: the defaults). */
@@ -88,12 +92,12 @@ function percentile(raw: unknown, attr: string): number | null {
 }
 
 /** A metric's source or step: an EventsNode whose math experiments can count. */
-function metricSource(raw: unknown, attr: string): Series {
-  const series = eventsNode(raw, attr, 0);
-  if (!(MEAN_MATHS as readonly string[]).includes(series.math)) {
-    throw ApiError.validation(`Math "${series.math}" is not supported for experiment metrics: use ${MEAN_MATHS.join(', ')}.`, `${attr}__math`, 'invalid_choice');
-  }
-  return series;
+function metricSource(raw: unknown, attr: string): MetricSource {
+  const node = object(raw, attr) ?? {};
+  const math = choice(node.math ?? 'total', MEAN_MATHS, `${attr}__math`)!;
+  // unique_session is an experiments-only math: the node parser checks the rest as a total.
+  const series = eventsNode({ ...node, math: math === 'unique_session' ? 'total' : math }, attr, 0);
+  return { ...series, math };
 }
 
 /** An `ExperimentMetric` node: mean, funnel or ratio. */
@@ -119,7 +123,12 @@ export function parseExperimentMetric(raw: unknown, attr = 'metric'): Experiment
       return { type, steps, window };
     }
     case 'ratio':
-      return { type, numerator: metricSource(fields.numerator, `${attr}__numerator`), denominator: metricSource(fields.denominator, `${attr}__denominator`), window };
+      return {
+        type,
+        numerator: metricSource(fields.numerator, `${attr}__numerator`),
+        denominator: metricSource(fields.denominator, `${attr}__denominator`),
+        window,
+      };
     default:
       throw ApiError.validation(`metric_type must be one of ${METRIC_TYPES.join(', ')}.`, `${attr}__metric_type`, 'invalid_choice');
   }
@@ -149,9 +158,7 @@ async function exposuresSql(target: ExperimentTarget, params: Params, scope: Fil
     ? `e.event = ${params.add(target.exposure.event, 'String')} AND ${await propertiesCondition(target.exposure.properties, params, scope, 'exposure_criteria__exposure_config__properties')}`
     : `e.event = '$feature_flag_called' AND ${propertyText('properties', '$feature_flag', params)} = ${params.add(target.flagKey, 'String')}`;
   const chosen =
-    target.exposure.multipleVariantHandling === 'first_seen'
-      ? 'argMin(v, ts)'
-      : `if(uniqExact(v) > 1, ${params.add(MULTIPLE_VARIANT_KEY, 'String')}, any(v))`;
+    target.exposure.multipleVariantHandling === 'first_seen' ? 'argMin(v, ts)' : `if(uniqExact(v) > 1, ${params.add(MULTIPLE_VARIANT_KEY, 'String')}, any(v))`;
   return `SELECT u AS unit, ${chosen} AS variant, min(ts) AS first_ts FROM (
       SELECT ${actorExpression(target.groupTypeIndex)} AS u, ${variant} AS v, e.timestamp AS ts
       FROM ${EVENTS_FROM}
@@ -221,13 +228,13 @@ export async function runExperimentExposures(
 }
 
 /** Per-event value of a mean/ratio source: 1 per event, the property's number, or the session id. */
-function valueExpression(series: Series, params: Params): string {
+function valueExpression(series: MetricSource, params: Params): string {
   if (series.math === 'sum') return `ifNull(${propertyNumber('properties', series.mathProperty!, params)}, 0)`;
   return '1';
 }
 
 /** A unit's value of one source over its events in the window (`ok`), from the joined columns `m.<prefix>`. */
-function unitAggregate(series: Series, prefix: string, ok: string): string {
+function unitAggregate(series: MetricSource, prefix: string, ok: string): string {
   const matched = `${ok} AND m.${prefix}_match`;
   if (series.math === 'unique_session') return `toFloat64(uniqExactIf(m.session, ${matched} AND m.session != ''))`;
   return `toFloat64(sumIf(m.${prefix}_value, ${matched}))`;
@@ -247,7 +254,7 @@ export async function experimentStatistics(
   const scope = scopeOf(ctx);
   const exposures = await exposuresSql(target, params, scope);
   const sources = metric.type === 'mean' ? [metric.source] : metric.type === 'ratio' ? [metric.numerator, metric.denominator] : metric.steps;
-  const conditions = await Promise.all(sources.map((series, i) => entityCondition(series, params, scope, `metric__${i}`)));
+  const conditions = await Promise.all(sources.map((series, i) => entityCondition({ ...series, math: 'total' }, params, scope, `metric__${i}`)));
   const columns = conditions.map((condition, i) => `${condition} AS s${i}_match, ${valueExpression(sources[i]!, params)} AS s${i}_value`);
   const metricEvents = `SELECT ${actorExpression(target.groupTypeIndex)} AS unit, e.timestamp AS ts, toString(e.uuid) AS id,
         ${propertyText('properties', '$session_id', params)} AS session, ${columns.join(', ')}
@@ -271,7 +278,8 @@ export async function experimentStatistics(
     unitValues = `${unitAggregate(sources[0]!, 's0', ok)} AS value${metric.type === 'ratio' ? `, ${unitAggregate(sources[1]!, 's1', ok)} AS den` : ''}`;
     let clipped = 'value';
     if (metric.type === 'mean' && (metric.lowerPercentile !== null || metric.upperPercentile !== null)) {
-      const bound = (level: number | null, fallback: string) => (level === null ? `${fallback}(value)` : `quantileExact(${params.add(level, 'Float64')})(value)`);
+      const bound = (level: number | null, fallback: string) =>
+        level === null ? `${fallback}(value)` : `quantileExact(${params.add(level, 'Float64')})(value)`;
       // Percentiles over every exposed unit (those seen in several variants too), as PostHog clips.
       bounds = `(SELECT (${bound(metric.lowerPercentile, 'min')}, ${bound(metric.upperPercentile, 'max')}) FROM units)`;
       clipped = 'least(greatest(value, bounds.1), bounds.2)';
@@ -281,7 +289,14 @@ export async function experimentStatistics(
       aggregates += ', sum(den) AS denominator_sum, sum(den * den) AS denominator_sum_squares, sum(value * den) AS numerator_denominator_sum_product';
     }
   }
-  return readStatistics(ch, target, params, ctx, { exposures, metricEvents, unitValues, aggregates, bounds, steps: metric.type === 'funnel' ? metric.steps.length : null });
+  return readStatistics(ch, target, params, ctx, {
+    exposures,
+    metricEvents,
+    unitValues,
+    aggregates,
+    bounds,
+    steps: metric.type === 'funnel' ? metric.steps.length : null,
+  });
 }
 
 interface StatisticsSql {
@@ -301,7 +316,13 @@ type StatisticsRow = { variant: string; n: string; sum: number; sum_squares: num
   Record<'denominator_sum' | 'denominator_sum_squares' | 'numerator_denominator_sum_product', number> & { step_counts: string[] }
 >;
 
-async function readStatistics(ch: ClickHouse, target: ExperimentTarget, params: Params, ctx: InsightContext, parts: StatisticsSql): Promise<VariantSufficientStats[]> {
+async function readStatistics(
+  ch: ClickHouse,
+  target: ExperimentTarget,
+  params: Params,
+  ctx: InsightContext,
+  parts: StatisticsSql,
+): Promise<VariantSufficientStats[]> {
   const bounds = parts.bounds === null ? '' : `, ${parts.bounds} AS bounds`;
   const rows = await ch.query<StatisticsRow>(
     'insights.experimentStatistics',
@@ -319,7 +340,12 @@ async function readStatistics(ch: ClickHouse, target: ExperimentTarget, params: 
   const byVariant = new Map(rows.map((row) => [row.variant, row]));
   return target.variants.map((key) => {
     const row = byVariant.get(key);
-    const statistics: VariantSufficientStats = { key, number_of_samples: Number(row?.n ?? 0), sum: Number(row?.sum ?? 0), sum_squares: Number(row?.sum_squares ?? 0) };
+    const statistics: VariantSufficientStats = {
+      key,
+      number_of_samples: Number(row?.n ?? 0),
+      sum: Number(row?.sum ?? 0),
+      sum_squares: Number(row?.sum_squares ?? 0),
+    };
     if (parts.aggregates.includes('denominator_sum')) {
       statistics.denominator_sum = Number(row?.denominator_sum ?? 0);
       statistics.denominator_sum_squares = Number(row?.denominator_sum_squares ?? 0);

@@ -6,8 +6,8 @@
  * outlier clipping, custom exposure events, test accounts and group units.
  */
 import fc from 'fast-check';
-import { experimentStatistics, runExperimentExposures, type ExperimentMetric, type ExperimentTarget } from '../src/experiments';
-import type { JsonValue, Series } from '../src/types';
+import { experimentStatistics, runExperimentExposures, type ExperimentMetric, type ExperimentTarget, type MetricSource } from '../src/experiments';
+import type { JsonValue } from '../src/types';
 import { referenceExposures, referenceStatistics } from './support/experiment-reference';
 import type { Dataset, DatasetEvent } from './support/ingest';
 import { openIngestion, type Ingestion } from './support/ingest';
@@ -70,8 +70,10 @@ const datasetArb = fc
     return { beforeMerges: events.map(toEvent), merges, afterMerges: [] };
   });
 
-const filtered = (event: string): Series =>
-  seriesOf(event, { properties: { type: 'AND', values: [{ type: 'event', key: 'plan', operator: 'is_not', value: 'free' }] } });
+const source = (event: string | null, overrides: Partial<MetricSource> = {}): MetricSource => ({ ...seriesOf(event), math: 'total', ...overrides });
+
+const filtered = (event: string): MetricSource =>
+  source(event, { properties: { type: 'AND', values: [{ type: 'event', key: 'plan', operator: 'is_not', value: 'free' }] } });
 
 const windowArb = fc.constantFrom(null, 3600, 86_400, 3 * 86_400);
 
@@ -79,11 +81,11 @@ const metricArb: fc.Arbitrary<ExperimentMetric> = fc.oneof(
   fc.record({
     type: fc.constant('mean' as const),
     source: fc.constantFrom(
-      seriesOf('purchase'),
+      source('purchase'),
       filtered('purchase'),
-      seriesOf('purchase', { math: 'sum', mathProperty: 'amount' }),
-      seriesOf('checkout', { math: 'unique_session' }),
-      seriesOf(null),
+      source('purchase', { math: 'sum', mathProperty: 'amount' }),
+      source('checkout', { math: 'unique_session' }),
+      source(null),
     ),
     lowerPercentile: fc.constantFrom(null, 0, 0.1, 0.5),
     upperPercentile: fc.constantFrom(null, 0.5, 0.9, 1),
@@ -91,13 +93,13 @@ const metricArb: fc.Arbitrary<ExperimentMetric> = fc.oneof(
   }),
   fc.record({
     type: fc.constant('funnel' as const),
-    steps: fc.array(fc.constantFrom(seriesOf('checkout'), seriesOf('purchase'), filtered('pay'), seriesOf('pay')), { minLength: 1, maxLength: 3 }),
+    steps: fc.array(fc.constantFrom(source('checkout'), source('purchase'), filtered('pay'), source('pay')), { minLength: 1, maxLength: 3 }),
     window: windowArb,
   }),
   fc.record({
     type: fc.constant('ratio' as const),
-    numerator: fc.constantFrom(seriesOf('purchase', { math: 'sum', mathProperty: 'amount' }), seriesOf('pay')),
-    denominator: fc.constantFrom(seriesOf('checkout'), seriesOf('checkout', { math: 'unique_session' })),
+    numerator: fc.constantFrom(source('purchase', { math: 'sum', mathProperty: 'amount' }), source('pay')),
+    denominator: fc.constantFrom(source('checkout'), source('checkout', { math: 'unique_session' })),
     window: windowArb,
   }),
 );
@@ -131,7 +133,13 @@ describe('experiment statistics on ingested events', () => {
     const seen = { multiple: 0, converted: 0 };
     await fc.assert(
       fc.asyncProperty(runs, async ([dataset, cases]) => {
-        const project = await ingestWorld(ingestion, { dataset, timezone: 'Europe/Berlin', now: new Date(START + 10 * 24 * HOUR), start: START, cohortPicks: [] });
+        const project = await ingestWorld(ingestion, {
+          dataset,
+          timezone: 'Europe/Berlin',
+          now: new Date(START + 10 * 24 * HOUR),
+          start: START,
+          cohortPicks: [],
+        });
         for (const [partial, metric] of cases) {
           const target: ExperimentTarget = { ...partial, variants: VARIANTS };
           const expected = referenceStatistics(project.events, target, metric);

@@ -34,7 +34,7 @@ export const PROJECT_MOUNTS = ['/projects/:project_id', '/environments/:project_
 export function routeTable(deps: ManagementDeps): RouteTable {
   // One result cache for `/query/` and the saved queries that dashboards and insights show.
   const cache = new InsightResultCache();
-  const run = nodeRunner(deps.clickhouse, analysisOf(deps).limits, { cache });
+  const run = nodeRunner(deps, analysisOf(deps).limits, { cache });
   return {
     api: accountRoutes(deps),
     project: [

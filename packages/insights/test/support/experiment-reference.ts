@@ -1,7 +1,7 @@
 /** Experiment exposures and metric statistics (docs/experiments.md) in plain TypeScript, over stored events. */
 import type { VariantSufficientStats } from '../../src/experiment-stats';
-import type { ExperimentMetric, ExperimentTarget } from '../../src/experiments';
-import type { JsonValue, Series } from '../../src/types';
+import type { ExperimentMetric, ExperimentTarget, MetricSource } from '../../src/experiments';
+import type { JsonValue } from '../../src/types';
 import type { PlainEvent } from './reference';
 
 /** A property's text as the engine compares it (the generators only write strings and numbers). */
@@ -50,13 +50,13 @@ export function referenceExposures(events: readonly PlainEvent[], target: Experi
   return exposed;
 }
 
-function matchesSeries(event: PlainEvent, series: Series): boolean {
+function matchesSeries(event: PlainEvent, series: MetricSource): boolean {
   if (series.event !== null && event.event !== series.event) return false;
   // The generated metrics filter on `plan` only, with `is_not`.
   return (series.properties?.values ?? []).every((filter) => 'key' in filter && text(event.properties[filter.key]) !== text(filter.value));
 }
 
-function sourceValue(events: readonly PlainEvent[], series: Series): number {
+function sourceValue(events: readonly PlainEvent[], series: MetricSource): number {
   const matching = events.filter((event) => matchesSeries(event, series));
   if (series.math === 'unique_session') return new Set(matching.map((event) => text(event.properties.$session_id)).filter((id) => id !== '')).size;
   if (series.math === 'sum')

@@ -5,22 +5,23 @@
  * store, in the same transaction that bumps the project's definitions version decide polls.
  */
 import type { Request } from 'express';
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static, type TObject } from '@sinclair/typebox';
 import { CONTROL_VARIANT_KEY } from '@plover/insights';
 import type { SqlExecutor } from '@plover/postgres';
 import type { ManagementDeps } from '../http/deps';
-import { callerOf, requireAccess } from '../http/access';
+import { callerOf } from '../http/access';
 import { found, idParam, pageOf, resourceRoutes } from '../http/resource-routes';
 import { route, type Route } from '../http/route-table';
 import type { Caller } from '../shared/access-store';
 import { errors } from '../shared/errors';
 import { experimentById, statusOf, variantKeys, type ExperimentRow } from '../shared/experiment-store';
 import { checkFlagKey, isObject, validateFilters } from '../shared/flag-filters';
-import { FlagsStore, RESOURCE as FLAG_RESOURCE, type FlagRow } from '../shared/flags-store';
+import { FlagsStore, type FlagRow } from '../shared/flags-store';
 import { ExperimentsStore, type ExperimentFields } from './experiments-store';
 import { DuplicateExperiment, EligibleFlags, EndExperiment, Experiment, ExperimentListQuery, ExperimentWrite, ShipVariant } from './schemas';
 
 const ITEM = '/experiments/:id';
+const NoBody = Type.Object({});
 
 interface Variant {
   key: string;
@@ -124,7 +125,7 @@ function ineligibility(filters: Record<string, unknown>): string | null {
 
 /** A flag's filters with every variant's rollout at 0 but `key`'s at 100 (PostHog's ship_variant rewrite). */
 function shippedFilters(filters: Record<string, unknown>, key: string, releaseToEveryone: boolean): Record<string, unknown> {
-  const groups = Array.isArray(filters.groups) ? filters.groups : [];
+  const groups: unknown[] = Array.isArray(filters.groups) ? filters.groups : [];
   const variants = (filters.multivariate as { variants: Variant[] }).variants;
   return {
     aggregation_group_type_index: filters.aggregation_group_type_index ?? null,
@@ -147,14 +148,14 @@ export function experimentRoutes({ sql }: Pick<ManagementDeps, 'sql'>): Route[] 
   const store = new ExperimentsStore(sql);
   const flags = new FlagsStore(sql);
 
-  async function read(req: Request, id = idParam(req), db: SqlExecutor = sql): Promise<ExperimentRow> {
-    return found(await experimentById(db, callerOf(req).projectId, id));
+  async function read(req: Request, id = idParam(req), db: SqlExecutor = sql, includeDeleted = false): Promise<ExperimentRow> {
+    return found(await experimentById(db, callerOf(req).projectId, id, includeDeleted));
   }
 
-  /** The caller must be able to edit the flag an experiment writes. */
-  async function editableFlag(req: Request, flag: FlagRow | undefined): Promise<FlagRow> {
+  /** The caller must be able to edit the flag an experiment writes (flags carry object-level access). */
+  function editableFlag(flag: FlagRow | undefined): FlagRow {
     if (!flag || flag.user_access_level === 'none') throw errors.notFound();
-    await requireAccess(sql, req, { resource: FLAG_RESOURCE, resourceId: String(flag.id), createdBy: flag.created_by_id }, 'editor');
+    if (flag.user_access_level !== 'editor') throw errors.forbidden('You do not have editor access to this feature flag.');
     return flag;
   }
 
@@ -168,14 +169,21 @@ export function experimentRoutes({ sql }: Pick<ManagementDeps, 'sql'>): Route[] 
    * The flag an experiment named `name` runs on: the live flag `key` when the project has one (eligible), else a
    * new multivariate flag of `variants`, inactive until the experiment starts.
    */
-  async function flagFor(req: Request, tx: SqlExecutor, key: string, name: string, parameters: Record<string, unknown> | null | undefined, active: boolean): Promise<number> {
+  async function flagFor(
+    req: Request,
+    tx: SqlExecutor,
+    key: string,
+    name: string,
+    parameters: Record<string, unknown> | null | undefined,
+    active: boolean,
+  ): Promise<number> {
     const caller = callerOf(req);
     checkFlagKey(key, 'feature_flag_key');
     const existing = await flags.flag(caller, key, 'f.key = $4 AND NOT f.deleted', tx);
     if (existing) {
       const problem = ineligibility(existing.filters);
       if (problem) throw errors.validation(problem, 'feature_flag_key');
-      return (await editableFlag(req, existing)).id;
+      return editableFlag(existing).id;
     }
     const group = parameters?.aggregation_group_type_index;
     const filters = {
@@ -194,14 +202,15 @@ export function experimentRoutes({ sql }: Pick<ManagementDeps, 'sql'>): Route[] 
     return serializeExperiment(
       await flags.write(caller.projectId, async (tx) => {
         await change(await read(req, id, tx), tx, caller);
-        return read(req, id, tx);
+        // A soft delete answers the experiment it deleted.
+        return read(req, id, tx, true);
       }),
     );
   }
 
   /** Sets the flag of `row` active or not, after checking the caller may edit it. */
-  async function activate(req: Request, tx: SqlExecutor, caller: Caller, row: ExperimentRow, active: boolean): Promise<void> {
-    await editableFlag(req, await flags.flag(caller, row.feature_flag_id, undefined, tx));
+  async function activate(tx: SqlExecutor, caller: Caller, row: ExperimentRow, active: boolean): Promise<void> {
+    editableFlag(await flags.flag(caller, row.feature_flag_id, undefined, tx));
     await writeFlag(tx, caller, row.feature_flag_id, { active });
   }
 
@@ -211,15 +220,24 @@ export function experimentRoutes({ sql }: Pick<ManagementDeps, 'sql'>): Route[] 
     if (start && end && start >= end) throw errors.validation('End date must be after start date', 'end_date');
   }
 
-  const action = (path: string, summary: string, change: (row: ExperimentRow, tx: SqlExecutor, caller: Caller, req: Request) => Promise<void>): Route =>
-    route({
+  /** `POST /experiments/:id/<path>/`: `change` the experiment (and its flag), answer it as it then is. */
+  function action<B extends TObject>(
+    path: string,
+    summary: string,
+    body: B,
+    change: (row: ExperimentRow, tx: SqlExecutor, caller: Caller, body: Static<B>) => Promise<void>,
+  ): Route {
+    // The route is declared over TObject (a generic body type is too deep to infer); `body` validated the input.
+    return route<TObject, undefined, typeof Experiment>({
       method: 'post',
       path: `${ITEM}/${path}`,
       scope: 'experiment:write',
       summary,
+      body,
       response: { status: 200, schema: Experiment },
-      handler: (req) => changed(req, (row, tx, caller) => change(row, tx, caller, req)),
+      handler: (req, input) => changed(req, (row, tx, caller) => change(row, tx, caller, input.body)),
     });
+  }
 
   const crud = resourceRoutes({
     base: '/experiments',
@@ -252,18 +270,21 @@ export function experimentRoutes({ sql }: Pick<ManagementDeps, 'sql'>): Route[] 
         const { feature_flag_key: key, ...fields } = body;
         if (key !== undefined && key !== row.flag_key) throw errors.validation("Can't update keys on an experiment", 'feature_flag_key');
         if (fields.name !== undefined && !fields.name.trim()) throw errors.validation('This field may not be blank.', 'name', 'blank');
-        checkDates({ start_date: fields.start_date === undefined ? row.start_date : fields.start_date, end_date: fields.end_date === undefined ? row.end_date : fields.end_date });
+        checkDates({
+          start_date: fields.start_date === undefined ? row.start_date : fields.start_date,
+          end_date: fields.end_date === undefined ? row.end_date : fields.end_date,
+        });
         const variants = variantsOf(fields.parameters);
         // A draft's variants follow its parameters; a launched experiment's flag is left alone.
         if (variants && row.start_date === null) {
           const group = fields.parameters?.aggregation_group_type_index;
-          await editableFlag(req, await flags.flag(caller, row.feature_flag_id, undefined, tx));
+          editableFlag(await flags.flag(caller, row.feature_flag_id, undefined, tx));
           await writeFlag(tx, caller, row.feature_flag_id, {
             filters: { ...row.flag_filters, multivariate: { variants }, aggregation_group_type_index: typeof group === 'number' ? group : null },
           });
         }
         // Giving a draft its start date launches it.
-        if (row.start_date === null && fields.start_date) await activate(req, tx, caller, row, true);
+        if (row.start_date === null && fields.start_date) await activate(tx, caller, row, true);
         await store.update(tx, row.id, fields);
       }),
   });
@@ -284,7 +305,8 @@ export function experimentRoutes({ sql }: Pick<ManagementDeps, 'sql'>): Route[] 
         for (let offset = 0; ; offset += 1000) {
           const { rows } = await flags.listFlags(caller, { search: query.search }, { limit: 1000, offset });
           for (const flag of rows) {
-            if (ineligibility(flag.filters) === null) eligible.push({ id: flag.id, key: flag.key, name: flag.name, filters: flag.filters, active: flag.active });
+            if (ineligibility(flag.filters) === null)
+              eligible.push({ id: flag.id, key: flag.key, name: flag.name, filters: flag.filters, active: flag.active });
           }
           if (rows.length < 1000) break;
         }
@@ -292,65 +314,52 @@ export function experimentRoutes({ sql }: Pick<ManagementDeps, 'sql'>): Route[] 
       },
     }),
     ...crud,
-    action('launch', 'Launch a draft: its start date is now and its flag is activated', async (row, tx, caller, req) => {
+    action('launch', 'Launch a draft: its start date is now and its flag is activated', NoBody, async (row, tx, caller) => {
       if (row.start_date !== null) throw errors.validation('Experiment has already been launched.');
-      await activate(req, tx, caller, row, true);
+      await activate(tx, caller, row, true);
       await store.update(tx, row.id, { start_date: new Date() });
     }),
-    action('pause', 'Pause a running experiment: its flag is deactivated', async (row, tx, caller, req) => {
+    action('pause', 'Pause a running experiment: its flag is deactivated', NoBody, async (row, tx, caller) => {
       if (statusOf(row) !== 'running') throw errors.validation('Experiment is not running.');
-      await activate(req, tx, caller, row, false);
+      await activate(tx, caller, row, false);
     }),
-    action('resume', 'Resume a paused experiment: its flag is activated again', async (row, tx, caller, req) => {
+    action('resume', 'Resume a paused experiment: its flag is activated again', NoBody, async (row, tx, caller) => {
       if (statusOf(row) !== 'paused') throw errors.validation('Experiment is not paused.');
-      await activate(req, tx, caller, row, true);
+      await activate(tx, caller, row, true);
     }),
-    route({
-      method: 'post',
-      path: `${ITEM}/end`,
-      scope: 'experiment:write',
-      summary: 'End a launched experiment with an optional conclusion; its flag is left as it is',
-      body: EndExperiment,
-      response: { status: 200, schema: Experiment },
-      handler: (req, { body }) =>
-        changed(req, async (row, tx) => {
-          if (row.start_date === null) throw errors.validation('Experiment has not been launched yet.');
-          if (row.end_date !== null) throw errors.validation('Experiment has already ended.');
-          await store.update(tx, row.id, { end_date: new Date(), conclusion: body.conclusion, conclusion_comment: body.conclusion_comment });
-        }),
+    action('end', 'End a launched experiment with an optional conclusion; its flag is left as it is', EndExperiment, async (row, tx, _caller, body) => {
+      if (row.start_date === null) throw errors.validation('Experiment has not been launched yet.');
+      if (row.end_date !== null) throw errors.validation('Experiment has already ended.');
+      await store.update(tx, row.id, { end_date: new Date(), conclusion: body.conclusion, conclusion_comment: body.conclusion_comment });
     }),
-    route({
-      method: 'post',
-      path: `${ITEM}/ship_variant`,
-      scope: 'experiment:write',
-      summary: "Ship a variant: the flag's variant rollout becomes 100% for it (0 for the others); a running experiment ends",
-      body: ShipVariant,
-      response: { status: 200, schema: Experiment },
-      handler: (req, { body }) =>
-        changed(req, async (row, tx, caller) => {
-          if (row.start_date === null) throw errors.validation('Experiment has not been launched yet.');
-          if (!variantKeys(row.flag_filters).includes(body.variant_key)) {
-            throw errors.validation(`Variant '${body.variant_key}' not found on feature flag.`, 'variant_key');
-          }
-          await editableFlag(req, await flags.flag(caller, row.feature_flag_id, undefined, tx));
-          await writeFlag(tx, caller, row.feature_flag_id, { filters: shippedFilters(row.flag_filters, body.variant_key, body.release_to_everyone ?? false) });
-          await store.update(tx, row.id, {
-            ...(row.end_date === null ? { end_date: new Date() } : {}),
-            conclusion: body.conclusion,
-            conclusion_comment: body.conclusion_comment,
-          });
-        }),
-    }),
-    action('reset', 'Reset an experiment to a draft: no dates, no conclusion, its flag inactive', async (row, tx, caller, req) => {
+    action(
+      'ship_variant',
+      "Ship a variant: the flag's variant rollout becomes 100% for it (0 for the others); a running experiment ends",
+      ShipVariant,
+      async (row, tx, caller, body) => {
+        if (row.start_date === null) throw errors.validation('Experiment has not been launched yet.');
+        if (!variantKeys(row.flag_filters).includes(body.variant_key)) {
+          throw errors.validation(`Variant '${body.variant_key}' not found on feature flag.`, 'variant_key');
+        }
+        editableFlag(await flags.flag(caller, row.feature_flag_id, undefined, tx));
+        await writeFlag(tx, caller, row.feature_flag_id, { filters: shippedFilters(row.flag_filters, body.variant_key, body.release_to_everyone ?? false) });
+        await store.update(tx, row.id, {
+          ...(row.end_date === null ? { end_date: new Date() } : {}),
+          conclusion: body.conclusion,
+          conclusion_comment: body.conclusion_comment,
+        });
+      },
+    ),
+    action('reset', 'Reset an experiment to a draft: no dates, no conclusion, its flag inactive', NoBody, async (row, tx, caller) => {
       if (row.start_date === null) throw errors.validation('Experiment is already a draft.');
-      await activate(req, tx, caller, row, false);
+      await activate(tx, caller, row, false);
       await store.update(tx, row.id, { start_date: null, end_date: null, archived: false, conclusion: null, conclusion_comment: null });
     }),
-    action('archive', 'Archive an experiment (hidden from the default listing)', async (row, tx) => {
+    action('archive', 'Archive an experiment (hidden from the default listing)', NoBody, async (row, tx) => {
       if (statusOf(row) === 'running') throw errors.validation('A running experiment cannot be archived: end it first.');
       await store.update(tx, row.id, { archived: true });
     }),
-    action('unarchive', 'Unarchive an experiment', async (row, tx) => {
+    action('unarchive', 'Unarchive an experiment', NoBody, async (row, tx) => {
       await store.update(tx, row.id, { archived: false });
     }),
     route({

@@ -61,9 +61,10 @@ export function statusOf(row: Pick<ExperimentRow, 'start_date' | 'end_date' | 'f
   return row.flag_active ? 'running' : 'paused';
 }
 
-/** A project's live experiment by id. */
-export async function experimentById(db: SqlExecutor, projectId: number, id: number): Promise<ExperimentRow | undefined> {
-  return (await db.query<ExperimentRow>('experiments.get', `${SELECT_EXPERIMENT} AND x.id = $2 AND NOT x.deleted`, [projectId, id])).rows[0];
+/** A project's live experiment by id (a deleted one only when asked). */
+export async function experimentById(db: SqlExecutor, projectId: number, id: number, includeDeleted = false): Promise<ExperimentRow | undefined> {
+  const deleted = includeDeleted ? '' : ' AND NOT x.deleted';
+  return (await db.query<ExperimentRow>('experiments.get', `${SELECT_EXPERIMENT} AND x.id = $2${deleted}`, [projectId, id])).rows[0];
 }
 
 /** The variant keys of a flag's filters, in order. */
@@ -79,7 +80,7 @@ export function variantKeys(filters: Record<string, unknown>): string[] {
 export function experimentTarget(row: ExperimentRow, now: Date, attr: string): ExperimentTarget {
   if (row.start_date === null) throw errors.validation('Experiment has not been launched yet: there are no exposures.', attr);
   const variants = variantKeys(row.flag_filters);
-  if (variants[0] !== CONTROL_VARIANT_KEY) throw errors.validation(`The experiment's flag must have "${CONTROL_VARIANT_KEY}" as its first variant.`, attr);
+  if (!variants.includes(CONTROL_VARIANT_KEY)) throw errors.validation(`The experiment's flag has no "${CONTROL_VARIANT_KEY}" variant.`, attr);
   const group = row.flag_filters.aggregation_group_type_index;
   return {
     flagKey: row.flag_key,
