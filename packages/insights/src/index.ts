@@ -15,5 +15,6 @@ export * from './funnels';
 export * from './retention';
 export * from './paths';
 export * from './actions';
+export { actionsUsed } from './series';
 export * from './actors';
 export * from './web';
