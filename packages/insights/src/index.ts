@@ -18,3 +18,4 @@ export * from './actions';
 export { actionsUsed } from './series';
 export * from './actors';
 export * from './web';
+export * from './experiment-stats';
