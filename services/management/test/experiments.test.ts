@@ -264,6 +264,12 @@ describe.each(backends)('experiments on $name', (backend) => {
       },
     });
     expect(mean.body.baseline).toMatchObject({ number_of_samples: 60, sum: 6, sum_squares: 6 });
+    // An action's events, as insights match them.
+    const action = (await s.call('post', '/actions/', { name: 'Signed up', steps: [{ event: 'signed up' }] })).body as { id: number };
+    const byAction = await s.call('post', '/query/', {
+      query: { kind: 'ExperimentQuery', experiment_id: exp.id, metric: { ...metric, series: [{ kind: 'ActionsNode', id: action.id }] } },
+    });
+    expect(byAction.body.baseline).toMatchObject({ number_of_samples: 60, sum: 6, step_counts: [6] });
 
     const badMetric = await s.call('post', '/query/', {
       query: { kind: 'ExperimentQuery', experiment_id: exp.id, metric: { kind: 'ExperimentMetric', metric_type: 'nope' } },
