@@ -96,6 +96,25 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('format
     expect({ status: empty.status, text: empty.text }).toEqual({ status: 200, text: '' });
   });
 
+  it('writes each event as the bytes JSON.stringify writes for the JSON listing’s row: odd text, microseconds', async () => {
+    const t = await world.tenant();
+    const odd = ['a/b "quoted" \\ back', 'tab\there\nnewline \u0001 control', 'é ü 中文 😀', '</script>', ''];
+    const rows = odd.map((text, n) => ({
+      ...event(t.projectId, n, chTime(Date.UTC(2024, 4, 1, 12) + n * 1000, 999)),
+      event: text || 'empty',
+      distinct_id: `${text}-${n}`,
+      properties: JSON.stringify({ text, nested: { list: [1, 2.5, null, true], url: 'https://example.com/a/b?c=d' } }),
+    }));
+    await insertEvents(clickhouse, rows);
+    const base = `/api/projects/${t.projectId}/events/`;
+    const listed = await request(world.app).get(`${base}?limit=100`).set(t.auth);
+    expect(listed.status).toBe(200);
+    const exported = await request(world.app).get(`${base}?format=jsonl`).set(t.auth);
+    const expected = (listed.body as { results: unknown[] }).results.map((row) => `${JSON.stringify(row)}\n`).join('');
+    expect(exported.text).toBe(expected);
+    expect(lines(exported.text).map((row) => row.timestamp)).toEqual(odd.map((_, n) => new Date(Date.UTC(2024, 4, 1, 12) + n * 1000).toISOString()).reverse());
+  });
+
   it('streams events spread over years with gaps in the listing’s order, the windows widening across the gaps', async () => {
     const t = await world.tenant();
     const day = 86_400_000;
