@@ -135,7 +135,13 @@ export function sendCsv(res: Response, status: number, rows: readonly unknown[],
 export const CSV_EXPORT_MAX_ROWS = 100_000;
 /** Set to `true` on a streamed CSV export that CSV_EXPORT_MAX_ROWS cut short. */
 export const CSV_EXPORT_TRUNCATED_HEADER = 'X-Plover-Export-Truncated';
+/** Rows of a streamed export read at once when they are parsed and serialized here. */
 const EXPORT_BATCH = 5000;
+/**
+ * Lines of a JSON lines export read at once when the store writes them itself (text only, about 12 MiB of events):
+ * an events batch reads a window of whole days, so larger batches read fewer rows they then leave out.
+ */
+export const SERIALIZED_BATCH = 20_000;
 
 /**
  * The next rows of a listing in its order, at most `size`, after the row whose cursor is `after` (undefined:
@@ -163,10 +169,11 @@ async function* batches<C, B>(
   count: (batch: B) => number,
   last: (batch: B) => C | undefined,
   max: number,
+  perBatch = EXPORT_BATCH,
 ): AsyncGenerator<B> {
   let after: C | undefined;
   for (let written = 0; written < max;) {
-    const size = Math.min(EXPORT_BATCH, max - written);
+    const size = Math.min(perBatch, max - written);
     const batch = await read(after, size);
     const n = count(batch);
     if (n > 0) yield batch;
@@ -267,7 +274,7 @@ export async function streamCsv<C>(req: Request, res: Response, filename: string
  * as the client drains them, so an export of any size holds one batch in memory. A failure after the first row
  * ends the response early; the client sees the body cut off, not a 200 that looks whole.
  */
-export async function streamJsonl<C>(req: Request, res: Response, filename: string, batch: JsonlBatch<C>): Promise<void> {
+export async function streamJsonl<C>(req: Request, res: Response, filename: string, batch: JsonlBatch<C>, perBatch = EXPORT_BATCH): Promise<void> {
   const max = queryValue(req, 'limit') ? pageOf(req).limit : Number.MAX_SAFE_INTEGER;
   res.status(200).type('application/jsonl; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="${filename}.jsonl"`);
   try {
@@ -276,6 +283,7 @@ export async function streamJsonl<C>(req: Request, res: Response, filename: stri
       (lines) => lines.count,
       (lines) => lines.cursor,
       max,
+      perBatch,
     )) {
       if (res.destroyed) return;
       await writeDrained(res, lines.text);

@@ -16,6 +16,7 @@ import {
   streamCsv,
   streamJsonl,
   jsonlOf,
+  SERIALIZED_BATCH,
   type ExportBatch,
   type JsonlBatch,
   type Format,
@@ -173,10 +174,12 @@ export class Written {
  */
 export class ListingExport<C = unknown> extends CsvExport {
   readonly lines: JsonlBatch<C>;
+  readonly linesPerBatch: number | undefined;
 
   constructor(batch: ExportBatch<C>, lines?: JsonlBatch<C>) {
     super((req, res, file) => streamCsv(req, res, file, batch, AnalysisGate.csvMaxColumns()));
     this.lines = lines ?? jsonlOf(batch);
+    this.linesPerBatch = lines && SERIALIZED_BATCH;
   }
 }
 
@@ -242,7 +245,7 @@ async function answer(route: Route, req: Request, res: Response, input: RouteInp
     return;
   }
   if (result instanceof ListingExport && input.format === 'jsonl') {
-    await streamJsonl(req, res, route.csv!.file, result.lines);
+    await streamJsonl(req, res, route.csv!.file, result.lines, result.linesPerBatch);
     return;
   }
   if (result instanceof CsvExport) {
