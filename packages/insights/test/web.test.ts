@@ -10,6 +10,7 @@ import type { InsightContext } from '../src/types';
 import { changeFromPrevious, parseWebQuery, parseWebStatsQuery, runWebOverview, runWebStatsTable } from '../src/web';
 import { eventRow } from './support/event-row';
 import { useScratchClickHouse } from './support/scratch-clickhouse';
+import { noActions } from './support/context';
 
 const engine = useScratchClickHouse('plover-web-');
 let nextProject = 1;
@@ -52,7 +53,7 @@ async function project(events: readonly Ev[]): Promise<InsightContext> {
       return { ...eventRow({ uuid, projectId, event: ev.event, at: text(ev.at), person: personId(ev.person), properties }), session_id: ev.session };
     }),
   );
-  return { projectId, timezone: 'UTC', now: NOW, cohortMembers: () => Promise.resolve([]) };
+  return { projectId, timezone: 'UTC', now: NOW, cohortMembers: () => Promise.resolve([]), action: noActions };
 }
 
 const overview = async (ctx: InsightContext, node: Record<string, unknown> = {}) =>

@@ -1,6 +1,7 @@
-import type { InsightContext } from '@plover/insights';
+import type { ActionDefinition, InsightContext } from '@plover/insights';
 import { PersonReads, type PersonCondition } from '@plover/persons';
 import type { Sql } from '@plover/postgres';
+import { actionOf } from './action-store';
 import { errors } from './errors';
 
 interface CohortRow {
@@ -86,7 +87,32 @@ export function cohortResolver(sql: Sql, projectId: number): (cohortId: number) 
   };
 }
 
-/** What a computation or an events filter needs about the project now: its timezone and, per request, its cohorts' members. */
+/**
+ * The project's live actions by id (InsightContext.action), each loaded from Postgres once per resolver (make one
+ * per request, so that a query reads one version of each action); another project's action is not found.
+ */
+function actionResolver(sql: Sql, projectId: number): InsightContext['action'] {
+  const loaded = new Map<number, Promise<ActionDefinition>>();
+  return (id, attr) => {
+    let found = loaded.get(id);
+    if (!found) {
+      found = actionOf(sql, projectId, id, attr);
+      loaded.set(id, found);
+    }
+    return found;
+  };
+}
+
+/**
+ * What a computation or an events filter needs about the project now: its timezone and, per request, its cohorts'
+ * members and its actions.
+ */
 export function insightContext(sql: Sql, project: { id: number; timezone: string }): InsightContext {
-  return { projectId: project.id, timezone: project.timezone, now: new Date(), cohortMembers: cohortResolver(sql, project.id) };
+  return {
+    projectId: project.id,
+    timezone: project.timezone,
+    now: new Date(),
+    cohortMembers: cohortResolver(sql, project.id),
+    action: actionResolver(sql, project.id),
+  };
 }
