@@ -15,6 +15,9 @@
  *   draining   the same phases right after a backlog was built (`/batch/` flat out for BENCH_EMBEDDED_BLAST_SECONDS
  *              (10 s) with 32 connections), while ingestion drains it; the events still unstored at each phase's end
  *              are reported, so a phase that outlived the backlog shows it
+ *   analysing  the same phases once the backlog is stored, while the management API is kept busy: EXPORTS (10)
+ *              JSON lines exports of every event and a trend broken down by a property with 100 values, hourly over
+ *              a week (`refresh: force_blocking`), each started again as soon as it ended
  * Memory: Plover's RSS idle after start, its peak (VmHWM) over the run, and its RSS 5 s after the backlog is stored
  * and SETTLE_SECONDS later.
  */
@@ -33,6 +36,7 @@ const BLAST_SECONDS = Number(process.env.BENCH_EMBEDDED_BLAST_SECONDS ?? 10);
 const SETTLE_SECONDS = 25;
 const BATCH = 100;
 const FLAGS = 10;
+const EXPORTS = 10;
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
 const round2 = (value: number) => Math.round(value * 100) / 100;
@@ -119,6 +123,50 @@ async function flatOut(url: string, body: string, seconds: number): Promise<numb
   return result.requests.average;
 }
 
+/** A breakdown ClickHouse has to work for: `index` has 100 values, hourly over a week, recomputed on every run. */
+function breakdownQuery(): unknown {
+  return {
+    query: {
+      kind: 'TrendsQuery',
+      series: [{ kind: 'EventsNode', event: 'button clicked', math: 'dau' }],
+      breakdownFilter: { breakdown: 'index', breakdown_type: 'event', breakdown_limit: 100 },
+      dateRange: { date_from: '-7d' },
+      interval: 'hour',
+    },
+    refresh: 'force_blocking',
+  };
+}
+
+/**
+ * The analysing phase's load on the management API, until `stop`: EXPORTS exports and one breakdown, each
+ * started again when it ends. Counts what finished and what was refused (the export turns queue, then 429).
+ */
+function analysisLoad(plover: EmbeddedPlover): { stop(): Promise<{ exports: number; breakdowns: number; refused: number }> } {
+  const counts = { exports: 0, breakdowns: 0, refused: 0 };
+  let running = true;
+  const base = `http://127.0.0.1:${plover.port}/api/projects/${plover.credentials.projectId}`;
+  const auth = { authorization: `Bearer ${plover.credentials.personalKey}` };
+  const loop = async (request: () => Promise<Response>, done: 'exports' | 'breakdowns') => {
+    while (running) {
+      const response = await request();
+      await response.arrayBuffer();
+      if (response.ok) counts[done]++;
+      else counts.refused++;
+    }
+  };
+  const loops = [
+    ...Array.from({ length: EXPORTS }, () => loop(() => fetch(`${base}/events/?format=jsonl`, { headers: auth }), 'exports')),
+    loop(() => fetch(`${base}/query/`, { method: 'POST', headers: { ...auth, ...JSON_HEADERS }, body: JSON.stringify(breakdownQuery()) }), 'breakdowns'),
+  ];
+  return {
+    async stop() {
+      running = false;
+      await Promise.all(loops);
+      return counts;
+    },
+  };
+}
+
 const latency = (result: PacedResult) => ({
   p50: round2(result.latencyMs.p50),
   p99: round2(result.latencyMs.p99),
@@ -180,6 +228,9 @@ async function main(): Promise<void> {
       afterRssMb: Math.round(afterRssMb),
       settledRssMb: Math.round(procMemoryMiB(plover.pid, 'VmRSS')),
     };
+    // Last, so that the memory figures above are of ingestion alone.
+    const analysis = analysisLoad(plover);
+    const analysing = { ...(await phases()), management: await analysis.stop() };
     console.log(
       JSON.stringify({
         bench: 'embedded',
@@ -192,6 +243,8 @@ async function main(): Promise<void> {
         idle,
         draining,
         drainingFlagsP99Ratio,
+        analysing,
+        analysingFlagsP99Ratio: round2(analysing.flags.p99 / idle.flags.p99),
         memory: {
           ...memory,
           peakOverIdle: round2(memory.peakRssMb / memory.idleRssMb),

@@ -135,8 +135,11 @@ export class ChdbClickHouse implements ClickHouse {
     );
   }
 
-  async queryText(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings): Promise<string> {
-    return this.run(`ClickHouse query ${name}`, async (session) => (await execute(session, withSettings(sql, settings), params, 'TabSeparatedRaw')).text());
+  async queryRaw(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings): Promise<Buffer> {
+    return this.run(`ClickHouse query ${name}`, async (session) => {
+      const bytes = (await execute(session, withSettings(sql, settings), params, 'TabSeparatedRaw')).bytes();
+      return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    });
   }
 
   async queryRows(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings): Promise<RowsResult> {

@@ -72,8 +72,8 @@ export class HttpClickHouse implements ClickHouse {
     });
   }
 
-  async queryText(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings): Promise<string> {
-    return this.select(name, withSettings(sql, settings), params, 'TabSeparatedRaw', (result) => result.text());
+  async queryRaw(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings): Promise<Buffer> {
+    return this.select(name, withSettings(sql, settings), params, 'TabSeparatedRaw', async (result) => Buffer.from(await result.text()));
   }
 
   async insert(table: string, rows: readonly Record<string, unknown>[]): Promise<void> {

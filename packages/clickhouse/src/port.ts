@@ -43,11 +43,11 @@ export interface ClickHouse {
    */
   queryRows(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings): Promise<RowsResult>;
   /**
-   * A SELECT answered as the text ClickHouse writes in TabSeparatedRaw (values joined by tabs, each row ended by a
-   * line break, nothing escaped), unparsed: for answers passed on as they are, where parsing each row and
+   * A SELECT answered as the bytes ClickHouse writes in TabSeparatedRaw (UTF-8; values joined by tabs, each row
+   * ended by a line break, nothing escaped), unparsed: for answers passed on as they are, where parsing each row and
    * serializing it again would cost more than the query.
    */
-  queryText(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings): Promise<string>;
+  queryRaw(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings): Promise<Buffer>;
   /** Inserts rows as JSONEachRow into `table`; resolves once ClickHouse has stored them. */
   insert(table: string, rows: readonly Record<string, unknown>[]): Promise<void>;
   /**

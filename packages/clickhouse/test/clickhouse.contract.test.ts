@@ -274,14 +274,14 @@ describe.each(variants)('ClickHouse contract: $name', (variant) => {
       });
     });
 
-    it('queryText returns TabSeparatedRaw text as the engine wrote it: tabs between values, nothing escaped', async () => {
-      const text = await ch.queryText(
+    it('queryRaw returns TabSeparatedRaw bytes as the engine wrote them: tabs between values, nothing escaped', async () => {
+      const bytes = await ch.queryRaw(
         'test.text',
         'SELECT number AS n, concat({s:String}, toString(number)) AS s FROM numbers(3) WHERE number < {below:UInt32} ORDER BY n',
         { s: 'a\\b "c"\u00e9', below: 2 },
       );
-      expect(text).toBe('0\ta\\b "c"\u00e90\n1\ta\\b "c"\u00e91\n');
-      await expect(ch.queryText('test.empty', 'SELECT 1 FROM numbers(0)')).resolves.toBe('');
+      expect(bytes.toString('utf8')).toBe('0\ta\\b "c"\u00e90\n1\ta\\b "c"\u00e91\n');
+      expect((await ch.queryRaw('test.empty', 'SELECT 1 FROM numbers(0)')).length).toBe(0);
     });
 
     it('refuse integers that have already lost precision', async () => {
@@ -372,10 +372,10 @@ describe.each(variants)('ClickHouse contract: $name', (variant) => {
       expect(error.detail).toMatch(detail);
     });
 
-    it('queryText is bounded too', async () => {
+    it('queryRaw is bounded too', async () => {
       const limited = limitedClickHouse(ch, { ...generous, maxResultRows: 10 });
-      await expect(limited.queryText('test.text', 'SELECT number FROM numbers(3)')).resolves.toBe('0\n1\n2\n');
-      const error = await limited.queryText('test.text', 'SELECT number FROM numbers(100000)').catch((caught: unknown) => caught);
+      expect((await limited.queryRaw('test.text', 'SELECT number FROM numbers(3)')).toString()).toBe('0\n1\n2\n');
+      const error = await limited.queryRaw('test.text', 'SELECT number FROM numbers(100000)').catch((caught: unknown) => caught);
       expect(error).toMatchObject({ status: 400, code: 'too_many_rows_or_bytes' });
     });
 

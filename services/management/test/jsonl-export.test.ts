@@ -74,9 +74,12 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('format
 
   it('streams every event of the listing once, across keyset batches and equal timestamps, with its filters', async () => {
     const t = await world.tenant();
-    // Two batches and a part, in runs of 7 on one time: batches end inside runs of equal timestamps.
+    // Two batches and a part, in runs of 7 in one millisecond (microseconds apart, but for two equal times): batches
+    // end inside runs, and the cursor (to the millisecond) must neither skip nor repeat the rest of a run.
     const total = 2 * SERIALIZED_BATCH + 2000;
-    const rows = Array.from({ length: total }, (_, n) => event(t.projectId, n, chTime(Date.UTC(2024, 2, 1, 10) + Math.floor(n / 7) * 1000)));
+    const rows = Array.from({ length: total }, (_, n) =>
+      event(t.projectId, n, chTime(Date.UTC(2024, 2, 1, 10) + Math.floor(n / 7) * 1000, [5, 5, 900, 3, 640, 1, 999][n % 7])),
+    );
     await insertEvents(clickhouse, rows);
     const base = `/api/projects/${t.projectId}/events/`;
 

@@ -31,9 +31,9 @@ export class RecordingClickHouse implements ClickHouse {
     return Promise.resolve({ columns: [], rows: [] });
   }
 
-  queryText(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings): Promise<string> {
+  queryRaw(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings): Promise<Buffer> {
     this.recorded.push({ kind: 'query', name, sql: withSettings(sql, settings), params });
-    return Promise.resolve('');
+    return Promise.resolve(Buffer.alloc(0));
   }
 
   insert(table: string): Promise<void> {

@@ -3,15 +3,21 @@ import { GroupStore, PersonReads, type GroupListRow, type Person } from '@plover
 import type { Sql } from '@plover/postgres';
 import type { Page } from '../http/render';
 
-/** Where an export's batch ends: the last event's time (ClickHouse text, microseconds) and uuid. */
+/**
+ * Where an export's batch ends: the last event's time to the millisecond (ClickHouse text, `YYYY-MM-DD
+ * hh:mm:ss.sss`, as the listing shows it) and uuid. The listing is ordered by exactly these two.
+ */
 export interface EventCursor {
   ts: string;
   uuid_text: string;
 }
 
-/** Events as the JSON lines of the listing, with the cursor of the last line. */
+/** The cursor of a listed row. */
+export const eventCursor = (row: EventRow): EventCursor => ({ ts: row.ts.slice(0, 23), uuid_text: row.uuid_text });
+
+/** Events as the JSON lines of the listing (UTF-8), with the cursor of the last line. */
 export interface EventLines {
-  text: string;
+  text: Buffer;
   count: number;
   cursor: EventCursor | undefined;
 }
@@ -24,9 +30,6 @@ export interface EventLines {
 const EVENT_LINE = `concat('{"id":', toJSONString(toString(uuid)), ',"uuid":', toJSONString(toString(uuid)),
   ',"event":', toJSONString(event), ',"distinct_id":', toJSONString(distinct_id), ',"properties":', properties,
   ',"timestamp":"', replaceOne(toString(toDateTime64(timestamp, 3, 'UTC')), ' ', 'T'), 'Z","person_id":', toJSONString(toString(person_id)), '}')`;
-
-/** A line of eventLines' answer: the cursor's two values, each followed by a tab, before the listing's JSON. */
-const CURSOR_PREFIX = /^[^\t\n]*\t[^\t\n]*\t/gm;
 
 export interface EventRow {
   uuid_text: string;
@@ -51,21 +54,27 @@ export interface EventsCondition {
 }
 
 /**
- * The FROM … LIMIT of a page of events newest first: `size` of them after `offset`, or after the event `after` (the
- * keyset an export pages with; `ts` keeps the microseconds), only from the `days` days before it when given.
+ * The FROM … LIMIT of a page of events newest first (to the millisecond, then by uuid: a JSON line carries the
+ * cursor itself): `size` of them after `offset`, or after the event `after` (the keyset an export pages with), only
+ * from the `days` days before it when given.
  */
 function eventsPage(condition: EventsCondition, size: number, offset: number, after?: EventCursor, days?: number): { sql: string; params: ClickHouseParams } {
   let keyset = '';
   const params: ClickHouseParams = { ...condition.params };
   if (after) {
-    keyset = " AND (timestamp, uuid) < ({after_ts:DateTime64(6, 'UTC')}, {after_uuid:UUID}) AND timestamp <= {after_ts:DateTime64(6, 'UTC')}";
+    keyset =
+      " AND (toDateTime64(timestamp, 3, 'UTC'), uuid) < ({after_ts:DateTime64(3, 'UTC')}, {after_uuid:UUID})" +
+      " AND timestamp < {after_ts:DateTime64(3, 'UTC')} + toIntervalMillisecond(1)";
     Object.assign(params, { after_ts: after.ts, after_uuid: after.uuid_text });
     if (days !== undefined) {
-      keyset += " AND timestamp >= {after_ts:DateTime64(6, 'UTC')} - toIntervalDay({days:UInt32})";
+      keyset += " AND timestamp >= {after_ts:DateTime64(3, 'UTC')} - toIntervalDay({days:UInt32})";
       params.days = days;
     }
   }
-  return { sql: `FROM events FINAL WHERE ${condition.where}${keyset} ORDER BY timestamp DESC, uuid DESC LIMIT ${size} OFFSET ${after ? 0 : offset}`, params };
+  return {
+    sql: `FROM events FINAL WHERE ${condition.where}${keyset} ORDER BY toDateTime64(timestamp, 3, 'UTC') DESC, uuid DESC LIMIT ${size} OFFSET ${after ? 0 : offset}`,
+    params,
+  };
 }
 
 /** The read-only data of a project: group types and groups (Postgres), events and ingestion warnings (ClickHouse). */
@@ -107,19 +116,19 @@ export class DataStore {
   }
 
   /**
-   * The same events as {@link events}, as the listing's JSON lines written by ClickHouse (an export passes them on
-   * without parsing a row): each row comes as `<ts>\t<uuid>\t<json>`, the cursor read from the last row only.
+   * The same events as {@link events}, as the listing's JSON lines written by ClickHouse: the bytes are passed on
+   * as they are, and only the last line is read here, for the cursor (its `timestamp` and `uuid`).
    */
   async eventLines(condition: EventsCondition, size: number, offset: number, after?: EventCursor, days?: number): Promise<EventLines> {
     const { sql, params } = eventsPage(condition, size, offset, after, days);
-    const text = await this.clickhouse.queryText('management.exportEvents', `SELECT toString(timestamp), toString(uuid), ${EVENT_LINE} ${sql}`, params, {
+    const text = await this.clickhouse.queryRaw('management.exportEvents', `SELECT ${EVENT_LINE} ${sql}`, params, {
       output_format_json_escape_forward_slashes: 0,
     });
-    if (text === '') return { text, count: 0, cursor: undefined };
+    if (text.length === 0) return { text, count: 0, cursor: undefined };
     let count = 0;
-    for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) count++;
-    const [ts, uuid] = text.slice(text.lastIndexOf('\n', text.length - 2) + 1).split('\t', 2);
-    return { text: text.replace(CURSOR_PREFIX, ''), count, cursor: { ts: ts!, uuid_text: uuid! } };
+    for (let at = text.indexOf(0x0a); at !== -1; at = text.indexOf(0x0a, at + 1)) count++;
+    const last = JSON.parse(text.toString('utf8', text.lastIndexOf(0x0a, text.length - 2) + 1)) as { uuid: string; timestamp: string };
+    return { text, count, cursor: { ts: last.timestamp.slice(0, 23).replace('T', ' '), uuid_text: last.uuid } };
   }
 
   /** The time of the earliest event matching `condition` (ClickHouse text, microseconds), if any. */

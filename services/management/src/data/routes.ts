@@ -8,7 +8,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { csvStream, pageFrom, Q, route, type Route } from '../http/route-table';
 import { clickHouseTime } from '../shared/times';
 import { insightContext } from '../shared/insight-context';
-import { DataStore, type EventCursor, type EventRow, type EventsCondition, type IngestionWarningRow } from './data-store';
+import { DataStore, eventCursor, type EventCursor, type EventRow, type EventsCondition, type IngestionWarningRow } from './data-store';
 import { Event, Group, GroupType, IngestionWarning } from './schemas';
 
 function dateParam(value: string | undefined, name: string): Date | undefined {
@@ -155,7 +155,7 @@ export function dataRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
             (batch) => batch.length,
           );
           return csvStream<EventCursor>(
-            async (after, size) => (await rows(after, size)).map((row) => ({ row: eventBody(row), cursor: row })),
+            async (after, size) => (await rows(after, size)).map((row) => ({ row: eventBody(row), cursor: eventCursor(row) })),
             exportWindows(
               store,
               condition,

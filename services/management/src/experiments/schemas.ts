@@ -124,7 +124,4 @@ export const DuplicateExperiment = component(
   Type.Object({ feature_flag_key: Type.Optional(Type.String({ maxLength: 400, description: 'another flag for the copy (created when new)' })) }),
 );
 
-export const EligibleFlags = component(
-  'EligibleFeatureFlags',
-  Type.Object({ results: Type.Array(AnyObject()), count: Type.Integer() }),
-);
+export const EligibleFlags = component('EligibleFeatureFlags', Type.Object({ results: Type.Array(AnyObject()), count: Type.Integer() }));

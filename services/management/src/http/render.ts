@@ -153,7 +153,7 @@ export type ExportBatch<C> = (after: C | undefined, size: number) => Promise<Arr
  * The next lines of a JSON lines export, like an {@link ExportBatch} but already serialized: `text` holds `count`
  * lines, each ended by a line break, and `cursor` is the last one's.
  */
-export type JsonlBatch<C> = (after: C | undefined, size: number) => Promise<{ text: string; count: number; cursor: C | undefined }>;
+export type JsonlBatch<C> = (after: C | undefined, size: number) => Promise<{ text: string | Uint8Array; count: number; cursor: C | undefined }>;
 
 /** An {@link ExportBatch}'s rows as JSON lines, serialized here. */
 export function jsonlOf<C>(batch: ExportBatch<C>): JsonlBatch<C> {
@@ -194,7 +194,7 @@ async function* exportRows<C>(batch: ExportBatch<C>, max: number): AsyncGenerato
 }
 
 /** Writes `text`, then waits until the client drained it (or went away): memory holds one batch, never the export. */
-async function writeDrained(res: Response, text: string): Promise<void> {
+async function writeDrained(res: Response, text: string | Uint8Array): Promise<void> {
   if (res.write(text)) return;
   await new Promise<void>((resolve) => {
     const done = () => {

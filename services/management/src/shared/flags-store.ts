@@ -58,7 +58,11 @@ export class FlagsStore extends DefinitionsStore {
   }
 
   /** One page of the flags the caller may see, newest first, key or name containing `search`; with their count. */
-  async listFlags(caller: Caller, filter: { search?: string; active?: boolean }, page: { limit: number; offset: number }): Promise<{ rows: FlagRow[]; count: number }> {
+  async listFlags(
+    caller: Caller,
+    filter: { search?: string; active?: boolean },
+    page: { limit: number; offset: number },
+  ): Promise<{ rows: FlagRow[]; count: number }> {
     const params = new SqlBuilder(callerParams(caller));
     let where = `NOT f.deleted AND ${ACCESS} <> 'none'`;
     if (filter.search !== undefined) {
