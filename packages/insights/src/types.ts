@@ -4,6 +4,7 @@
  * shape to handle and "legacy parameter and query twin give identical results" holds by construction.
  */
 import type { PropertyValueOperator } from '@plover/core';
+import type { ActionDefinition } from './actions';
 
 export type JsonValue = null | boolean | number | string | readonly JsonValue[] | { readonly [key: string]: JsonValue };
 
@@ -171,6 +172,8 @@ export interface InsightContext {
   now: Date;
   /** Members (person uuids) of a cohort of this project; unknown cohort → an ApiError 400 naming the filter. */
   cohortMembers(cohortId: number): Promise<readonly string[]>;
+  /** The project's first live actions as web analytics' goals (`WebGoalsQuery`); none where the caller keeps no actions. */
+  goalActions?(): Promise<readonly ActionDefinition[]>;
 }
 
 /** One series of PostHog's legacy trend response (`posthog/api/insight.py`, the `trend` action). */

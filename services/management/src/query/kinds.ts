@@ -25,6 +25,7 @@ import {
   resolveRange,
   runWebOverview,
   runWebStatsTable,
+  runWebGoals,
   type InsightContext,
 } from '@plover/insights';
 import { HogQLError, printHogQL, runHogQL, toApiError } from '@plover/hogql';
@@ -49,6 +50,7 @@ import {
   TrendsQueryResponse,
   WebOverviewQueryResponse,
   WebStatsTableQueryResponse,
+  WebGoalsQueryResponse,
   type CacheField,
 } from './schemas';
 
@@ -257,6 +259,15 @@ const webStatsTable: QueryKind<typeof WebStatsTableQueryResponse> = {
   cacheScope: webRange,
 };
 
+/** Web analytics' goals: the project's first actions as conversions. The actions' definitions are part of the cache scope. */
+const webGoals: QueryKind<typeof WebGoalsQueryResponse> = {
+  response: WebGoalsQueryResponse,
+  run: (node, ctx) => runWebGoals(ctx.clickhouse, parseWebQuery(node), ctx.insight),
+  async cacheScope(node, ctx) {
+    return { range: await webRange(node, ctx), actions: (await ctx.insight.goalActions?.()) ?? [] };
+  },
+};
+
 /** A display wrapper: PostHog runs its `source` and answers the source's response unchanged. */
 const wrapper: QueryKind = {
   response: 'source',
@@ -281,6 +292,7 @@ export function queryKinds(): ReadonlyMap<string, QueryKind> {
     ['PathsQuery', paths],
     ['WebOverviewQuery', webOverview],
     ['WebStatsTableQuery', webStatsTable],
+    ['WebGoalsQuery', webGoals],
     ['InsightVizNode', wrapper],
     ['DataTableNode', wrapper],
     ['DataVisualizationNode', wrapper],

@@ -1,6 +1,7 @@
-import type { InsightContext } from '@plover/insights';
+import { WEB_GOALS, type InsightContext } from '@plover/insights';
 import { PersonReads, type PersonCondition } from '@plover/persons';
 import type { Sql } from '@plover/postgres';
+import { goalActions } from './action-store';
 import { errors } from './errors';
 
 interface CohortRow {
@@ -88,5 +89,11 @@ export function cohortResolver(sql: Sql, projectId: number): (cohortId: number) 
 
 /** What a computation or an events filter needs about the project now: its timezone and, per request, its cohorts' members. */
 export function insightContext(sql: Sql, project: { id: number; timezone: string }): InsightContext {
-  return { projectId: project.id, timezone: project.timezone, now: new Date(), cohortMembers: cohortResolver(sql, project.id) };
+  return {
+    projectId: project.id,
+    timezone: project.timezone,
+    now: new Date(),
+    cohortMembers: cohortResolver(sql, project.id),
+    goalActions: () => goalActions(sql, project.id, WEB_GOALS),
+  };
 }
