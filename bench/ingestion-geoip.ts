@@ -10,15 +10,13 @@
  * BENCH_GEOIP_EVENTS (20,000) per drain, BENCH_GEOIP_ROUNDS (3) pairs of drains, BENCH_GEOIP_PEOPLE (2,000).
  */
 import '@plover/config/threadpool';
-import { randomUUID } from 'node:crypto';
-import type { OutgoingMessage } from '@plover/bus';
 import { migrate as migrateClickHouse } from '@plover/clickhouse';
-import { capturedEventKey, type CapturedEventMessage } from '@plover/contracts';
-import { createLogger, uuidv7 } from '@plover/core';
+import { createLogger } from '@plover/core';
 import { loadGeoIp, type GeoIpLookup } from '@plover/geoip';
 import { createConsumer, DEFAULT_INGESTION_SETTINGS } from '@plover/ingestion/consumer';
 import { migrate as migratePostgres } from '@plover/postgres';
 import { Registry } from 'prom-client';
+import { pageview } from './pageviews';
 import { createProject, embeddedStack, observeInserts, waitUntil } from './stacks';
 
 const EVENTS = Number(process.env.BENCH_GEOIP_EVENTS ?? 20_000);
@@ -27,43 +25,10 @@ const PEOPLE = Number(process.env.BENCH_GEOIP_PEOPLE ?? 2_000);
 /** Public networks GeoLite2 places in several countries; the last two octets vary per person. */
 const NETWORKS = ['81.2', '89.160', '8.8', '2.125', '175.16', '216.160', '128.101', '202.196'];
 
-function pageview(teamId: number, i: number): OutgoingMessage {
-  const uuid = uuidv7();
+/** A person keeps its address, as a visitor does between pageviews: its location changes nothing after the first. */
+function personIp(i: number): string {
   const person = i % PEOPLE;
-  const distinctId = `user-${person}`;
-  // A person keeps its address, as a visitor does between pageviews: its location changes nothing after the first.
-  const ip = `${NETWORKS[person % NETWORKS.length]}.${(person >> 3) % 250}.${(person * 7) % 250}`;
-  const properties: Record<string, unknown> = {
-    $os: 'Mac OS X',
-    $browser: 'Chrome',
-    $browser_version: 122,
-    $device_type: 'Desktop',
-    $current_url: `https://example.com/products/${i % 500}`,
-    $host: 'example.com',
-    $pathname: `/products/${i % 500}`,
-    $screen_height: 1117,
-    $screen_width: 1728,
-    $viewport_height: 992,
-    $viewport_width: 1728,
-    $lib: 'web',
-    $lib_version: '1.232.3',
-    $insert_id: randomUUID(),
-    $referrer: 'https://www.google.com/',
-    $referring_domain: 'www.google.com',
-    $session_id: uuidv7(),
-    $ip: ip,
-  };
-  const envelope: CapturedEventMessage = {
-    uuid,
-    team_id: teamId,
-    distinct_id: distinctId,
-    ip,
-    now: new Date().toISOString(),
-    sent_at: null,
-    data: { uuid, event: '$pageview', distinct_id: distinctId, properties, timestamp: new Date().toISOString() },
-    historical: false,
-  };
-  return { key: capturedEventKey(teamId, distinctId), value: Buffer.from(JSON.stringify(envelope)) };
+  return `${NETWORKS[person % NETWORKS.length]}.${(person >> 3) % 250}.${(person * 7) % 250}`;
 }
 
 function median(values: number[]): number {
@@ -87,7 +52,10 @@ async function main(): Promise<void> {
     for (let done = 0; done < count; done += 100) {
       await stack.bus.produce(
         topic,
-        Array.from({ length: Math.min(100, count - done) }, () => pageview(teamId, next++)),
+        Array.from({ length: Math.min(100, count - done) }, () => {
+          const i = next++;
+          return pageview(teamId, i, PEOPLE, personIp(i)).message;
+        }),
       );
     }
   };

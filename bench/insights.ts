@@ -203,11 +203,13 @@ const CONTEXT: InsightContext = {
   timezone: TIMEZONE,
   now: NOW,
   cohortMembers: () => Promise.reject(new Error('no cohorts in this benchmark')),
+  action: () => Promise.reject(new Error('no actions in this benchmark')),
 };
 
 function trendInput(math: MathType, breakdown: Breakdown | null): TrendsInput {
   const series: Series = {
     event: '$pageview',
+    action: null,
     name: '$pageview',
     customName: null,
     order: 0,

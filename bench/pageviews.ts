@@ -6,8 +6,11 @@ import { uuidv7 } from '@plover/core';
 
 const BROWSERS = ['Chrome', 'Safari', 'Firefox', 'Edge'];
 
-/** A posthog-js pageview; every tenth one `$set`s something new on its person. */
-export function pageview(teamId: number, i: number, people: number): { message: OutgoingMessage; uuid: string } {
+/**
+ * A posthog-js pageview; every tenth one `$set`s something new on its person. `ip` is the visitor's address (capture's
+ * and the `$ip` property); by default everyone comes from one documentation address, which GeoIP does not locate.
+ */
+export function pageview(teamId: number, i: number, people: number, ip = '203.0.113.9'): { message: OutgoingMessage; uuid: string } {
   const uuid = uuidv7();
   const distinctId = `user-${i % people}`;
   const sessionId = `0190${(i % 977).toString(16).padStart(8, '0')}-session`;
@@ -36,6 +39,7 @@ export function pageview(teamId: number, i: number, people: number): { message: 
     $window_id: `${sessionId}-w`,
     $pageview_id: randomUUID(),
     token: 'phc_bench',
+    $ip: ip,
   };
   if (i % 10 === 0) properties.$set = { last_product_viewed: i % 500, plan: i % 3 === 0 ? 'pro' : 'free' };
   const event: CapturedEvent = { uuid, event: '$pageview', distinct_id: distinctId, properties, timestamp: new Date().toISOString() };
@@ -43,7 +47,7 @@ export function pageview(teamId: number, i: number, people: number): { message: 
     uuid,
     team_id: teamId,
     distinct_id: distinctId,
-    ip: '203.0.113.9',
+    ip,
     now: new Date().toISOString(),
     sent_at: null,
     data: event,

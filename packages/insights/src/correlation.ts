@@ -69,8 +69,9 @@ export function parseCorrelationRequest(query: Record<string, unknown>, body: un
 
 /** The legacy fields of one request, however they arrived. */
 function parseCorrelationFields(fields: Fields): CorrelationInput {
-  if (list(fields.actions, 'actions').length > 0) throw ApiError.validation('Plover has no actions: funnel steps must be events.', 'actions');
   const core = parseFunnelCore(fields, true);
+  const actionSeries = [...core.steps, ...core.exclusions.map((exclusion) => exclusion.series)].find((series) => series.action !== null);
+  if (actionSeries?.action) throw ApiError.validation('Funnel correlation takes event steps only, not actions.', actionSeries.action.attr);
   const orderType = optionalString(fields.funnel_order_type, 'funnel_order_type');
   if (orderType !== null && !ORDER_TYPES.includes(orderType)) {
     throw ApiError.validation(`"${orderType}" is not supported: only ordered funnels are.`, 'funnel_order_type', 'invalid_choice');

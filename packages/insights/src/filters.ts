@@ -52,9 +52,7 @@ export function parseInsightRequest(query: Record<string, unknown>, body: unknow
   if (!isAbsent(fields.query)) return parseInsightQuery(fields.query, 'query');
 
   const insight = insightKind(fields);
-  const series = parseEntities(fields.events, 'events');
-  const [action] = list(fields.actions, 'actions');
-  if (action !== undefined) throw noSuchAction(isObject(action) ? action.id : action, 'actions');
+  const series = parseEntities(fields.events, 'events', fields.actions);
   const top = section(fields, '');
   const sections = { top, dates: top, breakdown: top, trends: top, compare: top };
   return checked(insight, settings(series, sections), sections, 'events');
@@ -150,19 +148,24 @@ export function parsePropertyFilters(raw: unknown, attr: string): PropertyGroup 
 }
 
 /**
- * The legacy `events` entity list (a list or its JSON text), validated in request order, then sorted by
- * `order` (stably; an entity without one keeps its position) and renumbered 0, 1, … in that order.
+ * The legacy entity lists — `events`, and `actions` when given (PostHog's filters keep action entities apart) —
+ * validated in request order, then sorted together by `order` (stably; an entity without one keeps its position,
+ * events before actions) and renumbered 0, 1, … in that order. An entity's `type` defaults to its list's.
  */
-export function parseEntities(raw: unknown, attr: string): Series[] {
-  const entities = list(raw, attr).map((item, index) => {
-    const itemAttr = `${attr}__${index}`;
-    const entity = object(item, itemAttr);
-    if (entity === null) throw required(itemAttr);
-    if (entity.type === 'actions') throw noSuchAction(entity.id, `${itemAttr}__id`);
-    if (!isAbsent(entity.type) && entity.type !== 'events') throw invalidChoice(entity.type, `${itemAttr}__type`);
-    const order = integer(entity.order, `${itemAttr}__order`) ?? index;
-    return { order, series: series(entity, 'id', itemAttr) };
-  });
+export function parseEntities(raw: unknown, attr: string, actions?: unknown): Series[] {
+  const lists: [unknown, string, 'events' | 'actions'][] = [[raw, attr, 'events']];
+  if (actions !== undefined) lists.push([actions, 'actions', 'actions']);
+  const entities = lists.flatMap(([items, listAttr, defaultType]) =>
+    list(items, listAttr).map((item, index) => {
+      const itemAttr = `${listAttr}__${index}`;
+      const entity = object(item, itemAttr);
+      if (entity === null) throw required(itemAttr);
+      const type = isAbsent(entity.type) ? defaultType : entity.type;
+      if (type !== 'events' && type !== 'actions') throw invalidChoice(entity.type, `${itemAttr}__type`);
+      const order = integer(entity.order, `${itemAttr}__order`) ?? index;
+      return { order, series: type === 'actions' ? actionSeries(entity, itemAttr) : series(entity, 'id', itemAttr) };
+    }),
+  );
   return entities
     .map((entity, index) => ({ ...entity, index }))
     .sort((a, b) => a.order - b.order || a.index - b.index)
@@ -290,9 +293,13 @@ function formula({ fields, attr }: Section, seriesCount: number): string | null 
 
 function eventsNode(raw: unknown, attr: string, order: number): Series {
   const node = object(raw, attr) ?? {};
-  if (node.kind === 'ActionsNode') throw noSuchAction(node.id, `${attr}__id`);
+  if (node.kind === 'ActionsNode') return { ...actionSeries(node, attr), order };
   if (node.kind !== 'EventsNode') {
-    throw ApiError.validation(`${describe(node.kind)} is not a valid choice: only EventsNode series are supported.`, `${attr}__kind`, 'invalid_choice');
+    throw ApiError.validation(
+      `${describe(node.kind)} is not a valid choice: only EventsNode and ActionsNode series are supported.`,
+      `${attr}__kind`,
+      'invalid_choice',
+    );
   }
   return { ...series(node, 'event', attr), order };
 }
@@ -307,6 +314,7 @@ function series(fields: Fields, eventKey: 'id' | 'event', attr: string): Series 
   }
   return {
     event,
+    action: null,
     name: optionalString(fields.name, `${attr}__name`) ?? event ?? 'All events',
     customName: optionalString(fields.custom_name, `${attr}__custom_name`),
     order: 0,
@@ -322,8 +330,15 @@ function mathType(raw: unknown, attr: string): MathType {
   return choice(raw, MATH_TYPES, attr) ?? 'total';
 }
 
-function noSuchAction(id: unknown, attr: string): ApiError {
-  return ApiError.validation(`Action ${describe(id)} does not exist: Plover has no actions.`, attr);
+/**
+ * A series counting an action's events (a legacy `actions` entity or an ActionsNode; the action id in `id`). Its
+ * name is the action's, set once the action is loaded (`withActionNames`); the settings are an event series'.
+ */
+function actionSeries(fields: Fields, attr: string): Series {
+  const id = integer(fields.id, `${attr}__id`);
+  if (id === null) throw required(`${attr}__id`);
+  const { id: _id, ...settings } = fields;
+  return { ...series(settings, 'id', attr), action: { id, attr: `${attr}__id` }, name: `Action ${id}` };
 }
 
 // ---------------------------------------------------------------------------------------------------------

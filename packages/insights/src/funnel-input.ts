@@ -128,13 +128,13 @@ export function kindOf(node: Fields, kinds: readonly string[], attr: string): st
   throw ApiError.validation(`${describe(node.kind)} is not a valid choice: expected ${kinds.join(' or ')}.`, `${attr}__kind`, 'invalid_choice');
 }
 
-/** An EventsNode (or an ActionsNode, which the legacy parser refuses as it refuses action entities) as a legacy entity. */
+/** An EventsNode (event name in `event`) or an ActionsNode (action id in `id`) as a legacy entity. */
 function entityOf(raw: unknown, attr: string): Fields {
   const node = object(raw, attr);
   if (node === null) throw required(attr);
-  if (kindOf(node, ['EventsNode', 'ActionsNode'], attr) === 'ActionsNode') return { type: 'actions', id: node.id };
-  const { kind: _kind, event, funnelFromStep, funnelToStep, ...rest } = node;
-  return { ...rest, type: 'events', id: event, funnel_from_step: funnelFromStep, funnel_to_step: funnelToStep };
+  const actions = kindOf(node, ['EventsNode', 'ActionsNode'], attr) === 'ActionsNode';
+  const { kind: _kind, event, id, funnelFromStep, funnelToStep, ...rest } = node;
+  return { ...rest, type: actions ? 'actions' : 'events', id: actions ? id : event, funnel_from_step: funnelFromStep, funnel_to_step: funnelToStep };
 }
 
 /** The legacy fields a FunnelsQuery node at `attr` stands for. */
@@ -205,10 +205,7 @@ export function parseFunnelsQuery(raw: unknown, attr: string): FunnelInput {
 
 /** The funnel steps, exclusions, window, dates and filters of legacy fields. */
 export function parseFunnelCore(fields: Fields, allowNoSteps = false): FunnelCore {
-  const [action] = list(fields.actions, 'actions');
-  if (action !== undefined)
-    throw ApiError.validation(`Action ${describe(isObject(action) ? action.id : action)} does not exist: Plover has no actions.`, 'actions');
-  const steps = parseEntities(fields.events, 'events');
+  const steps = parseEntities(fields.events, 'events', fields.actions);
   if (steps.length < 2 && !(allowNoSteps && steps.length === 0)) throw ApiError.validation('A funnel needs at least 2 steps.', 'events', 'min_length');
   if (steps.length > MAX_STEPS) throw ApiError.validation(`A funnel has at most ${MAX_STEPS} steps.`, 'events', 'max_length');
   return {
@@ -315,12 +312,12 @@ function parseExclusions(raw: unknown, steps: readonly Series[]): FunnelExclusio
     items.map(({ order: _order, ...entity }) => entity),
     'exclusions',
   );
-  const stepNames = new Set(steps.map((step) => step.event));
+  const stepKeys = new Set(steps.map(seriesKey));
   return items.map((item, index) => {
     const attr = `exclusions__${index}`;
     const exclusion = series[index]!;
-    if (exclusion.event === null) throw ApiError.validation('An exclusion must name an event.', `${attr}__id`, 'required');
-    if (stepNames.has(exclusion.event)) {
+    if (exclusion.event === null && exclusion.action === null) throw ApiError.validation('An exclusion must name an event.', `${attr}__id`, 'required');
+    if (stepKeys.has(seriesKey(exclusion))) {
       throw ApiError.validation("Exclusion steps cannot contain an event that's part of funnel steps.", `${attr}__id`);
     }
     const last = steps.length - 1;
@@ -330,6 +327,11 @@ function parseExclusions(raw: unknown, steps: readonly Series[]): FunnelExclusio
     if (toStep <= fromStep || toStep > last) throw ApiError.validation(`Must be between ${fromStep + 1} and ${last}.`, `${attr}__funnel_to_step`);
     return { series: exclusion, fromStep, toStep };
   });
+}
+
+/** What a step or an exclusion counts: an event name or an action id. */
+function seriesKey(series: Series): string {
+  return series.action === null ? `event ${series.event}` : `action ${series.action.id}`;
 }
 
 export function requiredInteger(raw: unknown, attr: string): number {

@@ -8,6 +8,7 @@ import { PERSON_ID_EXPRESSION, PERSON_OVERRIDES_SUBQUERY } from '@plover/clickho
 import { WINDOW_UNIT_SECONDS, type FunnelInput } from './funnel-input';
 import type { Params } from './params';
 import { propertiesCondition, propertyColumn, propertyText, type FilterScope } from './properties';
+import { seriesEventCondition } from './series';
 import type { InsightContext, Interval, Series } from './types';
 
 const GROUP_KEY_COLUMNS = ['e.`$group_0`', 'e.`$group_1`', 'e.`$group_2`', 'e.`$group_3`', 'e.`$group_4`'] as const;
@@ -148,7 +149,7 @@ function itemsOf(ev: string): string {
 }
 
 export async function entityCondition(series: Series, params: Params, scope: FilterScope, attr: string): Promise<string> {
-  const name = series.event === null ? '1' : `e.event = ${params.add(series.event, 'String')}`;
+  const name = await seriesEventCondition(series, params, scope);
   return `(${name} AND ${await propertiesCondition(series.properties, params, scope, `${attr}__properties`)})`;
 }
 
@@ -185,8 +186,9 @@ export async function actorFunnelSql(
   }
   const stepArray = `arrayFilter(x -> x != 0, CAST([${[...steps.map((condition, i) => `${i + 1} * ${condition}`), ...gaps].join(', ')}], 'Array(Int8)'))`;
   const strict = input.orderType === 'strict';
-  const scanned = [...input.steps.map((step) => step.event), ...input.exclusions.map((exclusion) => exclusion.series.event)];
-  const prefilter = strict || scanned.includes(null) ? '1' : `e.event IN ${params.add(scanned, 'Array(String)')}`;
+  const scanned = [...input.steps, ...input.exclusions.map((exclusion) => exclusion.series)];
+  const names = scanned.flatMap((series) => (series.event === null ? [] : [series.event]));
+  const prefilter = strict || names.length < scanned.length ? '1' : `e.event IN ${params.add(names, 'Array(String)')}`;
   const group = input.aggregationGroupTypeIndex;
   const actor = actorExpression(group);
   const breakdown = input.breakdown;

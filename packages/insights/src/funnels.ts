@@ -9,19 +9,31 @@ import type { FunnelInput } from './funnel-input';
 import { actorFunnelSql, type FunnelBounds } from './funnel-sql';
 import { Params } from './params';
 import { insightRange } from './range';
+import { seriesReference, withActionNames } from './series';
 import { query } from './trends';
 import type { InsightContext, ResolvedRange } from './types';
 
 /** The breakdown value standing for every value past the breakdown limit. */
 export const FUNNEL_BREAKDOWN_OTHER = 'Other';
 
-/** One step of PostHog's funnel `steps` result. */
-export interface FunnelStepResult {
-  action_id: string | null;
+/** How a funnel result names a step: by its event or action (an unordered funnel by its position). */
+interface StepIdentity {
+  action_id: string | number | null;
   name: string;
   custom_name: string | null;
   order: number;
-  type: 'events';
+  type: 'events' | 'actions';
+}
+
+function stepIdentity(input: FunnelInput, i: number): StepIdentity {
+  const step = input.steps[i]!;
+  const reference = seriesReference(step);
+  if (input.orderType === 'unordered') return { action_id: null, name: `Completed ${i + 1} step${i > 0 ? 's' : ''}`, custom_name: null, order: i, type: reference.type };
+  return { action_id: reference.id, name: step.name, custom_name: step.customName, order: i, type: reference.type };
+}
+
+/** One step of PostHog's funnel `steps` result. */
+export interface FunnelStepResult extends StepIdentity {
   count: number;
   /** Seconds from the previous step, over the actors who reached this one (null on the first step, or none). */
   average_conversion_time: number | null;
@@ -102,14 +114,8 @@ async function stepsResult(ch: ClickHouse, input: FunnelInput, ctx: InsightConte
       .map((i) => (reachedAtLeast += Number(row[`e${i}`])))
       .reverse();
     return indexes.map((i): FunnelStepResult => {
-      const step = input.steps[i]!;
-      const unordered = input.orderType === 'unordered';
       const result: FunnelStepResult = {
-        action_id: unordered ? null : step.event,
-        name: unordered ? `Completed ${i + 1} step${i > 0 ? 's' : ''}` : step.name,
-        custom_name: unordered ? null : step.customName,
-        order: i,
-        type: 'events',
+        ...stepIdentity(input, i),
         count: counts[i]!,
         average_conversion_time: i === 0 ? null : numberOrNull(row[`avg${i}`]),
         median_conversion_time: i === 0 ? null : numberOrNull(row[`median${i}`]),
@@ -128,12 +134,8 @@ async function stepsResult(ch: ClickHouse, input: FunnelInput, ctx: InsightConte
 
 /** The steps of a funnel nobody entered. */
 function emptySteps(input: FunnelInput): FunnelStepResult[] {
-  return input.steps.map((step, i) => ({
-    action_id: input.orderType === 'unordered' ? null : step.event,
-    name: input.orderType === 'unordered' ? `Completed ${i + 1} step${i > 0 ? 's' : ''}` : step.name,
-    custom_name: input.orderType === 'unordered' ? null : step.customName,
-    order: i,
-    type: 'events',
+  return input.steps.map((_, i) => ({
+    ...stepIdentity(input, i),
     count: 0,
     average_conversion_time: null,
     median_conversion_time: null,
@@ -206,7 +208,8 @@ async function trendsResult(ch: ClickHouse, input: FunnelInput, ctx: InsightCont
 }
 
 /** Computes a funnel in the visualisation it asks for. */
-export async function runFunnel(ch: ClickHouse, input: FunnelInput, ctx: InsightContext): Promise<FunnelResult> {
+export async function runFunnel(ch: ClickHouse, request: FunnelInput, ctx: InsightContext): Promise<FunnelResult> {
+  const input = { ...request, steps: await withActionNames(request.steps, ctx) };
   if (input.vizType === 'time_to_convert') return timeToConvertResult(ch, input, ctx);
   if (input.vizType === 'trends') return trendsResult(ch, input, ctx);
   return stepsResult(ch, input, ctx);

@@ -15,5 +15,7 @@ export * from './funnels';
 export * from './retention';
 export * from './paths';
 export * from './actions';
+export { actionsUsed } from './series';
 export * from './actors';
 export * from './web';
+export * from './experiment-stats';

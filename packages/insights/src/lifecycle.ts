@@ -8,6 +8,7 @@ import { bucketDay, bucketLabel, DAY, formatWall, HOUR, MINUTE, parseWall, step 
 import type { Params } from './params';
 import { propertyText } from './properties';
 import { insightRange } from './range';
+import { seriesLabel, seriesReference, withActionNames } from './series';
 import { query, SeriesQuery } from './trends';
 import type { InsightContext, Interval, LifecycleSeriesResult, LifecycleStatus, ResolvedRange, TrendsInput } from './types';
 
@@ -105,11 +106,11 @@ async function statusCounts(ch: ClickHouse, input: TrendsInput, range: ResolvedR
 
 /** Computes a lifecycle: four series (new, returning, resurrecting, dormant), one value per interval, dormant negative. */
 export async function runLifecycle(ch: ClickHouse, input: TrendsInput, ctx: InsightContext): Promise<LifecycleSeriesResult[]> {
-  const series = input.series[0];
+  const [series] = await withActionNames(input.series.slice(0, 1), ctx);
   if (series === undefined) return [];
   const range = await insightRange(ch, input, input.interval, ctx);
   const counts = await statusCounts(ch, input, range, ctx);
-  const name = series.event ?? 'All events';
+  const name = seriesLabel(series);
   return STATUSES.map((status) => {
     const data = range.buckets.map((bucket) => {
       const persons = counts.get(`${wallOrdinal(bucket, range.interval)} ${status}`) ?? 0;
@@ -122,7 +123,7 @@ export async function runLifecycle(ch: ClickHouse, input: TrendsInput, ctx: Insi
       count: data.reduce((sum, value) => sum + value, 0),
       label: `${name} - ${status}`,
       status,
-      action: { id: series.event, type: 'events', order: 0, name, custom_name: series.customName, math: 'total' },
+      action: { ...seriesReference(series), order: 0, name, custom_name: series.customName, math: 'total' },
     };
   });
 }

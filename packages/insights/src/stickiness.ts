@@ -5,6 +5,7 @@
 import type { ClickHouse } from '@plover/clickhouse';
 import { previousRange } from './dates';
 import { insightRange } from './range';
+import { seriesLabel, seriesReference, withActionNames } from './series';
 import type { Params } from './params';
 import { query, SeriesQuery } from './trends';
 import type { InsightContext, ResolvedRange, Series, StickinessSeriesResult, TrendsInput } from './types';
@@ -46,8 +47,8 @@ function render(series: Series, range: ResolvedRange, counts: Map<number, number
     labels: days.map((intervals) => `${intervals} ${range.interval}${intervals === 1 ? '' : 's'}`),
     days,
     count: data.reduce((sum, value) => sum + value, 0),
-    label: series.event ?? 'All events',
-    action: { id: series.event, type: 'events', order: series.order, name: series.event ?? 'All events', custom_name: series.customName },
+    label: seriesLabel(series),
+    action: { ...seriesReference(series), order: series.order, name: seriesLabel(series), custom_name: series.customName },
   };
   if (compareLabel !== undefined) {
     result.compare = true;
@@ -67,7 +68,7 @@ export async function runStickiness(ch: ClickHouse, input: TrendsInput, ctx: Ins
       ]
     : [{ range, label: undefined }];
   const results: StickinessSeriesResult[] = [];
-  for (const series of input.series) {
+  for (const series of await withActionNames(input.series, ctx)) {
     for (const period of periods) results.push(render(series, period.range, await activeIntervals(ch, series, input, period.range, ctx), period.label));
   }
   return results;

@@ -11,6 +11,7 @@ import { checkFormula, evaluateFormula } from './formula';
 import { Params } from './params';
 import { insightRange } from './range';
 import { propertiesCondition, propertyColumn, propertyNumber, propertyText } from './properties';
+import { seriesEventCondition, seriesReference, withActionNames } from './series';
 import {
   isPropertyGroup,
   PROPERTY_MATH,
@@ -113,7 +114,7 @@ export class SeriesQuery {
       `e.timestamp >= toDateTime64(${p.add(fromWall, 'String')}, 6, ${this.tz})`,
       `e.timestamp < toDateTime64(${p.add(toWall, 'String')}, 6, ${this.tz}) + INTERVAL 1 SECOND`,
     ];
-    if (this.series.event !== null) conditions.push(`e.event = ${p.add(this.series.event, 'String')}`);
+    conditions.push(await seriesEventCondition(this.series, p, scope));
     conditions.push(await propertiesCondition(this.input.properties, p, scope, 'properties'));
     conditions.push(await propertiesCondition(this.series.properties, p, scope, `events__${this.series.order}__properties`));
     return conditions.filter((condition) => condition !== '1').join(' AND ');
@@ -301,8 +302,7 @@ function legacyFilter(input: TrendsInput, range: ResolvedRange): Record<string, 
 function actionOf(range: ResolvedRange, series: Series): TrendSeriesResult['action'] {
   return {
     days: range.buckets.map((bucket) => bucketDay(bucket, range.interval)),
-    id: series.event,
-    type: 'events',
+    ...seriesReference(series),
     order: series.order,
     name: series.name,
     custom_name: series.customName,
@@ -404,8 +404,9 @@ function render(line: Line, input: TrendsInput, period: Period, multipleSeries: 
 }
 
 /** Computes a trend: PostHog's legacy `result` series, current period first, then the previous one when comparing. */
-export async function runTrends(ch: ClickHouse, input: TrendsInput, ctx: InsightContext): Promise<TrendSeriesResult[]> {
-  if (input.series.length === 0) return [];
+export async function runTrends(ch: ClickHouse, request: TrendsInput, ctx: InsightContext): Promise<TrendSeriesResult[]> {
+  if (request.series.length === 0) return [];
+  const input = { ...request, series: await withActionNames(request.series, ctx) };
   for (const series of input.series) {
     if (PROPERTY_MATH.includes(series.math) && series.mathProperty === null) {
       throw ApiError.validation('This field is required.', `events__${series.order}__math_property`, 'required');

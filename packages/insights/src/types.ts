@@ -62,11 +62,22 @@ export function isPropertyGroup(value: PropertyGroup | PropertyFilter): value is
   return 'values' in value;
 }
 
-/** One series (a legacy entity / an EventsNode): an event (null = all events), its math and its own filters. */
+/** The action a series counts, and where the request named it (the attr an unknown action is reported at). */
+export interface SeriesAction {
+  id: number;
+  attr: string;
+}
+
+/**
+ * One series (a legacy entity / an EventsNode or ActionsNode): an event (null = all events) or an action, its math
+ * and its own filters.
+ */
 export interface Series {
-  /** null: every event ("All events"). */
+  /** null: every event ("All events"), or the series is an action's. */
   event: string | null;
-  /** PostHog's `name` (defaults to the event name). */
+  /** Set: the series counts the events matching this action of the project (and `event` is null). */
+  action: SeriesAction | null;
+  /** PostHog's `name` (defaults to the event name; an action's name once `withActionNames` resolved it). */
   name: string;
   customName: string | null;
   /** Position in the request (entities are sorted by their `order`); letters of a formula map to it. */
@@ -172,8 +183,19 @@ export interface InsightContext {
   now: Date;
   /** Members (person uuids) of a cohort of this project; unknown cohort → an ApiError 400 naming the filter. */
   cohortMembers(cohortId: number): Promise<readonly string[]>;
+  /**
+   * A live action of this project by id, loaded once per context (make one per request); unknown, deleted or
+   * another project's → an ApiError 400 at `attr`.
+   */
+  action(id: number, attr: string): Promise<ActionDefinition>;
   /** The project's first live actions as web analytics' goals (`WebGoalsQuery`); none where the caller keeps no actions. */
   goalActions?(): Promise<readonly ActionDefinition[]>;
+}
+
+/** How a result names the series it counts: PostHog's `action.id` and `action.type`. */
+export interface SeriesReference {
+  id: string | number | null;
+  type: 'events' | 'actions';
 }
 
 /** One series of PostHog's legacy trend response (`posthog/api/insight.py`, the `trend` action). */
@@ -189,8 +211,8 @@ export interface TrendSeriesResult {
   compare_label?: 'current' | 'previous';
   action: {
     days: string[];
-    id: string | null;
-    type: 'events';
+    id: string | number | null;
+    type: 'events' | 'actions';
     order: number;
     name: string;
     custom_name: string | null;
@@ -214,7 +236,7 @@ export interface StickinessSeriesResult {
   label: string;
   compare?: boolean;
   compare_label?: 'current' | 'previous';
-  action: { id: string | null; type: 'events'; order: number; name: string; custom_name: string | null };
+  action: SeriesReference & { order: number; name: string; custom_name: string | null };
 }
 
 export type LifecycleStatus = 'new' | 'returning' | 'resurrecting' | 'dormant';
@@ -228,7 +250,7 @@ export interface LifecycleSeriesResult {
   /** `<event> - <status>`. */
   label: string;
   status: LifecycleStatus;
-  action: { id: string | null; type: 'events'; order: 0; name: string; custom_name: string | null; math: 'total' };
+  action: SeriesReference & { order: 0; name: string; custom_name: string | null; math: 'total' };
 }
 
 /** Any series the trend endpoint answers with. */

@@ -5,6 +5,7 @@ import { parseCorrelationRequest, runFunnelCorrelation, type CorrelationResult }
 import type { InsightContext, JsonValue } from '../src/types';
 import { referenceCorrelation } from './support/correlation-reference';
 import { openIngestion, type Dataset, type DatasetEvent, type Ingestion } from './support/ingest';
+import { noActions } from './support/context';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -18,7 +19,7 @@ beforeAll(async () => {
 afterAll(() => ingestion?.close());
 
 function context(projectId: number, timezone = 'UTC', now = NOW): InsightContext {
-  return { projectId, timezone, now, cohortMembers: () => Promise.reject(new Error('no cohorts here')) };
+  return { projectId, timezone, now, cohortMembers: () => Promise.reject(new Error('no cohorts here')), action: noActions };
 }
 
 function correlate(projectId: number, body: Record<string, unknown>, ctx = context(projectId)): Promise<CorrelationResult> {
@@ -269,7 +270,7 @@ describe('parseCorrelationRequest', () => {
   });
 
   it('rejects what it cannot compute, naming the field', () => {
-    rejects({ ...FUNNEL, actions: [{ id: 1 }] }, 'actions');
+    rejects({ ...FUNNEL, actions: [{ id: 1 }] }, 'actions__0__id');
     rejects({ events: [{ id: 'signup' }] }, 'events');
     rejects({ events: '[{"id": ' }, 'events');
     rejects({ ...FUNNEL, funnel_correlation_type: 'sessions' }, 'funnel_correlation_type');

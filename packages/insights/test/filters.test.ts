@@ -230,7 +230,7 @@ describe('parseTrendsRequest', () => {
   test('defaults', () => {
     expect(parseTrendsRequest({}, { events: [{ id: '$pageview' }] })).toEqual<TrendsInput>({
       series: [
-        { event: '$pageview', name: '$pageview', customName: null, order: 0, math: 'total', mathProperty: null, mathGroupTypeIndex: null, properties: null },
+        { event: '$pageview', action: null, name: '$pageview', customName: null, order: 0, math: 'total', mathProperty: null, mathGroupTypeIndex: null, properties: null },
       ],
       dateFrom: null,
       dateTo: null,
@@ -262,6 +262,7 @@ describe('parseTrendsRequest', () => {
       series: [
         {
           event: null,
+          action: null,
           name: 'All events',
           customName: null,
           order: 0,
@@ -272,6 +273,7 @@ describe('parseTrendsRequest', () => {
         },
         {
           event: 'signed up',
+          action: null,
           name: 'signed up',
           customName: 'Companies',
           order: 1,
@@ -347,6 +349,16 @@ describe('parseTrendsRequest', () => {
       undefined,
     );
     expect(input).toMatchObject({ dateFrom: null, interval: 'day', breakdown: null, formula: null, compare: false });
+  });
+
+  test('action entities and ActionsNodes name the action (by id) they count, sorted with events by order', () => {
+    const legacy = parseTrendsRequest({}, { events: [{ id: '$pageview', order: 2 }], actions: [{ id: '12', order: 1, math: 'dau', custom_name: 'Sign-ups' }] });
+    expect(legacy.series.map(({ event, action, order, math, customName }) => ({ event, action, order, math, customName }))).toEqual([
+      { event: null, action: { id: 12, attr: 'actions__0__id' }, order: 0, math: 'dau', customName: 'Sign-ups' },
+      { event: '$pageview', action: null, order: 1, math: 'total', customName: null },
+    ]);
+    const node = parseTrendsRequest({}, { query: trendsQuery({ series: [{ kind: 'ActionsNode', id: 3, properties: [{ key: 'x', operator: 'is_set' }] }] }) });
+    expect(node.series[0]).toMatchObject({ event: null, action: { id: 3, attr: 'query__series__0__id' }, properties: { type: 'AND' } });
   });
 
   test('an empty actions list is fine', () => {
@@ -496,7 +508,7 @@ const legacyErrors: [string, Fields, ErrorCase][] = [
   ['events not a list', { events: { id: 'x' } }, { code: 'invalid_input', attr: 'events' }],
   ['entity null', { events: [null] }, { code: 'required', attr: 'events__0' }],
   ['entity not an object', { events: ['$pageview'] }, { code: 'invalid_input', attr: 'events__0' }],
-  ['entity of type actions', { events: [{ id: 3, type: 'actions' }] }, { code: 'invalid_input', attr: 'events__0__id', detail: /does not exist/ }],
+  ['action entity with a name for id', { events: [{ id: 'signed up', type: 'actions' }] }, { code: 'invalid_input', attr: 'events__0__id' }],
   ['entity of unknown type', { events: [{ id: 'x', type: 'data_warehouse' }] }, { code: 'invalid_choice', attr: 'events__0__type' }],
   ['entity order not an integer', { events: [{ id: 'x', order: 'first' }] }, { code: 'invalid_input', attr: 'events__0__order' }],
   ['entity id a number', { events: [{ id: 5 }] }, { code: 'invalid_input', attr: 'events__0__id' }],
@@ -536,8 +548,8 @@ const legacyErrors: [string, Fields, ErrorCase][] = [
     { events: [{ id: 'x', properties: [{ key: 'a', value: 1, operator: 'like' }] }] },
     { code: 'invalid_choice', attr: 'events__0__properties__0__operator' },
   ],
-  ['actions', { events: [pageview], actions: [{ id: 12, type: 'actions' }] }, { code: 'invalid_input', attr: 'actions', detail: /Action 12 does not exist/ }],
-  ['actions as JSON text', { actions: '[{"id": 4}]' }, { code: 'invalid_input', attr: 'actions', detail: /does not exist/ }],
+  ['action entity without id', { events: [pageview], actions: [{ type: 'actions' }] }, { code: 'required', attr: 'actions__0__id' }],
+  ['actions as JSON text, of another type', { actions: '[{"id": 4, "type": "cohort"}]' }, { code: 'invalid_choice', attr: 'actions__0__type' }],
   ['actions malformed JSON', { events: [pageview], actions: '[{' }, { code: 'invalid_input', attr: 'actions' }],
   ...['yesterday', '-7x', '7', 'd', '2025-02-30', '2025-13-01', '2025-01-01T25:00', '01/02/2025', '-1dStart'].map((from): [string, Fields, ErrorCase] => [
     `date_from ${from}`,
@@ -713,11 +725,7 @@ const queryErrors: [string, unknown, ErrorCase][] = [
   ['no kind', { series }, { code: 'invalid_choice', attr: 'query__kind' }],
   ['no series', { kind: 'TrendsQuery' }, { code: 'required', attr: 'query__series' }],
   ['series not a list', trendsQuery({ series: series[0] }), { code: 'invalid_input', attr: 'query__series' }],
-  [
-    'ActionsNode',
-    trendsQuery({ series: [{ kind: 'ActionsNode', id: 9 }] }),
-    { code: 'invalid_input', attr: 'query__series__0__id', detail: /Action 9 does not exist/ },
-  ],
+  ['ActionsNode without id', trendsQuery({ series: [{ kind: 'ActionsNode', name: 'Signed up' }] }), { code: 'required', attr: 'query__series__0__id' }],
   ['DataWarehouseNode', trendsQuery({ series: [{ kind: 'DataWarehouseNode', table_name: 't' }] }), { code: 'invalid_choice', attr: 'query__series__0__kind' }],
   ['series without kind', trendsQuery({ series: [{ event: 'x' }] }), { code: 'invalid_choice', attr: 'query__series__0__kind' }],
   ['event not a string', trendsQuery({ series: [...series, { kind: 'EventsNode', event: 3 }] }), { code: 'invalid_input', attr: 'query__series__1__event' }],

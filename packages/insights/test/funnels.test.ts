@@ -9,6 +9,7 @@ import { runFunnel, type FunnelStepResult } from '../src/funnels';
 import type { InsightContext } from '../src/types';
 import { eventRow } from './support/event-row';
 import { useScratchClickHouse } from './support/scratch-clickhouse';
+import { noActions } from './support/context';
 
 const engine = useScratchClickHouse('plover-funnels-');
 let nextProject = 1;
@@ -46,7 +47,7 @@ async function project(fixtures: Fixture[]): Promise<InsightContext> {
       });
     }),
   );
-  return { projectId, timezone: 'UTC', now: new Date('2021-06-01T00:00:00Z'), cohortMembers: () => Promise.resolve([]) };
+  return { projectId, timezone: 'UTC', now: new Date('2021-06-01T00:00:00Z'), cohortMembers: () => Promise.resolve([]), action: noActions };
 }
 
 const funnel = (ctx: InsightContext, fields: Record<string, unknown>) => runFunnel(engine(), parseFunnelRequest({}, fields), ctx);
@@ -174,7 +175,7 @@ describe('bad input', () => {
     [{ events: events('a') }, 'events'],
     [{ events: events('a', 'b'), funnel_window_interval: 0 }, 'funnel_window_interval'],
     [{ events: events('a', 'b'), funnel_order_type: 'sideways' }, 'funnel_order_type'],
-    [{ events: events('a', 'b'), actions: [{ id: 3 }] }, 'actions'],
+    [{ events: events('a', 'b'), actions: [{ name: 'no id' }] }, 'actions__0__id'],
     [{ query: { kind: 'FunnelsQuery', series: [{ kind: 'EventsNode', event: 'a' }] } }, 'query__series'],
     [
       {

@@ -9,6 +9,7 @@ import type { JsonValue } from '../src/types';
 import { runPaths, type PathEdge, type PathsInput } from '../src/paths';
 import { openIngestion, type DatasetEvent, type Ingestion } from './support/ingest';
 import { referencePaths } from './support/paths-reference';
+import { noActions } from './support/context';
 
 const URLS = ['/', '/pricing', '/pricing/', '/about', '/user/12', '/user/7?x=1', 'https://a.io/docs/', ''] as const;
 const SCREENS = ['Home', 'Settings'] as const;
@@ -107,7 +108,7 @@ describe('paths on ingested events', () => {
         const { projectId, events } = await ingestion.ingest(dataset(world));
         const last = Math.max(...events.map((event) => event.timestamp));
         const now = new Date(last + 3_600_000);
-        const ctx = { projectId, timezone: world.timezone, now, cohortMembers: () => Promise.resolve([]) };
+        const ctx = { projectId, timezone: world.timezone, now, cohortMembers: () => Promise.resolve([]), action: noActions };
         const reference = { timezone: world.timezone, now, cohorts: new Map<number, readonly string[]>() };
         for (const input of inputs) {
           const expected = rounded(referencePaths(input, reference, events));

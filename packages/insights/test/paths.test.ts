@@ -8,6 +8,7 @@ import { parsePathsRequest, runPaths } from '../src/paths';
 import type { InsightContext } from '../src/types';
 import { eventRow } from './support/event-row';
 import { useScratchClickHouse } from './support/scratch-clickhouse';
+import { noActions } from './support/context';
 
 const engine = useScratchClickHouse('plover-paths-');
 let nextProject = 1;
@@ -31,7 +32,7 @@ async function project(fixtures: Fixture[], now: string): Promise<InsightContext
       return eventRow({ uuid, projectId, event, at: at.replace('T', ' ').replace('Z', ''), person: personId(person), properties });
     }),
   );
-  return { projectId, timezone: 'UTC', now: new Date(now), cohortMembers: () => Promise.resolve([]) };
+  return { projectId, timezone: 'UTC', now: new Date(now), cohortMembers: () => Promise.resolve([]), action: noActions };
 }
 
 const paths = (ctx: InsightContext, node: Record<string, unknown>) =>

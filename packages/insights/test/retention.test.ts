@@ -8,6 +8,7 @@ import { parseRetentionRequest, runRetention } from '../src/retention';
 import type { InsightContext } from '../src/types';
 import { eventRow } from './support/event-row';
 import { useScratchClickHouse } from './support/scratch-clickhouse';
+import { noActions } from './support/context';
 
 const engine = useScratchClickHouse('plover-retention-');
 let nextProject = 1;
@@ -28,7 +29,7 @@ async function project(events: [number, string, number][], timezone = 'UTC'): Pr
       return eventRow({ uuid: `00000000-0000-7000-8000-${uuidCounter.toString(16).padStart(12, '0')}`, projectId, event, at, person: person(who) });
     }),
   );
-  return { projectId, timezone, now: new Date('2020-07-01T00:00:00Z'), cohortMembers: () => Promise.resolve([]) };
+  return { projectId, timezone, now: new Date('2020-07-01T00:00:00Z'), cohortMembers: () => Promise.resolve([]), action: noActions };
 }
 
 const counts = (rows: { values: { count: number }[] }[]) => rows.map((row) => row.values.map((value) => value.count));
@@ -151,7 +152,7 @@ describe('bad input', () => {
     [{ period: 'Year' }, 'period'],
     [{ total_intervals: 0 }, 'total_intervals'],
     [{ retention_type: 'sometimes' }, 'retention_type'],
-    [{ target_entity: { id: 3, type: 'actions' } }, 'target_entity__0__id'],
+    [{ target_entity: { id: 'signed up', type: 'actions' } }, 'target_entity__0__id'],
     [{ query: { kind: 'RetentionQuery', retentionFilter: { period: 'Year' } } }, 'query__retentionFilter__period'],
   ])('%j is a 400 naming %s', (fields, attr) => {
     let caught: unknown;

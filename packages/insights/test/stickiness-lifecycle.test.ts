@@ -16,6 +16,7 @@ import { startChdbHttpServer } from '../../clickhouse/test/support/chdb-http-ser
 import { eventRow } from './support/event-row';
 import { referenceLifecycle, referenceStickiness, type PersonEvent } from './support/stickiness-lifecycle-reference';
 import { insightInput, seriesOf } from './support/inputs';
+import { noActions } from './support/context';
 
 interface Store {
   name: string;
@@ -105,7 +106,7 @@ async function project(
 }
 
 function context(projectId: number, timezone: string, now: number): InsightContext {
-  return { projectId, timezone, now: new Date(now), cohortMembers: () => Promise.reject(new Error('no cohorts here')) };
+  return { projectId, timezone, now: new Date(now), cohortMembers: () => Promise.reject(new Error('no cohorts here')), action: noActions };
 }
 
 const series = (overrides: Partial<Series> = {}): Series => seriesOf('a', overrides);

@@ -14,6 +14,7 @@ import { openIngestion, type Dataset, type Ingestion } from './support/ingest';
 import { ingestWorld, type Project } from './support/project';
 import { referenceTrends, type ComparedSeries, type PlainEvent, type ReferenceContext } from './support/reference';
 import { insightInput, seriesOf } from './support/inputs';
+import { noActions } from './support/context';
 
 const NO_GROUPS = { groups: ['', '', '', '', ''], groupProperties: [{}, {}, {}, {}, {}] };
 let sequence = 0;
@@ -284,7 +285,7 @@ describe('trends on ingested events', () => {
       const { projectId, events } = await ingestion.ingest(dataset);
       const now = new Date('2025-03-10T12:00:00Z');
       const cohortMembers = () => Promise.resolve([]);
-      project = { events, ctx: { projectId, timezone: 'UTC', now, cohortMembers }, reference: { timezone: 'UTC', now, cohorts: new Map() } };
+      project = { events, ctx: { projectId, timezone: 'UTC', now, cohortMembers, action: noActions }, reference: { timezone: 'UTC', now, cohorts: new Map() } };
     });
 
     const total = (overrides: Partial<TrendsInput>) => input({ series: [series({ event: null })], dateFrom: '-1d', display: 'BoldNumber', ...overrides });

@@ -10,6 +10,7 @@ import { ChdbClickHouse } from '@plover/chdb';
 import { ApiError } from '@plover/core';
 import { BREAKDOWN_OTHER, jsonPropertyText, Params, runTrends, type InsightContext, type Series, type TrendsInput } from '../src';
 import { eventRow } from './support/event-row';
+import { noActions } from './support/context';
 
 let ch: ChdbClickHouse;
 let dir: string;
@@ -56,12 +57,13 @@ async function project(fixtures: Fixture[]): Promise<number> {
 }
 
 function context(projectId: number, timezone = 'UTC', now = '2025-01-07T12:00:00Z'): InsightContext {
-  return { projectId, timezone, now: new Date(now), cohortMembers: () => Promise.resolve([PERSON_A]) };
+  return { projectId, timezone, now: new Date(now), cohortMembers: () => Promise.resolve([PERSON_A]), action: noActions };
 }
 
 function series(overrides: Partial<Series> = {}): Series {
   return {
     event: '$pageview',
+    action: null,
     name: '$pageview',
     customName: null,
     order: 0,

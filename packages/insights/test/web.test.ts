@@ -11,6 +11,7 @@ import type { ActionDefinition } from '../src/actions';
 import { changeFromPrevious, parseWebQuery, parseWebStatsQuery, runWebGoals, runWebOverview, runWebStatsTable } from '../src/web';
 import { eventRow } from './support/event-row';
 import { useScratchClickHouse } from './support/scratch-clickhouse';
+import { noActions } from './support/context';
 
 const engine = useScratchClickHouse('plover-web-');
 let nextProject = 1;
@@ -53,7 +54,7 @@ async function project(events: readonly Ev[], actions: readonly ActionDefinition
       return { ...eventRow({ uuid, projectId, event: ev.event, at: text(ev.at), person: personId(ev.person), properties }), session_id: ev.session };
     }),
   );
-  return { projectId, timezone: 'UTC', now: NOW, cohortMembers: () => Promise.resolve([]), goalActions: () => Promise.resolve(actions) };
+  return { projectId, timezone: 'UTC', now: NOW, cohortMembers: () => Promise.resolve([]), action: noActions, goalActions: () => Promise.resolve(actions) };
 }
 
 const overview = async (ctx: InsightContext, node: Record<string, unknown> = {}) =>

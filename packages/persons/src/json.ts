@@ -30,6 +30,8 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
 // NUL and unpaired surrogates: JSON.stringify writes them as \u0000 / \udXXX escapes, which Postgres
 // refuses in jsonb (22P05, 22P02), and NUL is refused in text too. Replaced as PostHog does for distinct ids
 // (NUL becomes U+FFFD, docs/capture.md#normalization), so one odd character cannot fail every write for a person.
+// Ingestion applies the same replacement to the events' text columns: events.distinct_id stays equal to
+// person_distinct_ids.distinct_id, and unpaired surrogates (which JSONEachRow cannot carry as UTF-8) stay out.
 // eslint-disable-next-line no-control-regex -- matching NUL is the point
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 

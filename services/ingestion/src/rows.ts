@@ -5,7 +5,7 @@
 import { uuidv5 } from '@plover/core';
 import { sqlTimestamp } from '@plover/core/utc-text';
 import type { EventRow, IngestionWarningRow, PersonOverrideRow } from '@plover/clickhouse';
-import type { EventGroup, EventPerson, PersonOverride } from '@plover/persons';
+import { storableText, type EventGroup, type EventPerson, type PersonOverride } from '@plover/persons';
 import type { CapturedInput } from './message';
 import type { NormalizedProperties } from './normalize';
 
@@ -25,17 +25,17 @@ export function eventRow(input: CapturedInput, normalized: NormalizedProperties,
   // PostHog stores the resolved groups in the properties too, so `properties.$group_0` works in any query.
   for (const group of groups) properties[`$group_${group.groupTypeIndex}`] = group.groupKey;
   const slot = GROUP_SLOTS.map((index) => groups.find((group) => group.groupTypeIndex === index));
-  const groupKey = (group: EventGroup | undefined) => clickHouseText(group?.groupKey ?? '');
+  const groupKey = (group: EventGroup | undefined) => storableText(group?.groupKey ?? '');
   const groupProperties = (group: EventGroup | undefined) => (group?.group ? JSON.stringify(group.group.properties) : '');
   const groupCreatedAt = (group: EventGroup | undefined) => (group?.group ? sqlTimestamp(group.group.createdAt.getTime()) : NO_TIME);
   return {
     uuid: input.uuid,
-    event: clickHouseText(input.event),
+    event: storableText(input.event),
     properties: JSON.stringify(properties),
     timestamp: sqlTimestamp(input.timestamp.getTime()),
     team_id: input.projectId,
-    distinct_id: clickHouseText(input.distinctId),
-    elements_chain: clickHouseText(normalized.elementsChain),
+    distinct_id: storableText(input.distinctId),
+    elements_chain: storableText(normalized.elementsChain),
     created_at: sqlTimestamp(now.getTime()),
     person_id: person.personUuid,
     person_properties: JSON.stringify(person.properties),
@@ -87,22 +87,8 @@ export function overrideRow(projectId: number, override: PersonOverride): Person
   return { team_id: projectId, old_person_id: override.oldPersonUuid, override_person_id: override.overridePersonUuid, version: override.version };
 }
 
-// NUL and unpaired surrogates, as packages/persons replaces them before Postgres stores a distinct id: the
-// same replacement here keeps events.distinct_id equal to person_distinct_ids.distinct_id, and keeps
-// unpaired surrogates (which JSONEachRow cannot carry as UTF-8) out of the other text columns.
-// eslint-disable-next-line no-control-regex -- matching NUL is the point
-const NOT_STORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
-
-/** Whether the text may hold one of them: a plain scan, far cheaper than NOT_STORABLE's lookarounds, for the usual clean text. */
-// eslint-disable-next-line no-control-regex -- matching NUL is the point
-const MAYBE_NOT_STORABLE = /[\u0000\ud800-\udfff]/;
-
-export function clickHouseText(text: string): string {
-  return MAYBE_NOT_STORABLE.test(text) ? text.replace(NOT_STORABLE, '\ufffd') : text;
-}
-
 /** PostHog's materialized `$session_id`/`$window_id` columns: the property's JSON value with string quotes trimmed. */
 function scalarText(value: unknown): string {
-  if (typeof value === 'string') return clickHouseText(value);
+  if (typeof value === 'string') return storableText(value);
   return typeof value === 'number' || typeof value === 'boolean' ? String(value) : '';
 }

@@ -5,7 +5,7 @@
 import { insertEvents, type ClickHouse, type EventRow } from '@plover/clickhouse';
 import { StorageError } from '@plover/core';
 import type { CapturedInput } from './message';
-import { clickHouseText } from './rows';
+import { storableText } from '@plover/persons';
 
 /**
  * ClickHouse error codes that blame the inserted values (ErrorCodes.cpp): the same rows fail again however
@@ -117,8 +117,8 @@ async function storedAmong(ch: ClickHouse, inputs: readonly CapturedInput[]): Pr
     {
       projectIds: distinct(inputs.map((input) => input.projectId)),
       days: distinct(inputs.map((input) => input.timestamp.toISOString().slice(0, 10))),
-      events: distinct(inputs.map((input) => clickHouseText(input.event))),
-      distinctIds: distinct(inputs.map((input) => clickHouseText(input.distinctId))),
+      events: distinct(inputs.map((input) => storableText(input.event))),
+      distinctIds: distinct(inputs.map((input) => storableText(input.distinctId))),
       uuids: inputs.map((input) => input.uuid),
     },
   );

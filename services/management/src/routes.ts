@@ -15,6 +15,7 @@ import { playlistRoutes } from './playlists/routes';
 import { nodeRunner, queryRoutes } from './query/routes';
 import { InsightResultCache } from '@plover/insights';
 import { recordingRoutes } from './recordings/routes';
+import { surveyResultRoutes } from './surveys/results-routes';
 
 /**
  * The management API's route table: `api` routes answer under `/api`, `project` routes under every mount of
@@ -48,6 +49,8 @@ export function routeTable(deps: ManagementDeps): RouteTable {
       ...queryRoutes(deps, { cache }),
       ...dataRoutes(deps),
       ...definitionRoutes(deps),
+      // Before the flag-side routes: `/surveys/stats` must not be read as `/surveys/:id`.
+      ...surveyResultRoutes(deps),
       ...flagDefinitionRoutes(deps),
       ...llmPromptRoutes(),
     ],

@@ -144,6 +144,8 @@ const EXAMPLES: Record<string, Example> = {
   'POST /early_access_features': { body: { name: 'Early access', stage: 'beta' } },
   'POST /actions': { body: { name: 'Conformance', steps: [{ event: '$autocapture', selector: 'form > button', text: 'Go' }] } },
   'POST /surveys': { body: { name: 'Conformance', type: 'popover', questions: [{ type: 'open', question: 'Why?' }] } },
+  'POST /surveys/:id/responses/:uuid/archive': { ids: { uuid: '018f0000-0000-7000-8000-000000000035' } },
+  'POST /surveys/:id/responses/:uuid/unarchive': { ids: { uuid: '018f0000-0000-7000-8000-000000000035' } },
   'POST /query': { body: { query: HOGQL, client_query_id: 'conformance-query' } },
   // The path names the node's kind; a kind the body does not have is a 400.
   'POST /query/:id': { body: { query: HOGQL }, ids: { id: 'HogQLQuery' }, missing: 400 },

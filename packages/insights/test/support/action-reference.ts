@@ -1,15 +1,29 @@
 /**
  * A plain TypeScript reading of PostHog's action matching, the reference the SQL condition is tested against: the
  * same rules written over one event in memory, with JavaScript regexes in place of ClickHouse's RE2 (the test
- * patterns use the syntax both share). Property filters are not modelled here: the steps tested carry none, and
- * the property compiler has its own tests.
+ * patterns use the syntax both share). A step's property filters are read with the trends reference's event
+ * property matching (no dates or cohorts in them).
  */
 import { selectorRegex, type ActionDefinition, type ActionStep, type StringMatching } from '../../src/actions';
+import { parsePropertyFilters } from '../../src/filters';
+import type { JsonValue } from '../../src/types';
+import { matchesGroup } from './reference';
 
 export interface ReferenceEvent {
   event: string;
   currentUrl?: string;
   elementsChain: string;
+  /** Event properties besides `$current_url`. */
+  properties?: Record<string, JsonValue>;
+}
+
+const NO_COHORTS = { timezone: 'UTC', now: new Date(0), cohorts: new Map<number, readonly string[]>() };
+
+function propertiesMatch(step: ActionStep, event: ReferenceEvent): boolean {
+  const group = parsePropertyFilters(step.properties ?? [], 'properties');
+  const properties = { ...event.properties, ...(event.currentUrl === undefined ? {} : { $current_url: event.currentUrl }) };
+  const plain = { uuid: '', event: event.event, distinctId: '', timestamp: 0, person: '', properties, personProperties: {}, groups: [], groupProperties: [] };
+  return matchesGroup(plain, group, NO_COHORTS);
 }
 
 /** SQL LIKE: `%` any run, `_` one character, `\` escapes the next. */
@@ -51,7 +65,7 @@ function stepMatches(step: ActionStep, event: ReferenceEvent): boolean {
     if (step.text != null && !chainTexts(chain).some((text) => matches(text, step.text ?? '', step.text_matching ?? 'exact', true))) return false;
   }
   if (step.url && (!event.currentUrl || !matches(event.currentUrl, step.url, step.url_matching ?? 'contains', false))) return false;
-  return true;
+  return propertiesMatch(step, event);
 }
 
 export function referenceMatches(action: ActionDefinition, event: ReferenceEvent): boolean {

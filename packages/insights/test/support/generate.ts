@@ -246,6 +246,7 @@ const seriesArb = (order: number): fc.Arbitrary<Series> =>
     })
     .map(({ event, math, mathProperty, properties }) => ({
       event,
+      action: null,
       name: event ?? 'All events',
       customName: null,
       order,

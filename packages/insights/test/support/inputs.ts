@@ -5,6 +5,7 @@ export function seriesOf(event: string | null, overrides: Partial<Series> = {}):
   const counted = overrides.event === undefined ? event : overrides.event;
   return {
     event: counted,
+    action: null,
     name: counted ?? 'All events',
     customName: null,
     order: 0,

@@ -1,6 +1,7 @@
 /** A generated world ingested for real, with the engine's and the reference's view of its project. */
 import { ApiError } from '@plover/core';
 import type { InsightContext } from '../../src/types';
+import { noActions } from './context';
 import { COHORT_ID, type World } from './generate';
 import type { Ingestion } from './ingest';
 import type { PlainEvent, ReferenceContext } from './reference';
@@ -21,7 +22,7 @@ export async function ingestWorld(ingestion: Ingestion, world: World): Promise<P
   };
   return {
     events,
-    ctx: { projectId, timezone: world.timezone, now: world.now, cohortMembers },
+    ctx: { projectId, timezone: world.timezone, now: world.now, cohortMembers, action: noActions },
     reference: { timezone: world.timezone, now: world.now, cohorts },
   };
 }

@@ -19,7 +19,8 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import { deadLetterMessage, deadLetterOf, type DeadLetter } from '../dead-letter';
 import { identityOf } from '../message';
 import { metric } from '../metrics';
-import { clickHouseText, warningRow, type Warning } from '../rows';
+import { storableText } from '@plover/persons';
+import { warningRow, type Warning } from '../rows';
 import { recordingSettings } from './projects';
 import { summarizeEvents } from './summary';
 
@@ -128,7 +129,7 @@ async function handle(options: ReplayHandlerOptions, messages: readonly BusMessa
 
 /** What becomes of a readable message of a project that records sessions. */
 function decide(message: BusMessage, snapshot: SnapshotMessage, retentionDays: number): Decision {
-  const windowId = clickHouseText(snapshot.window_id ?? snapshot.session_id);
+  const windowId = storableText(snapshot.window_id ?? snapshot.session_id);
   const summary = summarizeEvents(windowId, snapshot.events);
   if (!summary) return { outcome: 'no_valid_events', warning: { type: 'message_contained_no_valid_rrweb_events', details: {} } };
   // Measured from capture's receive time rather than this clock: fixed in the message, so a redelivery decides
@@ -147,16 +148,16 @@ function decide(message: BusMessage, snapshot: SnapshotMessage, retentionDays: n
     outcome: 'stored',
     batch: {
       ...summary,
-      urls: summary.urls.map(clickHouseText),
-      first_url: summary.first_url === null ? null : clickHouseText(summary.first_url),
+      urls: summary.urls.map(storableText),
+      first_url: summary.first_url === null ? null : storableText(summary.first_url),
       team_id: snapshot.team_id,
       session_id: snapshot.session_id,
       window_id: windowId,
       batch_uuid: batchUuid(snapshot),
-      distinct_id: clickHouseText(snapshot.distinct_id),
+      distinct_id: storableText(snapshot.distinct_id),
       // Capture leaves the source out when the SDK sent none; web SDKs never send it.
-      snapshot_source: clickHouseText((snapshot.snapshot_source ?? 'web').slice(0, MAX_SNAPSHOT_FIELD_LENGTH)),
-      snapshot_library: clickHouseText((snapshot.snapshot_library ?? '').slice(0, MAX_SNAPSHOT_FIELD_LENGTH)),
+      snapshot_source: storableText((snapshot.snapshot_source ?? 'web').slice(0, MAX_SNAPSHOT_FIELD_LENGTH)),
+      snapshot_library: storableText((snapshot.snapshot_library ?? '').slice(0, MAX_SNAPSHOT_FIELD_LENGTH)),
       retention_period_days: retentionDays,
     },
   };

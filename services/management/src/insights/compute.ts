@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Request } from 'express';
 import {
+  actionsUsed,
   InsightResultCache,
   type CacheRequest,
   parseCorrelationRequest,
@@ -73,9 +74,9 @@ function cohortIdsOf(value: unknown, ids = new Set<number>()): Set<number> {
 }
 
 /**
- * The cache key of a computation. Cohort membership lives in Postgres, outside the ClickHouse data version, so
- * the members of every cohort the input uses (resolved once per request; the computation reuses them) are part
- * of the key as a digest.
+ * The cache key of a computation. Cohort membership and actions live in Postgres, outside the ClickHouse data
+ * version, so the members of every cohort the input uses (as a digest) and the definition of every action it
+ * counts (each resolved once per request; the computation reuses them) are part of the key.
  */
 async function cacheRequest(kind: string, ctx: InsightContext, input: unknown, range: ResolvedRange): Promise<CacheRequest> {
   const cohorts: Record<string, string> = {};
@@ -84,7 +85,7 @@ async function cacheRequest(kind: string, ctx: InsightContext, input: unknown, r
       .update((await ctx.cohortMembers(id)).join(','))
       .digest('base64url');
   }
-  return { kind, projectId: ctx.projectId, input: { input, cohorts }, range: rangeKey(range) };
+  return { kind, projectId: ctx.projectId, input: { input, cohorts, actions: await actionsUsed(input, ctx) }, range: rangeKey(range) };
 }
 
 /**

@@ -6,13 +6,14 @@ const nullable = (type: string): JsonSchema => ({ type: [type, 'null'] });
 const stringList: JsonSchema = { type: ['array', 'null'], items: { type: 'string' } };
 const propertyFilters: JsonSchema = { type: ['array', 'object', 'null'], description: 'property filters, or an AND/OR group of them' };
 
-/** A funnel step or exclusion (PostHog's EventsNode; ActionsNode is refused: there are no actions). */
+/** A funnel step or exclusion (PostHog's EventsNode, or an ActionsNode: funnel correlation refuses those). */
 const eventsNode: JsonSchema = {
   type: 'object',
   required: ['kind'],
   properties: {
     kind: { enum: ['EventsNode', 'ActionsNode'] },
     event: nullable('string'),
+    id: { type: ['integer', 'string', 'null'] },
     name: nullable('string'),
     custom_name: nullable('string'),
     properties: propertyFilters,

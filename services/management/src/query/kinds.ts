@@ -5,6 +5,7 @@
  * kinds that must never be served from the cache.
  */
 import {
+  actionsUsed,
   insightRange,
   nodeRuleAttr,
   parseFunnelsQuery,
@@ -184,7 +185,7 @@ function seriesInsight<R extends TObject>(response: R): QueryKind<R> {
     },
     async cacheScope(node, ctx) {
       const { input } = parseInsightQuery(node, 'query');
-      return rangeKey(await insightRange(ctx.clickhouse, input, input.interval, ctx.insight));
+      return { ...rangeKey(await insightRange(ctx.clickhouse, input, input.interval, ctx.insight)), actions: await actionsUsed(input, ctx.insight) };
     },
   };
 }
@@ -199,7 +200,8 @@ const funnels: QueryKind<typeof FunnelsQueryResponse> = {
   },
   async cacheScope(node, ctx) {
     const input = parseFunnelsQuery(node, 'query');
-    return rangeKey(await insightRange(ctx.clickhouse, input, input.vizType === 'trends' ? input.interval : 'day', ctx.insight));
+    const range = rangeKey(await insightRange(ctx.clickhouse, input, input.vizType === 'trends' ? input.interval : 'day', ctx.insight));
+    return { ...range, actions: await actionsUsed(input, ctx.insight) };
   },
 };
 
@@ -211,8 +213,9 @@ const retention: QueryKind<typeof RetentionQueryResponse> = {
     checkRetentionPoints(ctx.limits, input, retentionRange(input, ctx.insight));
     return insightBody(await runRetention(ctx.clickhouse, input, ctx.insight));
   },
-  cacheScope(node, ctx) {
-    return Promise.resolve(rangeKey(retentionRange(parseRetentionQuery(node, 'query'), ctx.insight)));
+  async cacheScope(node, ctx) {
+    const input = parseRetentionQuery(node, 'query');
+    return { ...rangeKey(retentionRange(input, ctx.insight)), actions: await actionsUsed(input, ctx.insight) };
   },
 };
 

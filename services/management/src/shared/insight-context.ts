@@ -1,7 +1,7 @@
-import { WEB_GOALS, type InsightContext } from '@plover/insights';
+import { WEB_GOALS, type ActionDefinition, type InsightContext } from '@plover/insights';
 import { PersonReads, type PersonCondition } from '@plover/persons';
 import type { Sql } from '@plover/postgres';
-import { goalActions } from './action-store';
+import { actionOf, goalActions } from './action-store';
 import { errors } from './errors';
 
 interface CohortRow {
@@ -87,13 +87,33 @@ export function cohortResolver(sql: Sql, projectId: number): (cohortId: number) 
   };
 }
 
-/** What a computation or an events filter needs about the project now: its timezone and, per request, its cohorts' members. */
+/**
+ * The project's live actions by id (InsightContext.action), each loaded from Postgres once per resolver (make one
+ * per request, so that a query reads one version of each action); another project's action is not found.
+ */
+function actionResolver(sql: Sql, projectId: number): InsightContext['action'] {
+  const loaded = new Map<number, Promise<ActionDefinition>>();
+  return (id, attr) => {
+    let found = loaded.get(id);
+    if (!found) {
+      found = actionOf(sql, projectId, id, attr);
+      loaded.set(id, found);
+    }
+    return found;
+  };
+}
+
+/**
+ * What a computation or an events filter needs about the project now: its timezone and, per request, its cohorts'
+ * members and its actions (also those web analytics takes as goals).
+ */
 export function insightContext(sql: Sql, project: { id: number; timezone: string }): InsightContext {
   return {
     projectId: project.id,
     timezone: project.timezone,
     now: new Date(),
     cohortMembers: cohortResolver(sql, project.id),
+    action: actionResolver(sql, project.id),
     goalActions: () => goalActions(sql, project.id, WEB_GOALS),
   };
 }

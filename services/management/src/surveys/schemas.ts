@@ -50,3 +50,57 @@ export const Survey = component(
 
 /** An update that soft-deleted the object answers only its id. */
 export const SurveyUpdated = Type.Union([Survey, Type.Object({ id: Type.String({ format: 'uuid' }), deleted: Type.Literal(true) })]);
+
+const eventStats = Type.Object({
+  total_count: Type.Integer(),
+  unique_persons: Type.Integer(),
+  first_seen: Types<string | null>(['string', 'null'], { format: 'date-time' }),
+  last_seen: Types<string | null>(['string', 'null'], { format: 'date-time' }),
+  unique_persons_only_seen: Type.Integer({ description: 'shown only: shown − dismissed − sent persons, at least 0' }),
+  total_count_only_seen: Type.Integer({ description: 'shown only: the same on totals' }),
+});
+
+const SurveyRatesSchema = Type.Object({
+  response_rate: Type.Number(),
+  dismissal_rate: Type.Number(),
+  unique_users_response_rate: Type.Number(),
+  unique_users_dismissal_rate: Type.Number(),
+});
+
+const statsObject = Type.Object({ 'survey shown': eventStats, 'survey dismissed': eventStats, 'survey sent': eventStats });
+
+/** One survey's counts: shown, dismissed, sent, and the rates over shown. */
+export const SurveyStatsResult = component(
+  'SurveyStats',
+  Type.Object({
+    survey_id: Type.String({ format: 'uuid' }),
+    start_date: dateTime,
+    end_date: Types<string | null>(['string', 'null'], { format: 'date-time' }),
+    stats: statsObject,
+    rates: SurveyRatesSchema,
+  }),
+);
+
+/** All unarchived surveys' counts together; `stats` is `{}` when the project has none. */
+export const SurveysStatsResult = component(
+  'SurveysStats',
+  Type.Object({ stats: Type.Union([statsObject, Type.Object({}, { additionalProperties: false })]), rates: SurveyRatesSchema }),
+);
+
+export const SurveyStatsQuery = Type.Object({
+  date_from: Type.Optional(Type.String({ description: 'ISO 8601 with a time zone' })),
+  date_to: Type.Optional(Type.String({ description: 'ISO 8601 with a time zone' })),
+  exclude_archived: Type.Optional(Type.Boolean({ description: 'leave out archived responses (one survey only)' })),
+});
+
+export const ResponsesCountQuery = Type.Object({
+  survey_ids: Type.Optional(Type.String({ description: 'comma-separated survey ids; all live surveys when absent' })),
+  exclude_archived: Type.Optional(Type.Boolean()),
+});
+
+export const ResponsesCount = component(
+  'SurveyResponsesCount',
+  Type.Record(Type.String(), Type.Integer(), { description: 'submissions per survey id (surveys with none are absent)' }),
+);
+
+export const ResponseArchived = Type.Object({ response_uuid: Type.String({ format: 'uuid' }), archived: Type.Boolean() });

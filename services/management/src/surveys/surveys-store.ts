@@ -23,6 +23,44 @@ export class SurveysStore extends DefinitionsStore {
     return (await db.query<SurveyRow>('surveys.get', selectSurveys('s.id = $2 AND NOT s.deleted'), [projectId, id])).rows[0];
   }
 
+  /** Ids, start (start date or creation) and end of the project's live surveys; only the unarchived ones when `unarchivedOnly`. */
+  async surveyWindows(projectId: number, unarchivedOnly: boolean): Promise<Array<{ id: string; start: Date; end: Date | null }>> {
+    const rows = await this.sql.query<{ id: string; start: Date; end_date: Date | null }>(
+      'surveys.windows',
+      `SELECT id, coalesce(start_date, created_at) AS start, end_date FROM surveys
+        WHERE project_id = $1 AND NOT deleted${unarchivedOnly ? ' AND NOT archived' : ''} ORDER BY created_at`,
+      [projectId],
+    );
+    return rows.rows.map((row) => ({ id: row.id, start: row.start, end: row.end_date }));
+  }
+
+  /** The archived response uuids of the given surveys. */
+  async archivedResponses(surveyIds: readonly string[]): Promise<string[]> {
+    if (surveyIds.length === 0) return [];
+    const rows = await this.sql.query<{ response_uuid: string }>(
+      'surveys.archivedResponses',
+      'SELECT response_uuid FROM survey_response_archives WHERE survey_id = ANY($1::uuid[]) ORDER BY response_uuid',
+      [surveyIds],
+    );
+    return rows.rows.map((row) => row.response_uuid);
+  }
+
+  /** Archives (or, with `archived` false, unarchives) one response of a survey; idempotent. */
+  async setResponseArchived(surveyId: string, responseUuid: string, archived: boolean): Promise<void> {
+    if (archived) {
+      await this.sql.query(
+        'surveys.archiveResponse',
+        'INSERT INTO survey_response_archives (survey_id, response_uuid) VALUES ($1, $2) ON CONFLICT DO NOTHING',
+        [surveyId, responseUuid],
+      );
+    } else {
+      await this.sql.query('surveys.unarchiveResponse', 'DELETE FROM survey_response_archives WHERE survey_id = $1 AND response_uuid = $2', [
+        surveyId,
+        responseUuid,
+      ]);
+    }
+  }
+
   async listSurveys(projectId: number, page: Page): Promise<{ rows: SurveyRow[]; count: number }> {
     const [rows, count] = await Promise.all([
       this.sql.query<SurveyRow>('surveys.list', `${selectSurveys('NOT s.deleted')} ORDER BY s.created_at DESC LIMIT $2 OFFSET $3`, [
