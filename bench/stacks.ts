@@ -56,6 +56,7 @@ export function observeInserts(inner: ClickHouse, inserted: (table: string, rows
     command: (name, sql, params) => inner.command(name, sql, params),
     query: (name, sql, params, settings) => inner.query(name, sql, params, settings),
     queryRows: (name, sql, params, settings) => inner.queryRows(name, sql, params, settings),
+    queryText: (name, sql, params, settings) => inner.queryText(name, sql, params, settings),
     insert: async (table, rows) => {
       await inner.insert(table, rows);
       inserted(table, rows);

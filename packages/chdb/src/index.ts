@@ -135,6 +135,10 @@ export class ChdbClickHouse implements ClickHouse {
     );
   }
 
+  async queryText(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings): Promise<string> {
+    return this.run(`ClickHouse query ${name}`, async (session) => (await execute(session, withSettings(sql, settings), params, 'TabSeparatedRaw')).text());
+  }
+
   async queryRows(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings): Promise<RowsResult> {
     return this.run(`ClickHouse query ${name}`, async (session) =>
       compactRows(JSON.parse((await execute(session, withSettings(sql, settings), params, 'JSONCompact')).text()) as CompactResult),

@@ -72,6 +72,10 @@ export class HttpClickHouse implements ClickHouse {
     });
   }
 
+  async queryText(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings): Promise<string> {
+    return this.select(name, withSettings(sql, settings), params, 'TabSeparatedRaw', (result) => result.text());
+  }
+
   async insert(table: string, rows: readonly Record<string, unknown>[]): Promise<void> {
     assertTableName(table);
     if (rows.length === 0) return;
@@ -93,7 +97,7 @@ export class HttpClickHouse implements ClickHouse {
     await this.client.close();
   }
 
-  private select<T, F extends 'JSONEachRow' | 'JSONCompact'>(
+  private select<T, F extends 'JSONEachRow' | 'JSONCompact' | 'TabSeparatedRaw'>(
     name: string,
     sql: string,
     params: ClickHouseParams | undefined,

@@ -73,6 +73,7 @@ export function limitedClickHouse(clickhouse: ClickHouse, limits: QueryLimits, b
     query: <R = Record<string, unknown>>(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings) =>
       bounded(() => clickhouse.query<R>(name, sql, params, { ...settings, ...bounds })),
     queryRows: (name, sql, params, settings) => bounded(() => clickhouse.queryRows(name, sql, params, { ...settings, ...bounds })),
+    queryText: (name, sql, params, settings) => bounded(() => clickhouse.queryText(name, sql, params, { ...settings, ...bounds })),
   };
 }
 

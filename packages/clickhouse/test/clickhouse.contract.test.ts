@@ -274,6 +274,16 @@ describe.each(variants)('ClickHouse contract: $name', (variant) => {
       });
     });
 
+    it('queryText returns TabSeparatedRaw text as the engine wrote it: tabs between values, nothing escaped', async () => {
+      const text = await ch.queryText(
+        'test.text',
+        'SELECT number AS n, concat({s:String}, toString(number)) AS s FROM numbers(3) WHERE number < {below:UInt32} ORDER BY n',
+        { s: 'a\\b "c"\u00e9', below: 2 },
+      );
+      expect(text).toBe('0\ta\\b "c"\u00e90\n1\ta\\b "c"\u00e91\n');
+      await expect(ch.queryText('test.empty', 'SELECT 1 FROM numbers(0)')).resolves.toBe('');
+    });
+
     it('refuse integers that have already lost precision', async () => {
       const error = await failure(ch.query('test.unsafe', 'SELECT {i:Int64} AS i', { i: 2 ** 60 }));
       expect(error).toMatchObject({ retriable: false, code: 'BAD_PARAMETER' });
@@ -360,6 +370,13 @@ describe.each(variants)('ClickHouse contract: $name', (variant) => {
       const error = await refusal(limits, sql);
       expect(error).toMatchObject({ status: 400, type: 'validation_error', code });
       expect(error.detail).toMatch(detail);
+    });
+
+    it('queryText is bounded too', async () => {
+      const limited = limitedClickHouse(ch, { ...generous, maxResultRows: 10 });
+      await expect(limited.queryText('test.text', 'SELECT number FROM numbers(3)')).resolves.toBe('0\n1\n2\n');
+      const error = await limited.queryText('test.text', 'SELECT number FROM numbers(100000)').catch((caught: unknown) => caught);
+      expect(error).toMatchObject({ status: 400, code: 'too_many_rows_or_bytes' });
     });
 
     it('the rows a refused statement had produced never reach the next statement', async () => {

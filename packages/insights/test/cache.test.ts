@@ -18,6 +18,7 @@ function versioned(): { ch: ClickHouse; version: { value: number }; reads: { cou
       return Promise.resolve([{ inserted: String(version.value), n: '1' }] as R[]);
     },
     queryRows: () => Promise.reject(new Error('not used')),
+    queryText: () => Promise.reject(new Error('not used')),
     insert: () => Promise.resolve(),
     ping: () => Promise.resolve(),
     close: () => Promise.resolve(),

@@ -14,6 +14,7 @@ function holdingHistoricalInserts(inner: ClickHouse): { clickhouse: ClickHouse; 
     command: (name, sql, params) => inner.command(name, sql, params),
     query: (name, sql, params, settings) => inner.query(name, sql, params, settings),
     queryRows: (name, sql, params, settings) => inner.queryRows(name, sql, params, settings),
+    queryText: (name, sql, params, settings) => inner.queryText(name, sql, params, settings),
     async insert(table, rows) {
       if (table === 'events' && rows.some((row) => row.historical_migration === true)) await released;
       await inner.insert(table, rows);

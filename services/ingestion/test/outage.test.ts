@@ -52,6 +52,10 @@ function switchedClickHouse(inner: ClickHouse, power: Switch): ClickHouse {
       power.check(name),
       inner.queryRows(name, sql, params, settings)
     ),
+    queryText: (name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings) => (
+      power.check(name),
+      inner.queryText(name, sql, params, settings)
+    ),
     insert: (table, rows) => (power.check(`insert into ${table}`), inner.insert(table, rows)),
     ping: () => (power.check('ping'), inner.ping()),
     close: () => inner.close(),

@@ -186,6 +186,10 @@ const world = useWorld(backends[0]!, {
         statements.push({ name, settings });
         return clickhouse.queryRows(name, sql, params, settings);
       },
+      queryText: (name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings) => {
+        statements.push({ name, settings });
+        return clickhouse.queryText(name, sql, params, settings);
+      },
     });
   },
 });

@@ -7,14 +7,16 @@ import { insertEvents, migrate as migrateClickHouse, NO_GROUPS, type ClickHouse,
 import { ChdbClickHouse } from '@plover/chdb';
 import { silentLogger, uuidv7 } from '@plover/core';
 import { PersonStore } from '@plover/persons';
+import { SERIALIZED_BATCH } from '../src/http/render';
 import { openApiDocument } from '../src/openapi';
 import { backends, useWorld } from './support/app';
 import { declaredTable } from './support/table';
 
 /**
  * `format=jsonl` on the streamed listings (events, persons): every matching row once, as one JSON object a line,
- * across the keyset batches the stream reads (5,000 rows each; an events batch from a window of days widened
- * until it holds a batch), in the listing's order, with the listing's filters; a 404 elsewhere.
+ * across the keyset batches the stream reads (SERIALIZED_BATCH lines each for events, whose lines ClickHouse writes;
+ * an events batch from a window of days widened until it holds a batch), in the listing's order, with the listing's
+ * filters; a 404 elsewhere.
  */
 
 jest.setTimeout(180_000);
@@ -72,8 +74,9 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('format
 
   it('streams every event of the listing once, across keyset batches and equal timestamps, with its filters', async () => {
     const t = await world.tenant();
-    // 12,000 events in runs of 7 on one time: batches of 5,000 end inside runs of equal timestamps.
-    const rows = Array.from({ length: 12_000 }, (_, n) => event(t.projectId, n, chTime(Date.UTC(2024, 2, 1, 10) + Math.floor(n / 7) * 1000)));
+    // Two batches and a part, in runs of 7 on one time: batches end inside runs of equal timestamps.
+    const total = 2 * SERIALIZED_BATCH + 2000;
+    const rows = Array.from({ length: total }, (_, n) => event(t.projectId, n, chTime(Date.UTC(2024, 2, 1, 10) + Math.floor(n / 7) * 1000)));
     await insertEvents(clickhouse, rows);
     const base = `/api/projects/${t.projectId}/events/`;
 
@@ -82,12 +85,12 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('format
     expect(all.headers['content-type']).toBe('application/jsonl; charset=utf-8');
     expect(all.headers['content-disposition']).toBe('attachment; filename="events.jsonl"');
     const exported = lines(all.text);
-    expect(exported).toHaveLength(12_000);
+    expect(exported).toHaveLength(total);
     expect(new Set(exported.map((row) => row.uuid))).toEqual(new Set(rows.map((row) => row.uuid)));
     expect(exported[0]).toEqual(expect.objectContaining({ event: expect.any(String), distinct_id: expect.any(String), properties: { n: expect.any(Number) } }));
 
     const signups = lines((await request(world.app).get(`${base}?format=jsonl&event=signup`).set(t.auth)).text);
-    expect(signups).toHaveLength(1200);
+    expect(signups).toHaveLength(total / 10);
     expect(signups.every((row) => row.event === 'signup')).toBe(true);
     const limited = await request(world.app).get(`${base}?format=jsonl&limit=5&offset=10`).set(t.auth);
     expect(lines(limited.text).map((row) => row.uuid)).toEqual(exported.slice(10, 15).map((row) => row.uuid));
@@ -96,12 +99,32 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('format
     expect({ status: empty.status, text: empty.text }).toEqual({ status: 200, text: '' });
   });
 
+  it('writes each event as the bytes JSON.stringify writes for the JSON listing’s row: odd text, microseconds', async () => {
+    const t = await world.tenant();
+    const odd = ['a/b "quoted" \\ back', 'tab\there\nnewline \u0001 control', 'é ü 中文 😀', '</script>', ''];
+    const rows = odd.map((text, n) => ({
+      ...event(t.projectId, n, chTime(Date.UTC(2024, 4, 1, 12) + n * 1000, 999)),
+      event: text || 'empty',
+      distinct_id: `${text}-${n}`,
+      properties: JSON.stringify({ text, nested: { list: [1, 2.5, null, true], url: 'https://example.com/a/b?c=d' } }),
+    }));
+    await insertEvents(clickhouse, rows);
+    const base = `/api/projects/${t.projectId}/events/`;
+    const listed = await request(world.app).get(`${base}?limit=100`).set(t.auth);
+    expect(listed.status).toBe(200);
+    const exported = await request(world.app).get(`${base}?format=jsonl`).set(t.auth);
+    const expected = (listed.body as { results: unknown[] }).results.map((row) => `${JSON.stringify(row)}\n`).join('');
+    expect(exported.text).toBe(expected);
+    expect(lines(exported.text).map((row) => row.timestamp)).toEqual(odd.map((_, n) => new Date(Date.UTC(2024, 4, 1, 12) + n * 1000).toISOString()).reverse());
+  });
+
   it('streams events spread over years with gaps in the listing’s order, the windows widening across the gaps', async () => {
     const t = await world.tenant();
     const day = 86_400_000;
     // Busy days (more than a batch in two days), a gap of months, a few events years before; distinct times.
+    const busy = Math.round(1.8 * SERIALIZED_BATCH);
     const times = [
-      ...Array.from({ length: 9000 }, (_, n) => Date.UTC(2024, 2, 1) + Math.floor((n * 3 * day) / 9000)),
+      ...Array.from({ length: busy }, (_, n) => Date.UTC(2024, 2, 1) + Math.floor((n * 3 * day) / busy)),
       ...Array.from({ length: 40 }, (_, n) => Date.UTC(2023, 5, 1) + n * 3_600_000),
       ...Array.from({ length: 7 }, (_, n) => Date.UTC(2019, 0, 1) + n * 7 * day),
     ];
@@ -111,10 +134,16 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('format
     const newestFirst = [...rows].sort((a, b) => (a.timestamp < b.timestamp ? 1 : -1)).map((row) => row.uuid);
     expect(exported.map((row) => row.uuid)).toEqual(newestFirst);
     // From an offset, and with a filter that leaves the old events only.
-    const offset = lines((await request(world.app).get(`/api/projects/${t.projectId}/events/?format=jsonl&offset=8990`).set(t.auth)).text);
-    expect(offset.map((row) => row.uuid)).toEqual(newestFirst.slice(8990));
+    const offset = lines(
+      (
+        await request(world.app)
+          .get(`/api/projects/${t.projectId}/events/?format=jsonl&offset=${busy - 10}`)
+          .set(t.auth)
+      ).text,
+    );
+    expect(offset.map((row) => row.uuid)).toEqual(newestFirst.slice(busy - 10));
     const before = lines((await request(world.app).get(`/api/projects/${t.projectId}/events/?format=jsonl&before=2024-01-01T00:00:00Z`).set(t.auth)).text);
-    expect(before.map((row) => row.uuid)).toEqual(newestFirst.slice(9000));
+    expect(before.map((row) => row.uuid)).toEqual(newestFirst.slice(busy));
   });
 
   it('streams persons as JSON lines; other listings answer format=jsonl with 404', async () => {

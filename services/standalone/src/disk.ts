@@ -62,6 +62,7 @@ class RefusingClickHouse implements ClickHouse {
 
   query: ClickHouse['query'] = (name, sql, params, settings) => this.clickhouse.query(name, sql, params, settings);
   queryRows: ClickHouse['queryRows'] = (name, sql, params, settings) => this.clickhouse.queryRows(name, sql, params, settings);
+  queryText: ClickHouse['queryText'] = (name, sql, params, settings) => this.clickhouse.queryText(name, sql, params, settings);
   sync = () => this.clickhouse.sync?.() ?? Promise.resolve();
   ping = () => this.clickhouse.ping();
   close = () => this.clickhouse.close();

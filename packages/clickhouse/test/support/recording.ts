@@ -31,6 +31,11 @@ export class RecordingClickHouse implements ClickHouse {
     return Promise.resolve({ columns: [], rows: [] });
   }
 
+  queryText(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings): Promise<string> {
+    this.recorded.push({ kind: 'query', name, sql: withSettings(sql, settings), params });
+    return Promise.resolve('');
+  }
+
   insert(table: string): Promise<void> {
     return Promise.reject(new Error(`unexpected insert into ${table}`));
   }

@@ -32,6 +32,7 @@ async function main(): Promise<void> {
     command: (name, sql, params) => stores.clickhouse.command(name, sql, params),
     query: (name, sql, params, settings) => stores.clickhouse.query(name, sql, params, settings),
     queryRows: (name, sql, params, settings) => stores.clickhouse.queryRows(name, sql, params, settings),
+    queryText: (name, sql, params, settings) => stores.clickhouse.queryText(name, sql, params, settings),
     async insert(table, rows) {
       if (hangTable === undefined) {
         await stores.clickhouse.insert(table, rows);

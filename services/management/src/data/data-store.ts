@@ -3,6 +3,31 @@ import { GroupStore, PersonReads, type GroupListRow, type Person } from '@plover
 import type { Sql } from '@plover/postgres';
 import type { Page } from '../http/render';
 
+/** Where an export's batch ends: the last event's time (ClickHouse text, microseconds) and uuid. */
+export interface EventCursor {
+  ts: string;
+  uuid_text: string;
+}
+
+/** Events as the JSON lines of the listing, with the cursor of the last line. */
+export interface EventLines {
+  text: string;
+  count: number;
+  cursor: EventCursor | undefined;
+}
+
+/**
+ * The events listing's JSON object (http: data/routes.ts's eventBody), built by ClickHouse from the stored
+ * columns: `properties` is the JSON text ingestion stored, and the time is cut to milliseconds as `toISOString`
+ * writes it. With forward slashes unescaped, each line is the bytes `JSON.stringify` would write for the row.
+ */
+const EVENT_LINE = `concat('{"id":', toJSONString(toString(uuid)), ',"uuid":', toJSONString(toString(uuid)),
+  ',"event":', toJSONString(event), ',"distinct_id":', toJSONString(distinct_id), ',"properties":', properties,
+  ',"timestamp":"', replaceOne(toString(toDateTime64(timestamp, 3, 'UTC')), ' ', 'T'), 'Z","person_id":', toJSONString(toString(person_id)), '}')`;
+
+/** A line of eventLines' answer: the cursor's two values, each followed by a tab, before the listing's JSON. */
+const CURSOR_PREFIX = /^[^\t\n]*\t[^\t\n]*\t/gm;
+
 export interface EventRow {
   uuid_text: string;
   event: string;
@@ -23,6 +48,24 @@ export interface IngestionWarningRow {
 export interface EventsCondition {
   where: string;
   params: ClickHouseParams;
+}
+
+/**
+ * The FROM … LIMIT of a page of events newest first: `size` of them after `offset`, or after the event `after` (the
+ * keyset an export pages with; `ts` keeps the microseconds), only from the `days` days before it when given.
+ */
+function eventsPage(condition: EventsCondition, size: number, offset: number, after?: EventCursor, days?: number): { sql: string; params: ClickHouseParams } {
+  let keyset = '';
+  const params: ClickHouseParams = { ...condition.params };
+  if (after) {
+    keyset = " AND (timestamp, uuid) < ({after_ts:DateTime64(6, 'UTC')}, {after_uuid:UUID}) AND timestamp <= {after_ts:DateTime64(6, 'UTC')}";
+    Object.assign(params, { after_ts: after.ts, after_uuid: after.uuid_text });
+    if (days !== undefined) {
+      keyset += " AND timestamp >= {after_ts:DateTime64(6, 'UTC')} - toIntervalDay({days:UInt32})";
+      params.days = days;
+    }
+  }
+  return { sql: `FROM events FINAL WHERE ${condition.where}${keyset} ORDER BY timestamp DESC, uuid DESC LIMIT ${size} OFFSET ${after ? 0 : offset}`, params };
 }
 
 /** The read-only data of a project: group types and groups (Postgres), events and ingestion warnings (ClickHouse). */
@@ -53,25 +96,30 @@ export class DataStore {
    * The table's sort key leads with the day, so bounding the time both ways lets ClickHouse read those days'
    * granules only: a page of an export then costs what its window holds, not every older event.
    */
-  events(condition: EventsCondition, size: number, offset: number, after?: EventRow, days?: number): Promise<EventRow[]> {
-    let keyset = '';
-    const params: ClickHouseParams = { ...condition.params };
-    if (after) {
-      keyset = " AND (timestamp, uuid) < ({after_ts:DateTime64(6, 'UTC')}, {after_uuid:UUID}) AND timestamp <= {after_ts:DateTime64(6, 'UTC')}";
-      Object.assign(params, { after_ts: after.ts, after_uuid: after.uuid_text });
-      if (days !== undefined) {
-        keyset += " AND timestamp >= {after_ts:DateTime64(6, 'UTC')} - toIntervalDay({days:UInt32})";
-        params.days = days;
-      }
-    }
+  events(condition: EventsCondition, size: number, offset: number, after?: EventCursor, days?: number): Promise<EventRow[]> {
+    const { sql, params } = eventsPage(condition, size, offset, after, days);
     // Aliases differ from column names: ClickHouse substitutes SELECT aliases in WHERE and ORDER BY.
     return this.clickhouse.query<EventRow>(
       'management.listEvents',
-      `SELECT toString(uuid) AS uuid_text, event, distinct_id, properties, toString(timestamp) AS ts, toString(person_id) AS person_id_text
-         FROM events FINAL WHERE ${condition.where}${keyset}
-        ORDER BY timestamp DESC, uuid DESC LIMIT ${size} OFFSET ${after ? 0 : offset}`,
+      `SELECT toString(uuid) AS uuid_text, event, distinct_id, properties, toString(timestamp) AS ts, toString(person_id) AS person_id_text ${sql}`,
       params,
     );
+  }
+
+  /**
+   * The same events as {@link events}, as the listing's JSON lines written by ClickHouse (an export passes them on
+   * without parsing a row): each row comes as `<ts>\t<uuid>\t<json>`, the cursor read from the last row only.
+   */
+  async eventLines(condition: EventsCondition, size: number, offset: number, after?: EventCursor, days?: number): Promise<EventLines> {
+    const { sql, params } = eventsPage(condition, size, offset, after, days);
+    const text = await this.clickhouse.queryText('management.exportEvents', `SELECT toString(timestamp), toString(uuid), ${EVENT_LINE} ${sql}`, params, {
+      output_format_json_escape_forward_slashes: 0,
+    });
+    if (text === '') return { text, count: 0, cursor: undefined };
+    let count = 0;
+    for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) count++;
+    const [ts, uuid] = text.slice(text.lastIndexOf('\n', text.length - 2) + 1).split('\t', 2);
+    return { text: text.replace(CURSOR_PREFIX, ''), count, cursor: { ts: ts!, uuid_text: uuid! } };
   }
 
   /** The time of the earliest event matching `condition` (ClickHouse text, microseconds), if any. */

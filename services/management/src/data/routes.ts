@@ -8,7 +8,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { csvStream, pageFrom, Q, route, type Route } from '../http/route-table';
 import { clickHouseTime } from '../shared/times';
 import { insightContext } from '../shared/insight-context';
-import { DataStore, type EventRow, type EventsCondition, type IngestionWarningRow } from './data-store';
+import { DataStore, type EventCursor, type EventRow, type EventsCondition, type IngestionWarningRow } from './data-store';
 import { Event, Group, GroupType, IngestionWarning } from './schemas';
 
 function dateParam(value: string | undefined, name: string): Date | undefined {
@@ -31,24 +31,31 @@ function eventBody(row: EventRow): Static<typeof Event> {
 }
 
 /**
- * The batches of an events export (CSV, JSON lines): after the first, each reads a window of days ending at the
- * previous batch's last event, widened fourfold until it holds a whole batch or reaches the earliest event (then
- * the batch may be short: the export's end). A window stays as wide as the last batch needed, so an export of
- * events spread over many days reads each day's granules a few times instead of every older event per batch.
+ * The batches of an events export (CSV, JSON lines), read by `read`: after the first, each reads a window of days
+ * ending at the previous batch's last event, widened fourfold until it holds a whole batch or reaches the earliest
+ * event (then the batch may be short: the export's end). A window stays as wide as the last batch needed, so an
+ * export of events spread over many days reads each day's granules a few times instead of every older event per
+ * batch.
  */
-function exportWindows(store: DataStore, condition: EventsCondition, offset: number): (after: EventRow | undefined, size: number) => Promise<EventRow[]> {
+function exportWindows<B>(
+  store: DataStore,
+  condition: EventsCondition,
+  offset: number,
+  read: (size: number, offset: number, after?: EventCursor, days?: number) => Promise<B>,
+  count: (batch: B) => number,
+): (after: EventCursor | undefined, size: number) => Promise<B> {
   let days = 1;
   let earliest: Date | null | undefined;
   return async (after, size) => {
-    if (!after) return store.events(condition, size, offset);
+    if (!after) return read(size, offset);
     if (earliest === undefined) {
       const ts = await store.earliestEvent(condition);
       earliest = ts === undefined ? null : clickHouseTime(ts);
     }
     for (;;) {
       const whole = earliest === null || clickHouseTime(after.ts).getTime() - days * 86_400_000 <= earliest.getTime();
-      const rows = await store.events(condition, size, 0, after, whole ? undefined : days);
-      if (rows.length === size || whole) return rows;
+      const batch = await read(size, 0, after, whole ? undefined : days);
+      if (count(batch) === size || whole) return batch;
       days *= 4;
     }
   };
@@ -140,8 +147,23 @@ export function dataRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
       async handler(req, { page, query, format }) {
         const condition = await eventsCondition(req, query);
         if (format !== 'json') {
-          const batch = exportWindows(store, condition, page.offset);
-          return csvStream<EventRow>(async (after, size) => (await batch(after, size)).map((row) => ({ row: eventBody(row), cursor: row })));
+          const rows = exportWindows(
+            store,
+            condition,
+            page.offset,
+            (...at) => store.events(condition, ...at),
+            (batch) => batch.length,
+          );
+          return csvStream<EventCursor>(
+            async (after, size) => (await rows(after, size)).map((row) => ({ row: eventBody(row), cursor: row })),
+            exportWindows(
+              store,
+              condition,
+              page.offset,
+              (...at) => store.eventLines(condition, ...at),
+              (batch) => batch.count,
+            ),
+          );
         }
         const paged = pageFrom(await store.events(condition, page.limit + 1, page.offset), page, eventBody);
         const counted = paged.hasMore || (paged.results.length === 0 && page.offset > 0);

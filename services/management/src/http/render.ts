@@ -135,7 +135,13 @@ export function sendCsv(res: Response, status: number, rows: readonly unknown[],
 export const CSV_EXPORT_MAX_ROWS = 100_000;
 /** Set to `true` on a streamed CSV export that CSV_EXPORT_MAX_ROWS cut short. */
 export const CSV_EXPORT_TRUNCATED_HEADER = 'X-Plover-Export-Truncated';
+/** Rows of a streamed export read at once when they are parsed and serialized here. */
 const EXPORT_BATCH = 5000;
+/**
+ * Lines of a JSON lines export read at once when the store writes them itself (text only, about 12 MiB of events):
+ * an events batch reads a window of whole days, so larger batches read fewer rows they then leave out.
+ */
+export const SERIALIZED_BATCH = 20_000;
 
 /**
  * The next rows of a listing in its order, at most `size`, after the row whose cursor is `after` (undefined:
@@ -143,16 +149,48 @@ const EXPORT_BATCH = 5000;
  */
 export type ExportBatch<C> = (after: C | undefined, size: number) => Promise<Array<{ row: unknown; cursor: C }>>;
 
-async function* exportRows<C>(batch: ExportBatch<C>, max: number): AsyncGenerator<unknown[]> {
+/**
+ * The next lines of a JSON lines export, like an {@link ExportBatch} but already serialized: `text` holds `count`
+ * lines, each ended by a line break, and `cursor` is the last one's.
+ */
+export type JsonlBatch<C> = (after: C | undefined, size: number) => Promise<{ text: string; count: number; cursor: C | undefined }>;
+
+/** An {@link ExportBatch}'s rows as JSON lines, serialized here. */
+export function jsonlOf<C>(batch: ExportBatch<C>): JsonlBatch<C> {
+  return async (after, size) => {
+    const rows = await batch(after, size);
+    return { text: rows.map(({ row }) => `${JSON.stringify(row)}\n`).join(''), count: rows.length, cursor: rows.at(-1)?.cursor };
+  };
+}
+
+/** A listing's batches one after another, each after the previous one's last row, until `max` rows or the end. */
+async function* batches<C, B>(
+  read: (after: C | undefined, size: number) => Promise<B>,
+  count: (batch: B) => number,
+  last: (batch: B) => C | undefined,
+  max: number,
+  perBatch = EXPORT_BATCH,
+): AsyncGenerator<B> {
   let after: C | undefined;
   for (let written = 0; written < max;) {
-    const size = Math.min(EXPORT_BATCH, max - written);
-    const rows = await batch(after, size);
-    if (rows.length > 0) yield rows.map(({ row }) => row);
-    written += rows.length;
-    if (rows.length < size) return;
-    after = rows[rows.length - 1]!.cursor;
+    const size = Math.min(perBatch, max - written);
+    const batch = await read(after, size);
+    const n = count(batch);
+    if (n > 0) yield batch;
+    written += n;
+    if (n < size) return;
+    after = last(batch);
   }
+}
+
+async function* exportRows<C>(batch: ExportBatch<C>, max: number): AsyncGenerator<unknown[]> {
+  for await (const rows of batches(
+    batch,
+    (rows) => rows.length,
+    (rows) => rows.at(-1)?.cursor,
+    max,
+  ))
+    yield rows.map(({ row }) => row);
 }
 
 /** Writes `text`, then waits until the client drained it (or went away): memory holds one batch, never the export. */
@@ -236,13 +274,19 @@ export async function streamCsv<C>(req: Request, res: Response, filename: string
  * as the client drains them, so an export of any size holds one batch in memory. A failure after the first row
  * ends the response early; the client sees the body cut off, not a 200 that looks whole.
  */
-export async function streamJsonl<C>(req: Request, res: Response, filename: string, batch: ExportBatch<C>): Promise<void> {
+export async function streamJsonl<C>(req: Request, res: Response, filename: string, batch: JsonlBatch<C>, perBatch = EXPORT_BATCH): Promise<void> {
   const max = queryValue(req, 'limit') ? pageOf(req).limit : Number.MAX_SAFE_INTEGER;
   res.status(200).type('application/jsonl; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="${filename}.jsonl"`);
   try {
-    for await (const rows of exportRows(batch, max)) {
+    for await (const lines of batches(
+      batch,
+      (lines) => lines.count,
+      (lines) => lines.cursor,
+      max,
+      perBatch,
+    )) {
       if (res.destroyed) return;
-      await writeDrained(res, rows.map((row) => `${JSON.stringify(row)}\n`).join(''));
+      await writeDrained(res, lines.text);
     }
   } catch (error) {
     if (!res.headersSent) throw error;

@@ -15,7 +15,10 @@ import {
   sendCsv,
   streamCsv,
   streamJsonl,
+  jsonlOf,
+  SERIALIZED_BATCH,
   type ExportBatch,
+  type JsonlBatch,
   type Format,
   type Page,
 } from './render';
@@ -165,15 +168,23 @@ export class Written {
   constructor(readonly write: (res: Response) => Promise<void>) {}
 }
 
-/** Every matching row of a listing, read in keyset batches: as CSV, or as JSON lines on a route that declares `jsonl`. */
+/**
+ * Every matching row of a listing, read in keyset batches: as CSV, or as JSON lines on a route that declares
+ * `jsonl` (from `lines` when the listing's store writes them itself, else serialized from `batch`'s rows).
+ */
 export class ListingExport<C = unknown> extends CsvExport {
-  constructor(readonly batch: ExportBatch<C>) {
+  readonly lines: JsonlBatch<C>;
+  readonly linesPerBatch: number | undefined;
+
+  constructor(batch: ExportBatch<C>, lines?: JsonlBatch<C>) {
     super((req, res, file) => streamCsv(req, res, file, batch, AnalysisGate.csvMaxColumns()));
+    this.lines = lines ?? jsonlOf(batch);
+    this.linesPerBatch = lines && SERIALIZED_BATCH;
   }
 }
 
 /** A streamed listing (http/render.ts's streamCsv and streamJsonl), for `format=csv` and `format=jsonl`. */
-export const csvStream = <C>(batch: ExportBatch<C>): ListingExport<C> => new ListingExport(batch);
+export const csvStream = <C>(batch: ExportBatch<C>, lines?: JsonlBatch<C>): ListingExport<C> => new ListingExport(batch, lines);
 
 /** A CSV text of the handler's own, under its own file name. */
 export const csvText = (file: string, text: string): CsvExport =>
@@ -234,7 +245,7 @@ async function answer(route: Route, req: Request, res: Response, input: RouteInp
     return;
   }
   if (result instanceof ListingExport && input.format === 'jsonl') {
-    await streamJsonl(req, res, route.csv!.file, result.batch);
+    await streamJsonl(req, res, route.csv!.file, result.lines, result.linesPerBatch);
     return;
   }
   if (result instanceof CsvExport) {

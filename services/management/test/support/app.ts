@@ -23,6 +23,7 @@ export const noClickHouse: ClickHouse = {
   command: () => Promise.resolve(),
   query: () => Promise.resolve([]),
   queryRows: () => Promise.resolve({ columns: [], rows: [] }),
+  queryText: () => Promise.resolve(''),
   insert: () => Promise.resolve(),
   ping: () => Promise.resolve(),
   close: () => Promise.resolve(),
