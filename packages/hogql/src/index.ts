@@ -3,6 +3,7 @@
  * printer turns it into ClickHouse SQL over virtual tables guarded to one project; run.ts executes it read-only
  * under limits.
  */
+export { actionKey, type ActionConditions, type ActionRef, type ActionResolver } from './actions';
 export { HogQLError, type HogQLErrorKind } from './errors';
 export { parseExpr, parseOrderExpr, parseSelect, type AstNode } from './parser';
 export * from './ast';

@@ -9,6 +9,7 @@
  *   from their parsed values;
  * - functions come from an allow-list (functions.ts); anything the printer does not know is refused.
  */
+import { actionKey, actionRefOf, MATCHES_ACTION, type ActionConditions } from './actions';
 import { HogQLError } from './errors';
 import { closestFunction, resolveFunction } from './functions';
 import type { AstNode } from './parser';
@@ -22,6 +23,8 @@ export interface PrintOptions {
   defaultLimit: number;
   /** The most rows a query may return, whatever its LIMIT says. */
   maxLimit: number;
+  /** The conditions of the actions the query names in `matchesAction` (actions.ts). */
+  actions?: ActionConditions;
 }
 
 export interface PrintedQuery {
@@ -578,6 +581,7 @@ export class Printer {
 
   private call(node: AstNode, scope: Scope): string {
     const name = text(node.name);
+    if (name === MATCHES_ACTION) return this.matchesAction(node, scope);
     const resolved = resolveFunction(name);
     if (!resolved) {
       const suggestion = closestFunction(name);
@@ -595,6 +599,18 @@ export class Printer {
       : '';
     if (params && resolved.kind !== 'aggregate') fail(node, `Function '${name}' takes no parameters`);
     return `${resolved.name}${params}(${node.distinct ? 'DISTINCT ' : ''}${printedArgs})`;
+  }
+
+  /** `matchesAction(id or name)`: the event's uuid among the team's events that match the action. */
+  private matchesAction(node: AstNode, scope: Scope): string {
+    const ref = actionRefOf(node);
+    if (ref === undefined) fail(node, `${MATCHES_ACTION}() takes one argument: an action id or name.`);
+    const actions = this.options.actions;
+    const condition = actions?.conditions.get(actionKey(ref));
+    if (actions === undefined || condition === undefined) fail(node, `Could not find action ${JSON.stringify(ref)}.`, 'resolution_error');
+    Object.assign(this.params, actions.params);
+    const uuid = this.expr({ node: 'Field', chain: ['uuid'], start: node.start, end: node.end }, scope);
+    return `in(${uuid}, (SELECT uuid FROM events WHERE team_id = {${TEAM_PARAM}:Int64} AND ${condition}))`;
   }
 
   private windowFunction(node: AstNode, scope: Scope): string {

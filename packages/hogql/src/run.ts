@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ClickHouse } from '@plover/clickhouse';
 import { ApiError, StorageError } from '@plover/core';
+import { actionRefs, type ActionResolver } from './actions';
 import { HogQLError } from './errors';
 import { parseSelect, type AstNode } from './parser';
 import { Printer, type PrintedQuery } from './printer';
@@ -13,9 +14,15 @@ import { Printer, type PrintedQuery } from './printer';
 export const DEFAULT_LIMIT = 100;
 export const MAX_LIMIT = 50_000;
 
-export interface HogQLRunOptions {
+/** What printing a query for one project needs. */
+export interface HogQLPrintOptions {
   teamId: number;
   values?: Readonly<Record<string, unknown>>;
+  /** Loads the actions the query names in `matchesAction`; without it such a query is refused. */
+  actions?: ActionResolver;
+}
+
+export interface HogQLRunOptions extends HogQLPrintOptions {
   /** Marks the statement so that cancel() can find it; a fresh id when absent. */
   queryId?: string;
   /** Timings are added here as `{k, t}` (seconds), PostHog's shape. */
@@ -49,12 +56,14 @@ const HOGQL_SETTINGS = {
 } as const;
 
 /** Parses and prints `query` for `teamId`; HogQLErrors for anything wrong with it. */
-export async function printHogQL(query: string, options: { teamId: number; values?: Readonly<Record<string, unknown>> }): Promise<PrintedQuery> {
+export async function printHogQL(query: string, options: HogQLPrintOptions): Promise<PrintedQuery> {
   return printAst(await parseSelect(query), query, options);
 }
 
-function printAst(ast: AstNode, text: string, options: { teamId: number; values?: Readonly<Record<string, unknown>> }): PrintedQuery {
-  return new Printer({ teamId: options.teamId, values: options.values, defaultLimit: DEFAULT_LIMIT, maxLimit: MAX_LIMIT }, text).print(ast);
+async function printAst(ast: AstNode, text: string, options: HogQLPrintOptions): Promise<PrintedQuery> {
+  const refs = actionRefs(ast);
+  const actions = refs.length > 0 && options.actions ? await options.actions(refs) : undefined;
+  return new Printer({ teamId: options.teamId, values: options.values, defaultLimit: DEFAULT_LIMIT, maxLimit: MAX_LIMIT, actions }, text).print(ast);
 }
 
 const queryMarker = (queryId: string) => `/* hogql-query ${queryId} */`;
@@ -72,7 +81,7 @@ export function runHogQL(ch: ClickHouse, query: string, options: HogQLRunOptions
  * `hogql` is its text as shown to the caller.
  */
 export function runHogQLAst(ch: ClickHouse, ast: AstNode, hogql: string, options: HogQLRunOptions): Promise<HogQLResult> {
-  return run(ch, hogql, () => Promise.resolve(printAst(ast, '', options)), options);
+  return run(ch, hogql, () => printAst(ast, '', options), options);
 }
 
 async function run(ch: ClickHouse, query: string, print: () => Promise<PrintedQuery>, options: HogQLRunOptions): Promise<HogQLResult> {

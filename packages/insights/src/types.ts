@@ -184,10 +184,10 @@ export interface InsightContext {
   /** Members (person uuids) of a cohort of this project; unknown cohort → an ApiError 400 naming the filter. */
   cohortMembers(cohortId: number): Promise<readonly string[]>;
   /**
-   * A live action of this project by id, loaded once per context (make one per request); unknown, deleted or
-   * another project's → an ApiError 400 at `attr`.
+   * A live action of this project by id (or, given a string, by name: HogQL's `matchesAction`), loaded once per
+   * context (make one per request); unknown, deleted or another project's → an ApiError 400 at `attr`.
    */
-  action(id: number, attr: string): Promise<ActionDefinition>;
+  action(ref: number | string, attr: string): Promise<ActionDefinition>;
   /** The project's first live actions as web analytics' goals (`WebGoalsQuery`); none where the caller keeps no actions. */
   goalActions?(): Promise<readonly ActionDefinition[]>;
 }

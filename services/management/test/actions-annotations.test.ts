@@ -137,20 +137,33 @@ describe.each(backends)('actions and annotations on $name', (backend) => {
     expect(count.body).toEqual({ count: 2 });
   });
 
-  it('actions as query series: their events counted under their name; a deleted action, or another project\'s, is a 400', async () => {
+  it("actions as query series: their events counted under their name; a deleted action, or another project's, is a 400", async () => {
     const s = await tenantOf(world);
     const other = await tenantOf(world);
     const person = '00000000-0000-4000-8000-00000000000b';
     const today = new Date().toISOString().slice(0, 10);
     const row = (uuid: number, name: string, url: string) => ({
-      ...eventRow({ uuid: `00000000-0000-7000-8000-${uuid.toString(16).padStart(12, '0')}`, projectId: s.projectId, event: name, at: `${today} 00:00:01.000`, person, properties: { $current_url: url } }),
+      ...eventRow({
+        uuid: `00000000-0000-7000-8000-${uuid.toString(16).padStart(12, '0')}`,
+        projectId: s.projectId,
+        event: name,
+        at: `${today} 00:00:01.000`,
+        person,
+        properties: { $current_url: url },
+      }),
       elements_chain: '',
     });
-    await insertEvents(clickhouse(), [row(0x901, '$pageview', 'https://x.com/pricing'), row(0x902, '$pageview', 'https://x.com/home'), row(0x903, 'paid', 'https://x.com/pricing')]);
+    await insertEvents(clickhouse(), [
+      row(0x901, '$pageview', 'https://x.com/pricing'),
+      row(0x902, '$pageview', 'https://x.com/home'),
+      row(0x903, 'paid', 'https://x.com/pricing'),
+    ]);
     const pricing = (await s.call('post', '/actions/', { name: 'Pricing', steps: [{ url: '/pricing' }] })).body as Body;
     const theirs = (await other.call('post', '/actions/', { name: 'Theirs', steps: [] })).body as Body;
     const trend = (id: unknown) =>
-      s.call('post', '/query/', { query: { kind: 'TrendsQuery', series: [{ kind: 'ActionsNode', id }], dateRange: { date_from: '-1d' }, trendsFilter: { display: 'BoldNumber' } } });
+      s.call('post', '/query/', {
+        query: { kind: 'TrendsQuery', series: [{ kind: 'ActionsNode', id }], dateRange: { date_from: '-1d' }, trendsFilter: { display: 'BoldNumber' } },
+      });
     const ok = await trend(pricing.id);
     expect(ok.status).toBe(200);
     expect(ok.body.results[0]).toMatchObject({ label: 'Pricing', aggregated_value: 2, action: { id: pricing.id, type: 'actions', name: 'Pricing' } });
@@ -160,6 +173,18 @@ describe.each(backends)('actions and annotations on $name', (backend) => {
     const foreign = await trend(theirs.id);
     expect(foreign.status).toBe(400);
     expect(foreign.body).toMatchObject({ type: 'validation_error', attr: 'query__series__0__id' });
+    const hogql = (where: string) => s.call('post', '/query/', { query: { kind: 'HogQLQuery', query: `select count() from events where ${where}` } });
+    for (const where of [`matchesAction(${String(pricing.id)})`, "matchesAction('Pricing')", "matchesAction('Pricing') and event = '$pageview'"]) {
+      const res = await hogql(where);
+      expect({ where, status: res.status, results: res.body.results }).toEqual({ where, status: 200, results: [[where.includes('event =') ? 1 : 2]] });
+    }
+    const events = await s.call('post', '/query/', {
+      query: { kind: 'EventsQuery', select: ['event'], where: ["not matchesAction('Pricing')"], after: '-2d' },
+    });
+    expect(events.body.results).toEqual([['$pageview']]);
+    for (const where of [`matchesAction(${String(theirs.id)})`, "matchesAction('Theirs')", 'matchesAction(event)']) {
+      expect({ where, status: (await hogql(where)).status }).toEqual({ where, status: 400 });
+    }
     await s.call('patch', `/actions/${String(pricing.id)}/`, { deleted: true });
     expect((await trend(pricing.id)).status).toBe(400);
   });

@@ -3,11 +3,11 @@ import { ApiError } from '@plover/core';
 import type { ActionDefinition } from '../../src/actions';
 import type { InsightContext } from '../../src/types';
 
-/** An action lookup over `actions`; any other id is the 400 an unknown action gives. */
+/** An action lookup over `actions` (by id, or by name given a string); any other is the 400 an unknown action gives. */
 export function actionsOf(actions: readonly ActionDefinition[]): InsightContext['action'] {
-  return (id, attr) => {
-    const action = actions.find((candidate) => candidate.id === id);
-    return action ? Promise.resolve(action) : Promise.reject(ApiError.validation(`Action ${id} does not exist.`, attr, 'invalid_input'));
+  return (ref, attr) => {
+    const action = actions.find((candidate) => (typeof ref === 'number' ? candidate.id === ref : candidate.name === ref));
+    return action ? Promise.resolve(action) : Promise.reject(ApiError.validation(`Action ${ref} does not exist.`, attr, 'invalid_input'));
   };
 }
 

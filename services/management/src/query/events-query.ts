@@ -20,6 +20,7 @@ import {
 import { parsePropertyFilters, resolveInstant, type InsightContext } from '@plover/insights';
 import type { ClickHouse } from '@plover/clickhouse';
 import { errors } from '../shared/errors';
+import { hogqlActions } from './hogql-actions';
 import { propertiesAst } from './hogql-filters';
 
 /** The event columns `*` stands for, in PostHog's order; the row holds them as one object. */
@@ -160,7 +161,7 @@ export async function runEventsQuery(
   const filters = where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '';
   const order = orderBy.length > 0 ? ` ORDER BY ${orderBy.join(', ')}` : '';
   const hogql = `SELECT ${select.join(', ')} FROM events${filters}${order} LIMIT ${limit} OFFSET ${offset}`;
-  const result = await runHogQLAst(ch, ast, hogql, { teamId: ctx.projectId, queryId: run.queryId, timings: run.timings });
+  const result = await runHogQLAst(ch, ast, hogql, { teamId: ctx.projectId, actions: hogqlActions(ctx), queryId: run.queryId, timings: run.timings });
   return {
     ...result,
     columns: select,

@@ -36,6 +36,7 @@ import type { Static, TObject } from '@sinclair/typebox';
 import { checkFunnelPoints, checkRetentionPoints, checkTrendPoints } from '../shared/points';
 import { errors } from '../shared/errors';
 import { runActorsQuery } from './actors-query';
+import { hogqlActions } from './hogql-actions';
 import { runEventsQuery } from './events-query';
 import {
   ActorsQueryResponse,
@@ -104,6 +105,7 @@ const hogql: QueryKind<typeof HogQLQueryResponse> = {
     const result = await runHogQL(ctx.clickhouse, stringField(node, 'query'), {
       teamId: ctx.insight.projectId,
       values: valuesOf(node),
+      actions: hogqlActions(ctx.insight),
       queryId: ctx.statementId,
       timings,
     });
@@ -147,7 +149,7 @@ const hogqlMetadata: QueryKind<typeof HogQLMetadataResponse> = {
     const errorsFound: { message: string; start: number | null; end: number | null; fix: null }[] = [];
     try {
       // Parsing and printing resolve every table, field and function; nothing reaches ClickHouse.
-      await printHogQL(query, { teamId: ctx.insight.projectId, values: valuesOf(node) });
+      await printHogQL(query, { teamId: ctx.insight.projectId, values: valuesOf(node), actions: hogqlActions(ctx.insight) });
     } catch (error) {
       if (!(error instanceof HogQLError)) throw toApiError(error);
       errorsFound.push({ message: error.message, start: error.start ?? null, end: error.end ?? null, fix: null });

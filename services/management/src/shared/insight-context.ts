@@ -88,16 +88,17 @@ export function cohortResolver(sql: Sql, projectId: number): (cohortId: number) 
 }
 
 /**
- * The project's live actions by id (InsightContext.action), each loaded from Postgres once per resolver (make one
+ * The project's live actions by id or name (InsightContext.action), each loaded from Postgres once per resolver (make one
  * per request, so that a query reads one version of each action); another project's action is not found.
  */
 function actionResolver(sql: Sql, projectId: number): InsightContext['action'] {
-  const loaded = new Map<number, Promise<ActionDefinition>>();
-  return (id, attr) => {
-    let found = loaded.get(id);
+  const loaded = new Map<string, Promise<ActionDefinition>>();
+  return (ref, attr) => {
+    const key = `${typeof ref} ${ref}`;
+    let found = loaded.get(key);
     if (!found) {
-      found = actionOf(sql, projectId, id, attr);
-      loaded.set(id, found);
+      found = actionOf(sql, projectId, ref, attr);
+      loaded.set(key, found);
     }
     return found;
   };
