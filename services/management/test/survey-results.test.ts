@@ -27,6 +27,7 @@ interface SurveyEvent {
   survey: string;
   partial?: boolean | 'true';
   submission?: string;
+  answers?: Body;
 }
 
 const person = (n: number) => `00000000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`;
@@ -41,6 +42,7 @@ function row(projectId: number, e: SurveyEvent) {
   const properties: Body = { $survey_id: e.survey };
   if (e.partial !== undefined) properties.$survey_partially_completed = e.partial;
   if (e.submission !== undefined) properties.$survey_submission_id = e.submission;
+  Object.assign(properties, e.answers);
   return eventRow({ uuid: e.uuid, projectId, event: e.event, at: chTime(e.at), person: e.person, properties });
 }
 
@@ -245,5 +247,78 @@ describe.each(backends)('survey results on $name', (backend) => {
     expect((await s.call('get', `/surveys/responses_count/`)).body).toEqual({ [survey]: 1 });
     expect((await s.call('post', `/surveys/${survey}/responses/${latest}/unarchive/`)).body).toEqual({ response_uuid: latest, archived: false });
     expect(await counted()).toEqual({ [survey]: 1 });
+  });
+
+  it('responses and per-question results: id keys then index keys, a submission merged, archived left out, CSV', async () => {
+    const s = await tenantOf(world);
+    const questions = [
+      { id: 'q-open', type: 'open', question: 'What could be better?' },
+      { id: 'q-rate', type: 'rating', question: 'How likely…?', scale: 10 },
+      { id: 'q-one', type: 'single_choice', question: 'Role?', choices: ['Engineer', 'Designer', 'Other'] },
+      { id: 'q-many', type: 'multiple_choice', question: 'Which?', choices: ['A', 'B', 'C'] },
+    ];
+    const survey = await s.survey({ questions, start_date: new Date(T0).toISOString() });
+    const sent = (at: number, who: number, answers: Body, submission?: string): SurveyEvent => ({
+      uuid: randomUUID(),
+      event: SENT,
+      at: T0 + at * HOUR,
+      person: person(who),
+      survey,
+      answers,
+      ...(submission ? { submission } : {}),
+    });
+    const events = [
+      // One submission sent question by question: its answers merge, the latest event names it.
+      sent(1, 1, { '$survey_response_q-open': 'Faster pages', '$survey_response_q-rate': 9 }, 'sub-1'),
+      sent(2, 1, { '$survey_response_q-one': 'Engineer', '$survey_response_q-many': ['A', 'C'] }, 'sub-1'),
+      // An older client: index keys only.
+      sent(3, 2, { $survey_response: 'More docs', $survey_response_1: 10, $survey_response_2: 'Product manager', $survey_response_3: ['B'] }),
+      // Empty answers do not count; the id key wins over the index key.
+      sent(4, 3, { '$survey_response_q-open': '  ', '$survey_response_q-rate': 9, $survey_response_1: 2, '$survey_response_q-many': [] }),
+      sent(5, 4, { '$survey_response_q-open': 'Archive me', '$survey_response_q-one': 'Designer' }),
+    ];
+    await insertEvents(
+      clickhouse(),
+      events.map((e) => row(s.projectId, e)),
+    );
+    expect((await s.call('post', `/surveys/${survey}/responses/${events[4]!.uuid}/archive/`)).status).toBe(200);
+
+    const listed = await s.call('get', `/surveys/${survey}/responses/?exclude_archived=true`);
+    expect(listed.status).toBe(200);
+    expect(listed.body.count).toBe(3);
+    const results = listed.body.results as Body[];
+    expect(results.map((r) => r.distinct_id)).toEqual([person(3), person(2), person(1)]);
+    expect(results[2]).toEqual({
+      uuid: events[1]!.uuid,
+      submission_id: 'sub-1',
+      timestamp: isoZ(events[1]!.at),
+      distinct_id: person(1),
+      person_id: person(1),
+      answers: { 'q-open': 'Faster pages', 'q-rate': 9, 'q-one': 'Engineer', 'q-many': ['A', 'C'] },
+    });
+    expect(results[1]!.submission_id).toBeNull();
+    expect(results[0]!.answers).toEqual({ 'q-open': null, 'q-rate': 9, 'q-one': null, 'q-many': null });
+    expect((await s.call('get', `/surveys/${survey}/responses/`)).body.count).toBe(4);
+    expect((await s.call('get', `/surveys/${survey}/responses/?limit=1&offset=1`)).body.results).toHaveLength(1);
+
+    const perQuestion = await s.call('get', `/surveys/${survey}/questions/?exclude_archived=true`);
+    expect(perQuestion.status).toBe(200);
+    const [open, rating, single, multiple] = perQuestion.body.questions as Body[];
+    expect(perQuestion.body.submissions).toBe(3);
+    expect(open).toMatchObject({ id: 'q-open', type: 'open', response_count: 2 });
+    expect((open!.answers as Body[]).map((a) => a.value)).toEqual(['More docs', 'Faster pages']);
+    expect(rating).toMatchObject({ response_count: 3, average: (9 + 10 + 9) / 3 });
+    expect(rating!.distribution).toEqual({ 0: 0, 1: 0, 2: 0, 3: 0, 4: 0, 5: 0, 6: 0, 7: 0, 8: 0, 9: 2, 10: 1 });
+    expect(single!.distribution).toEqual({ Engineer: 1, Designer: 0, Other: 0, '<other>': 1 });
+    expect(multiple).toMatchObject({ response_count: 2, distribution: { A: 1, B: 1, C: 1 } });
+
+    const csv = await s.call('get', `/surveys/${survey}/responses/?format=csv&exclude_archived=true`);
+    expect(csv.status).toBe(200);
+    expect(csv.headers['content-type']).toMatch(/text\/csv/);
+    const lines = csv.text.trim().split(/\r?\n/);
+    expect(lines).toHaveLength(4);
+    expect(lines[0]).toContain('answers.q-open');
+    expect(csv.text).toContain('Faster pages');
+    expect(csv.text).not.toContain('Archive me');
   });
 });

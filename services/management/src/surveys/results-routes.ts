@@ -1,3 +1,4 @@
+import type { Request } from 'express';
 import type { ManagementDeps } from '../http/deps';
 import { callerOf } from '../http/access';
 import { found } from '../http/resource-routes';
@@ -5,18 +6,46 @@ import { route, type Route } from '../http/route-table';
 import { errors } from '../shared/errors';
 import { UUID_TEXT } from '../shared/definitions-store';
 import { bound, parseRange, ratesOf, responseCounts, surveyStats, type SurveyScope } from './results';
-import { ResponseArchived, ResponsesCount, ResponsesCountQuery, SurveyStatsQuery, SurveyStatsResult, SurveysStatsResult } from './schemas';
+import { questionResults, surveyResponses, type SurveyQuestion } from './responses';
+import {
+  ResponseArchived,
+  ResponsesCount,
+  ResponsesCountQuery,
+  SurveyQuestionResults,
+  SurveyResponse,
+  SurveyResultsQuery,
+  SurveyStatsQuery,
+  SurveyStatsResult,
+  SurveysStatsResult,
+} from './schemas';
 import { SurveysStore } from './surveys-store';
 
 const SURVEY = '/surveys/:id';
 
 /**
  * Survey results from the events posthog-js sends (`survey shown`, `survey dismissed`, `survey sent`): one
- * survey's and all surveys' counts and rates, submissions per survey, and archiving single responses
+ * survey's and all surveys' counts and rates, submissions per survey, a survey's responses and per-question
+ * results, and archiving single responses
  * (docs/management.md#survey-results). Declared before `/surveys/:id` so that `stats` is not read as an id.
  */
 export function surveyResultRoutes({ sql, clickhouse }: Pick<ManagementDeps, 'sql' | 'clickhouse'>): Route[] {
   const store = new SurveysStore(sql);
+
+  /** One survey and what its results read: the requested window within its start and end, archived responses left out on request. */
+  async function surveyScope(req: Request, query: { date_from?: string; date_to?: string; exclude_archived?: boolean }) {
+    const { projectId } = callerOf(req);
+    const survey = found(await store.survey(projectId, String(req.params.id)));
+    const range = parseRange(query.date_from, query.date_to);
+    const start = survey.start_date ?? survey.created_at;
+    const scope: SurveyScope = {
+      projectId,
+      surveyIds: [survey.id],
+      from: bound(range.from, start, true),
+      to: bound(range.to, survey.end_date, false),
+      excluded: query.exclude_archived ? await store.archivedResponses([survey.id]) : [],
+    };
+    return { survey, start, scope, questions: survey.questions as SurveyQuestion[] };
+  }
 
   const archiveRoute = (archived: boolean) =>
     route({
@@ -79,17 +108,7 @@ export function surveyResultRoutes({ sql, clickhouse }: Pick<ManagementDeps, 'sq
       query: SurveyStatsQuery,
       response: { status: 200, schema: SurveyStatsResult },
       async handler(req, { query }) {
-        const { projectId } = callerOf(req);
-        const survey = found(await store.survey(projectId, String(req.params.id)));
-        const range = parseRange(query.date_from, query.date_to);
-        const start = survey.start_date ?? survey.created_at;
-        const scope: SurveyScope = {
-          projectId,
-          surveyIds: [survey.id],
-          from: bound(range.from, start, true),
-          to: bound(range.to, survey.end_date, false),
-          excluded: query.exclude_archived ? await store.archivedResponses([survey.id]) : [],
-        };
+        const { survey, start, scope } = await surveyScope(req, query);
         const stats = await surveyStats(clickhouse, scope);
         return {
           survey_id: survey.id,
@@ -98,6 +117,33 @@ export function surveyResultRoutes({ sql, clickhouse }: Pick<ManagementDeps, 'sq
           stats,
           rates: ratesOf(stats),
         };
+      },
+    }),
+    route({
+      method: 'get',
+      path: `${SURVEY}/responses`,
+      scope: 'survey:read',
+      summary: "The survey's submissions, newest first: each question's latest answer in the submission (`format=csv` for a CSV)",
+      query: SurveyResultsQuery,
+      paginated: 'envelope',
+      csv: { file: 'survey-responses' },
+      response: { status: 200, schema: SurveyResponse },
+      async handler(req, { query, page }) {
+        const { scope, questions } = await surveyScope(req, query);
+        const { results, count } = await surveyResponses(clickhouse, scope, questions, page);
+        return { results, count, hasMore: page.offset + results.length < count };
+      },
+    }),
+    route({
+      method: 'get',
+      path: `${SURVEY}/questions`,
+      scope: 'survey:read',
+      summary: 'Per-question results: rating distribution and average, choice counts, the newest open-text answers',
+      query: SurveyResultsQuery,
+      response: { status: 200, schema: SurveyQuestionResults },
+      async handler(req, { query }) {
+        const { survey, scope, questions } = await surveyScope(req, query);
+        return { survey_id: survey.id, ...(await questionResults(clickhouse, scope, questions)) };
       },
     }),
     archiveRoute(true),

@@ -71,7 +71,8 @@ export function isoZ(text: string | null): string | null {
 export const SUBMISSION_KEY =
   "if(JSONExtractString(properties, '$survey_submission_id') = '', toString(uuid), JSONExtractString(properties, '$survey_submission_id'))";
 
-function timeConditions(scope: SurveyScope, params: ClickHouseParams): string {
+/** The window's conditions on `timestamp` (its bounds bound into `params`). */
+export function timeConditions(scope: SurveyScope, params: ClickHouseParams): string {
   let sql = '';
   if (scope.from) {
     params.from = chTime(scope.from);

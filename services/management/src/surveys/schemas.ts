@@ -104,3 +104,37 @@ export const ResponsesCount = component(
 );
 
 export const ResponseArchived = Type.Object({ response_uuid: Type.String({ format: 'uuid' }), archived: Type.Boolean() });
+
+export const SurveyResultsQuery = SurveyStatsQuery;
+
+export const SurveyResponse = component(
+  'SurveyResponse',
+  Type.Object({
+    uuid: Type.String({ format: 'uuid', description: "the submission's latest `survey sent` event (what archiving names)" }),
+    submission_id: Types<string | null>(['string', 'null']),
+    timestamp: dateTime,
+    distinct_id: Type.String(),
+    person_id: Type.String(),
+    answers: Type.Record(Type.String(), Type.Unknown(), { description: 'by question id; null when unanswered' }),
+  }),
+);
+
+export const SurveyQuestionResults = component(
+  'SurveyQuestionResults',
+  Type.Object({
+    survey_id: Type.String({ format: 'uuid' }),
+    submissions: Type.Integer(),
+    questions: Type.Array(
+      Type.Object({
+        id: Type.String(),
+        index: Type.Integer(),
+        question: Type.String(),
+        type: Type.String(),
+        response_count: Type.Integer(),
+        distribution: Type.Optional(Type.Record(Type.String(), Type.Integer())),
+        average: Type.Optional(Types<number | null>(['number', 'null'])),
+        answers: Type.Optional(Type.Array(Type.Object({ value: Type.String(), timestamp: dateTime, distinct_id: Type.String() }))),
+      }),
+    ),
+  }),
+);
