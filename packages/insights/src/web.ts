@@ -56,7 +56,7 @@ export interface WebStatsInput extends WebQueryInput {
  * PostHog's default test-account filter of a new project (Plover keeps no per-project list): events from a
  * localhost page are internal.
  */
-const TEST_ACCOUNT_FILTER: PropertyFilter = { key: '$host', operator: 'not_regex', value: '^(localhost|127\\.0\\.0\\.1)($|:)', type: 'event' };
+export const TEST_ACCOUNT_FILTER: PropertyFilter = { key: '$host', operator: 'not_regex', value: '^(localhost|127\\.0\\.0\\.1)($|:)', type: 'event' };
 
 const MAX_LIMIT = 1000;
 
