@@ -27,6 +27,7 @@ import { RetentionEditorScreen } from './screens/retention-editor';
 import { Settings } from './screens/settings';
 import { SqlEditorScreen } from './screens/sql-editor';
 import { SurveyResultsScreen } from './screens/survey-results';
+import { WebAnalytics } from './screens/web-analytics';
 
 export interface Screen {
   /** Under `/project/<id>/`: `''` is the project's landing screen; `:name` matches one segment. */
@@ -39,6 +40,7 @@ export interface Screen {
 
 export const screens: Screen[] = [
   { path: '', title: 'Overview', nav: true, component: Overview },
+  { path: 'web', title: 'Web analytics', nav: true, component: WebAnalytics },
   { path: 'insights', title: 'Insights', nav: true, component: InsightList },
   { path: 'insights/new', title: 'New insight', component: InsightEditor },
   { path: 'insights/correlation', title: 'Funnel correlation', component: FunnelCorrelation },

@@ -291,7 +291,7 @@ function formula({ fields, attr }: Section, seriesCount: number): string | null 
 // ---------------------------------------------------------------------------------------------------------
 // Series
 
-function eventsNode(raw: unknown, attr: string, order: number): Series {
+export function eventsNode(raw: unknown, attr: string, order: number): Series {
   const node = object(raw, attr) ?? {};
   if (node.kind === 'ActionsNode') return { ...actionSeries(node, attr), order };
   if (node.kind !== 'EventsNode') {

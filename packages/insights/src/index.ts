@@ -18,4 +18,5 @@ export * from './actions';
 export { actionsUsed } from './series';
 export * from './actors';
 export * from './web';
+export * from './experiments';
 export * from './experiment-stats';

@@ -5,6 +5,7 @@ import { dashboardRoutes } from './dashboards/routes';
 import { sharedRoutes } from './dashboards/sharing';
 import { dataRoutes } from './data/routes';
 import { definitionRoutes } from './definitions/routes';
+import { experimentRoutes } from './experiments/routes';
 import { flagDefinitionRoutes } from './flag-routes';
 import { analysisOf, type ManagementDeps } from './http/deps';
 import type { Route } from './http/route-table';
@@ -34,7 +35,7 @@ export const PROJECT_MOUNTS = ['/projects/:project_id', '/environments/:project_
 export function routeTable(deps: ManagementDeps): RouteTable {
   // One result cache for `/query/` and the saved queries that dashboards and insights show.
   const cache = new InsightResultCache();
-  const run = nodeRunner(deps.clickhouse, analysisOf(deps).limits, { cache });
+  const run = nodeRunner(deps, analysisOf(deps).limits, { cache });
   return {
     api: accountRoutes(deps),
     project: [
@@ -52,6 +53,7 @@ export function routeTable(deps: ManagementDeps): RouteTable {
       // Before the flag-side routes: `/surveys/stats` must not be read as `/surveys/:id`.
       ...surveyResultRoutes(deps),
       ...flagDefinitionRoutes(deps),
+      ...experimentRoutes(deps),
       ...llmPromptRoutes(),
     ],
     shared: sharedRoutes(deps.sql, run),

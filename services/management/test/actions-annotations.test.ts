@@ -1,20 +1,11 @@
 import request from 'supertest';
 import { insertEvents } from '@plover/clickhouse';
 import { eventRow } from '../../../packages/insights/test/support/event-row';
-import { backends, bearer, useWorld, type World } from './support/app';
+import { backends, tenantOf, useWorld } from './support/app';
 import { useChdb } from './support/recordings';
 
 type Body = Record<string, unknown>;
 const ids = (res: request.Response) => (res.body.results as Body[]).map((a) => a.id);
-
-async function tenantOf(world: World) {
-  const t = await world.tenant();
-  const call = (method: 'get' | 'post' | 'patch' | 'delete', url: string, body?: Body, key = t.key, mount = 'projects') => {
-    const req = request(world.app)[method](`/api/${mount}/${t.projectId}${url}`).set(bearer(key));
-    return body === undefined ? req : req.send(body);
-  };
-  return { ...t, call };
-}
 
 const clickhouse = useChdb();
 

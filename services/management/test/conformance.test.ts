@@ -111,9 +111,17 @@ const KIND_EXAMPLES: Record<string, QueryNode> = {
   PathsQuery: { kind: 'PathsQuery', pathsFilter: { includeEventTypes: ['$pageview'] } },
   WebOverviewQuery: { kind: 'WebOverviewQuery', dateRange: { date_from: '-7d' }, compareFilter: { compare: true }, properties: [] },
   WebStatsTableQuery: { kind: 'WebStatsTableQuery', breakdownBy: 'Page', dateRange: { date_from: '-7d' }, includeBounceRate: true, properties: [] },
+  WebGoalsQuery: { kind: 'WebGoalsQuery', dateRange: { date_from: '-7d' }, compareFilter: { compare: true }, properties: [] },
   InsightVizNode: { kind: 'InsightVizNode', source: TRENDS },
   DataTableNode: { kind: 'DataTableNode', source: HOGQL },
   DataVisualizationNode: { kind: 'DataVisualizationNode', source: HOGQL },
+  // experiment_id: a launched experiment, created in beforeAll.
+  ExperimentExposureQuery: { kind: 'ExperimentExposureQuery', experiment_id: 0 },
+  ExperimentQuery: {
+    kind: 'ExperimentQuery',
+    experiment_id: 0,
+    metric: { kind: 'ExperimentMetric', metric_type: 'funnel', series: [{ kind: 'EventsNode', event: 'purchase' }] },
+  },
 };
 
 const EXAMPLES: Record<string, Example> = {
@@ -142,6 +150,8 @@ const EXAMPLES: Record<string, Example> = {
   'POST /cohorts': { body: { name: 'Conformance', filters: { properties: { type: 'AND', values: [] } } } },
   'POST /early_access_features': { body: { name: 'Early access', stage: 'beta' } },
   'POST /actions': { body: { name: 'Conformance', steps: [{ event: '$autocapture', selector: 'form > button', text: 'Go' }] } },
+  'POST /experiments': { body: { name: 'Conformance', feature_flag_key: 'conformance-experiment' } },
+  'POST /experiments/:id/ship_variant': { body: { variant_key: 'test' } },
   'POST /surveys': { body: { name: 'Conformance', type: 'popover', questions: [{ type: 'open', question: 'Why?' }] } },
   'POST /surveys/:id/responses/:uuid/archive': { ids: { uuid: '018f0000-0000-7000-8000-000000000035' } },
   'POST /surveys/:id/responses/:uuid/unarchive': { ids: { uuid: '018f0000-0000-7000-8000-000000000035' } },
@@ -219,6 +229,13 @@ beforeAll(async () => {
     ).rows[0]!.id;
   ingested['/event_definitions'] = { id: await definition('event_definitions', 'name, last_seen_at', `'$pageview', now()`) };
   ingested['/property_definitions'] = { id: await definition('property_definitions', 'name, type, property_type', `'$browser', 1, 'String'`) };
+  const experiment = await request(world.app)
+    .post(`/api/projects/${tenant.projectId}/experiments/`)
+    .set(bearer(tenant.key))
+    .send({ name: 'Queried', feature_flag_key: 'queried-experiment' });
+  await request(world.app).post(`/api/projects/${tenant.projectId}/experiments/${experiment.body.id}/launch/`).set(bearer(tenant.key));
+  KIND_EXAMPLES.ExperimentExposureQuery!.experiment_id = experiment.body.id;
+  KIND_EXAMPLES.ExperimentQuery!.experiment_id = experiment.body.id;
   // What the fixture's ingestion read is not a route's.
   statements.length = 0;
 });

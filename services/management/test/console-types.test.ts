@@ -53,6 +53,8 @@ const MIRRORS: Record<string, Mirror> = {
   ProjectPatch: body('ProjectUpdate'),
   InsightWrite: body('InsightWrite'),
   QueryRequest: body('QueryRequest'),
+  WebOverviewResponse: answer('WebOverviewQueryResponse'),
+  WebStatsTableResponse: answer('WebStatsTableQueryResponse'),
   PlaylistWrite: body('SessionRecordingPlaylistWrite'),
   FeatureFlagWrite: body('FeatureFlagWrite'),
   CohortCreate: body('CohortWrite'),
@@ -96,6 +98,7 @@ const NOT_COMPONENTS = [
   'TileLayout',
   'TileWrite',
   'InsightQueryResponse',
+  'WebOverviewItem',
 ];
 
 type Kind = 'string' | 'number' | 'boolean' | 'null' | 'array' | 'object';

@@ -478,6 +478,29 @@ export interface QueryRequest {
   client_query_id?: string;
 }
 
+/** One figure of a `WebOverviewQuery` answer; `previous` and the change are null without a comparison. */
+export interface WebOverviewItem {
+  key: string;
+  kind: 'unit' | 'duration_s' | 'percentage';
+  value: number | null;
+  previous: number | null;
+  changeFromPreviousPct: number | null;
+  isIncreaseBad?: boolean;
+}
+
+export interface WebOverviewResponse {
+  results: WebOverviewItem[];
+  dateFrom: string;
+  dateTo: string;
+}
+
+/** A `WebStatsTableQuery` answer: rows `[value, [visitors, previous], [views, previous], [bounce rate 0–1, previous]?]`. */
+export interface WebStatsTableResponse {
+  columns: string[];
+  results: unknown[][];
+  hasMore: boolean;
+}
+
 /** A HogQLQuery's answer: rows as arrays, with the column names and ClickHouse types. */
 export interface HogQLResponse {
   results: unknown[][];

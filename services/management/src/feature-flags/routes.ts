@@ -14,7 +14,7 @@ import { Q, route, type Route } from '../http/route-table';
 import type { AccessTarget } from '../shared/access-store';
 import { errors } from '../shared/errors';
 import { checkFlagKey, isObject, validateFilters } from '../shared/flag-filters';
-import { FlagsStore, RESOURCE, type FlagFields, type FlagRow } from './flags-store';
+import { FlagsStore, RESOURCE, type FlagFields, type FlagRow } from '../shared/flags-store';
 import { FeatureFlag, FeatureFlagWrite, RemoteConfigPayload } from './schemas';
 
 function serializeFlag(row: FlagRow): Static<typeof FeatureFlag> {
@@ -115,6 +115,9 @@ export function flagRoutes({ sql }: Pick<ManagementDeps, 'sql'>): Route[] {
       const caller = callerOf(req);
       const row = await flags.write(caller.projectId, async (tx) => {
         if (refs) await flags.checkCohortRefs(tx, caller.projectId, refs);
+        if (fields.deleted === true && (await flags.usedByExperiment(tx, caller.projectId, id))) {
+          throw errors.validation('Cannot delete a feature flag that is in use with experiments. Please delete the experiment before deleting the flag.');
+        }
         await flags.updateFlag(tx, caller, id, fields);
         return readFlag(req, id, undefined, tx);
       });

@@ -26,17 +26,17 @@ import {
   resolveRange,
   runWebOverview,
   runWebStatsTable,
-  type InsightContext,
+  runWebGoals,
 } from '@plover/insights';
 import { HogQLError, printHogQL, runHogQL, toApiError } from '@plover/hogql';
-import type { ClickHouse } from '@plover/clickhouse';
-import type { QueryLimits } from '@plover/config';
 import type { Static, TObject } from '@sinclair/typebox';
 import { checkFunnelPoints, checkRetentionPoints, checkTrendPoints } from '../shared/points';
 import { errors } from '../shared/errors';
 import { runActorsQuery } from './actors-query';
 import { hogqlActions } from './hogql-actions';
 import { runEventsQuery } from './events-query';
+import { experimentExposureQuery, experimentQuery } from './experiment-queries';
+import type { QueryContext, QueryKind } from './query-kind';
 import {
   ActorsQueryResponse,
   EventsQueryResponse,
@@ -51,34 +51,11 @@ import {
   TrendsQueryResponse,
   WebOverviewQueryResponse,
   WebStatsTableQueryResponse,
+  WebGoalsQueryResponse,
   type CacheField,
 } from './schemas';
 
-export interface QueryContext {
-  /** The analysis handle: every statement bounded by the analysis limits (`limitedClickHouse`). */
-  clickhouse: ClickHouse;
-  /** Those limits: an insight kind checks its points against them before it computes (shared/points.ts). */
-  limits: QueryLimits;
-  insight: InsightContext;
-  /** The ClickHouse statement's marker, for cancelling it (DELETE /query/:id/). */
-  statementId: string;
-  /** Runs another node (a wrapper's `source`) the way the route runs the top one, cache fields included. */
-  runNode(node: unknown): Promise<Record<string, unknown>>;
-}
-
-export interface QueryKind<R extends TObject = TObject> {
-  /**
-   * The schema of the kind's answer (query/schemas.ts), the route's cache fields included unless `cache: false`;
-   * `source` for a wrapper, which answers its source's response. The route's OpenAPI response is their union.
-   */
-  response: R | 'source';
-  /** The response body for `node` (already checked to be an object whose `kind` is this one). */
-  run(node: Record<string, unknown>, ctx: QueryContext): Promise<Omit<Static<R>, CacheField>>;
-  /** What besides the node the result depends on (a resolved date range); absent: the node alone. */
-  cacheScope?(node: Record<string, unknown>, ctx: QueryContext): Promise<unknown>;
-  /** False for kinds never served from the cache (validation, wrappers that defer to their source). */
-  cache?: boolean;
-}
+export type { QueryContext, QueryKind } from './query-kind';
 
 function stringField(node: Record<string, unknown>, field: string): string {
   const value = node[field];
@@ -262,6 +239,15 @@ const webStatsTable: QueryKind<typeof WebStatsTableQueryResponse> = {
   cacheScope: webRange,
 };
 
+/** Web analytics' goals: the project's first actions as conversions. The actions' definitions are part of the cache scope. */
+const webGoals: QueryKind<typeof WebGoalsQueryResponse> = {
+  response: WebGoalsQueryResponse,
+  run: (node, ctx) => runWebGoals(ctx.clickhouse, parseWebQuery(node), ctx.insight),
+  async cacheScope(node, ctx) {
+    return { range: await webRange(node, ctx), actions: (await ctx.insight.goalActions?.()) ?? [] };
+  },
+};
+
 /** A display wrapper: PostHog runs its `source` and answers the source's response unchanged. */
 const wrapper: QueryKind = {
   response: 'source',
@@ -286,6 +272,9 @@ export function queryKinds(): ReadonlyMap<string, QueryKind> {
     ['PathsQuery', paths],
     ['WebOverviewQuery', webOverview],
     ['WebStatsTableQuery', webStatsTable],
+    ['WebGoalsQuery', webGoals],
+    ['ExperimentExposureQuery', experimentExposureQuery],
+    ['ExperimentQuery', experimentQuery],
     ['InsightVizNode', wrapper],
     ['DataTableNode', wrapper],
     ['DataVisualizationNode', wrapper],

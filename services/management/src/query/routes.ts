@@ -11,6 +11,7 @@ import { Type } from '@sinclair/typebox';
 import { cancelHogQL } from '@plover/hogql';
 import { InsightResultCache, stableJson, type CacheRequest, type CachedResult } from '@plover/insights';
 import type { ClickHouse } from '@plover/clickhouse';
+import type { Sql } from '@plover/postgres';
 import type { QueryLimits } from '@plover/config';
 import { ApiError } from '@plover/core';
 import { analysisOf, type ManagementDeps } from '../http/deps';
@@ -90,7 +91,7 @@ export interface RunnerOptions {
  * and the kind's cache scope (a resolved date range) at the project's data version.
  */
 export function nodeRunner(
-  clickhouse: ClickHouse,
+  { clickhouse, sql }: { clickhouse: ClickHouse; sql: Sql },
   limits: QueryLimits,
   { kinds = queryKinds(), cache = new InsightResultCache() }: RunnerOptions = {},
 ): NodeRunner {
@@ -137,13 +138,13 @@ export function nodeRunner(
       query_status: null,
     };
   }
-  return (node, insight, mode, statementId = randomUUID()) => runNode(node, { clickhouse, limits, insight, statementId }, mode);
+  return (node, insight, mode, statementId = randomUUID()) => runNode(node, { clickhouse, sql, limits, insight, statementId }, mode);
 }
 
 export function queryRoutes(deps: ManagementDeps, options: RunnerOptions = {}): Route[] {
   const { sql, clickhouse } = deps;
   const { kinds = queryKinds() } = options;
-  const run = nodeRunner(clickhouse, analysisOf(deps).limits, { ...options, kinds });
+  const run = nodeRunner({ clickhouse, sql }, analysisOf(deps).limits, { ...options, kinds });
   const running = new Map<number, number>();
   const statuses = new Map<string, QueryStatus>();
 

@@ -202,6 +202,24 @@ export const WebStatsTableQueryResponse = cached(
   }),
 );
 
+export const WebGoalsQueryResponse = cached(
+  'WebGoalsQueryResponse',
+  Type.Object({
+    columns: Type.Array(Type.String()),
+    results: Type.Array(
+      Type.Array(Type.Unknown(), {
+        description:
+          '`[action name, [converting persons, previous], [conversions, previous], [conversion rate 0–1, previous]]`; previous is null without compare',
+      }),
+    ),
+    hasMore: Type.Boolean(),
+    limit: Type.Integer(),
+    offset: Type.Integer(),
+    samplingRate: SamplingRate,
+    usedPreAggregatedTables: Type.Boolean(),
+  }),
+);
+
 /** A query's progress (`GET /query/:id/`). */
 export const QueryStatus = component(
   'QueryStatus',
@@ -227,3 +245,31 @@ export const QueryStatus = component(
 );
 
 export const QueryCancelled = component('QueryCancelled', Type.Object({ message: Type.String() }));
+
+export const ExperimentExposureQueryResponse = cached(
+  'ExperimentExposureQueryResponse',
+  Type.Object({
+    kind: Type.Literal('ExperimentExposureQuery'),
+    timeseries: Type.Array(
+      Type.Object({
+        variant: Type.String(),
+        days: Type.Array(Type.String({ description: '`YYYY-MM-DD`, the project’s days from the start to the end date' })),
+        exposure_counts: Type.Array(Type.Integer(), { description: 'cumulative exposed units by the end of each day' }),
+      }),
+    ),
+    total_exposures: Type.Record(Type.String(), Type.Integer(), { description: 'exposed units per variant, `$multiple` included' }),
+    date_range: Type.Object({ date_from: dateTime, date_to: Nullable(Type.String({ format: 'date-time' })) }),
+    sample_ratio_mismatch: Type.Null(),
+    bias_risk: Type.Null(),
+  }),
+);
+
+export const ExperimentQueryResponse = cached(
+  'ExperimentQueryResponse',
+  Type.Object({
+    kind: Type.Literal('ExperimentQuery'),
+    metric: Row('the metric node computed'),
+    baseline: Row('control: number_of_samples, sum, sum_squares (ratio and funnel extras) and validation_failures'),
+    variant_results: Type.Array(Row('a test variant: its statistics and chance_to_win, credible_interval (Bayesian) or p_value, confidence_interval')),
+  }),
+);

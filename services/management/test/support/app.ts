@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import request from 'supertest';
 import { AuthFailureThrottle, hashPersonalApiKey, maskPersonalApiKey, newPersonalApiKey, newProjectToken } from '@plover/accounts';
 import type { ClickHouse } from '@plover/clickhouse';
 import { createLogger } from '@plover/core';
@@ -111,4 +112,14 @@ export function useWorld(backend: Backend, options: { clickhouse?: () => ClickHo
 
 export function bearer(key: string): Record<string, string> {
   return { Authorization: `Bearer ${key}` };
+}
+
+/** A new tenant, and `call`: a request under its project (`/api/<mount>/<id><url>`) with its key unless another is given. */
+export async function tenantOf(world: World) {
+  const t = await world.tenant();
+  const call = (method: 'get' | 'post' | 'patch' | 'delete', url: string, body?: Record<string, unknown>, key = t.key, mount = 'projects') => {
+    const req = request(world.app)[method](`/api/${mount}/${t.projectId}${url}`).set(bearer(key));
+    return body === undefined ? req : req.send(body);
+  };
+  return { ...t, call };
 }

@@ -1,7 +1,6 @@
 import { containsPattern, SqlBuilder, type SqlExecutor } from '@plover/postgres';
-import type { Page } from '../http/render';
-import { accessLevelSql, type AccessLevel, type Caller } from '../shared/access-store';
-import { DefinitionsStore } from '../shared/definitions-store';
+import { accessLevelSql, type AccessLevel, type Caller } from './access-store';
+import { DefinitionsStore } from './definitions-store';
 
 export const RESOURCE = 'feature_flag';
 
@@ -59,7 +58,7 @@ export class FlagsStore extends DefinitionsStore {
   }
 
   /** One page of the flags the caller may see, newest first, key or name containing `search`; with their count. */
-  async listFlags(caller: Caller, filter: { search?: string; active?: boolean }, page: Page): Promise<{ rows: FlagRow[]; count: number }> {
+  async listFlags(caller: Caller, filter: { search?: string; active?: boolean }, page: { limit: number; offset: number }): Promise<{ rows: FlagRow[]; count: number }> {
     const params = new SqlBuilder(callerParams(caller));
     let where = `NOT f.deleted AND ${ACCESS} <> 'none'`;
     if (filter.search !== undefined) {
@@ -93,6 +92,15 @@ export class FlagsStore extends DefinitionsStore {
       ],
     );
     return inserted.rows[0]!.id;
+  }
+
+  /** Whether a live experiment runs on flag `id` (such a flag cannot be deleted). */
+  async usedByExperiment(tx: SqlExecutor, projectId: number, id: number): Promise<boolean> {
+    const found = await tx.query('flags.experiments', 'SELECT 1 FROM experiments WHERE project_id = $1 AND feature_flag_id = $2 AND NOT deleted LIMIT 1', [
+      projectId,
+      id,
+    ]);
+    return found.rows.length > 0;
   }
 
   /** Sets the given fields of flag `id` (rollout_percentage also to null when given as null) and bumps its version. */
