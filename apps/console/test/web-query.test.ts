@@ -129,6 +129,9 @@ describe('how the answers read', () => {
     expect(breakdownLabel('Region', ['US', 'CA', 'California'])).toBe('California, CA, US');
     expect(breakdownLabel('Viewport', ['1280', '800'])).toBe('1280 × 800');
     expect(breakdownLabel('City', [null, null])).toBe('(none)');
+    expect(breakdownLabel('Timezone', 5.5)).toBe('UTC+5.5');
+    expect(breakdownLabel('Timezone', -3)).toBe('UTC−3');
+    expect(breakdownLabel('Timezone', 0)).toBe('UTC');
   });
 });
 

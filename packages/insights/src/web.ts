@@ -43,6 +43,7 @@ export const WEB_BREAKDOWNS = [
   'Region',
   'City',
   'Language',
+  'Timezone',
 ] as const;
 export type WebBreakdown = (typeof WEB_BREAKDOWNS)[number];
 
@@ -265,6 +266,10 @@ function breakdownValue(by: WebBreakdown, params: Params): { sql: string; sessio
       return { sql: `[${text('$geoip_country_code')}, ${text('$geoip_subdivision_1_code')}, ${text('$geoip_subdivision_1_name')}]`, sessionFields: [] };
     case 'City':
       return { sql: `[${text('$geoip_country_code')}, ${text('$geoip_city_name')}]`, sessionFields: [] };
+    case 'Timezone':
+      // posthog-js's `$timezone_offset` is `Date.getTimezoneOffset()`: minutes, positive west of UTC. As hours east
+      // of UTC (`0 -` rather than a negation, so that UTC is 0 and not -0).
+      return { sql: `0 - toFloat64OrNull(${text('$timezone_offset')}) / 60`, sessionFields: [] };
   }
 }
 

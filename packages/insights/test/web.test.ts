@@ -32,6 +32,8 @@ interface Ev {
   path?: string;
   browser?: string;
   referringDomain?: string;
+  /** More event properties. */
+  extra?: Record<string, unknown>;
 }
 
 const personId = (name: string) => `00000000-0000-4000-8000-${Buffer.from(name).toString('hex').slice(0, 12).padStart(12, '0')}`;
@@ -50,6 +52,7 @@ async function project(events: readonly Ev[], actions: readonly ActionDefinition
         ...(ev.path ? { $current_url: `https://example.com${ev.path}`, $pathname: ev.path } : {}),
         ...(ev.referringDomain ? { $referring_domain: ev.referringDomain } : {}),
         $browser: ev.browser ?? 'Chrome',
+        ...ev.extra,
       };
       return { ...eventRow({ uuid, projectId, event: ev.event, at: text(ev.at), person: personId(ev.person), properties }), session_id: ev.session };
     }),
@@ -223,6 +226,24 @@ describe('WebStatsTableQuery', () => {
     });
     expect(limited.results).toEqual([['/pricing', [3, null], [4, null]]]);
   });
+});
+
+it('breaks visitors down by UTC offset in hours, from posthog-js’s $timezone_offset', async () => {
+  const t = FROM + 3_600_000;
+  const ctx = await project([
+    { person: 'a', session: v7(90), event: '$pageview', at: t, path: '/', extra: { $timezone_offset: -120 } },
+    { person: 'a', session: v7(90), event: '$pageview', at: t + 1000, path: '/', extra: { $timezone_offset: -120 } },
+    { person: 'b', session: v7(91), event: '$pageview', at: t, path: '/', extra: { $timezone_offset: 330 } },
+    { person: 'c', session: v7(92), event: '$pageview', at: t, path: '/', extra: { $timezone_offset: 0 } },
+    { person: 'd', session: v7(93), event: '$pageview', at: t, path: '/' },
+  ]);
+  const { results } = await runWebStatsTable(engine(), parseWebStatsQuery({ breakdownBy: 'Timezone', dateRange: RANGE }), ctx);
+  expect(results).toEqual([
+    [2, [1, null], [2, null]],
+    [-5.5, [1, null], [1, null]],
+    [0, [1, null], [1, null]],
+    [null, [1, null], [1, null]],
+  ]);
 });
 
 it("takes a session's referring domain from its first event that has one", async () => {

@@ -116,6 +116,7 @@ export const WEB_PANELS: ReadonlyArray<{ id: string; title: string; bounceRate: 
       { breakdownBy: 'Country', label: 'Country', property: '$geoip_country_code' },
       { breakdownBy: 'City', label: 'City', property: null },
       { breakdownBy: 'Language', label: 'Language', property: '$browser_language' },
+      { breakdownBy: 'Timezone', label: 'Timezone', property: null },
     ],
   },
 ];
@@ -207,7 +208,7 @@ export function countryName(code: string): string {
   }
 }
 
-/** A breakdown value as text: `(none)` for a missing one, a country's name, `1280 × 800`, `Paris, FR`. */
+/** A breakdown value as text: `(none)` for a missing one, a country's name, `1280 × 800`, `Paris, FR`, `UTC+5.5`. */
 export function breakdownLabel(breakdownBy: string, value: unknown): string {
   if (value === null || value === undefined) return '(none)';
   if (Array.isArray(value)) {
@@ -217,6 +218,7 @@ export function breakdownLabel(breakdownBy: string, value: unknown): string {
     // City [country, name], Region [country, code, name]: the most precise first.
     return [...parts.slice(1).reverse(), parts[0]].join(', ');
   }
+  if (breakdownBy === 'Timezone' && typeof value === 'number') return value === 0 ? 'UTC' : `UTC${value > 0 ? '+' : '−'}${Math.abs(value)}`;
   const text = propertyText(value);
   return breakdownBy === 'Country' ? countryName(text) : text;
 }
