@@ -50,7 +50,7 @@ function serializeFlag(row: FlagRow): Static<typeof FeatureFlag> {
     ensure_experience_continuity: row.ensure_experience_continuity,
     is_remote_configuration: row.is_remote_configuration,
     has_encrypted_payloads: false,
-    experiment_set: [],
+    experiment_set: row.experiment_set,
     surveys: [],
     features: [],
     rollback_conditions: null,
