@@ -45,11 +45,16 @@ export interface Site {
   close(): Promise<void>;
 }
 
-/** Serves `page` at `/` and, when given, the files of the directory `dist` (an SDK's bundles) under `/posthog/`. */
-export async function startSite(page: string, dist?: string): Promise<Site> {
+/**
+ * Serves `page` at `/` (or each of `pages` at its path) and, when given, the files of the directory `dist` (an
+ * SDK's bundles) under `/posthog/`.
+ */
+export async function startSite(pages: string | Readonly<Record<string, string>>, dist?: string): Promise<Site> {
+  const byPath = new Map(Object.entries(typeof pages === 'string' ? { '/': pages } : pages));
   const server = http.createServer((req, res) => {
     const pathname = new URL(req.url ?? '/', 'http://site').pathname;
-    if (pathname === '/') {
+    const page = byPath.get(pathname);
+    if (page !== undefined) {
       res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' }).end(page);
       return;
     }

@@ -26,6 +26,8 @@ import { Recordings } from './screens/recordings';
 import { RetentionEditorScreen } from './screens/retention-editor';
 import { Settings } from './screens/settings';
 import { SqlEditorScreen } from './screens/sql-editor';
+import { SurveyResultsScreen } from './screens/survey-results';
+import { WebAnalytics } from './screens/web-analytics';
 
 export interface Screen {
   /** Under `/project/<id>/`: `''` is the project's landing screen; `:name` matches one segment. */
@@ -38,6 +40,7 @@ export interface Screen {
 
 export const screens: Screen[] = [
   { path: '', title: 'Overview', nav: true, component: Overview },
+  { path: 'web', title: 'Web analytics', nav: true, component: WebAnalytics },
   { path: 'insights', title: 'Insights', nav: true, component: InsightList },
   { path: 'insights/new', title: 'New insight', component: InsightEditor },
   { path: 'insights/correlation', title: 'Funnel correlation', component: FunnelCorrelation },
@@ -56,6 +59,7 @@ export const screens: Screen[] = [
   { path: 'feature_flags/cohorts', title: 'Cohorts', component: Cohorts },
   { path: 'feature_flags/early_access', title: 'Early access features', component: EarlyAccessFeatures },
   { path: 'feature_flags/surveys', title: 'Surveys', component: Surveys },
+  { path: 'feature_flags/surveys/:id', title: 'Survey results', component: SurveyResultsScreen },
   { path: 'feature_flags/:id', title: 'Feature flag', component: FeatureFlagScreen },
   { path: 'recordings', title: 'Recordings', nav: true, component: Recordings },
   { path: 'recordings/playlists', title: 'Playlists', component: Playlists },

@@ -6,6 +6,7 @@
  */
 import { ApiError } from '@plover/core';
 import { bodyFields, choice, decode, describe, integer, isAbsent, isObject, list, object, optionalString, required, tryJson, type Fields } from './fields';
+import { seriesActionsOf } from './series';
 import { parseEntities, parsePropertyFilters } from './filters';
 import { INTERVALS, type Breakdown, type Interval, type PropertyGroup, type Series } from './types';
 
@@ -170,16 +171,25 @@ export function funnelsQueryFields(funnels: Fields, attr: string): Fields {
   };
 }
 
-/** Parses with `parse`, renaming a failing field to its place in the node. */
+/**
+ * Parses with `parse`, renaming a failing field to its place in the node, and likewise where each action series
+ * will report an unknown action (its `id` in the node).
+ */
 export function withNodeAttrs<T>(converted: ConvertedQuery, parse: () => T, map = FUNNEL_FIELDS): T {
+  let parsed: T;
   try {
-    return parse();
+    parsed = parse();
   } catch (error) {
     if (!(error instanceof ApiError) || error.attr === null) throw error;
     const attr = nodeAttr(error.attr, converted.funnels, map);
     if (attr === null) throw error;
     throw new ApiError(error.status, error.type, error.code, error.detail, attr);
   }
+  for (const action of seriesActionsOf(parsed)) {
+    const entity = nodeAttr(action.attr.replace(/__id$/, ''), converted.funnels, map);
+    if (entity !== null) action.attr = `${entity}__id`;
+  }
+  return parsed;
 }
 
 /**

@@ -42,7 +42,8 @@ function isSeriesAction(value: unknown): value is SeriesAction {
   return typeof value === 'object' && value !== null && typeof (value as SeriesAction).id === 'number' && typeof (value as SeriesAction).attr === 'string';
 }
 
-function seriesActionsOf(value: unknown, found: SeriesAction[]): SeriesAction[] {
+/** The actions the series of a parsed input name, as they appear in it (the same objects). */
+export function seriesActionsOf(value: unknown, found: SeriesAction[] = []): SeriesAction[] {
   if (Array.isArray(value)) {
     for (const item of value) seriesActionsOf(item, found);
   } else if (typeof value === 'object' && value !== null) {
@@ -60,6 +61,6 @@ function seriesActionsOf(value: unknown, found: SeriesAction[]): SeriesAction[] 
  */
 export async function actionsUsed(input: unknown, ctx: InsightContext): Promise<Record<number, ActionDefinition>> {
   const used: Record<number, ActionDefinition> = {};
-  for (const action of seriesActionsOf(input, [])) used[action.id] = await ctx.action(action.id, action.attr);
+  for (const action of seriesActionsOf(input)) used[action.id] = await ctx.action(action.id, action.attr);
   return used;
 }

@@ -188,6 +188,8 @@ export interface InsightContext {
    * context (make one per request); unknown, deleted or another project's → an ApiError 400 at `attr`.
    */
   action(ref: number | string, attr: string): Promise<ActionDefinition>;
+  /** The project's first live actions as web analytics' goals (`WebGoalsQuery`); none where the caller keeps no actions. */
+  goalActions?(): Promise<readonly ActionDefinition[]>;
 }
 
 /** How a result names the series it counts: PostHog's `action.id` and `action.type`. */

@@ -6,13 +6,14 @@
  * tables' (`@plover/hogql`), so the session fields have one definition.
  */
 import { ApiError } from '@plover/core';
-import type { ClickHouse } from '@plover/clickhouse';
+import { MATERIALIZED_PROPERTIES, type ClickHouse } from '@plover/clickhouse';
 import { TEAM_PARAM, VIRTUAL_TABLES } from '@plover/hogql';
+import { actionCondition, type ActionDefinition } from './actions';
 import { previousRange, resolveRange } from './dates';
 import { isAbsent, isObject } from './fields';
 import { parsePropertyFilters } from './filters';
 import { Params } from './params';
-import { propertiesCondition, propertyText } from './properties';
+import { jsonPropertyText, propertiesCondition, propertyText } from './properties';
 import type { InsightContext, PropertyFilter, PropertyGroup, ResolvedRange } from './types';
 
 export interface WebQueryInput {
@@ -42,6 +43,7 @@ export const WEB_BREAKDOWNS = [
   'Region',
   'City',
   'Language',
+  'Timezone',
 ] as const;
 export type WebBreakdown = (typeof WEB_BREAKDOWNS)[number];
 
@@ -117,11 +119,22 @@ function source(table: string, used: readonly string[]): string {
   return VIRTUAL_TABLES.get(table)!.source(used);
 }
 
+/** The events web analytics counts as views. */
+const VIEWS = `ev.event IN ('$pageview', '$screen')`;
+
 /**
- * The period's `$pageview`/`$screen` events joined to their session (an inner join: events of a `$session_id` that
- * is no UUIDv7 have none), and the condition that the session started in the period.
+ * The period's events (of the caller's kinds: `VIEWS` mostly) joined to their session (an inner join: events of a
+ * `$session_id` that is no UUIDv7 have none), those in the period that pass the filters, and the condition that
+ * the session started in the period. The events' columns are also reachable unqualified (action conditions).
  */
-async function sessionEvents(params: Params, input: WebQueryInput, range: ResolvedRange, ctx: InsightContext, sessionFields: readonly string[]) {
+async function sessionEvents(
+  params: Params,
+  input: WebQueryInput,
+  range: ResolvedRange,
+  ctx: InsightContext,
+  sessionFields: readonly string[],
+  eventFields: readonly string[] = [],
+) {
   params.values[TEAM_PARAM] = ctx.projectId;
   const tz = params.add(range.timezone, 'String');
   const from = `toDateTime64(${params.add(range.from, 'String')}, 6, ${tz})`;
@@ -131,11 +144,15 @@ async function sessionEvents(params: Params, input: WebQueryInput, range: Resolv
       ? { type: 'AND', values: [...(input.properties ? [input.properties] : []), ...(input.filterTestAccounts ? [TEST_ACCOUNT_FILTER] : [])] }
       : null;
   const condition = await propertiesCondition(filters, params, { personId: 'person_id', ctx });
-  const events = `SELECT *, \`person.properties\` AS person_properties FROM (${source('events', ['event', 'timestamp', '$session_id', 'person_id', 'properties', 'person.properties'])})`;
+  const columns = ['event', 'timestamp', '$session_id', 'person_id', 'properties', 'person.properties', ...eventFields];
+  // Property conditions read the materialized columns of the events table (`mat_$pathname`…) by name: the
+  // virtual table has none, so they are computed here from `properties`, as the columns are (unused ones are pruned).
+  const materialized = [...MATERIALIZED_PROPERTIES].map(([key, column]) => `${jsonPropertyText('properties', key, params)} AS ${column}`).join(', ');
+  const events = `SELECT *, \`person.properties\` AS person_properties, ${materialized} FROM (${source('events', columns)})`;
   const sessions = source('sessions', ['session_id', '$start_timestamp', ...sessionFields]);
   return {
     from: `(${events}) AS ev INNER JOIN (${sessions}) AS s ON s.session_id = ev.\`$session_id\``,
-    where: `ev.event IN ('$pageview', '$screen') AND ev.timestamp >= ${from} AND ev.timestamp < ${end} AND (${condition})`,
+    inPeriod: `ev.timestamp >= ${from} AND ev.timestamp < ${end} AND (${condition})`,
     started: `s.\`$start_timestamp\` >= ${from} AND s.\`$start_timestamp\` < ${end}`,
   };
 }
@@ -157,7 +174,7 @@ async function overviewOf(ch: ClickHouse, input: WebQueryInput, range: ResolvedR
       SELECT any(ev.person_id) AS person_id, ev.\`$session_id\` AS session_id, count() AS views,
         any(s.\`$session_duration\`) AS duration, any(s.\`$is_bounce\`) AS is_bounce
       FROM ${scope.from}
-      WHERE ${scope.where} AND ${scope.started}
+      WHERE ${VIEWS} AND ${scope.inPeriod} AND ${scope.started}
       GROUP BY session_id
     )`;
   const [row] = await ch.query<OverviewRow>('web.overview', sql, params.values);
@@ -249,6 +266,10 @@ function breakdownValue(by: WebBreakdown, params: Params): { sql: string; sessio
       return { sql: `[${text('$geoip_country_code')}, ${text('$geoip_subdivision_1_code')}, ${text('$geoip_subdivision_1_name')}]`, sessionFields: [] };
     case 'City':
       return { sql: `[${text('$geoip_country_code')}, ${text('$geoip_city_name')}]`, sessionFields: [] };
+    case 'Timezone':
+      // posthog-js's `$timezone_offset` is `Date.getTimezoneOffset()`: minutes, positive west of UTC. As hours east
+      // of UTC (`0 -` rather than a negation, so that UTC is 0 and not -0).
+      return { sql: `0 - toFloat64OrNull(${text('$timezone_offset')}) / 60`, sessionFields: [] };
   }
 }
 
@@ -272,13 +293,13 @@ async function statsOf(ch: ClickHouse, input: WebStatsInput, range: ResolvedRang
   const sql = `SELECT value, visitors, views, if(b.found = 1, b.bounce, NULL) AS bounce FROM (
       SELECT value, uniq(person_id) AS visitors, sum(views) AS views FROM (
         SELECT any(ev.person_id) AS person_id, ev.\`$session_id\` AS session_id, ${breakdown.sql} AS value, count() AS views
-        FROM ${scope.from} WHERE ${scope.where} AND ${scope.started}
+        FROM ${scope.from} WHERE ${VIEWS} AND ${scope.inPeriod} AND ${scope.started}
         GROUP BY session_id, value
       ) GROUP BY value
     ) AS t LEFT JOIN (
       SELECT ${bounceKey} AS key, 1 AS found, avg(is_bounce) AS bounce FROM (
         SELECT ev.\`$session_id\` AS session_id, any(${breakdown.sql}) AS value, any(nullIf(s.\`$entry_pathname\`, '')) AS entry, any(s.\`$is_bounce\`) AS is_bounce
-        FROM ${scope.from} WHERE ${scope.where} AND ${scope.started}
+        FROM ${scope.from} WHERE ${VIEWS} AND ${scope.inPeriod} AND ${scope.started}
         GROUP BY session_id
       ) GROUP BY key
     ) AS b ON toJSONString(tuple(b.key)) = toJSONString(tuple(t.value))
@@ -305,6 +326,77 @@ export async function runWebStatsTable(ch: ClickHouse, input: WebStatsInput, ctx
     }),
     hasMore: rows.length > input.limit,
     limit: input.limit,
+    offset: 0,
+    samplingRate: { numerator: 1, denominator: null },
+    usedPreAggregatedTables: false,
+  };
+}
+
+interface GoalsRow {
+  visitors: string | number;
+  totals: Array<string | number>;
+  uniques: Array<string | number>;
+}
+
+/**
+ * Per action: its events in the period (`totals`) and the persons who did one (`uniques`), over the sessions that
+ * started in the period and have a view or an action event in it; `visitors` the persons of those sessions.
+ */
+async function goalsOf(
+  ch: ClickHouse,
+  input: WebQueryInput,
+  actions: readonly ActionDefinition[],
+  range: ResolvedRange,
+  ctx: InsightContext,
+): Promise<GoalsRow> {
+  const params = new Params();
+  const scope = await sessionEvents(params, input, range, ctx, [], ['elements_chain']);
+  const conditions = await Promise.all(actions.map((action) => actionCondition(action, params, { personId: 'ev.person_id', ctx })));
+  const counts = conditions.map((condition) => `countIf(${condition})`).join(', ');
+  const uniques = actions.map((_, index) => `uniqIf(person_id, counts[${index + 1}] > 0)`).join(', ');
+  const sql = `SELECT uniq(person_id) AS visitors, sumForEach(counts) AS totals, [${uniques}] AS uniques
+    FROM (
+      SELECT any(ev.person_id) AS person_id, ev.\`$session_id\` AS session_id, [${counts}] AS counts
+      FROM ${scope.from}
+      WHERE (${[VIEWS, ...conditions].join(' OR ')}) AND ${scope.inPeriod} AND ${scope.started}
+      GROUP BY session_id
+    )`;
+  const [row] = await ch.query<GoalsRow>('web.goals', sql, params.values);
+  return row ?? { visitors: 0, totals: [], uniques: [] };
+}
+
+/** The goals shown: PostHog takes a project's first five actions. */
+export const WEB_GOALS = 5;
+
+/**
+ * `WebGoalsQuery`: per goal action its name, `[converting persons, previous]`, `[conversions, previous]` and
+ * `[conversion rate 0–1, previous]` (converting persons over visitors, 0 without visitors); no rows without actions.
+ */
+export async function runWebGoals(ch: ClickHouse, input: WebQueryInput, ctx: InsightContext) {
+  const actions = ((await ctx.goalActions?.()) ?? []).slice(0, WEB_GOALS);
+  const { current, previous } = periods(input, ctx);
+  const figures = async (range: ResolvedRange) => (actions.length === 0 ? undefined : goalsOf(ch, input, actions, range, ctx));
+  const [now, before] = await Promise.all([figures(current), previous ? figures(previous) : undefined]);
+  const rate = (row: GoalsRow | undefined, index: number) => {
+    if (!row) return null;
+    const visitors = Number(row.visitors);
+    return visitors > 0 ? Number(row.uniques[index]) / visitors : 0;
+  };
+  const pair = (row: GoalsRow | undefined, values: (row: GoalsRow) => Array<string | number>, index: number) => [
+    // No session at all: `sumForEach` of no rows is an empty array.
+    now ? Number(values(now)[index] ?? 0) : 0,
+    row ? Number(values(row)[index] ?? 0) : null,
+  ];
+  return {
+    columns: ['context.columns.action_name', 'context.columns.converting_users', 'context.columns.total_conversions', 'context.columns.conversion_rate'],
+    results: actions.map((action, index) => [
+      action.name,
+      pair(before, (row) => row.uniques, index),
+      pair(before, (row) => row.totals, index),
+      [rate(now, index), rate(before, index)],
+    ]),
+    hasMore: false,
+    limit: WEB_GOALS,
     offset: 0,
     samplingRate: { numerator: 1, denominator: null },
     usedPreAggregatedTables: false,

@@ -185,6 +185,22 @@ describe('actions in every insight', () => {
       ]),
     );
     await expect(runTrends(clickhouse(), input, ctx())).rejects.toMatchObject({ status: 400, attr: 'query__series__1__id' });
+    const funnel = parseFunnelRequest(
+      {},
+      {
+        query: {
+          kind: 'FunnelsQuery',
+          series: [
+            { kind: 'ActionsNode', id: 11 },
+            { kind: 'ActionsNode', id: 98 },
+          ],
+          dateRange: { date_from: DAYS[0] },
+        },
+      },
+    );
+    await expect(runFunnel(clickhouse(), funnel, ctx())).rejects.toMatchObject({ status: 400, attr: 'query__series__1__id' });
+    const legacy = parseFunnelRequest({}, { events: [{ id: '$pageview' }], actions: [{ id: 97, order: 1 }], date_from: DAYS[0] });
+    await expect(runFunnel(clickhouse(), legacy, ctx())).rejects.toMatchObject({ status: 400, attr: 'actions__0__id' });
   });
 
   it('funnel steps and exclusions', async () => {

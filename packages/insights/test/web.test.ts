@@ -7,7 +7,8 @@ import fc from 'fast-check';
 import { insertEvents, insertPersonOverrides } from '@plover/clickhouse';
 import { ApiError } from '@plover/core';
 import type { InsightContext } from '../src/types';
-import { changeFromPrevious, parseWebQuery, parseWebStatsQuery, runWebOverview, runWebStatsTable } from '../src/web';
+import type { ActionDefinition } from '../src/actions';
+import { changeFromPrevious, parseWebQuery, parseWebStatsQuery, runWebGoals, runWebOverview, runWebStatsTable } from '../src/web';
 import { eventRow } from './support/event-row';
 import { useScratchClickHouse } from './support/scratch-clickhouse';
 import { noActions } from './support/context';
@@ -31,6 +32,8 @@ interface Ev {
   path?: string;
   browser?: string;
   referringDomain?: string;
+  /** More event properties. */
+  extra?: Record<string, unknown>;
 }
 
 const personId = (name: string) => `00000000-0000-4000-8000-${Buffer.from(name).toString('hex').slice(0, 12).padStart(12, '0')}`;
@@ -38,7 +41,7 @@ const personId = (name: string) => `00000000-0000-4000-8000-${Buffer.from(name).
 const v7 = (n: number) => `01958000-0000-7000-8000-${n.toString(16).padStart(12, '0')}`;
 const text = (ms: number) => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
 
-async function project(events: readonly Ev[]): Promise<InsightContext> {
+async function project(events: readonly Ev[], actions: readonly ActionDefinition[] = []): Promise<InsightContext> {
   const projectId = nextProject++;
   await insertEvents(
     engine(),
@@ -49,11 +52,12 @@ async function project(events: readonly Ev[]): Promise<InsightContext> {
         ...(ev.path ? { $current_url: `https://example.com${ev.path}`, $pathname: ev.path } : {}),
         ...(ev.referringDomain ? { $referring_domain: ev.referringDomain } : {}),
         $browser: ev.browser ?? 'Chrome',
+        ...ev.extra,
       };
       return { ...eventRow({ uuid, projectId, event: ev.event, at: text(ev.at), person: personId(ev.person), properties }), session_id: ev.session };
     }),
   );
-  return { projectId, timezone: 'UTC', now: NOW, cohortMembers: () => Promise.resolve([]), action: noActions };
+  return { projectId, timezone: 'UTC', now: NOW, cohortMembers: () => Promise.resolve([]), action: noActions, goalActions: () => Promise.resolve(actions) };
 }
 
 const overview = async (ctx: InsightContext, node: Record<string, unknown> = {}) =>
@@ -167,6 +171,19 @@ describe('WebOverviewQuery', () => {
     );
   });
 
+  it('filters on event properties, also those with a materialized column', async () => {
+    const t = FROM + 3_600_000;
+    const ctx = await project([
+      { person: 'a', session: v7(80), event: '$pageview', at: t, path: '/' },
+      { person: 'a', session: v7(80), event: '$pageview', at: t + 1000, path: '/pricing' },
+      { person: 'b', session: v7(81), event: '$pageview', at: t, path: '/pricing', browser: 'Firefox' },
+    ]);
+    const only = (key: string, value: string) => overview(ctx, { properties: [{ key, value, operator: 'exact', type: 'event' }] });
+    expect(await only('$pathname', '/pricing')).toMatchObject({ visitors: 2, views: 2, sessions: 2, 'bounce rate': 50 });
+    expect(await only('$current_url', 'https://example.com/')).toMatchObject({ visitors: 1, views: 1, sessions: 1, 'bounce rate': 0 });
+    expect(await only('$browser', 'Firefox')).toMatchObject({ visitors: 1, views: 1, sessions: 1, 'bounce rate': 100 });
+  });
+
   it('refuses a bad node with a field-named error', () => {
     expect(() => parseWebQuery({ dateRange: 'x' })).toThrow(ApiError);
     expect(() => parseWebStatsQuery({ breakdownBy: 'Nope' })).toThrow(expect.objectContaining({ attr: 'breakdownBy' }));
@@ -211,6 +228,24 @@ describe('WebStatsTableQuery', () => {
   });
 });
 
+it('breaks visitors down by UTC offset in hours, from posthog-js’s $timezone_offset', async () => {
+  const t = FROM + 3_600_000;
+  const ctx = await project([
+    { person: 'a', session: v7(90), event: '$pageview', at: t, path: '/', extra: { $timezone_offset: -120 } },
+    { person: 'a', session: v7(90), event: '$pageview', at: t + 1000, path: '/', extra: { $timezone_offset: -120 } },
+    { person: 'b', session: v7(91), event: '$pageview', at: t, path: '/', extra: { $timezone_offset: 330 } },
+    { person: 'c', session: v7(92), event: '$pageview', at: t, path: '/', extra: { $timezone_offset: 0 } },
+    { person: 'd', session: v7(93), event: '$pageview', at: t, path: '/' },
+  ]);
+  const { results } = await runWebStatsTable(engine(), parseWebStatsQuery({ breakdownBy: 'Timezone', dateRange: RANGE }), ctx);
+  expect(results).toEqual([
+    [2, [1, null], [2, null]],
+    [-5.5, [1, null], [1, null]],
+    [0, [1, null], [1, null]],
+    [null, [1, null], [1, null]],
+  ]);
+});
+
 it("takes a session's referring domain from its first event that has one", async () => {
   const t = FROM + 3_600_000;
   const ctx = await project([
@@ -236,4 +271,90 @@ it('breaks sessions down by channel type', async () => {
     ['Direct', [1, null], [1, null]],
     ['Organic Social', [1, null], [1, null]],
   ]);
+});
+
+describe('WebGoalsQuery', () => {
+  /** Two goals: a custom event, and a pageview of a URL containing `/pricing`. */
+  const GOALS: ActionDefinition[] = [
+    { id: 1, name: 'Signed up', steps: [{ event: 'signed up' }] },
+    { id: 2, name: 'Saw pricing', steps: [{ event: '$pageview', url: '/pricing', url_matching: 'contains' }] },
+  ];
+  const matches = (goal: number, ev: Ev) => (goal === 0 ? ev.event === 'signed up' : ev.event === '$pageview' && (ev.path ?? '').includes('/pricing'));
+
+  /** The goals in plain TypeScript: sessions that started in the range and have a view or a goal event in it. */
+  function goalsReference(events: readonly Ev[]) {
+    const sessions = new Map<string, Ev[]>();
+    for (const ev of events) {
+      if (!/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(ev.session)) continue;
+      sessions.set(ev.session, [...(sessions.get(ev.session) ?? []), ev]);
+    }
+    const counted: Ev[][] = [];
+    for (const all of sessions.values()) {
+      const start = Math.min(...all.map((ev) => ev.at));
+      const inRange = all.filter(
+        (ev) => ev.at >= FROM && ev.at < END && (ev.event === '$pageview' || ev.event === '$screen' || GOALS.some((_, goal) => matches(goal, ev))),
+      );
+      if (inRange.length > 0 && start >= FROM && start < END) counted.push(inRange);
+    }
+    const visitors = new Set(counted.map((session) => session[0]!.person)).size;
+    return GOALS.map((goal, index) => {
+      const converting = counted.filter((session) => session.some((ev) => matches(index, ev)));
+      const uniques = new Set(converting.map((session) => session[0]!.person)).size;
+      const total = counted.reduce((sum, session) => sum + session.filter((ev) => matches(index, ev)).length, 0);
+      return [goal.name, [uniques, null], [total, null], [visitors > 0 ? uniques / visitors : 0, null]];
+    });
+  }
+
+  const goals = async (ctx: InsightContext, node: Record<string, unknown> = {}) => runWebGoals(engine(), parseWebQuery({ dateRange: RANGE, ...node }), ctx);
+
+  it('counts converting persons, conversions and the rate over the visitors, with the previous period', async () => {
+    const t = FROM + 3_600_000;
+    const events: Ev[] = [
+      { person: 'a', session: v7(60), event: '$pageview', at: t, path: '/' },
+      { person: 'a', session: v7(60), event: 'signed up', at: t + 1000 },
+      { person: 'a', session: v7(60), event: 'signed up', at: t + 2000 },
+      { person: 'b', session: v7(61), event: '$pageview', at: t, path: '/pricing' },
+      { person: 'c', session: v7(62), event: '$pageview', at: t, path: '/docs' },
+      { person: 'c', session: v7(63), event: '$pageview', at: FROM - 3_600_000, path: '/pricing' },
+    ];
+    const ctx = await project(events, GOALS);
+    const result = await goals(ctx, { compareFilter: { compare: true } });
+    expect(result.columns).toEqual([
+      'context.columns.action_name',
+      'context.columns.converting_users',
+      'context.columns.total_conversions',
+      'context.columns.conversion_rate',
+    ]);
+    expect(result.results).toEqual([
+      ['Signed up', [1, 0], [2, 0], [1 / 3, 0]],
+      ['Saw pricing', [1, 1], [1, 1], [1 / 3, 1]],
+    ]);
+    expect((await goals(ctx)).results).toEqual(goalsReference(events));
+  });
+
+  it('answers no rows for a project without actions', async () => {
+    const ctx = await project([{ person: 'a', session: v7(70), event: '$pageview', at: FROM + 1000, path: '/' }]);
+    expect((await goals(ctx)).results).toEqual([]);
+  });
+
+  it('equals the reference on random sessions', async () => {
+    const ev = fc.record({
+      person: fc.constantFrom('p1', 'p2', 'p3'),
+      session: fc.oneof(fc.integer({ min: 200, max: 206 }).map(v7), fc.constant('legacy-session')),
+      event: fc.constantFrom('$pageview', '$screen', 'signed up', '$autocapture'),
+      at: fc.integer({ min: (FROM - 86_400_000) / 1000, max: (END + 86_400_000) / 1000 }).map((s) => s * 1000),
+      path: fc.constantFrom('/', '/pricing', '/pricing/team', '/docs'),
+    });
+    const sessions = fc.array(ev, { minLength: 1, maxLength: 30 }).map((events) => {
+      const owner = new Map<string, string>();
+      return events.map((event) => ({ ...event, person: owner.get(event.session) ?? (owner.set(event.session, event.person), event.person) }));
+    });
+    await fc.assert(
+      fc.asyncProperty(sessions, async (events) => {
+        const ctx = await project(events, GOALS);
+        expect((await goals(ctx)).results).toEqual(goalsReference(events));
+      }),
+      { numRuns: 10 },
+    );
+  });
 });

@@ -111,6 +111,7 @@ const KIND_EXAMPLES: Record<string, QueryNode> = {
   PathsQuery: { kind: 'PathsQuery', pathsFilter: { includeEventTypes: ['$pageview'] } },
   WebOverviewQuery: { kind: 'WebOverviewQuery', dateRange: { date_from: '-7d' }, compareFilter: { compare: true }, properties: [] },
   WebStatsTableQuery: { kind: 'WebStatsTableQuery', breakdownBy: 'Page', dateRange: { date_from: '-7d' }, includeBounceRate: true, properties: [] },
+  WebGoalsQuery: { kind: 'WebGoalsQuery', dateRange: { date_from: '-7d' }, compareFilter: { compare: true }, properties: [] },
   InsightVizNode: { kind: 'InsightVizNode', source: TRENDS },
   DataTableNode: { kind: 'DataTableNode', source: HOGQL },
   DataVisualizationNode: { kind: 'DataVisualizationNode', source: HOGQL },

@@ -25,6 +25,9 @@ const answer = (component: string): Mirror => ({ component, direction: 'answer' 
 const body = (component: string): Mirror => ({ component, direction: 'body' });
 
 const MIRRORS: Record<string, Mirror> = {
+  SurveyStats: answer('SurveyStats'),
+  SurveyQuestionResults: answer('SurveyQuestionResults'),
+  SurveyResponse: answer('SurveyResponse'),
   Project: answer('Project'),
   ReplaySettings: answer('Project'),
   ProjectSettings: answer('Project'),
@@ -50,6 +53,8 @@ const MIRRORS: Record<string, Mirror> = {
   ProjectPatch: body('ProjectUpdate'),
   InsightWrite: body('InsightWrite'),
   QueryRequest: body('QueryRequest'),
+  WebOverviewResponse: answer('WebOverviewQueryResponse'),
+  WebStatsTableResponse: answer('WebStatsTableQueryResponse'),
   PlaylistWrite: body('SessionRecordingPlaylistWrite'),
   FeatureFlagWrite: body('FeatureFlagWrite'),
   CohortCreate: body('CohortWrite'),
@@ -63,6 +68,7 @@ const MIRRORS: Record<string, Mirror> = {
  * filters and answers (the document declares those answers as free-form `InsightResult`), and parts of other shapes.
  */
 const NOT_COMPONENTS = [
+  'SurveyEventStats',
   'Page',
   'NextPage',
   'Interval',
@@ -92,6 +98,7 @@ const NOT_COMPONENTS = [
   'TileLayout',
   'TileWrite',
   'InsightQueryResponse',
+  'WebOverviewItem',
 ];
 
 type Kind = 'string' | 'number' | 'boolean' | 'null' | 'array' | 'object';

@@ -43,7 +43,7 @@ describe.each(backends)('experiments on $name', (backend) => {
       },
     });
     const flag = await s.call('get', `/feature_flags/${created.body.feature_flag.id}/`);
-    expect(flag.body).toMatchObject({ key: 'new-checkout', active: false });
+    expect(flag.body).toMatchObject({ key: 'new-checkout', active: false, experiment_set: [created.body.id] });
 
     const viaEnvironments = await s.call('get', `/experiments/${created.body.id}/`, undefined, s.key, 'environments');
     expect(viaEnvironments.status).toBe(200);

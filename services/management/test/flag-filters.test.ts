@@ -107,3 +107,108 @@ describe.each(backends)('flag and cohort filters with out-of-range numbers on $n
     }
   });
 });
+
+describe.each(backends)('behavioral cohorts and flags on $name', (backend) => {
+  const world = useWorld(backend);
+  const performed = {
+    key: '$pageview',
+    type: 'behavioral',
+    value: 'performed_event_multiple',
+    event_type: 'events',
+    operator: 'gte',
+    operator_value: 3,
+    time_value: 30,
+    time_interval: 'day',
+  };
+  const group = (...values: unknown[]) => ({ properties: { type: 'OR', values: [{ type: 'AND', values }] } });
+  const plan = { key: 'plan', type: 'person', value: 'pro', operator: 'exact' };
+
+  it('a cohort takes behavioral criteria in AND/OR groups; an incomplete one is a 400 naming it', async () => {
+    const t = await world.tenant();
+    const cohorts = `/api/projects/${t.projectId}/cohorts/`;
+    const made = await request(world.app)
+      .post(cohorts)
+      .set(t.auth)
+      .send({ name: 'Power users', filters: group(performed, plan) });
+    expect(made.status).toBe(201);
+    expect(made.body.filters).toEqual(group(performed, plan));
+    const cases: [Record<string, unknown>, string][] = [
+      [{ ...performed, operator_value: undefined }, 'filters__properties__values__0__values__0'],
+      [{ ...performed, time_value: undefined }, 'filters__properties__values__0__values__0'],
+      [{ ...performed, value: 'performed_often' }, 'filters__properties__values__0__values__0__value'],
+      [{ ...performed, event_type: 'clicks' }, 'filters__properties__values__0__values__0__event_type'],
+      [{ ...performed, time_interval: 'fortnight' }, 'filters__properties__values__0__values__0__time_interval'],
+      [{ ...performed, value: 'stopped_performing_event', operator_value: undefined }, 'filters__properties__values__0__values__0'],
+    ];
+    for (const [criterion, attr] of cases) {
+      const res = await request(world.app)
+        .post(cohorts)
+        .set(t.auth)
+        .send({ name: 'bad', filters: group(criterion) });
+      expect({ criterion, status: res.status, attr: res.body.attr }).toEqual({ criterion, status: 400, attr });
+    }
+    const window = { ...performed, value: 'performed_event_first_time', time_value: undefined, time_interval: undefined, explicit_datetime: '-30d' };
+    expect(
+      (
+        await request(world.app)
+          .post(cohorts)
+          .set(t.auth)
+          .send({ name: 'first', filters: group(window) })
+      ).status,
+    ).toBe(201);
+  });
+
+  it('a flag refuses a behavioral cohort, also through a nested cohort; a cohort a flag uses cannot become behavioral', async () => {
+    const t = await world.tenant();
+    const cohorts = `/api/projects/${t.projectId}/cohorts/`;
+    const flags = `/api/projects/${t.projectId}/feature_flags/`;
+    const behavioral = await request(world.app)
+      .post(cohorts)
+      .set(t.auth)
+      .send({ name: 'Power users', filters: group(performed) })
+      .expect(201);
+    const outer = await request(world.app)
+      .post(cohorts)
+      .set(t.auth)
+      .send({ name: 'Outer', filters: group({ key: 'id', type: 'cohort', value: behavioral.body.id }) })
+      .expect(201);
+    const personal = await request(world.app)
+      .post(cohorts)
+      .set(t.auth)
+      .send({ name: 'Pro', filters: group(plan) })
+      .expect(201);
+    for (const id of [behavioral.body.id, outer.body.id]) {
+      const res = await request(world.app)
+        .post(flags)
+        .set(t.auth)
+        .send({ key: `f${String(id)}`, filters: cohort(id) });
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({
+        type: 'validation_error',
+        code: 'behavioral_cohort_found',
+        detail: "Cohort 'Power users' with filters on events cannot be used in feature flags.",
+        attr: 'filters',
+      });
+    }
+    const flag = await request(world.app)
+      .post(flags)
+      .set(t.auth)
+      .send({ key: 'pro', filters: cohort(personal.body.id) })
+      .expect(201);
+    const patched = await request(world.app)
+      .patch(`${flags}${String(flag.body.id)}/`)
+      .set(t.auth)
+      .send({ filters: cohort(outer.body.id) });
+    expect([patched.status, patched.body.code]).toEqual([400, 'behavioral_cohort_found']);
+    const turned = await request(world.app)
+      .patch(`${cohorts}${String(personal.body.id)}/`)
+      .set(t.auth)
+      .send({ filters: group(plan, performed) });
+    expect([turned.status, turned.body.code, turned.body.attr]).toEqual([400, 'behavioral_cohort_found', 'filters']);
+    const kept = await request(world.app)
+      .get(`${cohorts}${String(personal.body.id)}/`)
+      .set(t.auth)
+      .expect(200);
+    expect(kept.body.filters).toEqual(group(plan));
+  });
+});

@@ -378,6 +378,49 @@ export interface Survey {
   questions: unknown[];
 }
 
+/** One event's counts in a survey's stats. */
+export interface SurveyEventStats {
+  total_count: number;
+  unique_persons: number;
+  first_seen: string | null;
+  last_seen: string | null;
+  unique_persons_only_seen: number;
+  total_count_only_seen: number;
+}
+
+/** `GET surveys/:id/stats/`: shown, dismissed and sent counts and the rates over shown (percentages). */
+export interface SurveyStats {
+  survey_id: string;
+  start_date: string;
+  end_date: string | null;
+  stats: { 'survey shown': SurveyEventStats; 'survey dismissed': SurveyEventStats; 'survey sent': SurveyEventStats };
+  rates: { response_rate: number; dismissal_rate: number; unique_users_response_rate: number; unique_users_dismissal_rate: number };
+}
+
+/** `GET surveys/:id/questions/`: each question's results. */
+export interface SurveyQuestionResults {
+  survey_id: string;
+  submissions: number;
+  questions: Array<{
+    id: string;
+    index: number;
+    question: string;
+    type: string;
+    response_count: number;
+    distribution?: Record<string, number>;
+    average?: number | null;
+    answers?: Array<{ value: string; timestamp: string; distinct_id: string }>;
+  }>;
+}
+
+/** A survey's response (one submission), as `GET surveys/:id/responses/` lists it. */
+export interface SurveyResponse {
+  uuid: string;
+  timestamp: string;
+  distinct_id: string;
+  answers: Record<string, unknown>;
+}
+
 export interface GroupType {
   group_type: string;
   group_type_index: number;
@@ -433,6 +476,29 @@ export interface QueryRequest {
   /** `force_blocking` computes afresh; absent, a cached answer serves while the data is unchanged. */
   refresh?: string;
   client_query_id?: string;
+}
+
+/** One figure of a `WebOverviewQuery` answer; `previous` and the change are null without a comparison. */
+export interface WebOverviewItem {
+  key: string;
+  kind: 'unit' | 'duration_s' | 'percentage';
+  value: number | null;
+  previous: number | null;
+  changeFromPreviousPct: number | null;
+  isIncreaseBad?: boolean;
+}
+
+export interface WebOverviewResponse {
+  results: WebOverviewItem[];
+  dateFrom: string;
+  dateTo: string;
+}
+
+/** A `WebStatsTableQuery` answer: rows `[value, [visitors, previous], [views, previous], [bounce rate 0–1, previous]?]`. */
+export interface WebStatsTableResponse {
+  columns: string[];
+  results: unknown[][];
+  hasMore: boolean;
 }
 
 /** A HogQLQuery's answer: rows as arrays, with the column names and ClickHouse types. */

@@ -463,6 +463,7 @@ function NewSurvey({ onCreated }: { onCreated: OnCreated }) {
 }
 
 export function Surveys() {
+  const { projectId } = useConsole();
   return (
     <ListScreen
       title="Surveys"
@@ -473,7 +474,7 @@ export function Surveys() {
         body: <p>posthog-js shows a running survey to the users its conditions and targeting flag pick. Create one above.</p>,
       }}
       columns={[
-        { label: 'Name', cell: (survey) => survey.name },
+        { label: 'Name', cell: (survey) => <Link href={projectPath(projectId, `feature_flags/surveys/${survey.id}`)}>{survey.name}</Link> },
         { label: 'Type', cell: (survey) => survey.type },
         { label: 'Status', cell: (survey) => surveyStatus(survey) },
         { label: 'Questions', numeric: true, cell: (survey) => survey.questions.length },

@@ -58,8 +58,10 @@ export function cohortRoutes({ sql }: Pick<ManagementDeps, 'sql'>): Route[] {
       const row = await cohorts.write(projectId, async (tx) => {
         const existing = found(await cohorts.cohort(projectId, id, tx));
         const filters = body.filters !== undefined && !existing.is_static ? body.filters : undefined;
-        if (filters !== undefined) await cohorts.checkCohortRefs(tx, projectId, validateCohortFilters(filters), id);
+        const refs = filters === undefined ? undefined : validateCohortFilters(filters);
+        if (refs) await cohorts.checkCohortRefs(tx, projectId, refs, id);
         await cohorts.updateCohort(tx, projectId, id, { ...body, filters });
+        if (refs?.behavioral) await cohorts.refuseBehavioralCohortsInFlags(tx, projectId);
         if (existing.is_static && body.distinct_ids !== undefined) await cohorts.addMembers(tx, projectId, id, body.distinct_ids.map(String));
         return found(await cohorts.cohort(projectId, id, tx));
       });

@@ -50,7 +50,7 @@ function serializeFlag(row: FlagRow): Static<typeof FeatureFlag> {
     ensure_experience_continuity: row.ensure_experience_continuity,
     is_remote_configuration: row.is_remote_configuration,
     has_encrypted_payloads: false,
-    experiment_set: [],
+    experiment_set: row.experiment_set,
     surveys: [],
     features: [],
     rollback_conditions: null,
@@ -101,6 +101,7 @@ export function flagRoutes({ sql }: Pick<ManagementDeps, 'sql'>): Route[] {
       const caller = callerOf(req);
       const row = await flags.write(caller.projectId, async (tx) => {
         await flags.checkCohortRefs(tx, caller.projectId, refs);
+        await flags.refuseBehavioralCohorts(tx, caller.projectId, refs);
         return readFlag(req, await flags.createFlag(tx, caller, { ...fields, key: fields.key!, filters }), undefined, tx);
       });
       return serializeFlag(row);
@@ -114,7 +115,10 @@ export function flagRoutes({ sql }: Pick<ManagementDeps, 'sql'>): Route[] {
       await requireAccess(sql, req, target(await readFlag(req, id)), 'editor');
       const caller = callerOf(req);
       const row = await flags.write(caller.projectId, async (tx) => {
-        if (refs) await flags.checkCohortRefs(tx, caller.projectId, refs);
+        if (refs) {
+          await flags.checkCohortRefs(tx, caller.projectId, refs);
+          await flags.refuseBehavioralCohorts(tx, caller.projectId, refs);
+        }
         if (fields.deleted === true && (await flags.usedByExperiment(tx, caller.projectId, id))) {
           throw errors.validation('Cannot delete a feature flag that is in use with experiments. Please delete the experiment before deleting the flag.');
         }

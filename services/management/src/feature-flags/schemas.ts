@@ -44,7 +44,7 @@ export const FeatureFlag = component(
     ensure_experience_continuity: Type.Boolean(),
     is_remote_configuration: Type.Boolean(),
     has_encrypted_payloads: Type.Boolean(),
-    experiment_set: Type.Tuple([]),
+    experiment_set: Type.Array(Type.Integer(), { description: 'the live experiments running on the flag' }),
     surveys: Type.Tuple([]),
     features: Type.Tuple([]),
     rollback_conditions: Type.Null(),

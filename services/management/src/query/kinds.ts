@@ -26,6 +26,7 @@ import {
   resolveRange,
   runWebOverview,
   runWebStatsTable,
+  runWebGoals,
 } from '@plover/insights';
 import { HogQLError, printHogQL, runHogQL, toApiError } from '@plover/hogql';
 import type { Static, TObject } from '@sinclair/typebox';
@@ -50,6 +51,7 @@ import {
   TrendsQueryResponse,
   WebOverviewQueryResponse,
   WebStatsTableQueryResponse,
+  WebGoalsQueryResponse,
   type CacheField,
 } from './schemas';
 
@@ -237,6 +239,15 @@ const webStatsTable: QueryKind<typeof WebStatsTableQueryResponse> = {
   cacheScope: webRange,
 };
 
+/** Web analytics' goals: the project's first actions as conversions. The actions' definitions are part of the cache scope. */
+const webGoals: QueryKind<typeof WebGoalsQueryResponse> = {
+  response: WebGoalsQueryResponse,
+  run: (node, ctx) => runWebGoals(ctx.clickhouse, parseWebQuery(node), ctx.insight),
+  async cacheScope(node, ctx) {
+    return { range: await webRange(node, ctx), actions: (await ctx.insight.goalActions?.()) ?? [] };
+  },
+};
+
 /** A display wrapper: PostHog runs its `source` and answers the source's response unchanged. */
 const wrapper: QueryKind = {
   response: 'source',
@@ -261,6 +272,7 @@ export function queryKinds(): ReadonlyMap<string, QueryKind> {
     ['PathsQuery', paths],
     ['WebOverviewQuery', webOverview],
     ['WebStatsTableQuery', webStatsTable],
+    ['WebGoalsQuery', webGoals],
     ['ExperimentExposureQuery', experimentExposureQuery],
     ['ExperimentQuery', experimentQuery],
     ['InsightVizNode', wrapper],

@@ -202,6 +202,24 @@ export const WebStatsTableQueryResponse = cached(
   }),
 );
 
+export const WebGoalsQueryResponse = cached(
+  'WebGoalsQueryResponse',
+  Type.Object({
+    columns: Type.Array(Type.String()),
+    results: Type.Array(
+      Type.Array(Type.Unknown(), {
+        description:
+          '`[action name, [converting persons, previous], [conversions, previous], [conversion rate 0–1, previous]]`; previous is null without compare',
+      }),
+    ),
+    hasMore: Type.Boolean(),
+    limit: Type.Integer(),
+    offset: Type.Integer(),
+    samplingRate: SamplingRate,
+    usedPreAggregatedTables: Type.Boolean(),
+  }),
+);
+
 /** A query's progress (`GET /query/:id/`). */
 export const QueryStatus = component(
   'QueryStatus',

@@ -41,3 +41,17 @@ export async function actionOf(db: SqlExecutor, projectId: number, ref: number |
   if (!row) throw errors.validation(`Action ${JSON.stringify(ref)} does not exist.`, attr, 'invalid_input');
   return { id: row.id, name: row.name, steps: row.steps };
 }
+
+/**
+ * The project's live actions in the order PostHog picks web analytics' goals from: pinned ones first (earliest
+ * pinned first), then the newest (PostHog's `-last_calculated_at`, which is the creation time of an action it never
+ * calculated); `limit` of them.
+ */
+export async function goalActions(db: SqlExecutor, projectId: number, limit: number): Promise<ActionDefinition[]> {
+  const rows = await db.query<ActionRow>(
+    'actions.goals',
+    `${SELECT_ACTION} WHERE a.project_id = $1 AND NOT a.deleted ORDER BY a.pinned_at ASC NULLS LAST, a.created_at DESC, a.id DESC LIMIT $2`,
+    [projectId, limit],
+  );
+  return rows.rows.map((row) => ({ id: row.id, name: row.name, steps: row.steps }));
+}

@@ -1,7 +1,8 @@
+import { ApiError } from '@plover/core';
 import { writeDefinitions } from '@plover/flag-store';
 import { isUniqueViolation, type Sql, type SqlExecutor } from '@plover/postgres';
 import { errors } from './errors';
-import { validateCohortFilters, type PropertyReferences } from './flag-filters';
+import { validateCohortFilters, validateFilters, type PropertyReferences } from './flag-filters';
 
 /** The text of a uuid row id (early access features, surveys); anything else names no row. */
 export const UUID_TEXT = /^[0-9a-f-]{36}$/i;
@@ -10,12 +11,12 @@ export const UUID_TEXT = /^[0-9a-f-]{36}$/i;
  * What the stores of flags, cohorts, early access features and surveys share: every write runs in `write`, one
  * transaction that bumps the project's definitions version decide polls (flag-store's writeDefinitions).
  */
-/** The cohorts a stored cohort's filters reference (none when they no longer pass today's checks). */
-function referencedCohorts(filters: unknown): Set<number> {
+/** What a stored cohort's filters reference (nothing when they no longer pass today's checks). */
+function storedReferences(filters: unknown): PropertyReferences {
   try {
-    return validateCohortFilters(typeof filters === 'string' ? JSON.parse(filters) : filters).cohortIds;
+    return validateCohortFilters(typeof filters === 'string' ? JSON.parse(filters) : filters);
   } catch {
-    return new Set();
+    return { cohortIds: new Set() };
   }
 }
 
@@ -56,7 +57,7 @@ export class DefinitionsStore {
       'SELECT id, filters FROM cohorts WHERE project_id = $1 AND NOT deleted AND NOT is_static',
       [projectId],
     );
-    const edges = new Map(stored.rows.map((row) => [row.id, [...referencedCohorts(row.filters)]]));
+    const edges = new Map(stored.rows.map((row) => [row.id, [...storedReferences(row.filters).cohortIds]]));
     const seen = new Set<number>();
     const pending = [...from];
     while (pending.length > 0) {
@@ -67,6 +68,58 @@ export class DefinitionsStore {
       pending.push(...(edges.get(id) ?? []));
     }
     return false;
+  }
+
+  /**
+   * 400 `behavioral_cohort_found` when a cohort a flag uses, or a cohort one of them uses (at any depth), has a
+   * behavioral criterion: decide evaluates flags from person properties alone, as PostHog refuses them too.
+   */
+  async refuseBehavioralCohorts(tx: SqlExecutor, projectId: number, refs: PropertyReferences): Promise<void> {
+    if (refs.cohortIds.size === 0) return;
+    const stored = await tx.query<{ id: number; name: string | null; filters: unknown }>(
+      'flags.behavioralCohorts',
+      'SELECT id, name, filters FROM cohorts WHERE project_id = $1 AND NOT deleted AND NOT is_static',
+      [projectId],
+    );
+    const cohorts = new Map(stored.rows.map((row) => [row.id, { name: row.name, refs: storedReferences(row.filters) }]));
+    const seen = new Set<number>();
+    const pending = [...refs.cohortIds];
+    while (pending.length > 0) {
+      const id = pending.pop()!;
+      const cohort = cohorts.get(id);
+      if (seen.has(id) || cohort === undefined) continue;
+      seen.add(id);
+      if (cohort.refs.behavioral) {
+        throw errors.validation(`Cohort '${cohort.name ?? ''}' with filters on events cannot be used in feature flags.`, 'filters', 'behavioral_cohort_found');
+      }
+      pending.push(...cohort.refs.cohortIds);
+    }
+  }
+
+  /**
+   * 400 `behavioral_cohort_found` when, with a cohort's new filters written, a live flag of the project would use
+   * a behavioral cohort (directly or through nested cohorts): a cohort in use by a flag cannot become behavioral.
+   */
+  async refuseBehavioralCohortsInFlags(tx: SqlExecutor, projectId: number): Promise<void> {
+    const flags = await tx.query<{ filters: unknown }>('cohorts.flagFilters', 'SELECT filters FROM feature_flags WHERE project_id = $1 AND NOT deleted', [
+      projectId,
+    ]);
+    const used = new Set<number>();
+    for (const flag of flags.rows) {
+      try {
+        for (const id of validateFilters(flag.filters).cohortIds) used.add(id);
+      } catch {
+        // A flag stored before today's checks: it names no cohort they can read.
+      }
+    }
+    try {
+      await this.refuseBehavioralCohorts(tx, projectId, { cohortIds: used });
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 'behavioral_cohort_found') {
+        throw errors.validation('Behavioral filters cannot be added to cohorts used in feature flags.', 'filters', 'behavioral_cohort_found');
+      }
+      throw error;
+    }
   }
 
   /** A live flag of the project, or undefined. */

@@ -72,6 +72,52 @@ function checkRollout(value: unknown, attr: string): void {
 
 export interface PropertyReferences {
   cohortIds: Set<number>;
+  /** A cohort's filters hold a behavioral criterion (what the person did: `type: "behavioral"`). */
+  behavioral?: boolean;
+}
+
+/** Time units of a behavioral window. */
+const TIME_INTERVALS = new Set(['day', 'week', 'month', 'year']);
+const COUNT_OPERATORS = new Set(['gte', 'lte', 'gt', 'lt', 'exact']);
+const WINDOW = ['time_value', 'time_interval'];
+const SEQUENCE_WINDOW = ['seq_time_value', 'seq_time_interval'];
+
+/** PostHog's behavioral criteria and the fields each needs besides `key`, `value`, `event_type` and a window. */
+const BEHAVIORAL_FIELDS: Readonly<Record<string, readonly string[]>> = {
+  performed_event: [],
+  performed_event_multiple: ['operator_value'],
+  performed_event_first_time: [],
+  performed_event_sequence: ['seq_event', 'seq_event_type', ...SEQUENCE_WINDOW],
+  performed_event_regularly: ['operator_value', 'min_periods', 'total_periods'],
+  stopped_performing_event: SEQUENCE_WINDOW,
+  restarted_performing_event: SEQUENCE_WINDOW,
+};
+
+const isAbsent = (value: unknown) => value === undefined || value === null;
+
+/**
+ * A cohort's behavioral criterion (PostHog's shape): the event (or action id, `event_type: "actions"`) in `key`,
+ * the kind in `value`, a window (`time_value` + `time_interval`, or `explicit_datetime`) and the kind's own fields.
+ */
+function checkBehavioral(filter: Record<string, unknown>, at: string): void {
+  const kind = typeof filter.value === 'string' ? BEHAVIORAL_FIELDS[filter.value] : undefined;
+  if (kind === undefined) throw invalid(`${JSON.stringify(filter.value)} is not a behavioral criterion.`, `${at}__value`);
+  if (filter.event_type !== 'events' && filter.event_type !== 'actions') throw invalid('event_type must be "events" or "actions".', `${at}__event_type`);
+  if (filter.event_type === 'actions' && idOf(filter.key) === null) throw invalid('An action criterion names the action id in key.', `${at}__key`);
+  const windowed = WINDOW.every((key) => !isAbsent(filter[key])) || typeof filter.explicit_datetime === 'string';
+  const missing = [...(windowed ? [] : WINDOW), ...kind].filter((key) => isAbsent(filter[key]));
+  if (missing.length > 0) throw invalid(`Missing required keys for a ${String(filter.value)} filter: ${missing.join(', ')}.`, at);
+  for (const key of ['time_value', 'seq_time_value', 'operator_value', 'min_periods', 'total_periods']) {
+    const value = filter[key];
+    if (!isAbsent(value) && !(typeof value === 'number' && Number.isSafeInteger(value) && value >= 0))
+      throw invalid(`${key} must be a whole number.`, `${at}__${key}`);
+  }
+  for (const key of ['time_interval', 'seq_time_interval']) {
+    if (!isAbsent(filter[key]) && !TIME_INTERVALS.has(filter[key] as string)) throw invalid(`${key} must be day, week, month or year.`, `${at}__${key}`);
+  }
+  if (!isAbsent(filter.operator) && !COUNT_OPERATORS.has(filter.operator as string)) {
+    throw invalid('operator must be gte, lte, gt, lt or exact.', `${at}__operator`);
+  }
 }
 
 function checkProperties(value: unknown, attr: string, refs: PropertyReferences): void {
@@ -80,8 +126,14 @@ function checkProperties(value: unknown, attr: string, refs: PropertyReferences)
   value.forEach((filter: unknown, index) => checkProperty(filter, `${attr}__${index}`, refs));
 }
 
-function checkProperty(filter: unknown, at: string, refs: PropertyReferences): void {
+function checkProperty(filter: unknown, at: string, refs: PropertyReferences, inCohort = false): void {
   if (!isObject(filter)) throw invalid('Each property filter must be an object.', at);
+  if (inCohort && filter.type === 'behavioral') {
+    if (isAbsent(filter.key) || filter.key === '') throw invalid('A property filter needs a key.', `${at}__key`);
+    checkBehavioral(filter, at);
+    refs.behavioral = true;
+    return;
+  }
   if (typeof filter.key !== 'string' || filter.key === '') throw invalid('A property filter needs a key.', `${at}__key`);
   if (filter.operator !== undefined && filter.operator !== null && (typeof filter.operator !== 'string' || !OPERATORS.has(filter.operator))) {
     throw invalid(`${JSON.stringify(filter.operator)} is not a valid operator.`, `${at}__operator`);
@@ -165,7 +217,7 @@ export function validateCohortFilters(filters: unknown): PropertyReferences {
     if (!Array.isArray(group.values)) throw invalid('A property group needs a list of values.', attr);
     group.values.forEach((value: unknown, index) => {
       if (isObject(value) && (value.type === 'AND' || value.type === 'OR')) walk(value, `${attr}__values__${index}`);
-      else checkProperty(value, `${attr}__values__${index}`, refs);
+      else checkProperty(value, `${attr}__values__${index}`, refs, true);
     });
   };
   if (filters.properties !== undefined && filters.properties !== null) walk(filters.properties, 'filters__properties');

@@ -23,6 +23,8 @@ export interface FlagRow {
   created_by_distinct_id: string | null;
   created_by_first_name: string | null;
   user_access_level: AccessLevel;
+  /** The live experiments running on the flag, by id. */
+  experiment_set: number[];
 }
 
 /** A flag's fields as a create or update gives them (undefined: not given). */
@@ -45,7 +47,8 @@ function selectFlags(where: string): string {
   return `SELECT f.id, f.key, f.name, f.filters, f.rollout_percentage, f.active, f.deleted, f.ensure_experience_continuity,
       f.is_remote_configuration, f.version, f.created_at, f.updated_at, f.created_by_id, u.email AS created_by_email,
       u.uuid AS created_by_uuid, u.distinct_id AS created_by_distinct_id, u.first_name AS created_by_first_name,
-      ${ACCESS} AS user_access_level
+      ${ACCESS} AS user_access_level,
+      ARRAY(SELECT x.id FROM experiments x WHERE x.feature_flag_id = f.id AND NOT x.deleted ORDER BY x.id) AS experiment_set
     FROM feature_flags f LEFT JOIN users u ON u.id = f.created_by_id
    WHERE f.project_id = $1 AND ${where}`;
 }

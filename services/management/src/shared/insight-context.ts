@@ -1,7 +1,7 @@
-import type { ActionDefinition, InsightContext } from '@plover/insights';
+import { WEB_GOALS, type ActionDefinition, type InsightContext } from '@plover/insights';
 import { PersonReads, type PersonCondition } from '@plover/persons';
 import type { Sql } from '@plover/postgres';
-import { actionOf } from './action-store';
+import { actionOf, goalActions } from './action-store';
 import { errors } from './errors';
 
 interface CohortRow {
@@ -106,7 +106,7 @@ function actionResolver(sql: Sql, projectId: number): InsightContext['action'] {
 
 /**
  * What a computation or an events filter needs about the project now: its timezone and, per request, its cohorts'
- * members and its actions.
+ * members and its actions (also those web analytics takes as goals).
  */
 export function insightContext(sql: Sql, project: { id: number; timezone: string }): InsightContext {
   return {
@@ -115,5 +115,6 @@ export function insightContext(sql: Sql, project: { id: number; timezone: string
     now: new Date(),
     cohortMembers: cohortResolver(sql, project.id),
     action: actionResolver(sql, project.id),
+    goalActions: () => goalActions(sql, project.id, WEB_GOALS),
   };
 }
