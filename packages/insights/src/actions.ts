@@ -10,33 +10,9 @@ import { ApiError } from '@plover/core';
 import { parsePropertyFilters } from './filters';
 import type { Params } from './params';
 import { propertiesCondition, propertyText, type FilterScope } from './properties';
-import { isPropertyGroup, type PropertyGroup } from './types';
+import { isPropertyGroup, type ActionDefinition, type ActionStep, type PropertyGroup, type StringMatching } from './types';
 
-export type StringMatching = 'exact' | 'contains' | 'regex';
 export const STRING_MATCHINGS: readonly StringMatching[] = ['exact', 'contains', 'regex'];
-
-/** One step of an action, as PostHog's ActionStepJSON: every field optional. */
-export interface ActionStep {
-  event?: string | null;
-  url?: string | null;
-  /** Default `contains`. */
-  url_matching?: StringMatching | null;
-  selector?: string | null;
-  tag_name?: string | null;
-  text?: string | null;
-  /** Default `exact`. */
-  text_matching?: StringMatching | null;
-  href?: string | null;
-  /** Default `exact`. */
-  href_matching?: StringMatching | null;
-  properties?: unknown[] | null;
-}
-
-export interface ActionDefinition {
-  id: number;
-  name: string | null;
-  steps: readonly ActionStep[];
-}
 
 export const AUTOCAPTURE = '$autocapture';
 

@@ -28,7 +28,8 @@ interface StepIdentity {
 function stepIdentity(input: FunnelInput, i: number): StepIdentity {
   const step = input.steps[i]!;
   const reference = seriesReference(step);
-  if (input.orderType === 'unordered') return { action_id: null, name: `Completed ${i + 1} step${i > 0 ? 's' : ''}`, custom_name: null, order: i, type: reference.type };
+  if (input.orderType === 'unordered')
+    return { action_id: null, name: `Completed ${i + 1} step${i > 0 ? 's' : ''}`, custom_name: null, order: i, type: reference.type };
   return { action_id: reference.id, name: step.name, custom_name: step.customName, order: i, type: reference.type };
 }
 

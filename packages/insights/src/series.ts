@@ -3,7 +3,8 @@
  * how its result names it, and (for actions) the action's name as its label. Actions are loaded through
  * `InsightContext.action`, once per request, and matched by `actionCondition` (docs/actions.md).
  */
-import { actionCondition, type ActionDefinition } from './actions';
+import { actionCondition } from './actions';
+import type { ActionDefinition } from './types';
 import type { Params } from './params';
 import type { FilterScope } from './properties';
 import type { InsightContext, Series, SeriesAction, SeriesReference } from './types';

@@ -4,7 +4,6 @@
  * shape to handle and "legacy parameter and query twin give identical results" holds by construction.
  */
 import type { PropertyValueOperator } from '@plover/core';
-import type { ActionDefinition } from './actions';
 
 export type JsonValue = null | boolean | number | string | readonly JsonValue[] | { readonly [key: string]: JsonValue };
 
@@ -255,3 +254,27 @@ export interface LifecycleSeriesResult {
 
 /** Any series the trend endpoint answers with. */
 export type InsightSeriesResult = TrendSeriesResult | StickinessSeriesResult | LifecycleSeriesResult;
+
+export type StringMatching = 'exact' | 'contains' | 'regex';
+/** One step of an action, as PostHog's ActionStepJSON: every field optional. */
+export interface ActionStep {
+  event?: string | null;
+  url?: string | null;
+  /** Default `contains`. */
+  url_matching?: StringMatching | null;
+  selector?: string | null;
+  tag_name?: string | null;
+  text?: string | null;
+  /** Default `exact`. */
+  text_matching?: StringMatching | null;
+  href?: string | null;
+  /** Default `exact`. */
+  href_matching?: StringMatching | null;
+  properties?: unknown[] | null;
+}
+
+export interface ActionDefinition {
+  id: number;
+  name: string | null;
+  steps: readonly ActionStep[];
+}

@@ -8,7 +8,8 @@
 import { ApiError } from '@plover/core';
 import { MATERIALIZED_PROPERTIES, type ClickHouse } from '@plover/clickhouse';
 import { TEAM_PARAM, VIRTUAL_TABLES } from '@plover/hogql';
-import { actionCondition, type ActionDefinition } from './actions';
+import { actionCondition } from './actions';
+import type { ActionDefinition } from './types';
 import { previousRange, resolveRange } from './dates';
 import { isAbsent, isObject } from './fields';
 import { parsePropertyFilters } from './filters';

@@ -5,7 +5,7 @@
  */
 import { insertEvents } from '@plover/clickhouse';
 import fc from 'fast-check';
-import type { ActionDefinition, ActionStep } from '../src/actions';
+import type { ActionDefinition, ActionStep } from '../src/types';
 import { parseInsightQuery, parseInsightRequest } from '../src/filters';
 import { parseFunnelRequest } from '../src/funnel-input';
 import { runFunnel, type FunnelStepResult } from '../src/funnels';

@@ -6,7 +6,8 @@
  */
 import { insertEvents } from '@plover/clickhouse';
 import fc from 'fast-check';
-import { actionCondition, parseSelector, selectorRegex, type ActionDefinition, type ActionStep } from '../src/actions';
+import { actionCondition, parseSelector, selectorRegex } from '../src/actions';
+import type { ActionDefinition, ActionStep } from '../src/types';
 import { Params } from '../src/params';
 import { eventRow } from './support/event-row';
 import { chainHref, chainTexts, referenceMatches, type ReferenceEvent } from './support/action-reference';

@@ -230,7 +230,17 @@ describe('parseTrendsRequest', () => {
   test('defaults', () => {
     expect(parseTrendsRequest({}, { events: [{ id: '$pageview' }] })).toEqual<TrendsInput>({
       series: [
-        { event: '$pageview', action: null, name: '$pageview', customName: null, order: 0, math: 'total', mathProperty: null, mathGroupTypeIndex: null, properties: null },
+        {
+          event: '$pageview',
+          action: null,
+          name: '$pageview',
+          customName: null,
+          order: 0,
+          math: 'total',
+          mathProperty: null,
+          mathGroupTypeIndex: null,
+          properties: null,
+        },
       ],
       dateFrom: null,
       dateTo: null,

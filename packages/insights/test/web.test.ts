@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { insertEvents, insertPersonOverrides } from '@plover/clickhouse';
 import { ApiError } from '@plover/core';
 import type { InsightContext } from '../src/types';
-import type { ActionDefinition } from '../src/actions';
+import type { ActionDefinition } from '../src/types';
 import { changeFromPrevious, parseWebQuery, parseWebStatsQuery, runWebGoals, runWebOverview, runWebStatsTable } from '../src/web';
 import { eventRow } from './support/event-row';
 import { useScratchClickHouse } from './support/scratch-clickhouse';

@@ -4,7 +4,8 @@
  * patterns use the syntax both share). A step's property filters are read with the trends reference's event
  * property matching (no dates or cohorts in them).
  */
-import { selectorRegex, type ActionDefinition, type ActionStep, type StringMatching } from '../../src/actions';
+import { selectorRegex } from '../../src/actions';
+import type { ActionDefinition, ActionStep, StringMatching } from '../../src/types';
 import { parsePropertyFilters } from '../../src/filters';
 import type { JsonValue } from '../../src/types';
 import { matchesGroup } from './reference';

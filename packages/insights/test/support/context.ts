@@ -1,6 +1,6 @@
 /** The actions an engine test's InsightContext knows: none, or a fixed list (as a project's store would answer). */
 import { ApiError } from '@plover/core';
-import type { ActionDefinition } from '../../src/actions';
+import type { ActionDefinition } from '../../src/types';
 import type { InsightContext } from '../../src/types';
 
 /** An action lookup over `actions` (by id, or by name given a string); any other is the 400 an unknown action gives. */
