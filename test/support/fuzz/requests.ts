@@ -293,7 +293,7 @@ export function managementRoutes(table: readonly TableRoute[]): FuzzRoute[] {
       });
       const query = new URLSearchParams();
       for (const [name, schema] of Object.entries(route.query?.properties ?? {})) {
-        if (chance(random, 0.5)) query.set(name, chance(random, 0.8) ? queryRaw(valueFor(random, schema)) : queryValue(random));
+        if (chance(random, 0.5)) query.set(name, chance(random, 0.8) ? queryText(valueFor(random, schema)) : queryValue(random));
       }
       for (let i = int(random, 3); i > 0; i--) query.set(pick(random, QUERY_KEYS), queryValue(random));
       const url = query.size > 0 ? `${path}?${query.toString()}` : path;
@@ -313,7 +313,7 @@ export function managementRoutes(table: readonly TableRoute[]): FuzzRoute[] {
 }
 
 /** A generated value as a query parameter carries it: strings as they are, anything else as JSON. */
-function queryRaw(value: unknown): string {
+function queryText(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
