@@ -18,10 +18,9 @@ import { experimentById, statusOf, variantKeys, type ExperimentRow } from '../sh
 import { checkFlagKey, isObject, validateFilters } from '../shared/flag-filters';
 import { FlagsStore, type FlagRow } from '../shared/flags-store';
 import { ExperimentsStore, type ExperimentFields } from './experiments-store';
-import { DuplicateExperiment, EligibleFlags, EndExperiment, Experiment, ExperimentListQuery, ExperimentWrite, ShipVariant } from './schemas';
+import { DuplicateExperiment, EligibleFlags, EndExperiment, Experiment, ExperimentAction, ExperimentListQuery, ExperimentWrite, ShipVariant } from './schemas';
 
 const ITEM = '/experiments/:id';
-const NoBody = Type.Object({});
 
 interface Variant {
   key: string;
@@ -314,16 +313,16 @@ export function experimentRoutes({ sql }: Pick<ManagementDeps, 'sql'>): Route[] 
       },
     }),
     ...crud,
-    action('launch', 'Launch a draft: its start date is now and its flag is activated', NoBody, async (row, tx, caller) => {
+    action('launch', 'Launch a draft: its start date is now and its flag is activated', ExperimentAction, async (row, tx, caller) => {
       if (row.start_date !== null) throw errors.validation('Experiment has already been launched.');
       await activate(tx, caller, row, true);
       await store.update(tx, row.id, { start_date: new Date() });
     }),
-    action('pause', 'Pause a running experiment: its flag is deactivated', NoBody, async (row, tx, caller) => {
+    action('pause', 'Pause a running experiment: its flag is deactivated', ExperimentAction, async (row, tx, caller) => {
       if (statusOf(row) !== 'running') throw errors.validation('Experiment is not running.');
       await activate(tx, caller, row, false);
     }),
-    action('resume', 'Resume a paused experiment: its flag is activated again', NoBody, async (row, tx, caller) => {
+    action('resume', 'Resume a paused experiment: its flag is activated again', ExperimentAction, async (row, tx, caller) => {
       if (statusOf(row) !== 'paused') throw errors.validation('Experiment is not paused.');
       await activate(tx, caller, row, true);
     }),
@@ -350,16 +349,16 @@ export function experimentRoutes({ sql }: Pick<ManagementDeps, 'sql'>): Route[] 
         });
       },
     ),
-    action('reset', 'Reset an experiment to a draft: no dates, no conclusion, its flag inactive', NoBody, async (row, tx, caller) => {
+    action('reset', 'Reset an experiment to a draft: no dates, no conclusion, its flag inactive', ExperimentAction, async (row, tx, caller) => {
       if (row.start_date === null) throw errors.validation('Experiment is already a draft.');
       await activate(tx, caller, row, false);
       await store.update(tx, row.id, { start_date: null, end_date: null, archived: false, conclusion: null, conclusion_comment: null });
     }),
-    action('archive', 'Archive an experiment (hidden from the default listing)', NoBody, async (row, tx) => {
+    action('archive', 'Archive an experiment (hidden from the default listing)', ExperimentAction, async (row, tx) => {
       if (statusOf(row) === 'running') throw errors.validation('A running experiment cannot be archived: end it first.');
       await store.update(tx, row.id, { archived: true });
     }),
-    action('unarchive', 'Unarchive an experiment', NoBody, async (row, tx) => {
+    action('unarchive', 'Unarchive an experiment', ExperimentAction, async (row, tx) => {
       await store.update(tx, row.id, { archived: false });
     }),
     route({

@@ -104,6 +104,9 @@ export const ExperimentListQuery = Type.Object({
   order: Type.Optional(Type.String({ description: 'a field, `-` first for descending: created_at, name, start_date, end_date, status…' })),
 });
 
+/** The body of an action that takes no input: launch, pause, resume, reset, archive, unarchive. */
+export const ExperimentAction = component('ExperimentAction', Type.Object({}));
+
 export const EndExperiment = component(
   'EndExperiment',
   Type.Object({ conclusion: Type.Optional(Conclusion), conclusion_comment: Type.Optional(Nullable(Type.String({ maxLength: 10_000 }))) }),
