@@ -34,6 +34,7 @@ import { checkFunnelPoints, checkRetentionPoints, checkTrendPoints } from '../sh
 import { errors } from '../shared/errors';
 import { runActorsQuery } from './actors-query';
 import { hogqlActions } from './hogql-actions';
+import { hogqlFiltersAst, variableValues } from './hogql-filters';
 import { runEventsQuery } from './events-query';
 import { experimentExposureQuery, experimentQuery } from './experiment-queries';
 import type { QueryContext, QueryKind } from './query-kind';
@@ -79,7 +80,9 @@ const hogql: QueryKind<typeof HogQLQueryResponse> = {
     const timings: { k: string; t: number }[] = [];
     const result = await runHogQL(ctx.clickhouse, stringField(node, 'query'), {
       teamId: ctx.insight.projectId,
-      values: valuesOf(node),
+      values: { ...variableValues(node.variables), ...valuesOf(node) },
+      expressions: { filters: await hogqlFiltersAst(node.filters, ctx.insight) },
+      timezone: ctx.insight.timezone,
       actions: hogqlActions(ctx.insight),
       queryId: ctx.statementId,
       timings,
@@ -124,7 +127,12 @@ const hogqlMetadata: QueryKind<typeof HogQLMetadataResponse> = {
     const errorsFound: { message: string; start: number | null; end: number | null; fix: null }[] = [];
     try {
       // Parsing and printing resolve every table, field and function; nothing reaches ClickHouse.
-      await printHogQL(query, { teamId: ctx.insight.projectId, values: valuesOf(node), actions: hogqlActions(ctx.insight) });
+      await printHogQL(query, {
+        teamId: ctx.insight.projectId,
+        values: { ...variableValues(node.variables), ...valuesOf(node) },
+        expressions: { filters: await hogqlFiltersAst(node.filters, ctx.insight) },
+        actions: hogqlActions(ctx.insight),
+      });
     } catch (error) {
       if (!(error instanceof HogQLError)) throw toApiError(error);
       errorsFound.push({ message: error.message, start: error.start ?? null, end: error.end ?? null, fix: null });
