@@ -45,8 +45,11 @@ export interface ListedPerson extends Person {
   cursor: PersonCursor;
 }
 
-/** A page of the listing, newest first: after `offset` rows, or after the row `after` (a keyset, fast at any depth). */
-export type PersonPage = { limit: number; offset: number } | { limit: number; after: PersonCursor };
+/**
+ * A page of the listing, newest first: after `offset` rows (oldest first with `oldestFirst`), or after the row
+ * `after` (a keyset, fast at any depth).
+ */
+export type PersonPage = { limit: number; offset: number; oldestFirst?: boolean } | { limit: number; after: PersonCursor };
 
 /**
  * A set of persons, as a cohort's definition resolves to (reading cohort definitions is the caller's part):
@@ -133,18 +136,19 @@ function personCondition(condition: PersonCondition, params: SqlBuilder): string
 export class PersonReads {
   constructor(private readonly db: SqlExecutor) {}
 
-  /** One page of the project's persons matching `filter`, newest first (created_at, then id). */
+  /** One page of the project's persons matching `filter`, newest first (created_at, then id) unless the page says oldest first. */
   async list(projectId: number, filter: PersonListFilter, page: PersonPage): Promise<ListedPerson[]> {
     const { where, params } = listCondition(projectId, filter);
     const keyset = 'after' in page ? ` AND (p.created_at, p.id) < (${params.bind(page.after.createdAt)}::timestamptz, ${params.bind(page.after.id)})` : '';
     const limit = params.bind(page.limit);
     const offset = params.bind('after' in page ? 0 : page.offset);
+    const order = 'oldestFirst' in page && page.oldestFirst === true ? 'ASC' : 'DESC';
     const result = await refusingInvalidRegex(
       this.db.query<Person & { createdAtKey: string }>(
         'management.listPersons',
         `SELECT ${LISTED_COLUMNS}, p.created_at::text AS "createdAtKey"
            FROM persons p WHERE ${where}${keyset}
-          ORDER BY p.created_at DESC, p.id DESC LIMIT ${limit} OFFSET ${offset}`,
+          ORDER BY p.created_at ${order}, p.id ${order} LIMIT ${limit} OFFSET ${offset}`,
         params.params,
       ),
     );
@@ -204,6 +208,21 @@ export class PersonReads {
       [projectId, distinctIds],
     );
     return new Map(result.rows.map(({ lookup, ...person }) => [lookup, person]));
+  }
+
+  /**
+   * The persons of many uuids in one statement, keyed by uuid (lower-case text); uuids without a person (merged
+   * away, personless events, not a uuid at all) are absent.
+   */
+  async byUuids(projectId: number, uuids: readonly string[]): Promise<Map<string, Person>> {
+    const valid = [...new Set(uuids.filter(isUuid).map((uuid) => uuid.toLowerCase()))];
+    if (valid.length === 0) return new Map();
+    const result = await this.db.query<Person>(
+      'management.actorPersons',
+      `SELECT ${LISTED_COLUMNS} FROM persons p WHERE p.project_id = $1 AND p.uuid = ANY($2::uuid[])`,
+      [projectId, valid],
+    );
+    return new Map(result.rows.map((person) => [String(person.uuid).toLowerCase(), person]));
   }
 
   /** The person id of each distinct id that has a person (static cohort additions, continuity overrides). */

@@ -5,7 +5,6 @@
  * the filters are kept in the address (web/web-query.ts).
  */
 import { useMemo, useState } from 'preact/hooks';
-import { ApiError } from '../api/client';
 import { runQuery } from '../api/query';
 import type { HogQLResponse, InsightQueryResponse, TrendSeries, WebOverviewResponse, WebStatsTableResponse } from '../api/types';
 import { Async } from '../components/async';
@@ -43,23 +42,6 @@ import {
 const LIVE_REFRESH_MS = 30_000;
 /** Queries of the panels at once: with the live count's, within the server's limit of a project's queries at once. */
 const PANEL_QUERIES = 2;
-/** A query the server refused as one too many of the project's (queries of the screen left before): tried again this often, a second apart. */
-const THROTTLED_TRIES = 10;
-const THROTTLED_WAIT_MS = 1000;
-
-/** A panel's query in its turn, tried again while the server says too many of the project's queries run. */
-function panelQuery<T>(queue: ReturnType<typeof limiter>, signal: AbortSignal, run: () => Promise<T>): Promise<T> {
-  return queue(async () => {
-    for (let tries = 1; ; tries++) {
-      try {
-        return await run();
-      } catch (error) {
-        if (!(error instanceof ApiError && error.status === 429) || tries === THROTTLED_TRIES || signal.aborted) throw error;
-        await new Promise((resolve) => setTimeout(resolve, THROTTLED_WAIT_MS));
-      }
-    }
-  }, signal);
-}
 
 export function WebAnalytics() {
   const [search, setSearch] = useSearchParams();
@@ -124,7 +106,7 @@ interface PanelProps {
 function OverviewPanel({ state, stateKey, queue }: PanelProps) {
   const { client, projectId } = useConsole();
   const overview = useLoad(
-    (signal) => panelQuery(queue, signal, () => runQuery<WebOverviewResponse>(client, projectId, overviewNode(state))),
+    (signal) => queue(() => runQuery<WebOverviewResponse>(client, projectId, overviewNode(state), signal), signal),
     [client, projectId, stateKey],
     {
       keep: true,
@@ -178,7 +160,7 @@ function VisitorsPanel({ state, stateKey, queue }: PanelProps) {
   const { client, projectId } = useConsole();
   const interval = chartInterval(state);
   const trend = useLoad(
-    (signal) => panelQuery(queue, signal, () => runQuery<InsightQueryResponse<TrendSeries[]>>(client, projectId, visitorsNode(state))),
+    (signal) => queue(() => runQuery<InsightQueryResponse<TrendSeries[]>>(client, projectId, visitorsNode(state), signal), signal),
     [client, projectId, stateKey],
     { keep: true },
   );
@@ -200,7 +182,7 @@ function StatsPanel({ panel, state, stateKey, queue, onFilter }: PanelProps & { 
     // The answer keeps the table it is of: while another tab's rows load, the previous rows keep their own labels.
     async (signal) => ({
       table,
-      answer: await queue(() => runQuery<WebStatsTableResponse>(client, projectId, statsNode(state, table, panel.bounceRate), signal)),
+      answer: await queue(() => runQuery<WebStatsTableResponse>(client, projectId, statsNode(state, table, panel.bounceRate), signal), signal),
     }),
     [client, projectId, stateKey, table],
     { keep: true },

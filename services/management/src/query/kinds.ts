@@ -95,7 +95,7 @@ const events: QueryKind<typeof EventsQueryResponse> = {
   response: EventsQueryResponse,
   async run(node, ctx) {
     const timings: { k: string; t: number }[] = [];
-    const result = await runEventsQuery(ctx.clickhouse, node, ctx.insight, { queryId: ctx.statementId, timings });
+    const result = await runEventsQuery(ctx.clickhouse, ctx.sql, node, ctx.insight, { queryId: ctx.statementId, timings });
     return { ...result, timings, modifiers: {}, error: null };
   },
   cacheScope: thisMinute,
@@ -106,7 +106,7 @@ const actors: QueryKind<typeof ActorsQueryResponse> = {
   response: ActorsQueryResponse,
   async run(node, ctx) {
     const started = performance.now();
-    const result = await runActorsQuery(ctx.clickhouse, node, ctx.insight);
+    const result = await runActorsQuery(ctx.clickhouse, ctx.sql, node, ctx.insight);
     return { ...result, hogql: null, timings: [{ k: './calculate', t: (performance.now() - started) / 1000 }], modifiers: {}, error: null };
   },
   // Relative date ranges move with the clock.
