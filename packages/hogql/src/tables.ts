@@ -250,6 +250,31 @@ const sessionReplayEvents = table(
   () => `FROM session_replay_summaries AS r FINAL WHERE r.team_id = ${TEAM} GROUP BY r.session_id`,
 );
 
+/** OpenTelemetry log records (`/i/v1/logs`), one row each; rows past their retention are hidden before the TTL removes them. */
+const logs = table(
+  {
+    uuid: col('l.uuid'),
+    team_id: col('l.team_id'),
+    timestamp: col('l.timestamp'),
+    observed_timestamp: col('l.observed_timestamp'),
+    severity_text: col('l.severity_text'),
+    severity_number: col('l.severity_number'),
+    // PostHog's name for the level, lowercase (`info`, `warn`, `error`, …).
+    level: col('lower(l.severity_text)'),
+    body: col('l.body'),
+    trace_id: col('l.trace_id'),
+    span_id: col('l.span_id'),
+    attributes: json('l.attributes'),
+    resource_attributes: json('l.resource_attributes'),
+    service_name: col('l.service_name'),
+    session_id: col('l.session_id'),
+    $session_id: col('l.session_id'),
+    distinct_id: col('l.distinct_id'),
+  },
+  ['uuid', 'timestamp', 'severity_text', 'body', 'service_name', 'session_id', 'distinct_id', 'trace_id', 'span_id', 'attributes'],
+  () => `FROM logs AS l FINAL WHERE l.team_id = ${TEAM} AND l.expires_at > now()`,
+);
+
 export const VIRTUAL_TABLES: ReadonlyMap<string, VirtualTable> = new Map([
   ['events', events],
   ['persons', persons],
@@ -257,6 +282,7 @@ export const VIRTUAL_TABLES: ReadonlyMap<string, VirtualTable> = new Map([
   ['groups', groups],
   ['sessions', sessions],
   ['session_replay_events', sessionReplayEvents],
+  ['logs', logs],
 ]);
 
 /** The leaf path `chain` names in `table`, and how many of its names that took (the rest are JSON keys). */
