@@ -6,6 +6,7 @@ export type { EventPerson, EventPersonStore, PersonEvent, PersonMode } from './p
 export {
   EXACT_COUNT_CAP,
   PersonReads,
+  cohortPeopleSql,
   type ListedPerson,
   type Person,
   type PersonCondition,
