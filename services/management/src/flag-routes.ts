@@ -1,5 +1,6 @@
 import type { Router } from 'express';
 import type { Sql } from '@plover/postgres';
+import type { ManagementDeps } from './http/deps';
 import { cohortRoutes } from './cohorts/routes';
 import { earlyAccessRoutes } from './early-access/routes';
 import { flagRoutes } from './feature-flags/routes';
@@ -7,7 +8,7 @@ import { routerOf, type Route } from './http/route-table';
 import { surveyRoutes } from './surveys/routes';
 
 /** The routes of flags, cohorts, early access features and surveys under a project: what decide evaluates. */
-export function flagDefinitionRoutes(deps: { sql: Sql }): Route[] {
+export function flagDefinitionRoutes(deps: { sql: Sql } & Partial<Pick<ManagementDeps, 'clickhouse' | 'logger'>>): Route[] {
   return [...flagRoutes(deps), ...cohortRoutes(deps), ...earlyAccessRoutes(deps), ...surveyRoutes(deps)];
 }
 
