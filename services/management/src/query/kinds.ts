@@ -23,10 +23,12 @@ import {
   runRetention,
   parseWebQuery,
   parseWebStatsQuery,
+  parseWebExternalClicksQuery,
   resolveRange,
   runWebOverview,
   runWebStatsTable,
   runWebGoals,
+  runWebExternalClicks,
 } from '@plover/insights';
 import { HogQLError, printHogQL, runHogQL, toApiError } from '@plover/hogql';
 import type { Static, TObject } from '@sinclair/typebox';
@@ -53,6 +55,7 @@ import {
   WebOverviewQueryResponse,
   WebStatsTableQueryResponse,
   WebGoalsQueryResponse,
+  WebExternalClicksTableQueryResponse,
   type CacheField,
 } from './schemas';
 
@@ -256,6 +259,13 @@ const webGoals: QueryKind<typeof WebGoalsQueryResponse> = {
   },
 };
 
+/** Web analytics' outbound links: the links to other sites clicked, with their visitors and clicks. */
+const webExternalClicks: QueryKind<typeof WebExternalClicksTableQueryResponse> = {
+  response: WebExternalClicksTableQueryResponse,
+  run: (node, ctx) => runWebExternalClicks(ctx.clickhouse, parseWebExternalClicksQuery(node), ctx.insight),
+  cacheScope: webRange,
+};
+
 /** A display wrapper: PostHog runs its `source` and answers the source's response unchanged. */
 const wrapper: QueryKind = {
   response: 'source',
@@ -281,6 +291,7 @@ export function queryKinds(): ReadonlyMap<string, QueryKind> {
     ['WebOverviewQuery', webOverview],
     ['WebStatsTableQuery', webStatsTable],
     ['WebGoalsQuery', webGoals],
+    ['WebExternalClicksTableQuery', webExternalClicks],
     ['ExperimentExposureQuery', experimentExposureQuery],
     ['ExperimentQuery', experimentQuery],
     ['InsightVizNode', wrapper],
