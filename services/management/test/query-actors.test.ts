@@ -1,7 +1,7 @@
 /**
  * ActorsQuery and EventsQuery persons from the person store (identified flag, current properties, every distinct
  * id, missing actors counted), the persons list without a source, and the funnel points PostHog's persons modal
- * opens — trend periods (converted and dropped off), time-to-convert bins and custom steps — each listing as many
+ * opens — and saves as a static cohort — trend periods (converted and dropped off), time-to-convert bins and custom steps — each listing as many
  * actors as the number shown, on a seeded dataset checked against a plain TypeScript count. Also what POST
  * /query/ applies before running: `filters_override`, `variables_override`, and the project's timezone in HogQL;
  * and the async refresh modes: 202 with a query status, the result from GET /query/:id/.
@@ -103,6 +103,20 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('Actors
       source: { kind: 'InsightActorsQuery', source: trend, day: wall(at).slice(0, 10) },
     });
     expect(distinct.results).toContainEqual([ann.personUuid, ['ann']]);
+
+    // Saved as a static cohort (PostHog's persons modal): the listed persons the store has become its members.
+    const cohort = await request(world.app)
+      .post(`/api/projects/${t.projectId}/cohorts/`)
+      .set(t.auth)
+      .send({ name: 'Viewers', is_static: true, query: { kind: 'InsightActorsQuery', source: trend, day: wall(at).slice(0, 10) } });
+    expect([cohort.status, cohort.body.count]).toEqual([201, 2]);
+    const members = await request(world.app).get(`/api/projects/${t.projectId}/cohorts/${cohort.body.id}/persons/`).set(t.auth);
+    expect(members.body.results.map((p: { uuid: string }) => p.uuid).sort()).toEqual([ann.personUuid, bob.personUuid].sort());
+    const dynamic = await request(world.app)
+      .post(`/api/projects/${t.projectId}/cohorts/`)
+      .set(t.auth)
+      .send({ name: 'x', query: { kind: 'ActorsQuery' } });
+    expect([dynamic.status, dynamic.body.attr]).toEqual([400, 'query']);
 
     // EventsQuery's person column reads the same store, by the event's distinct id.
     const events = await post(t, { kind: 'EventsQuery', select: ['distinct_id', 'person'], orderBy: ['distinct_id'] });
