@@ -14,7 +14,9 @@ export function App() {
     setKey(null);
   };
   const client = useMemo(
-    () => key && new ApiClient(key, () => signOut('The server no longer accepts this key: it may have been revoked. Sign in with another one.')),
+    () =>
+      key &&
+      new ApiClient(key, window.location.origin, () => signOut('The server no longer accepts this key: it may have been revoked. Sign in with another one.')),
     [key],
   );
   if (!client) {

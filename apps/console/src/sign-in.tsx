@@ -22,7 +22,7 @@ export function SignIn({ notice, onSignedIn }: { notice?: string; onSignedIn: (k
     }
     setBusy(true);
     try {
-      await new ApiClient(value).call(operations.listProjects, {}, { query: { limit: 1 } });
+      await new ApiClient(value, window.location.origin).call(operations.listProjects, {}, { query: { limit: 1 } });
       onSignedIn(value);
     } catch (caught) {
       if (caught instanceof ApiError && caught.missingScope) onSignedIn(value);

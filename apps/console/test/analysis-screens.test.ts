@@ -436,12 +436,16 @@ describeWithBrowser()('the analysis screens in Chromium', () => {
     ]);
 
     // The dashboard's date range over the insight's own.
+    const picked = page.waitForResponse((response) => response.request().method() === 'PATCH' && /\/dashboards\/\d+\/$/.test(new URL(response.url()).pathname));
     await page.getByLabel('Date range').selectOption('-30d');
+    // The pick shows at once, and stays while it is saved and the dashboard reloads.
     await expect(page.getByLabel('Date range').inputValue()).resolves.toBe('-30d');
+    expect((await picked).ok()).toBe(true);
     const after = await target.console.api<Stored>('GET', `/api/projects/${projectId}/dashboards/${dashboardId}/`);
     expect(after.filters).toMatchObject({ date_from: '-30d' });
     await insightTile.locator('.legend').filter({ hasText: '$pageview17' }).waitFor();
     await page.getByText('refreshing…').waitFor({ state: 'hidden' });
+    await expect(page.getByLabel('Date range').inputValue()).resolves.toBe('-30d');
     await screenshot(page, 'dashboard');
 
     // A share link anyone can open, until it is revoked.

@@ -1,6 +1,7 @@
 /**
  * A project's session replay settings (PostHog's `Team` fields of the same names): what decide's remote config
- * tells posthog-js's recorder, and how long recordings are kept. The management API validates a change with
+ * tells posthog-js's recorder, and how long recordings are kept; with them its logs settings, which turn
+ * posthog-js's console-log capture on (docs/logs.md#browser-console-capture). The management API validates a change with
  * `sessionReplaySettingsSchema` and writes it with `updateSessionReplaySettings`; decide reads them with
  * `readSessionReplaySettings`. docs/decide.md#session-recording says how each one reaches the SDK.
  */
@@ -33,6 +34,8 @@ export interface SessionReplaySettings {
   capture_console_log_opt_in: boolean;
   capture_performance_opt_in: boolean;
   session_recording_retention_period: '30d' | '90d' | '1y' | '5y';
+  /** `capture_console_logs`: posthog-js sends the browser console to `/i/v1/logs`; null is every setting off. */
+  logs_settings: { capture_console_logs?: boolean } | null;
 }
 
 /** A change: any subset of the settings. */
@@ -96,6 +99,7 @@ export const sessionReplaySettingsSchema = {
     capture_console_log_opt_in: { type: 'boolean' },
     capture_performance_opt_in: { type: 'boolean' },
     session_recording_retention_period: { type: 'string', enum: ['30d', '90d', '1y', '5y'] },
+    logs_settings: { type: ['object', 'null'], additionalProperties: false, properties: { capture_console_logs: { type: 'boolean' } } },
   },
 } as const;
 
@@ -112,6 +116,7 @@ const JSON_COLUMNS = new Set<Setting>([
   'session_recording_url_blocklist_config',
   'session_recording_event_trigger_config',
   'session_replay_config',
+  'logs_settings',
 ]);
 
 // numeric comes back as text from both drivers; as float8 it is a number.

@@ -29,6 +29,7 @@ const EVERY_SETTING: SessionReplaySettings = {
   capture_console_log_opt_in: false,
   capture_performance_opt_in: false,
   session_recording_retention_period: '1y',
+  logs_settings: { capture_console_logs: true },
 };
 
 /** The same contract on PGlite and on Postgres: defaults, a full write, a partial write, clearing, refusals. */

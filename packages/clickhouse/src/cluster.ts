@@ -34,6 +34,7 @@ export function localTable(table: string): string {
  *   Queries JOIN the overrides of a whole project to events of every shard: CLUSTER_SETTINGS sends them there.
  * - session_replay_snapshots, session_replay_summaries: the session id, so a recording's blocks and its
  *   summary rows are on one shard, read and summed there (the snapshot rows have no distinct id).
+ * - logs: the record's uuid, which every copy of a record carries; a project's lines spread over every shard.
  * - plover_migrations: the migration's version, the ledger's key.
  * A table missing here cannot be created in cluster mode: each new table needs its key chosen.
  */
@@ -43,6 +44,7 @@ export const SHARDING_KEYS: Readonly<Record<string, string>> = {
   person_overrides: 'cityHash64(old_person_id)',
   session_replay_snapshots: 'cityHash64(session_id)',
   session_replay_summaries: 'cityHash64(session_id)',
+  logs: 'cityHash64(uuid)',
   plover_migrations: 'version',
 };
 

@@ -11,6 +11,7 @@ export * from './events';
 export * from './warnings';
 export * from './person-overrides';
 export * from './replay';
+export * from './logs';
 // What an adapter outside this package (chDB) shares with the HTTP one: error classification and the wire rules.
 export { clickHouseFailure, closedFailure, unclassifiedFailure } from './errors';
 export { assertTableName, compactRows, normalizeParams, SESSION_SETTINGS, withSettings, type CompactResult } from './wire';

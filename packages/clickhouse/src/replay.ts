@@ -109,7 +109,7 @@ export async function insertSnapshotBatches(ch: ClickHouse, batches: readonly Sn
 const MAX_INSERT_BYTES = 16 * 1024 * 1024;
 
 /** `items` in order, cut into runs of at most MAX_INSERT_BYTES (a larger item alone). */
-function bySize<T>(items: readonly T[], size: (item: T) => number): T[][] {
+export function bySize<T>(items: readonly T[], size: (item: T) => number): T[][] {
   const chunks: T[][] = [];
   let bytes = Infinity;
   for (const item of items) {

@@ -91,7 +91,7 @@ describe.each(variants)('ClickHouse contract: $name', (variant) => {
   describe('migrations', () => {
     it('apply in order, are recorded, and a second run applies nothing', async () => {
       expect(await migrate(ch)).toEqual({
-        applied: ['001_events', '002_ingestion_warnings', '003_person_overrides', '004_materialized_properties', '005_session_replay'],
+        applied: ['001_events', '002_ingestion_warnings', '003_person_overrides', '004_materialized_properties', '005_session_replay', '006_logs'],
       });
       expect(await migrate(ch)).toEqual({ applied: [] });
       const recorded = await ch.query('test.ledger', 'SELECT version, name FROM plover_migrations FINAL ORDER BY version');
@@ -101,6 +101,7 @@ describe.each(variants)('ClickHouse contract: $name', (variant) => {
         { version: 3, name: 'person_overrides' },
         { version: 4, name: 'materialized_properties' },
         { version: 5, name: 'session_replay' },
+        { version: 6, name: 'logs' },
       ]);
     });
 
@@ -111,11 +112,12 @@ describe.each(variants)('ClickHouse contract: $name', (variant) => {
         expect(racing.flatMap((run) => run.applied)).toContain('001_events');
         expect(await migrate(ch, { database })).toEqual({ applied: [] });
         const recorded = await ch.query('test.ledger', `SELECT version FROM ${database}.plover_migrations FINAL ORDER BY version`);
-        expect(recorded).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }, { version: 5 }]);
+        expect(recorded).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }, { version: 5 }, { version: 6 }]);
         const tables = await ch.query('test.tables', 'SELECT name FROM system.tables WHERE database = {database:String} ORDER BY name', { database });
         expect(tables).toEqual([
           { name: 'events' },
           { name: 'ingestion_warnings' },
+          { name: 'logs' },
           { name: 'person_overrides' },
           { name: 'plover_migrations' },
           { name: 'session_replay_snapshots' },

@@ -331,6 +331,8 @@ export interface IngestionConfig {
   geoip: boolean;
   /** Whether ingestion keeps the event and property definitions up to date. */
   definitions: boolean;
+  /** Days a stored log record is kept, from its UTC day. */
+  logsRetentionDays: number;
 }
 
 export const ingestion: Section<IngestionConfig> = {
@@ -373,6 +375,13 @@ export const ingestion: Section<IngestionConfig> = {
       type: 'boolean',
       default: true,
     },
+    LOGS_RETENTION_DAYS: {
+      description: 'Days an OpenTelemetry log record (/i/v1/logs) is kept, counted from its UTC day; applies to records stored from then on',
+      type: 'integer',
+      minimum: 1,
+      maximum: 3650,
+      default: 30,
+    },
   },
   read: (v) => ({
     batchSize: v.INGESTION_BATCH_SIZE as number,
@@ -381,6 +390,7 @@ export const ingestion: Section<IngestionConfig> = {
     retryBackoffMs: v.INGESTION_RETRY_BACKOFF_MS as number,
     geoip: v.INGESTION_GEOIP as boolean,
     definitions: v.INGESTION_DEFINITIONS as boolean,
+    logsRetentionDays: v.LOGS_RETENTION_DAYS as number,
   }),
 };
 

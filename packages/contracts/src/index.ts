@@ -5,3 +5,4 @@ export * from './json-depth';
 export * from './identifiers';
 export * from './replay';
 export * from './capture-v1';
+export * from './logs';

@@ -1,7 +1,9 @@
 /**
- * `cohort_people`, the members of static cohorts: added by the management API (a CSV upload, or persons added
- * by hand), counted in its cohort listings, and read by decide to evaluate a flag on a static cohort.
+ * `cohort_people`, the stored members of cohorts: a static cohort's (added by the management API, a CSV upload
+ * or persons added by hand, at version 0) and a dynamic cohort's calculated ones (one version per calculation,
+ * docs/cohorts.md); counted in the cohort listings, and read by decide to evaluate a flag on a static cohort.
  */
+import { cohortPeopleSql } from '@plover/persons';
 import type { SqlExecutor } from '@plover/postgres';
 
 /** Adds persons to a static cohort; persons already in it stay as they are. */
@@ -14,7 +16,7 @@ export async function addCohortMembers(tx: SqlExecutor, cohortId: number, person
 
 /** SQL expression: the member count of the cohort whose id is `cohortIdExpr`, for a listing's select list. */
 export function cohortMemberCountSql(cohortIdExpr: string): string {
-  return `(SELECT count(*) FROM cohort_people p WHERE p.cohort_id = ${cohortIdExpr})`;
+  return `(SELECT count(*) FROM (${cohortPeopleSql(cohortIdExpr)}) members)`;
 }
 
 /** Which of `cohortIds` the person is a member of. */
@@ -22,7 +24,8 @@ export async function staticCohortMemberships(sql: SqlExecutor, personId: number
   if (cohortIds.length === 0) return new Set();
   const result = await sql.query<{ cohort_id: number }>(
     'cohorts.memberships',
-    'SELECT cohort_id FROM cohort_people WHERE person_id = $1 AND cohort_id = ANY($2::int[])',
+    `SELECT cp.cohort_id FROM cohort_people cp JOIN cohorts c ON c.id = cp.cohort_id AND cp.version = c.people_version
+      WHERE cp.person_id = $1 AND cp.cohort_id = ANY($2::int[])`,
     [personId, cohortIds],
   );
   return new Set(result.rows.map((row) => row.cohort_id));

@@ -43,6 +43,24 @@ it(`${COUNT} hostile queries: project 1's rows or a 400, never another project's
   expect(outcomes.refused).toBeGreaterThan(COUNT / 5);
 });
 
+it("reads a project's own log lines only, whatever the query names", async () => {
+  const own = await runHogQL(store.ch, 'SELECT body, distinct_id, session_id FROM logs ORDER BY timestamp', { teamId: 1 });
+  expect(own.results.length).toBe(30);
+  expect(foreignCells(own.results)).toEqual([]);
+  for (const query of [
+    "SELECT body FROM logs WHERE team_id = 2 OR distinct_id LIKE 'p2-%'",
+    'SELECT count() FROM logs AS l JOIN (SELECT session_id FROM logs WHERE team_id = 2) AS o ON l.session_id = o.session_id',
+    "SELECT body FROM logs WHERE session_id IN (SELECT `$session_id` FROM events WHERE team_id = 2) OR body LIKE '%p2-%'",
+  ]) {
+    const { results } = await runHogQL(store.ch, query, { teamId: 1 });
+    expect({ query, foreign: foreignCells(results) }).toEqual({ query, foreign: [] });
+    if (query.startsWith('SELECT body')) expect(results).toEqual([]);
+  }
+  const asProject2 = await runHogQL(store.ch, 'SELECT body FROM logs', { teamId: 2 });
+  expect(asProject2.results.length).toBe(30);
+  expect(foreignCells(asProject2.results).length).toBe(30);
+});
+
 it('answers project 1 rows for a plain query, so the check above is not vacuous', async () => {
   const { results } = await runHogQL(store.ch, 'SELECT distinct_id FROM events', { teamId: 1 });
   expect(results.length).toBe(30);

@@ -3,18 +3,19 @@
  * rows come from the same SQL its counts come from, so the actors listed for a point are exactly the ones counted
  * there (docs/query.md, "ActorsQuery").
  */
-import { PERSON_ID_EXPRESSION, PERSON_OVERRIDES_SUBQUERY, type ClickHouse } from '@plover/clickhouse';
+import type { ClickHouse } from '@plover/clickhouse';
 import { ApiError } from '@plover/core';
 import { bucketDay, daysBefore, formatWall, parseWall, previousRange } from './dates';
 import { actorFunnelSql } from './funnel-sql';
 import type { FunnelInput } from './funnel-input';
+import { timeToConvertSql } from './funnels';
 import { pathRowsSql, type PathsInput } from './paths';
 import { retentionCellsSql, retentionRange, type RetentionInput } from './retention';
 import { lifecycleStatusesSql, wallOrdinal } from './lifecycle';
 import { Params } from './params';
 import { insightRange } from './range';
 import { stickinessTargetsSql } from './stickiness';
-import { activeDays, BREAKDOWN_OTHER, query, rankBreakdown, SeriesQuery } from './trends';
+import { activeDays, BREAKDOWN_OTHER, cohortNarrowed, query, rankBreakdown, SeriesQuery } from './trends';
 import { TOTAL_VALUE_DISPLAYS, type InsightContext, type InsightRequest, type LifecycleStatus, type ResolvedRange } from './types';
 
 /** Which number of a series insight: the series, the bucket (`day` as in the result's `days`), breakdown, status. */
@@ -28,10 +29,18 @@ export interface SeriesPoint {
   status: LifecycleStatus | null;
 }
 
-/** Which actors of a funnel: `step` 1-based, negative = dropped off before step |step|; `breakdown` one value. */
+/**
+ * Which actors of a funnel, one of: `step` (1-based: reached at least that step; negative: stopped just before step
+ * |step|), `customSteps` (1-based furthest steps, exactly), `trends` (the entrance period of a funnel trend, as in
+ * the result's `days`: its converted actors, or with `dropOff` those who entered and did not convert), `bin` (a
+ * time-to-convert bin, by its start in seconds as in the result's `bins`). `breakdown` keeps one value.
+ */
 export interface FunnelPoint {
   input: FunnelInput;
-  step: number;
+  step: number | null;
+  customSteps: readonly number[] | null;
+  trends: { period: string; dropOff: boolean } | null;
+  bin: number | null;
   breakdown: string | null;
 }
 
@@ -56,8 +65,17 @@ function bucketEnd(range: ResolvedRange, index: number): string {
   return next === undefined ? range.to : formatWall(parseWall(next) - 1000);
 }
 
+/** A point of a cohort breakdown names its cohort (`all`, or an id): its actors are those of the narrowed trend. */
+function cohortOfPoint(point: SeriesPoint): number | 'all' {
+  if (point.breakdown === 'all') return 'all';
+  const id = Number(point.breakdown);
+  if (!Number.isSafeInteger(id) || id < 1) throw ApiError.validation('breakdown must be a cohort id of the breakdown, or "all".', `${ATTR}__breakdown`);
+  return id;
+}
+
 async function trendActors(ch: ClickHouse, point: SeriesPoint, range: ResolvedRange, ctx: InsightContext): Promise<ActorsSql> {
-  const { input } = point.request;
+  const requested = point.request.input;
+  const input = requested.breakdown?.type === 'cohort' && point.breakdown !== null ? cohortNarrowed(requested, cohortOfPoint(point)) : requested;
   const series = input.series[point.series]!;
   const q = new SeriesQuery(series, input, ctx, series.math !== 'unique_group');
   const totalValue = TOTAL_VALUE_DISPLAYS.includes(input.display);
@@ -113,21 +131,47 @@ export async function seriesActorsSql(ch: ClickHouse, point: SeriesPoint, ctx: I
   return trendActors(ch, point, range, ctx);
 }
 
-/** The actors behind a funnel step (converted: reached at least that step; dropped off: stopped just before it). */
-export async function funnelActorsSql(ch: ClickHouse, point: FunnelPoint, ctx: InsightContext): Promise<ActorsSql> {
-  const { input } = point;
-  const n = input.steps.length;
-  if (!Number.isInteger(point.step) || point.step === 0 || point.step === -1 || Math.abs(point.step) > n) {
+function funnelStepCondition(point: FunnelPoint): string {
+  const n = point.input.steps.length;
+  if (point.customSteps !== null) {
+    if (point.customSteps.length === 0 || point.customSteps.some((step) => !Number.isInteger(step) || step < 1 || step > n)) {
+      throw ApiError.validation(`funnelCustomSteps takes steps 1…${n}.`, 'funnelCustomSteps');
+    }
+    return `reached IN (${[...new Set(point.customSteps)].map((step) => step - 1).join(', ')})`;
+  }
+  const step = point.step ?? 1;
+  if (!Number.isInteger(step) || step === 0 || step === -1 || Math.abs(step) > n) {
     throw ApiError.validation(`funnelStep must be 1…${n}, or -2…-${n} for those who dropped off before that step.`, 'funnelStep');
   }
-  const range = await insightRange(ch, input, input.vizType === 'trends' ? input.interval : 'day', ctx);
+  return step > 0 ? `reached >= ${step - 1}` : `reached = ${-step - 2}`;
+}
+
+/**
+ * The actors behind a funnel number: a step (converted: reached at least that step; dropped off: stopped just
+ * before it), a trend point (an entrance period's converted or dropped-off actors) or a time-to-convert bin, each
+ * from the rows that number is counted from.
+ */
+export async function funnelActorsSql(ch: ClickHouse, point: FunnelPoint, ctx: InsightContext): Promise<ActorsSql> {
+  const { input } = point;
+  if (point.bin !== null) {
+    const { sql, params } = await timeToConvertSql(ch, input, ctx);
+    return { sql: `SELECT actor, uuids FROM (${sql}) WHERE abs(low + bin * width - ${params.add(point.bin, 'Float64')}) < 1e-6`, params };
+  }
+  const interval = point.trends !== null || input.vizType === 'trends' ? input.interval : 'day';
+  const range = await insightRange(ch, input, interval, ctx);
   const params = new Params();
   params.values.projectId = ctx.projectId;
   const bounds = { from: range.from, to: range.to, tz: params.add(ctx.timezone, 'String') };
-  const actors = await actorFunnelSql(input, params, ctx, bounds, { byPeriod: false });
-  const reached = point.step > 0 ? `reached >= ${point.step - 1}` : `reached = ${-point.step - 2}`;
-  const value = point.breakdown === null ? '' : ` AND val = ${params.add(point.breakdown, 'String')}`;
-  return { sql: `SELECT actor, groupArrayArray(uuids) AS uuids FROM (${actors}) WHERE ${reached}${value} GROUP BY actor`, params };
+  const where: string[] = [];
+  if (point.trends !== null) {
+    const bucket = range.buckets[bucketIndex(range, point.trends.period, 'funnelTrendsEntrancePeriodStart')!]!;
+    const from = params.add(input.fromStep, 'Int8');
+    const to = params.add(input.toStep, 'Int8');
+    where.push(`period = ${params.add(bucket, 'String')}`, point.trends.dropOff ? `reached >= ${from} AND reached < ${to}` : `reached >= ${to}`);
+  } else where.push(funnelStepCondition(point));
+  if (point.breakdown !== null) where.push(`val = ${params.add(point.breakdown, 'String')}`);
+  const actors = await actorFunnelSql(input, params, ctx, bounds, { byPeriod: point.trends !== null });
+  return { sql: `SELECT actor, groupArrayArray(uuids) AS uuids FROM (${actors}) WHERE ${where.join(' AND ')} GROUP BY actor`, params };
 }
 
 /** The cohort of one retention row (`interval`, 0-based), with the columns each actor counts in (`appearances`). */
@@ -199,39 +243,19 @@ export async function actorsPage(ch: ClickHouse, actors: ActorsSql, limit: numbe
   return { rows: page.slice(0, limit), hasMore: page.length > limit };
 }
 
-export interface PersonDetails {
-  properties: Record<string, unknown>;
-  created_at: string;
-  distinct_ids: string[];
-}
-
-/** Persons by id (merges applied) as their events tell: the latest person properties, creation time, distinct ids. */
-export async function personDetails(ch: ClickHouse, ids: readonly string[], ctx: InsightContext): Promise<Map<string, PersonDetails>> {
-  if (ids.length === 0) return new Map();
+/** The distinct id each of the given events was captured with (PostHog's `event_distinct_ids`), by event uuid. */
+export async function eventDistinctIds(ch: ClickHouse, uuids: readonly string[], ctx: InsightContext): Promise<Map<string, string>> {
+  if (uuids.length === 0) return new Map();
   const p = new Params();
   p.values.projectId = ctx.projectId;
   const rows = await query(
     ch,
-    'insights.actors.persons',
-    `SELECT toString(${PERSON_ID_EXPRESSION}) AS id, argMax(e.person_properties, e.timestamp) AS properties,
-        toString(min(e.person_created_at)) AS created_at, groupUniqArray(e.distinct_id) AS distinct_ids
-      FROM events AS e FINAL LEFT JOIN (${PERSON_OVERRIDES_SUBQUERY}) AS o ON e.person_id = o.old_person_id
-      WHERE e.team_id = {projectId:Int64} AND toString(${PERSON_ID_EXPRESSION}) IN ${p.add(ids, 'Array(String)')}
-      GROUP BY id`,
+    'insights.actors.distinctIds',
+    `SELECT toString(e.uuid) AS event_uuid, any(e.distinct_id) AS distinct_id FROM events AS e
+      WHERE e.team_id = {projectId:Int64} AND toString(e.uuid) IN ${p.add(uuids, 'Array(String)')} GROUP BY event_uuid`,
     p,
   );
-  return new Map(
-    rows.map((row) => {
-      let properties: Record<string, unknown> = {};
-      try {
-        properties = JSON.parse(String(row.properties)) as Record<string, unknown>;
-      } catch {
-        // Not an object: no properties.
-      }
-      const details = { properties, created_at: String(row.created_at), distinct_ids: (row.distinct_ids as unknown as string[]).map(String).sort() };
-      return [String(row.id), details];
-    }),
-  );
+  return new Map(rows.map((row) => [String(row.event_uuid), String(row.distinct_id)]));
 }
 
 export interface MatchedRecording {

@@ -149,18 +149,26 @@ const MAX_AUTO_BINS = 60;
 /** The width of the one bin when every conversion took the same time. */
 const SAME_TIME_BIN_SECONDS = 60;
 
-async function timeToConvertResult(ch: ClickHouse, input: FunnelInput, ctx: InsightContext): Promise<FunnelTimeToConvertResult> {
+/**
+ * One row per actor who converted from `fromStep` to `toStep` (breakdown ignored): `actor`, `uuids`, `t` (seconds
+ * between the two steps) and its histogram bin — `bin` (0-based), and the histogram's `bins`, `width`, `low`
+ * (the first bin's start) and `average` — so that a bin's count and its actors come from the same rows.
+ */
+export async function timeToConvertSql(ch: ClickHouse, input: FunnelInput, ctx: InsightContext): Promise<{ sql: string; params: Params }> {
   const unbroken: FunnelInput = { ...input, breakdown: null };
   const { params, bounds } = await prepare(ch, unbroken, ctx);
   const actors = await actorFunnelSql(unbroken, params, ctx, bounds, { byPeriod: false });
   const bins = input.binCount === null ? `least(${MAX_AUTO_BINS}, greatest(1, ceil(cbrt(n))))` : params.add(input.binCount, 'UInt32');
+  const sql = `SELECT actor, uuids, t, count() OVER () AS n, min(t) OVER () AS low, max(t) OVER () AS high, avg(t) OVER () AS average,
+      ${bins} AS bins, if(high = low, ${SAME_TIME_BIN_SECONDS}, ceil((high - low) / bins)) AS width, floor((t - low) / width) AS bin
+    FROM (SELECT actor, uuids, ${secondsBetween(input.fromStep, input.toStep)} AS t FROM (${actors}) WHERE reached >= ${params.add(input.toStep, 'Int8')})`;
+  return { sql, params };
+}
+
+async function timeToConvertResult(ch: ClickHouse, input: FunnelInput, ctx: InsightContext): Promise<FunnelTimeToConvertResult> {
+  const { sql: binned, params } = await timeToConvertSql(ch, input, ctx);
   const sql = `SELECT bin, count() AS actors, any(bins) AS bins, any(width) AS width, any(low) AS low, any(average) AS average
-    FROM (
-      SELECT t, count() OVER () AS n, min(t) OVER () AS low, max(t) OVER () AS high, avg(t) OVER () AS average,
-        ${bins} AS bins, if(high = low, ${SAME_TIME_BIN_SECONDS}, ceil((high - low) / bins)) AS width, floor((t - low) / width) AS bin
-      FROM (SELECT ${secondsBetween(input.fromStep, input.toStep)} AS t FROM (${actors}) WHERE reached >= ${params.add(input.toStep, 'Int8')})
-    )
-    GROUP BY bin ORDER BY bin`;
+    FROM (${binned}) GROUP BY bin ORDER BY bin`;
   const rows = await query(ch, 'insights.funnel.timeToConvert', sql, params);
   const [first] = rows;
   if (first === undefined) return { bins: [], average_conversion_time: null };

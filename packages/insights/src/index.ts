@@ -20,3 +20,4 @@ export * from './actors';
 export * from './web';
 export * from './experiments';
 export * from './experiment-stats';
+export * from './behavioral';

@@ -1,4 +1,4 @@
-export { storableText, type Properties } from './json';
+export { storableJson, storableText, type Properties } from './json';
 export type { PersonWarning } from './warnings';
 export type { PersonOverride } from './person-repository';
 export { PersonStore, type DeletedPerson, type PropertiesUpdate } from './person-store';
@@ -6,6 +6,7 @@ export type { EventPerson, EventPersonStore, PersonEvent, PersonMode } from './p
 export {
   EXACT_COUNT_CAP,
   PersonReads,
+  cohortPeopleSql,
   type ListedPerson,
   type Person,
   type PersonCondition,

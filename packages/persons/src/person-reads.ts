@@ -30,6 +30,8 @@ export interface PersonListFilter {
   search?: string;
   /** Person property filters as JSON text: a list (AND) or a group. Bad input is a 400 naming `properties…`. */
   properties?: string;
+  /** The stored members of this cohort (see PersonCondition's `storedCohort`). */
+  cohortId?: number;
 }
 
 /** Where a listing stopped: `createdAt` as Postgres prints it, which keeps the microseconds a Date would drop. */
@@ -43,17 +45,32 @@ export interface ListedPerson extends Person {
   cursor: PersonCursor;
 }
 
-/** A page of the listing, newest first: after `offset` rows, or after the row `after` (a keyset, fast at any depth). */
-export type PersonPage = { limit: number; offset: number } | { limit: number; after: PersonCursor };
+/**
+ * A page of the listing, newest first: after `offset` rows (oldest first with `oldestFirst`), or after the row
+ * `after` (a keyset, fast at any depth).
+ */
+export type PersonPage = { limit: number; offset: number; oldestFirst?: boolean } | { limit: number; after: PersonCursor };
 
 /**
  * A set of persons, as a cohort's definition resolves to (reading cohort definitions is the caller's part):
- * `all` of the conditions (none: everyone), `any` of them (none: no one), `not` one, members of a static
- * cohort, or one person property filter (see PersonListFilter.properties; a comparison with a property the
- * person lacks does not match, so its `not` does).
+ * `all` of the conditions (none: everyone), `any` of them (none: no one), `not` one, the stored members of a
+ * cohort (a static cohort's list, or a dynamic cohort's last completed calculation), the persons of some uuids,
+ * or one person property filter (see PersonListFilter.properties; a comparison with a property the person lacks
+ * does not match, so its `not` does).
  */
 export type PersonCondition =
-  { all: readonly PersonCondition[] } | { any: readonly PersonCondition[] } | { not: PersonCondition } | { staticCohort: number } | { propertyFilter: unknown };
+  | { all: readonly PersonCondition[] }
+  | { any: readonly PersonCondition[] }
+  | { not: PersonCondition }
+  | { storedCohort: number }
+  | { uuids: readonly string[] }
+  | { propertyFilter: unknown };
+
+/** SQL: the person ids stored as members of the cohort `cohortIdSql`, at the version readers see. */
+export function cohortPeopleSql(cohortIdSql: string): string {
+  return `SELECT stored.person_id FROM cohort_people stored JOIN cohorts owner ON owner.id = stored.cohort_id AND stored.version = owner.people_version
+    WHERE stored.cohort_id = ${cohortIdSql}`;
+}
 
 const LISTED_COLUMNS = `p.id, p.uuid, p.properties, p.is_identified AS "isIdentified", p.created_at AS "createdAt", p.version,
   ARRAY(SELECT x.distinct_id FROM person_distinct_ids x WHERE x.person_id = p.id ORDER BY x.id LIMIT ${LISTED_DISTINCT_IDS}) AS "distinctIds"`;
@@ -78,6 +95,7 @@ function listCondition(projectId: number, filter: PersonListFilter): { where: st
   if (filter.distinctId) {
     parts.push(`p.id IN (SELECT d.person_id FROM person_distinct_ids d WHERE d.project_id = $1 AND d.distinct_id = ${params.bind(filter.distinctId)})`);
   }
+  if (filter.cohortId !== undefined) parts.push(`p.id IN (${cohortPeopleSql(params.bind(filter.cohortId))})`);
   if (filter.email) parts.push(`(p.properties ->> 'email') = ${params.bind(filter.email)}`);
   const search = filter.search?.trim();
   if (search) {
@@ -101,14 +119,16 @@ function personCondition(condition: PersonCondition, params: SqlBuilder): string
   if ('all' in condition) return condition.all.length === 0 ? 'true' : `(${condition.all.map((c) => personCondition(c, params)).join(' AND ')})`;
   if ('any' in condition) return condition.any.length === 0 ? 'false' : `(${condition.any.map((c) => personCondition(c, params)).join(' OR ')})`;
   if ('not' in condition) return `(NOT ${personCondition(condition.not, params)})`;
-  if ('staticCohort' in condition) return `(p.id IN (SELECT cp.person_id FROM cohort_people cp WHERE cp.cohort_id = ${params.bind(condition.staticCohort)}))`;
+  if ('storedCohort' in condition) return `(p.id IN (${cohortPeopleSql(params.bind(condition.storedCohort))}))`;
+  if ('uuids' in condition) return `(p.uuid = ANY(${params.bind(condition.uuids)}::uuid[]))`;
   // A comparison with a missing property is null; coalesced to false so that its negation matches.
   return `COALESCE(${filterCondition(condition.propertyFilter, 'properties__0', params) ?? 'true'}, false)`;
 }
 
 /**
  * The read side of persons and their distinct ids for everyone but ingestion: the management API (listing,
- * counting, retrieval, recordings' persons, cohort members and static cohort additions) and decide (properties
+ * counting, retrieval, recordings' persons, cohort members and static cohort additions, and the one write of a
+ * dynamic cohort's calculation: its members selected by this model) and decide (properties
  * for flag evaluation, persons of continuity overrides), and the event deletion job (persons merged into another).
  * Writes go through PersonStore. Construct it over the
  * Sql or over a transaction. Every value is bound; query names are those logs and metrics have always used.
@@ -116,18 +136,19 @@ function personCondition(condition: PersonCondition, params: SqlBuilder): string
 export class PersonReads {
   constructor(private readonly db: SqlExecutor) {}
 
-  /** One page of the project's persons matching `filter`, newest first (created_at, then id). */
+  /** One page of the project's persons matching `filter`, newest first (created_at, then id) unless the page says oldest first. */
   async list(projectId: number, filter: PersonListFilter, page: PersonPage): Promise<ListedPerson[]> {
     const { where, params } = listCondition(projectId, filter);
     const keyset = 'after' in page ? ` AND (p.created_at, p.id) < (${params.bind(page.after.createdAt)}::timestamptz, ${params.bind(page.after.id)})` : '';
     const limit = params.bind(page.limit);
     const offset = params.bind('after' in page ? 0 : page.offset);
+    const order = 'oldestFirst' in page && page.oldestFirst === true ? 'ASC' : 'DESC';
     const result = await refusingInvalidRegex(
       this.db.query<Person & { createdAtKey: string }>(
         'management.listPersons',
         `SELECT ${LISTED_COLUMNS}, p.created_at::text AS "createdAtKey"
            FROM persons p WHERE ${where}${keyset}
-          ORDER BY p.created_at DESC, p.id DESC LIMIT ${limit} OFFSET ${offset}`,
+          ORDER BY p.created_at ${order}, p.id ${order} LIMIT ${limit} OFFSET ${offset}`,
         params.params,
       ),
     );
@@ -189,6 +210,21 @@ export class PersonReads {
     return new Map(result.rows.map(({ lookup, ...person }) => [lookup, person]));
   }
 
+  /**
+   * The persons of many uuids in one statement, keyed by uuid (lower-case text); uuids without a person (merged
+   * away, personless events, not a uuid at all) are absent.
+   */
+  async byUuids(projectId: number, uuids: readonly string[]): Promise<Map<string, Person>> {
+    const valid = [...new Set(uuids.filter(isUuid).map((uuid) => uuid.toLowerCase()))];
+    if (valid.length === 0) return new Map();
+    const result = await this.db.query<Person>(
+      'management.actorPersons',
+      `SELECT ${LISTED_COLUMNS} FROM persons p WHERE p.project_id = $1 AND p.uuid = ANY($2::uuid[])`,
+      [projectId, valid],
+    );
+    return new Map(result.rows.map((person) => [String(person.uuid).toLowerCase(), person]));
+  }
+
   /** The person id of each distinct id that has a person (static cohort additions, continuity overrides). */
   async personIdsByDistinctIds(projectId: number, distinctIds: readonly string[]): Promise<Map<string, number>> {
     if (distinctIds.length === 0) return new Map();
@@ -226,6 +262,24 @@ export class PersonReads {
     );
     for (const row of result.rows) merged.set(row.override_person_uuid, [...(merged.get(row.override_person_uuid) ?? []), row.old_person_uuid]);
     return merged;
+  }
+
+  /**
+   * Stores the project's persons matching `condition` now as the members of `cohortId` at `version` (a dynamic
+   * cohort's calculation, which publishes the version once this returns); how many.
+   */
+  async storeCohortVersion(projectId: number, condition: PersonCondition, cohortId: number, version: number): Promise<number> {
+    const params = new SqlBuilder([projectId]);
+    const where = personCondition(condition, params);
+    const result = await refusingInvalidRegex(
+      this.db.query(
+        'cohorts.storeVersion',
+        `INSERT INTO cohort_people (cohort_id, version, person_id)
+         SELECT ${params.bind(cohortId)}, ${params.bind(version)}, p.id FROM persons p WHERE p.project_id = $1 AND ${where} ON CONFLICT DO NOTHING`,
+        params.params,
+      ),
+    );
+    return result.rowCount ?? 0;
   }
 
   /** The uuids of the project's persons matching `condition` now, in id order (a cohort's members). */

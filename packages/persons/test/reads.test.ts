@@ -217,9 +217,9 @@ describe.each(backends)('person reads on $name', (backend) => {
     const pro: PersonCondition = { propertyFilter: { key: 'plan', value: 'pro' } };
     const cohort = await staticCohort(stores.sql, projectId, [ids.bob!, ids.dave!]);
     expect(await members(pro)).toEqual(['alice', 'carol']);
-    expect(await members({ staticCohort: cohort })).toEqual(['bob', 'dave']);
-    expect(await members({ any: [pro, { staticCohort: cohort }] })).toEqual(['alice', 'bob', 'carol', 'dave']);
-    expect(await members({ all: [{ not: pro }, { staticCohort: cohort }] })).toEqual(['bob', 'dave']);
+    expect(await members({ storedCohort: cohort })).toEqual(['bob', 'dave']);
+    expect(await members({ any: [pro, { storedCohort: cohort }] })).toEqual(['alice', 'bob', 'carol', 'dave']);
+    expect(await members({ all: [{ not: pro }, { storedCohort: cohort }] })).toEqual(['bob', 'dave']);
     // dave has no plan: the comparison does not match him, so its negation does.
     expect(await members({ not: { propertyFilter: { key: 'plan', value: 'free' } } })).toEqual(['alice', 'carol', 'dave']);
     expect(await members({ all: [] })).toEqual(['alice', 'bob', 'carol', 'dave']);

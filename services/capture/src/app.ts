@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ProjectTokenCache } from '@plover/accounts';
 import type { EventBus, OutgoingMessage } from '@plover/bus';
 import { sectionDefaults, sections, type CaptureConfig } from '@plover/config';
-import { batchBodySchema, CAPTURE_TOPICS, eventArraySchema, rawEventSchema, REPLAY_TOPIC, v1BatchSchema } from '@plover/contracts';
+import { batchBodySchema, CAPTURE_TOPICS, eventArraySchema, LOGS_TOPIC, rawEventSchema, REPLAY_TOPIC, v1BatchSchema } from '@plover/contracts';
 import { ApiError, TokenBuckets, withTimeout, type Logger } from '@plover/core';
 import {
   createServiceApp,
@@ -48,6 +48,8 @@ export interface CaptureSettings extends CaptureConfig {
   };
   /** Session replay (`/s/`): its topic, and its body limit as received (PostHog: 25 MiB). */
   replay: { topic: string; bodyBytes: number };
+  /** OpenTelemetry logs (`/i/v1/logs`): their topic. */
+  logsTopic: string;
   /** What decompressed payloads may hold at once; the process's own budget unless a test gives another. */
   decompression: DecompressionBudget;
   /** Epoch ms; tests fix it to check timestamps. */
@@ -89,6 +91,7 @@ export const DEFAULT_CAPTURE_SETTINGS: CaptureSettings = {
   topics: CAPTURE_TOPICS,
   limits: { bodyBytes: 20 * MIB, decompressedBytes: 100 * MIB, eventBytes: 1_000_000, aiEventBytes: 8 * MIB },
   replay: { topic: REPLAY_TOPIC, bodyBytes: 25 * MIB },
+  logsTopic: LOGS_TOPIC,
   decompression: decompressionBudget,
   now: Date.now,
 };
@@ -192,7 +195,8 @@ export function captureRoutes(deps: CaptureDeps): SdkRouters & { table: SdkRoute
   async function captureOtlp(req: IncomingMessage, res: ServerResponse, signal: OtlpSignal): Promise<void> {
     const lease = settings.decompression.lease();
     try {
-      await otlp(req, signal, lease);
+      const records = await otlp(req, signal, lease);
+      if (records > 0) metrics.events.inc({ topic: settings.logsTopic }, records);
       sendJson(res, OTLP_OK_BODY);
     } finally {
       lease.release();
@@ -287,7 +291,7 @@ export function captureRoutes(deps: CaptureDeps): SdkRouters & { table: SdkRoute
     produce,
   });
 
-  const otlp = otlpCapture({ limits: settings.limits, lookUpProject });
+  const otlp = otlpCapture({ topic: settings.logsTopic, limits: settings.limits, now: settings.now, lookUpProject, produce });
 
   const aiOtel = aiOtelCapture({
     topic: settings.topics.events,
@@ -347,7 +351,10 @@ export function captureRoutes(deps: CaptureDeps): SdkRouters & { table: SdkRoute
       {
         methods: ['post'],
         path: `/i/v1/${signal}`,
-        summary: `OpenTelemetry ${signal} (OTLP/HTTP JSON, token in \`?token=\`): checked and acknowledged, not stored.`,
+        summary:
+          signal === 'logs'
+            ? 'OpenTelemetry logs (OTLP/HTTP JSON or protobuf, token in `?token=` or Bearer): each record stored in the logs table.'
+            : 'OpenTelemetry metrics (OTLP/HTTP JSON, token in `?token=` or Bearer): checked and acknowledged, not stored.',
         query: { token: { type: 'string' } },
         response: OTLP_OK,
         fast: (req, res) => captureOtlp(req, res, signal),

@@ -1,7 +1,7 @@
 import { ProjectTokenCache } from '@plover/accounts';
 import { KafkaBus } from '@plover/bus/kafka';
 import { loadConfigOrExit, sections } from '@plover/config';
-import { CAPTURE_TOPICS, REPLAY_TOPIC } from '@plover/contracts';
+import { CAPTURE_TOPICS, LOGS_TOPIC, REPLAY_TOPIC } from '@plover/contracts';
 import { createLogger, exitOnUncaughtErrors } from '@plover/core';
 import { runService } from '@plover/http';
 import { PgSql } from '@plover/postgres';
@@ -32,7 +32,7 @@ runService({
     // creation is a warning; produce fails loudly enough if the topics are still missing then. Workers that
     // create the same topic at once are fine: the broker creates it once.
     bus
-      .ensureTopics([...Object.values(CAPTURE_TOPICS), REPLAY_TOPIC])
+      .ensureTopics([...Object.values(CAPTURE_TOPICS), REPLAY_TOPIC, LOGS_TOPIC])
       .catch((error: unknown) => logger.warn({ err: error }, 'could not create the capture topics'));
 
     const app = createApp({

@@ -1,6 +1,6 @@
 /**
- * An OTLP/HTTP trace export request (`ExportTraceServiceRequest`), as protobuf or as OTLP JSON, read into plain
- * spans with their attributes as JSON values. Both encodings go through one walker that checks every field's type,
+ * An OTLP/HTTP trace or logs export request (`ExportTraceServiceRequest`, `ExportLogsServiceRequest`), as protobuf
+ * or as OTLP JSON, read into plain spans or log records with their attributes as JSON values. Both encodings go through one walker that checks every field's type,
  * so a hostile body is a 400, never a crash: protobuf is decoded by protobufjs (whose reader stops at 100 nested
  * messages) with the message types below, JSON is parsed and then walked the same way. Attribute values nest at
  * most `MAX_ATTRIBUTE_DEPTH` arrays and key-value lists deep.
@@ -76,9 +76,43 @@ const PROTO = Root.fromJSON({
     ScopeSpans: { fields: { scope: { type: 'InstrumentationScope', id: 1 }, spans: { rule: 'repeated', type: 'Span', id: 2 } } },
     ResourceSpans: { fields: { resource: { type: 'Resource', id: 1 }, scopeSpans: { rule: 'repeated', type: 'ScopeSpans', id: 2 } } },
     ExportTraceServiceRequest: { fields: { resourceSpans: { rule: 'repeated', type: 'ResourceSpans', id: 1 } } },
+    LogRecord: {
+      fields: {
+        timeUnixNano: { type: 'fixed64', id: 1 },
+        severityNumber: { type: 'int32', id: 2 },
+        severityText: { type: 'string', id: 3 },
+        body: { type: 'AnyValue', id: 5 },
+        attributes: { rule: 'repeated', type: 'KeyValue', id: 6 },
+        traceId: { type: 'bytes', id: 9 },
+        spanId: { type: 'bytes', id: 10 },
+        observedTimeUnixNano: { type: 'fixed64', id: 11 },
+      },
+    },
+    ScopeLogs: { fields: { scope: { type: 'InstrumentationScope', id: 1 }, logRecords: { rule: 'repeated', type: 'LogRecord', id: 2 } } },
+    ResourceLogs: { fields: { resource: { type: 'Resource', id: 1 }, scopeLogs: { rule: 'repeated', type: 'ScopeLogs', id: 2 } } },
+    ExportLogsServiceRequest: { fields: { resourceLogs: { rule: 'repeated', type: 'ResourceLogs', id: 1 } } },
   },
 });
 const EXPORT_REQUEST: Type = PROTO.lookupType('ExportTraceServiceRequest');
+const EXPORT_LOGS_REQUEST: Type = PROTO.lookupType('ExportLogsServiceRequest');
+
+export interface OtlpLogRecord {
+  /** Nanoseconds since the epoch, as decimal text ("0" when unset). */
+  timeNanos: string;
+  observedNanos: string;
+  severityNumber: number;
+  severityText: string;
+  /** The body as JSON (undefined when unset). */
+  body: unknown;
+  traceId: string;
+  spanId: string;
+  attributes: Record<string, unknown>;
+}
+
+export interface OtlpResourceLogs {
+  resource: Record<string, unknown>;
+  records: OtlpLogRecord[];
+}
 
 export type OtlpFormat = 'protobuf' | 'json';
 
@@ -90,14 +124,61 @@ export function otlpFormat(contentType: string | undefined): OtlpFormat | undefi
   return undefined;
 }
 
-/** The request's spans; throws capture's 400 when the body is not an export request. */
-export function decodeTraceRequest(body: Buffer, format: OtlpFormat): OtlpResourceSpans[] {
-  let document: unknown;
+function decode(body: Buffer | string, format: OtlpFormat, type: Type): unknown {
   try {
-    document = format === 'protobuf' ? EXPORT_REQUEST.decode(body) : JSON.parse(body.toString('utf8'));
+    if (format === 'json') return JSON.parse(typeof body === 'string' ? body : body.toString('utf8'));
+    return type.decode(typeof body === 'string' ? Buffer.from(body) : body);
   } catch (error) {
     throw captureError.parsing(`invalid ${format === 'protobuf' ? 'protobuf' : 'JSON'}: ${error instanceof Error ? error.message : String(error)}`);
   }
+}
+
+/** The request's log records by resource; throws capture's 400 when the body is not a logs export request. */
+export function decodeLogsRequest(body: Buffer | string, format: OtlpFormat): OtlpResourceLogs[] {
+  const document = decode(body, format, EXPORT_LOGS_REQUEST);
+  if (typeof document !== 'object' || document === null || Array.isArray(document)) throw invalid('the request', 'an object');
+  return list(field(document, 'resourceLogs', 'resource_logs'), 'resourceLogs').map((resourceLogs, r) => ({
+    resource: attributes(field(field(resourceLogs, 'resource'), 'attributes'), `resourceLogs.${r}.resource`),
+    records: list(field(resourceLogs, 'scopeLogs', 'scope_logs'), `resourceLogs.${r}.scopeLogs`).flatMap((scopeLogs, s) => {
+      const at = `resourceLogs.${r}.scopeLogs.${s}.logRecords`;
+      return list(field(scopeLogs, 'logRecords', 'log_records'), at).map((record, i) => readLogRecord(record, `${at}.${i}`));
+    }),
+  }));
+}
+
+function readLogRecord(record: unknown, at: string): OtlpLogRecord {
+  return {
+    timeNanos: nanos(field(record, 'timeUnixNano', 'time_unix_nano'), `${at}.timeUnixNano`),
+    observedNanos: nanos(field(record, 'observedTimeUnixNano', 'observed_time_unix_nano'), `${at}.observedTimeUnixNano`),
+    severityNumber: severityNumber(field(record, 'severityNumber', 'severity_number'), `${at}.severityNumber`),
+    severityText: text(field(record, 'severityText', 'severity_text'), `${at}.severityText`),
+    body: anyValue(field(record, 'body'), `${at}.body`, 0),
+    traceId: id(field(record, 'traceId', 'trace_id'), `${at}.traceId`),
+    spanId: id(field(record, 'spanId', 'span_id'), `${at}.spanId`),
+    attributes: attributes(field(record, 'attributes'), at),
+  };
+}
+
+/** OTLP's `SeverityNumber`: 0 (unspecified) to 24; proto3 JSON may name it (`SEVERITY_NUMBER_WARN`). */
+function severityNumber(value: unknown, at: string): number {
+  if (value === undefined) return 0;
+  if (typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 24) return value;
+  if (typeof value === 'string') {
+    const named = SEVERITY_NAMES.indexOf(value.replace(/^SEVERITY_NUMBER_/, ''));
+    if (named >= 0) return named;
+  }
+  throw invalid(at, 'a severity number');
+}
+
+/** The names of OTLP's severity numbers, by number. */
+export const SEVERITY_NAMES: readonly string[] = [
+  'UNSPECIFIED',
+  ...['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'FATAL'].flatMap((level) => [level, `${level}2`, `${level}3`, `${level}4`]),
+];
+
+/** The request's spans; throws capture's 400 when the body is not an export request. */
+export function decodeTraceRequest(body: Buffer, format: OtlpFormat): OtlpResourceSpans[] {
+  const document = decode(body, format, EXPORT_REQUEST);
   return list(field(document, 'resourceSpans', 'resource_spans'), 'resourceSpans').map((resourceSpans, r) => ({
     resource: attributes(field(field(resourceSpans, 'resource'), 'attributes'), `resourceSpans.${r}.resource`),
     scopes: list(field(resourceSpans, 'scopeSpans', 'scope_spans'), `resourceSpans.${r}.scopeSpans`).map((scopeSpans, s) => {
@@ -239,5 +320,5 @@ function anyValue(value: unknown, at: string, depth: number): unknown {
 }
 
 function invalid(at: string, expected: string) {
-  return captureError.parsing(`invalid OTLP trace request: ${at} is not ${expected}`);
+  return captureError.parsing(`invalid OTLP export request: ${at} is not ${expected}`);
 }

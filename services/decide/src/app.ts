@@ -28,7 +28,7 @@ import { decideMetrics } from './metrics';
 import { authorizeDefinitionsRead } from './personal-key';
 import { decideErrors, flagsBodySchema, parseFlagsRequest } from './request';
 import { publicEarlyAccessFeatures, publicSurveys } from './store';
-import { capturePerformanceConfig, sessionRecordingConfig } from './session-recording';
+import { capturePerformanceConfig, logsConfig, sessionRecordingConfig } from './session-recording';
 import { staticScripts } from './static-scripts';
 import { configFields, decideShaping, flagsShaping, renderBody, renderDefinitions, type Shaping } from './responses';
 
@@ -229,6 +229,7 @@ export function decideRoutes(deps: DecideDeps): DecideRoutes {
         ...fields,
         sessionRecording: sessionRecordingConfig(definitions?.replaySettings),
         capturePerformance: capturePerformanceConfig(definitions?.replaySettings),
+        logs: logsConfig(definitions?.replaySettings),
         hasFeatureFlags: (definitions?.flags ?? []).some((flag) => flag.active),
       },
     };

@@ -4,7 +4,7 @@
  */
 import type { SessionReplaySettings } from '@plover/accounts';
 import { type FeatureFlag, type FlagEvaluation, type JsonValue } from '@plover/flags';
-import { capturePerformanceConfig, sessionRecordingConfig } from './session-recording';
+import { capturePerformanceConfig, logsConfig, sessionRecordingConfig } from './session-recording';
 
 export type ResponseShape =
   /** `featureFlags: [active keys]` */
@@ -51,6 +51,7 @@ export function configFields(options: { surveys: boolean; endpoint?: 'decide' | 
     sessionRecording: sessionRecordingConfig(options.replay),
     captureDeadClicks: false,
     capturePerformance: capturePerformanceConfig(options.replay),
+    logs: logsConfig(options.replay),
     autocapture_opt_out: false,
     autocaptureExceptions: false,
     heatmaps: false,

@@ -36,6 +36,14 @@ export function sessionRecordingConfig(settings: SessionReplaySettings | undefin
   };
 }
 
+/**
+ * `logs`: posthog-js captures the browser console and posts it to `/i/v1/logs` when `captureConsoleLogs` is true
+ * (PostHog's `Team.logs_settings.capture_console_logs`); false tells an SDK that turned it on earlier to stop.
+ */
+export function logsConfig(settings: SessionReplaySettings | undefined): { captureConsoleLogs: boolean } {
+  return { captureConsoleLogs: settings?.logs_settings?.capture_console_logs === true };
+}
+
 /** Network timing for the recorder when the project captures performance; web vitals are not offered. */
 export function capturePerformanceConfig(settings: SessionReplaySettings | undefined): false | Record<string, unknown> {
   if (!settings?.capture_performance_opt_in) return false;

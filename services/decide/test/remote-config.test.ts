@@ -91,4 +91,21 @@ describe('session recording config (remote config, /decide, /flags)', () => {
     expect((await request(app).get(`/array/${token}/config`).expect(200)).body.sessionRecording).toBe(false);
     expect((await request(app).post('/decide/?v=4').send({ token, distinct_id: 'someone' }).expect(200)).body.sessionRecording).toBe(false);
   });
+
+  it("turns posthog-js's console-log capture on and off with the project's logs settings, on every config route", async () => {
+    const logsOf = async () => {
+      const answers = [
+        (await request(app).get(`/array/${token}/config`).expect(200)).body,
+        await scriptConfig(),
+        (await request(app).post('/flags/?v=2&config=true').send({ token, distinct_id: 'someone' }).expect(200)).body,
+        (await request(app).post('/decide/?v=4').send({ token, distinct_id: 'someone' }).expect(200)).body,
+      ] as Array<{ logs?: unknown }>;
+      return answers.map((answer) => answer.logs);
+    };
+    expect(await logsOf()).toEqual(Array(4).fill({ captureConsoleLogs: false }));
+    await configure({ logs_settings: { capture_console_logs: true } });
+    expect(await logsOf()).toEqual(Array(4).fill({ captureConsoleLogs: true }));
+    await configure({ logs_settings: null });
+    expect(await logsOf()).toEqual(Array(4).fill({ captureConsoleLogs: false }));
+  });
 });

@@ -7,6 +7,7 @@ import { createMetricsRegistry, serve } from '@plover/http';
 import { PgSql } from '@plover/postgres';
 import { createApp } from './app';
 import { createConsumer } from './consumer';
+import { createLogsConsumer, logsSettingsFrom } from './logs';
 import { createReplayConsumer, replaySettingsFrom } from './replay/consumer';
 
 const config = loadConfigOrExit(process.env, {
@@ -28,12 +29,13 @@ async function main(): Promise<void> {
   const geoip = config.ingestion.geoip ? loadGeoIp() : undefined;
   const consumer = await createConsumer({ logger, metrics, sql, clickhouse, bus, settings: config.ingestion, geoip });
   const replay = await createReplayConsumer({ logger, metrics, sql, clickhouse, bus, settings: replaySettingsFrom(config.ingestion) });
+  const logs = await createLogsConsumer({ logger, metrics, clickhouse, bus, settings: logsSettingsFrom(config.ingestion) });
   await serve(createApp({ logger, metrics, sql, clickhouse, bus }), {
     ...config.http,
     logger,
     closeResources: async () => {
       // The consumers first: their last batches still need Postgres and ClickHouse, and commit through the bus.
-      await Promise.all([consumer.stop(), replay.stop()]);
+      await Promise.all([consumer.stop(), replay.stop(), logs.stop()]);
       await bus.close();
       await clickhouse.close();
       await sql.close();

@@ -6,6 +6,7 @@ import { migrate as migrateClickHouse, type ClickHouse } from '@plover/clickhous
 import { ChdbClickHouse } from '@plover/chdb';
 import { silentLogger, uuidv7 } from '@plover/core';
 import { PersonReads, PersonStore } from '@plover/persons';
+import { CohortConditions } from '../src/shared/cohort-conditions';
 import { cohortResolver } from '../src/shared/insight-context';
 import { backends, bearer, useWorld } from './support/app';
 
@@ -509,7 +510,22 @@ describe.each(backends)('insight cohort members on $name', (backend) => {
     ]);
     await expect400(loop, /refers to itself/);
     await expect400(await cohort({ properties: { type: 'AND', values: [{ key: 'id', value: 999_999, type: 'cohort' }] } }), /does not exist/);
-    await expect400(await cohort({ properties: { type: 'AND', values: [{ key: 'x', value: 1, type: 'behavioral' }] } }), /not supported/);
+    await expect400(await cohort({ properties: { type: 'AND', values: [{ key: 'x', value: 1, type: 'other' }] } }), /not supported/);
+
+    // A behavioral cohort is its stored members at the published version: none before its first calculation,
+    // and never the rows of a version not yet published.
+    const behavioral = await cohort({ properties: { type: 'AND', values: [{ key: 'x', value: 'performed_event', type: 'behavioral' }] } });
+    const fresh = (id: number) => cohortResolver(world.sql, t.projectId)(id);
+    expect(await fresh(behavioral)).toEqual([]);
+    await world.sql.query('t.cp', 'INSERT INTO cohort_people (cohort_id, version, person_id) VALUES ($1, 1, $2), ($1, 2, $3)', [
+      behavioral,
+      people.ann!.id,
+      people.bob!.id,
+    ]);
+    await world.sql.query('t.publish', 'UPDATE cohorts SET people_version = 1 WHERE id = $1', [behavioral]);
+    expect(await fresh(behavioral)).toEqual([people.ann!.uuid]);
+    expect(await names(await cohort({ properties: { type: 'OR', values: [{ key: 'id', value: behavioral, type: 'cohort' }] } }))).toEqual(['ann']);
+    expect(await new CohortConditions(world.sql, t.projectId).ofCohort(behavioral)).toEqual({ storedCohort: behavioral });
   });
 });
 

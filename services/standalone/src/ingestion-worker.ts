@@ -1,5 +1,5 @@
 /**
- * The ingestion thread of embedded mode (see ingestion-thread.ts): the events and replay consumers, with their own
+ * The ingestion thread of embedded mode (see ingestion-thread.ts): the events, replay and logs consumers, with their own
  * chDB connections on the data directory's engine, the Postgres thread's PGlite and the main thread's local log
  * used through ports (packages/postgres and packages/bus `over-port`). Its metrics go to a registry of its own,
  * which the main thread's `/metrics` appends.
@@ -11,6 +11,7 @@ import { ChdbClickHouse } from '@plover/chdb';
 import { createLogger, PortRpc } from '@plover/core';
 import { loadGeoIp } from '@plover/geoip';
 import { createConsumer } from '@plover/ingestion/consumer';
+import { createLogsConsumer, logsSettingsFrom } from '@plover/ingestion/logs';
 import { createReplayConsumer, replaySettingsFrom } from '@plover/ingestion/replay';
 import { PortSql } from '@plover/postgres/over-port';
 import { Registry } from 'prom-client';
@@ -36,10 +37,11 @@ async function start(): Promise<void> {
   const geoip = data.ingestion.geoip ? loadGeoIp() : undefined;
   const consumer = await createConsumer({ logger, metrics, sql, clickhouse, bus, settings: data.ingestion, geoip });
   const replay = await createReplayConsumer({ logger, metrics, sql, clickhouse, bus, settings: replaySettingsFrom(data.ingestion) });
+  const logs = await createLogsConsumer({ logger, metrics, clickhouse, bus, settings: logsSettingsFrom(data.ingestion) });
   rpc.handle(INGESTION_CALLS.metrics, () => metrics.metrics());
   rpc.handle(STOP_CALL, async () => {
     // The consumers' last batches still need the stores, and they commit them through the bus.
-    await Promise.all([consumer.stop(), replay.stop()]);
+    await Promise.all([consumer.stop(), replay.stop(), logs.stop()]);
     stopLowering();
     await clickhouse.close();
     // An open port keeps a thread alive.

@@ -1,7 +1,9 @@
 /**
  * The console's one way to the management API: a personal API key as a bearer token (never a cookie, never in a
  * URL), only the operations of operations.ts, and every failure as an {@link ApiError} that screens turn into
- * a message (components/problem.tsx).
+ * a message (components/problem.tsx). A request the server refused as one too many of the project's at once (429 with
+ * a short `Retry-After`: analysis slots, running queries) is sent again after that wait, a few times, so a screen
+ * whose queries queue behind others' draws late rather than failing.
  */
 import { fillPath, type Operation, type PathParams } from './operations';
 import type { ErrorBody } from './types';
@@ -36,14 +38,20 @@ export interface RequestOptions<Body> {
   signal?: AbortSignal;
 }
 
+/** Tries of a request the server keeps refusing with a short 429 before its error reaches the screen. */
+const THROTTLED_TRIES = 10;
+/** A 429 asking for a longer wait than this (a throttled key, a rate limit) is not retried: the screen shows it. */
+const MAX_RETRY_AFTER_SECONDS = 5;
+
 type Args<Path extends string, Body> = [params: PathParams<Path> & Record<string, string | number>, options?: RequestOptions<Body>];
 
 export class ApiClient {
   constructor(
     private readonly key: string,
+    /** The server's origin: the console page's own (`window.location.origin`). */
+    private readonly base: string,
     /** Called when the server no longer accepts the key, so the console can ask for another one. */
     private readonly onUnauthenticated: (error: ApiError) => void = () => undefined,
-    private readonly base: string = window.location.origin,
   ) {}
 
   /** Calls `operation` and answers its parsed JSON body (undefined for an empty one). */
@@ -74,23 +82,54 @@ export class ApiClient {
     const headers: Record<string, string> = { Authorization: `Bearer ${this.key}`, Accept: accept };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     let response: Response;
-    try {
-      response = await fetch(url, {
-        method: operation.method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        credentials: 'omit',
-        signal,
-      });
-    } catch (error) {
-      if (signal?.aborted) throw error;
-      throw new ApiError(0, { type: 'network', code: 'unreachable', detail: 'The server could not be reached.', attr: null }, operation.scope);
+    for (let tries = 1; ; tries++) {
+      try {
+        response = await fetch(url, {
+          method: operation.method,
+          headers,
+          body: body === undefined ? undefined : JSON.stringify(body),
+          credentials: 'omit',
+          signal,
+        });
+      } catch (error) {
+        if (signal?.aborted) throw error;
+        throw new ApiError(0, { type: 'network', code: 'unreachable', detail: 'The server could not be reached.', attr: null }, operation.scope);
+      }
+      const wait = tries < THROTTLED_TRIES ? briefRetryAfter(response) : undefined;
+      if (wait === undefined) break;
+      await response.body?.cancel();
+      await pause(wait * 1000, signal);
     }
     if (response.ok) return response;
     const error = new ApiError(response.status, await errorBody(response), operation.scope);
     if (error.unauthenticated) this.onUnauthenticated(error);
     throw error;
   }
+}
+
+/** The seconds a 429 asks to wait when that is short enough to wait for here; undefined for any other answer. */
+function briefRetryAfter(response: Response): number | undefined {
+  const header = response.headers.get('Retry-After');
+  if (response.status !== 429 || header === null || header.trim() === '') return undefined;
+  const seconds = Number(header);
+  return Number.isInteger(seconds) && seconds >= 0 && seconds <= MAX_RETRY_AFTER_SECONDS ? seconds : undefined;
+}
+
+/** Resolves after `ms`, or throws the signal's reason once it is aborted. */
+async function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  signal?.throwIfAborted();
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+  signal?.throwIfAborted();
 }
 
 async function errorBody(response: Response): Promise<ErrorBody> {

@@ -457,6 +457,8 @@ export interface ReplaySettings {
   capture_console_log_opt_in: boolean;
   capture_performance_opt_in: boolean;
   session_recording_retention_period: '30d' | '90d' | '1y' | '5y';
+  /** `capture_console_logs`: posthog-js sends the browser console to the logs table. */
+  logs_settings: { capture_console_logs?: boolean } | null;
 }
 
 /** A project with the settings the settings screen edits (a server without them answers the project alone). */

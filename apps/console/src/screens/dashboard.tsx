@@ -4,7 +4,7 @@
  * date range (stored in its filters, overriding each insight's own), a refresh that computes every tile, and the
  * public share link, created and revoked.
  */
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { operations } from '../api/operations';
 import type { Dashboard, DashboardTile, DashboardWrite } from '../api/types';
 import { Async } from '../components/async';
@@ -44,13 +44,15 @@ function DashboardView({ dashboard, pending, onRefresh }: { dashboard: Dashboard
   const [error, setError] = useState<unknown>(undefined);
   const [dragged, setDragged] = useState<number | null>(null);
   const [text, setText] = useState('');
-  const update = async (body: DashboardWrite) => {
+  const update = async (body: DashboardWrite): Promise<boolean> => {
     setError(undefined);
     try {
       await client.call(operations.updateDashboard, { project_id: projectId, id: dashboard.id }, { body });
       onRefresh();
+      return true;
     } catch (failure) {
       setError(failure);
+      return false;
     }
   };
   const tiles = dashboard.tiles;
@@ -67,7 +69,15 @@ function DashboardView({ dashboard, pending, onRefresh }: { dashboard: Dashboard
     });
     setDragged(null);
   };
-  const dateFrom = typeof dashboard.filters.date_from === 'string' ? dashboard.filters.date_from : '';
+  const storedDateFrom = typeof dashboard.filters.date_from === 'string' ? dashboard.filters.date_from : '';
+  // The range just picked, shown while it is saved and the dashboard reloads (else the picker would flick back).
+  const [pickedDateFrom, setPickedDateFrom] = useState<string | null>(null);
+  useEffect(() => setPickedDateFrom(null), [storedDateFrom]);
+  const dateFrom = pickedDateFrom ?? storedDateFrom;
+  const pickDateFrom = async (value: string) => {
+    setPickedDateFrom(value);
+    if (!(await update({ filters: { ...keptFilters(dashboard.filters), date_from: value || null, date_to: null } }))) setPickedDateFrom(null);
+  };
   return (
     <>
       <PageHeader
@@ -82,10 +92,7 @@ function DashboardView({ dashboard, pending, onRefresh }: { dashboard: Dashboard
       <div class="dashboard-bar">
         <label>
           <span>Date range</span>
-          <select
-            value={dateFrom}
-            onChange={(event) => void update({ filters: { ...keptFilters(dashboard.filters), date_from: event.currentTarget.value || null, date_to: null } })}
-          >
+          <select value={dateFrom} onChange={(event) => void pickDateFrom(event.currentTarget.value)}>
             <option value="">Each insight's own</option>
             {DATE_RANGES.map((range) => (
               <option key={range.value} value={range.value}>

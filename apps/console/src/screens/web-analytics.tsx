@@ -5,7 +5,6 @@
  * the filters are kept in the address (web/web-query.ts).
  */
 import { useMemo, useState } from 'preact/hooks';
-import { ApiError } from '../api/client';
 import { runQuery } from '../api/query';
 import type { HogQLResponse, InsightQueryResponse, TrendSeries, WebOverviewResponse, WebStatsTableResponse } from '../api/types';
 import { Async } from '../components/async';
@@ -23,6 +22,7 @@ import { useSearchParams } from '../search-params';
 import {
   breakdownLabel,
   chartInterval,
+  isWebAddress,
   limiter,
   LIVE_VISITORS,
   OVERVIEW_LABELS,
@@ -43,23 +43,6 @@ import {
 const LIVE_REFRESH_MS = 30_000;
 /** Queries of the panels at once: with the live count's, within the server's limit of a project's queries at once. */
 const PANEL_QUERIES = 2;
-/** A query the server refused as one too many of the project's (queries of the screen left before): tried again this often, a second apart. */
-const THROTTLED_TRIES = 10;
-const THROTTLED_WAIT_MS = 1000;
-
-/** A panel's query in its turn, tried again while the server says too many of the project's queries run. */
-function panelQuery<T>(queue: ReturnType<typeof limiter>, signal: AbortSignal, run: () => Promise<T>): Promise<T> {
-  return queue(async () => {
-    for (let tries = 1; ; tries++) {
-      try {
-        return await run();
-      } catch (error) {
-        if (!(error instanceof ApiError && error.status === 429) || tries === THROTTLED_TRIES || signal.aborted) throw error;
-        await new Promise((resolve) => setTimeout(resolve, THROTTLED_WAIT_MS));
-      }
-    }
-  }, signal);
-}
 
 export function WebAnalytics() {
   const [search, setSearch] = useSearchParams();
@@ -124,7 +107,7 @@ interface PanelProps {
 function OverviewPanel({ state, stateKey, queue }: PanelProps) {
   const { client, projectId } = useConsole();
   const overview = useLoad(
-    (signal) => panelQuery(queue, signal, () => runQuery<WebOverviewResponse>(client, projectId, overviewNode(state))),
+    (signal) => queue(() => runQuery<WebOverviewResponse>(client, projectId, overviewNode(state), signal), signal),
     [client, projectId, stateKey],
     {
       keep: true,
@@ -178,7 +161,7 @@ function VisitorsPanel({ state, stateKey, queue }: PanelProps) {
   const { client, projectId } = useConsole();
   const interval = chartInterval(state);
   const trend = useLoad(
-    (signal) => panelQuery(queue, signal, () => runQuery<InsightQueryResponse<TrendSeries[]>>(client, projectId, visitorsNode(state))),
+    (signal) => queue(() => runQuery<InsightQueryResponse<TrendSeries[]>>(client, projectId, visitorsNode(state), signal), signal),
     [client, projectId, stateKey],
     { keep: true },
   );
@@ -200,7 +183,7 @@ function StatsPanel({ panel, state, stateKey, queue, onFilter }: PanelProps & { 
     // The answer keeps the table it is of: while another tab's rows load, the previous rows keep their own labels.
     async (signal) => ({
       table,
-      answer: await queue(() => runQuery<WebStatsTableResponse>(client, projectId, statsNode(state, table, panel.bounceRate), signal)),
+      answer: await queue(() => runQuery<WebStatsTableResponse>(client, projectId, statsNode(state, table, panel.bounceRate), signal), signal),
     }),
     [client, projectId, stateKey, table],
     { keep: true },
@@ -251,6 +234,7 @@ function StatsTable({
   onFilter: (filter: WebFilter) => void;
 }) {
   const property = table.property;
+  if (table.outbound) return <OutboundTable table={table} rows={rows} />;
   return (
     <DataTable
       caption={`${table.label}: visitors and views`}
@@ -274,6 +258,34 @@ function StatsTable({
         { label: 'Visitors', numeric: true, cell: (row) => <Figure cell={row[1]} compare={compare} /> },
         { label: 'Views', numeric: true, cell: (row) => <Figure cell={row[2]} compare={compare} /> },
         ...(bounceRate ? [{ label: 'Bounce rate', numeric: true, cell: (row: unknown[]) => <Figure cell={row[3]} compare={compare} percent /> }] : []),
+      ]}
+    />
+  );
+}
+
+/** Links to other sites clicked: each destination (a link that opens it), its visitors and clicks. */
+function OutboundTable({ table, rows }: { table: WebTable; rows: unknown[][] }) {
+  return (
+    <DataTable
+      caption={`${table.label}: visitors and clicks`}
+      rows={rows}
+      rowKey={(row) => String(row[0])}
+      empty="No clicks on links to other sites in this range (posthog-js reports them with autocapture on)."
+      columns={[
+        {
+          label: table.label,
+          // A link only to a web address: the URL is whatever an event sent (`javascript:` must stay text).
+          cell: (row) =>
+            isWebAddress(row[0]) ? (
+              <a class="cell-name" href={row[0]} target="_blank" rel="noopener noreferrer">
+                {row[0]}
+              </a>
+            ) : (
+              <span class="cell-name">{String(row[0])}</span>
+            ),
+        },
+        { label: 'Visitors', numeric: true, cell: (row) => figure(Number(row[1])) },
+        { label: 'Clicks', numeric: true, cell: (row) => figure(Number(row[2])) },
       ]}
     />
   );

@@ -16,4 +16,5 @@ export const NEW_PROJECT_REPLAY_SETTINGS: SessionReplaySettings = {
   capture_console_log_opt_in: true,
   capture_performance_opt_in: true,
   session_recording_retention_period: '30d',
+  logs_settings: null,
 };

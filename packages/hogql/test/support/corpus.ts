@@ -13,7 +13,7 @@ export interface CorpusQuery {
   mustRefuse: boolean;
 }
 
-const VIRTUAL = ['events', 'persons', 'sessions', 'person_distinct_ids', 'groups', 'session_replay_events', '`events`', '"events"'];
+const VIRTUAL = ['events', 'persons', 'sessions', 'person_distinct_ids', 'groups', 'session_replay_events', 'logs', '`events`', '"events"'];
 const FORBIDDEN = [
   'system.tables',
   'system.processes',
@@ -21,6 +21,7 @@ const FORBIDDEN = [
   'default.events',
   'person_overrides',
   'session_replay_snapshots',
+  'logs_local',
   'events_local',
   "file('/etc/passwd')",
   "url('http://127.0.0.1:1/x', CSV)",
@@ -41,6 +42,7 @@ const WITNESS: Record<string, string> = {
   person_distinct_ids: 'distinct_id',
   groups: 'key',
   session_replay_events: 'session_id',
+  logs: 'body',
 };
 const ALIASES = ['e', 'events', 'person_overrides', 'system', 'default', '`system.tables`', '"ев"', '`t``x`', 'session_replay_snapshots', 'numbers'];
 const CONDITIONS = [

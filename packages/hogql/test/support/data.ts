@@ -3,7 +3,7 @@
  * sessions, a merged person (a person override), and events with properties. Tests compare HogQL answers with
  * plain TypeScript over `events`.
  */
-import { insertEvents, insertPersonOverrides, NO_GROUPS, type ClickHouse, type EventRow } from '@plover/clickhouse';
+import { insertEvents, insertLogs, insertPersonOverrides, NO_GROUPS, type ClickHouse, type EventRow, type LogRow } from '@plover/clickhouse';
 
 export interface SeedEvent {
   uuid: string;
@@ -30,7 +30,8 @@ const uuid = (prefix: number, n: number) => `00000000-0000-4000-8000-${(prefix *
 
 /**
  * Writes `perProject` events for each of `projects` and returns them. In every project the second person was
- * merged into the first: their events were stored with the old id, and an override maps it.
+ * merged into the first: their events were stored with the old id, and an override maps it. Each event also has
+ * a log line of the same person and session, its body naming them.
  */
 export async function seed(ch: ClickHouse, projects: readonly number[], perProject: number, seedValue = 7): Promise<SeedEvent[]> {
   const next = random(seedValue);
@@ -86,5 +87,29 @@ export async function seed(ch: ClickHouse, projects: readonly number[], perProje
     }
   }
   await insertEvents(ch, rows);
+  await insertLogs(ch, out.map(logLine));
   return out;
+}
+
+/** The log line written beside an event: same project, time, person and session. */
+function logLine(event: SeedEvent): LogRow {
+  const timestamp = `${event.timestamp.replace(' ', 'T')}000Z`;
+  return {
+    team_id: event.projectId,
+    uuid: event.uuid,
+    timestamp,
+    observed_timestamp: timestamp,
+    severity_text: event.event === 'paid' ? 'ERROR' : 'INFO',
+    severity_number: event.event === 'paid' ? 17 : 9,
+    body: `${event.event} by ${event.distinctId} in ${event.sessionId}`,
+    trace_id: '',
+    span_id: '',
+    attributes: JSON.stringify({ sessionId: event.sessionId, posthogDistinctId: event.distinctId }),
+    resource_attributes: JSON.stringify({ 'service.name': 'web' }),
+    service_name: 'web',
+    session_id: event.sessionId,
+    distinct_id: event.distinctId,
+    // Seeded times are in 2025: kept for fifty years, past any run.
+    retention_days: 18_250,
+  };
 }

@@ -43,6 +43,8 @@ export interface CaptureHarness {
   topics: { events: string; historical: string };
   /** The session replay topic (`/s/`), unique to the harness like `topics`. */
   replayTopic: string;
+  /** The logs topic (`/i/v1/logs`), unique to the harness like `topics`. */
+  logsTopic: string;
   /**
    * Reads `topic` from the beginning with a new consumer group until `count` messages arrived, then watches
    * `quietMs` longer for any that should not be there. Fails when fewer arrive within `timeoutMs`.
@@ -72,6 +74,7 @@ export async function openHarness(options: HarnessOptions = {}): Promise<Capture
   }
   const topics = options.capture?.topics ?? uniqueTopics();
   const replay = options.capture?.replay ?? { ...DEFAULT_CAPTURE_SETTINGS.replay, topic: `${topics.events}-replay` };
+  const logsTopic = options.capture?.logsTopic ?? `${topics.events}-logs`;
   const app = createApp({
     logger: silentLogger(),
     metrics: createMetricsRegistry('capture-test'),
@@ -79,7 +82,7 @@ export async function openHarness(options: HarnessOptions = {}): Promise<Capture
     bus,
     trustProxy: options.trustProxy ?? false,
     projectTokens: new ProjectTokenCache(sql),
-    settings: { now: () => NOW, ...options.capture, topics, replay },
+    settings: { now: () => NOW, ...options.capture, topics, replay, logsTopic },
   });
   const openBus = bus;
   return {
@@ -90,6 +93,7 @@ export async function openHarness(options: HarnessOptions = {}): Promise<Capture
     projectId: credentials!.project.id,
     topics,
     replayTopic: replay.topic,
+    logsTopic,
     read: (topic, count, readOptions) => readTopic(openBus, topic, count, readOptions),
     readRaw: (topic, count, readOptions) => readMessages(openBus, topic, count, readOptions),
     async close() {

@@ -314,7 +314,7 @@ export function projectRoutes({ sql, projectTokens }: ManagementDeps): Route[] {
     ...updates({
       path: '/',
       scope: 'project:write',
-      summary: 'Change the name, timezone, anonymize_ips or session replay settings of a project (admins)',
+      summary: 'Change the name, timezone, anonymize_ips, session replay or logs settings of a project (admins)',
       body: ProjectUpdate,
       csv: { file: 'project' },
       response: { status: 200, schema: Project },

@@ -16,6 +16,9 @@ export interface CohortRow {
   created_at: Date;
   created_by_id: number | null;
   count: number;
+  is_calculating: boolean;
+  last_calculation: Date | null;
+  errors_calculating: number;
 }
 
 export interface CohortFields {
@@ -26,9 +29,9 @@ export interface CohortFields {
 }
 
 const COHORT_COLUMNS = `c.id, c.name, c.description, c.filters, c.is_static, c.deleted, c.version, c.created_at, c.created_by_id,
-  ${cohortMemberCountSql('c.id')} AS count`;
+  ${cohortMemberCountSql('c.id')} AS count, c.is_calculating, c.last_calculation, c.errors_calculating`;
 
-/** Cohorts (static ones with their members in `cohort_people`); writes run inside `write`. */
+/** Cohorts (their stored members in `cohort_people`: static ones', and dynamic ones' as calculated); writes run inside `write`. */
 export class CohortsStore extends DefinitionsStore {
   async cohort(projectId: number, id: number, db: SqlExecutor = this.sql): Promise<CohortRow | undefined> {
     const result = await db.query<CohortRow>('cohorts.get', `SELECT ${COHORT_COLUMNS} FROM cohorts c WHERE c.project_id = $1 AND c.id = $2`, [projectId, id]);
@@ -61,7 +64,9 @@ export class CohortsStore extends DefinitionsStore {
     await tx.query(
       'cohorts.update',
       `UPDATE cohorts SET name = COALESCE($3, name), description = COALESCE($4, description), filters = COALESCE($5::jsonb, filters),
-         deleted = COALESCE($6, deleted), version = version + 1, updated_at = now() WHERE project_id = $1 AND id = $2`,
+         deleted = COALESCE($6, deleted), version = version + 1, updated_at = now(),
+         errors_calculating = CASE WHEN $5::jsonb IS NULL THEN errors_calculating ELSE 0 END
+       WHERE project_id = $1 AND id = $2`,
       [
         projectId,
         id,

@@ -12,6 +12,7 @@ export const CohortWrite = component(
     is_static: Type.Optional(Type.Boolean({ description: 'create only' })),
     deleted: Type.Optional(Type.Boolean()),
     distinct_ids: Type.Optional(Type.Array(Types<string | number>(['string', 'integer']), { description: 'members added to a static cohort' })),
+    query: Type.Optional(AnyObject({ description: 'create only, static: the persons an ActorsQuery lists become its members' })),
   }),
 );
 
@@ -28,8 +29,9 @@ export const Cohort = component(
     deleted: Type.Boolean(),
     version: Type.Integer(),
     is_calculating: Type.Boolean(),
-    errors_calculating: Type.Integer(),
-    count: Types<number | null>(['integer', 'null'], { description: 'members of a static cohort' }),
+    errors_calculating: Type.Integer({ description: 'failed calculations in a row' }),
+    last_calculation: Types<string | null>(['string', 'null'], { format: 'date-time', description: 'when the members were last calculated (dynamic cohorts)' }),
+    count: Types<number | null>(['integer', 'null'], { description: 'members: of a static cohort, or of a dynamic one as last calculated (null before)' }),
     created_by: Type.Union([Type.Object({ id: Type.Integer() }), Type.Null()]),
     created_at: dateTime,
   }),

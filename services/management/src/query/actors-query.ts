@@ -1,10 +1,12 @@
 /**
- * ActorsQuery with an InsightActorsQuery or FunnelsActorsQuery source: the persons behind one number of a trend,
- * stickiness, lifecycle or funnel, a page at a time, from the SQL the number comes from (packages/insights,
- * actors.ts). docs/query.md, "ActorsQuery".
+ * ActorsQuery: with an InsightActorsQuery or FunnelsActorsQuery source, the persons behind one number of a trend,
+ * stickiness, lifecycle, retention, paths or funnel result, a page at a time, from the SQL the number comes from
+ * (packages/insights, actors.ts); without a source, the project's persons. Either way each page's persons are read
+ * from the person store in one statement. docs/query.md, "ActorsQuery".
  */
 import {
   actorsPage,
+  eventDistinctIds,
   funnelActorsSql,
   matchedRecordings,
   parseFunnelsQuery,
@@ -13,18 +15,26 @@ import {
   parsePathsQuery,
   parseRetentionQuery,
   pathActorsSql,
-  personDetails,
   retentionActorsSql,
   seriesActorsSql,
   type ActorsSql,
+  type FunnelPoint,
   type InsightContext,
   type LifecycleStatus,
   type MatchedRecording,
 } from '@plover/insights';
 import type { ClickHouse } from '@plover/clickhouse';
+import { PersonReads, type Person } from '@plover/persons';
+import type { Sql } from '@plover/postgres';
 import { errors } from '../shared/errors';
+import { personBody } from '../shared/person-body';
 
 const DEFAULT_SELECT = ['person', 'id', 'created_at', 'event_count'];
+/** The columns of the persons list (no source): what the person store has. */
+const PERSON_COLUMNS = ['person', 'actor', 'id', 'created_at'];
+/** `orderBy` of the persons list, and whether it lists the oldest first. */
+const PERSON_ORDERS: Record<string, boolean> = { 'created_at DESC': false, created_at: true, 'created_at ASC': true };
+const MAX_SEARCH = 200;
 /** The columns an actors list can show, and their type as PostHog names it. */
 const COLUMN_TYPES: Record<string, string> = {
   person: 'Tuple',
@@ -64,15 +74,47 @@ function breakdownValue(raw: unknown, attr: string): string | null {
   throw errors.validation('Must be one breakdown value.', attr);
 }
 
-/** The actors' SQL for the source node, and whether the source asks for matched recordings. */
-async function sourceActors(ch: ClickHouse, source: Node, ctx: InsightContext): Promise<{ actors: ActorsSql; recordings: boolean }> {
+function optionalNumber(node: Node, key: string, attr: string): number | null {
+  const value = node[key];
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'number' || !Number.isFinite(value)) throw errors.validation('Must be a number.', attr);
+  return value;
+}
+
+/** A funnel's point as PostHog's FunnelsActorsQuery names it (and `funnelTimeToConvertBin`, a bin's start). */
+function funnelPoint(source: Node): Omit<FunnelPoint, 'input'> {
+  const custom = source.funnelCustomSteps;
+  if (custom !== undefined && custom !== null && (!Array.isArray(custom) || !custom.every((step) => typeof step === 'number'))) {
+    throw errors.validation('Must be a list of step numbers.', 'funnelCustomSteps');
+  }
+  const period = source.funnelTrendsEntrancePeriodStart;
+  if (period !== undefined && period !== null && typeof period !== 'string') throw errors.validation('Must be a date.', 'funnelTrendsEntrancePeriodStart');
+  const dropOff = source.funnelTrendsDropOff ?? false;
+  if (typeof dropOff !== 'boolean') throw errors.validation('Must be a boolean.', 'funnelTrendsDropOff');
+  return {
+    step: optionalNumber(source, 'funnelStep', 'funnelStep'),
+    customSteps: Array.isArray(custom) ? custom : null,
+    trends: typeof period === 'string' ? { period, dropOff } : null,
+    bin: optionalNumber(source, 'funnelTimeToConvertBin', 'funnelTimeToConvertBin'),
+    breakdown: breakdownValue(source.funnelStepBreakdown ?? source.breakdown, 'source__funnelStepBreakdown'),
+  };
+}
+
+interface SourceActors {
+  actors: ActorsSql;
+  /** Whether the source asks for matched recordings. */
+  recordings: boolean;
+  /** Whether the actors are groups (keys), not persons. */
+  groups: boolean;
+}
+
+/** The actors' SQL for the source node. */
+async function sourceActors(ch: ClickHouse, source: Node, ctx: InsightContext): Promise<SourceActors> {
   const recordings = source.includeRecordings === true;
   if (source.kind === 'FunnelsActorsQuery' || (source.kind === 'InsightActorsQuery' && (source.source as Node | undefined)?.kind === 'FunnelsQuery')) {
     const input = parseFunnelsQuery(source.source, 'source__source');
-    const step = source.funnelStep ?? 1;
-    if (typeof step !== 'number') throw errors.validation('Must be an integer.', 'funnelStep');
-    const breakdown = breakdownValue(source.funnelStepBreakdown ?? source.breakdown, 'source__funnelStepBreakdown');
-    return { actors: await funnelActorsSql(ch, { input, step, breakdown }, ctx), recordings };
+    const actors = await funnelActorsSql(ch, { input, ...funnelPoint(source) }, ctx);
+    return { actors, recordings, groups: input.aggregationGroupTypeIndex !== null };
   }
   if (source.kind !== 'InsightActorsQuery') {
     throw errors.validation(`${JSON.stringify(source.kind)} is not supported: use InsightActorsQuery or FunnelsActorsQuery.`, 'source__kind', 'invalid_choice');
@@ -82,7 +124,8 @@ async function sourceActors(ch: ClickHouse, source: Node, ctx: InsightContext): 
     const input = parseRetentionQuery(insight, 'source__source');
     const interval = source.interval ?? 0;
     if (typeof interval !== 'number') throw errors.validation('Must be an integer.', 'source__interval');
-    return { actors: await retentionActorsSql(input, interval, breakdownValue(source.breakdown, 'source__breakdown'), ctx), recordings };
+    const actors = await retentionActorsSql(input, interval, breakdownValue(source.breakdown, 'source__breakdown'), ctx);
+    return { actors, recordings, groups: input.aggregationGroupTypeIndex !== null };
   }
   if (insight?.kind === 'PathsQuery') {
     const input = parsePathsQuery(insight, 'source__source');
@@ -94,7 +137,7 @@ async function sourceActors(ch: ClickHouse, source: Node, ctx: InsightContext): 
       return value;
     };
     const point = { input, start: key('pathStartKey'), end: key('pathEndKey'), dropoff: key('pathDropoffKey') };
-    return { actors: await pathActorsSql(ch, point, ctx, nodeRuleAttr), recordings };
+    return { actors: await pathActorsSql(ch, point, ctx, nodeRuleAttr), recordings, groups: false };
   }
   const request = parseInsightQuery(insight, 'source__source');
   const series = source.series ?? 0;
@@ -113,7 +156,7 @@ async function sourceActors(ch: ClickHouse, source: Node, ctx: InsightContext): 
     compare: compare === 'previous' ? ('previous' as const) : ('current' as const),
     status: status as LifecycleStatus | null,
   };
-  return { actors: await seriesActorsSql(ch, point, ctx), recordings };
+  return { actors: await seriesActorsSql(ch, point, ctx), recordings, groups: request.input.series[series]?.math === 'unique_group' };
 }
 
 export interface ActorsQueryResult {
@@ -126,49 +169,73 @@ export interface ActorsQueryResult {
   missing_actors_count: number;
 }
 
-/** Runs an ActorsQuery node `{source, select?, limit?, offset?}`. */
-export async function runActorsQuery(ch: ClickHouse, node: Node, ctx: InsightContext): Promise<ActorsQueryResult> {
-  const select = node.select === undefined || node.select === null ? DEFAULT_SELECT : node.select;
+/** The `person` cell: the person store's record, its uuid as `id` (PostHog's actor id). */
+function personCell(person: Person): Record<string, unknown> {
+  return { ...personBody(person), id: person.uuid };
+}
+
+/** The persons list of an ActorsQuery without a source: the project's persons matching `search` and `properties`. */
+async function personsList(sql: Sql, node: Node, columns: string[], limit: number, offset: number, ctx: InsightContext): Promise<ActorsQueryResult> {
+  if (!columns.every((column) => PERSON_COLUMNS.includes(column))) {
+    throw errors.validation(`Without a source, select takes columns of ${PERSON_COLUMNS.join(', ')}.`, 'select');
+  }
+  const { search, properties } = node;
+  if (search !== undefined && search !== null && (typeof search !== 'string' || search.length > MAX_SEARCH)) {
+    throw errors.validation(`Must be a string of at most ${MAX_SEARCH} characters.`, 'search');
+  }
+  const orderBy = node.orderBy ?? ['created_at DESC'];
+  if (!Array.isArray(orderBy) || orderBy.length !== 1 || typeof orderBy[0] !== 'string' || !(orderBy[0].trim() in PERSON_ORDERS)) {
+    throw errors.validation(`orderBy takes one of ${Object.keys(PERSON_ORDERS).join(', ')}.`, 'orderBy');
+  }
+  const filter = {
+    search: typeof search === 'string' ? search : undefined,
+    properties: properties === undefined || properties === null ? undefined : JSON.stringify(properties),
+  };
+  const listed = await new PersonReads(sql).list(ctx.projectId, filter, { limit: limit + 1, offset, oldestFirst: PERSON_ORDERS[orderBy[0].trim()] });
+  const results = listed.slice(0, limit).map((person) => {
+    const cells: Record<string, unknown> = { id: person.uuid, created_at: person.createdAt.toISOString() };
+    cells.person = cells.actor = personCell(person);
+    return columns.map((column) => cells[column]);
+  });
+  return { results, columns, types: columns.map((column) => COLUMN_TYPES[column]!), hasMore: listed.length > limit, limit, offset, missing_actors_count: 0 };
+}
+
+/**
+ * Runs an ActorsQuery node `{source?, select?, limit?, offset?}` (without a source also `search?`, `properties?`,
+ * `orderBy?`). Persons come from the person store, one statement per page; an actor id without a person there
+ * (merged away, personless events) keeps its row with `{id}` and counts in `missing_actors_count`.
+ */
+export async function runActorsQuery(ch: ClickHouse, sql: Sql, node: Node, ctx: InsightContext): Promise<ActorsQueryResult> {
+  const select = node.select === undefined || node.select === null ? (node.source == null ? ['person', 'id', 'created_at'] : DEFAULT_SELECT) : node.select;
   if (!Array.isArray(select) || select.length === 0 || !select.every((column) => typeof column === 'string' && column in COLUMN_TYPES)) {
     throw errors.validation(`select takes columns of ${Object.keys(COLUMN_TYPES).join(', ')}.`, 'select');
   }
   const columns = select as string[];
   const limit = count(node, 'limit', DEFAULT_LIMIT, MAX_LIMIT);
   const offset = count(node, 'offset', 0, Number.MAX_SAFE_INTEGER);
-  const { actors, recordings } = await sourceActors(ch, objectField(node, 'source', 'source'), ctx);
+  if (node.source === undefined || node.source === null) return personsList(sql, node, columns, limit, offset, ctx);
+  const { actors, recordings, groups } = await sourceActors(ch, objectField(node, 'source', 'source'), ctx);
   const page = await actorsPage(ch, actors, limit, offset);
-  const persons = await personDetails(
-    ch,
-    page.rows.map((row) => row.id),
-    ctx,
-  );
-  const wantsRecordings = recordings || columns.includes('matched_recordings');
-  const recorded = wantsRecordings
-    ? await matchedRecordings(
-        ch,
-        page.rows.flatMap((row) => row.uuids),
-        ctx,
-      )
-    : new Map<string, MatchedRecording>();
+  const persons = groups
+    ? new Map<string, Person>()
+    : await new PersonReads(sql).byUuids(
+        ctx.projectId,
+        page.rows.map((row) => row.id),
+      );
+  const uuids = page.rows.flatMap((row) => row.uuids);
+  const recorded = recordings || columns.includes('matched_recordings') ? await matchedRecordings(ch, uuids, ctx) : new Map<string, MatchedRecording>();
+  const distinctIds = columns.includes('event_distinct_ids') ? await eventDistinctIds(ch, uuids, ctx) : new Map<string, string>();
   const results = page.rows.map((row) => {
-    const person = persons.get(row.id);
-    const created = person?.created_at ?? null;
+    const person = persons.get(row.id.toLowerCase());
     const cells: Record<string, unknown> = {
       id: row.id,
-      created_at: created,
+      created_at: person?.createdAt.toISOString() ?? null,
       event_count: row.uuids.length,
-      event_distinct_ids: person?.distinct_ids ?? [],
+      event_distinct_ids: [...new Set(row.uuids.flatMap((uuid) => distinctIds.get(uuid) ?? []))].sort(),
       appearances: row.appearances ?? [],
       matched_recordings: [...new Set(row.uuids.map((uuid) => recorded.get(uuid)).filter((recording) => recording !== undefined))],
     };
-    cells.person = cells.actor = {
-      id: row.id,
-      uuid: row.id,
-      distinct_ids: person?.distinct_ids ?? [],
-      properties: person?.properties ?? {},
-      is_identified: false,
-      created_at: created,
-    };
+    cells.person = cells.actor = person === undefined ? { id: row.id } : personCell(person);
     return columns.map((column) => cells[column]);
   });
   return {
@@ -178,6 +245,6 @@ export async function runActorsQuery(ch: ClickHouse, node: Node, ctx: InsightCon
     hasMore: page.hasMore,
     limit,
     offset,
-    missing_actors_count: 0,
+    missing_actors_count: groups ? 0 : page.rows.filter((row) => !persons.has(row.id.toLowerCase())).length,
   };
 }

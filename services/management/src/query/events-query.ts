@@ -19,14 +19,14 @@ import {
 } from '@plover/hogql';
 import { parsePropertyFilters, resolveInstant, type InsightContext } from '@plover/insights';
 import type { ClickHouse } from '@plover/clickhouse';
+import { PersonReads } from '@plover/persons';
+import type { Sql } from '@plover/postgres';
 import { errors } from '../shared/errors';
 import { hogqlActions } from './hogql-actions';
 import { propertiesAst } from './hogql-filters';
 
 /** The event columns `*` stands for, in PostHog's order; the row holds them as one object. */
 const STAR_FIELDS = ['uuid', 'event', 'properties', 'timestamp', 'team_id', 'distinct_id', 'elements_chain', 'created_at'] as const;
-/** The fields of the `person` column: the event's person (merges applied) as stamped on the event. */
-const PERSON_FIELDS = ['id', 'created_at', 'properties', 'distinct_id'] as const;
 
 const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 50_000;
@@ -61,8 +61,8 @@ function count(node: Record<string, unknown>, key: string, fallback: number, max
 function selectItem(text: string): Promise<AstNode> {
   const trimmed = text.trim();
   if (trimmed === '*') return Promise.resolve(call('tuple', ...STAR_FIELDS.map((name) => field(name))));
-  if (trimmed === 'person')
-    return Promise.resolve(call('tuple', field('person_id'), field('person', 'created_at'), field('person', 'properties'), field('distinct_id')));
+  // The event's distinct id: its person is read from the person store once the page is known.
+  if (trimmed === 'person') return Promise.resolve(field('distinct_id'));
   return parseExpr(text);
 }
 
@@ -75,16 +75,30 @@ const jsonObject = (text: unknown): unknown => {
   }
 };
 
-/** A special column's tuple as PostHog's object. */
+/** `*`'s tuple as PostHog's object. */
 function renderCell(column: string, value: unknown): unknown {
-  const trimmed = column.trim();
-  if (!Array.isArray(value) || (trimmed !== '*' && trimmed !== 'person')) return value;
-  if (trimmed === '*') {
-    const row: Record<string, unknown> = Object.fromEntries(STAR_FIELDS.map((name, i) => [name, value[i]]));
-    return { ...row, properties: jsonObject(row.properties), elements: [] };
-  }
-  const person: Record<string, unknown> = Object.fromEntries(PERSON_FIELDS.map((name, i) => [name, value[i]]));
-  return { uuid: person.id, created_at: person.created_at, properties: jsonObject(person.properties), distinct_id: person.distinct_id };
+  if (column.trim() !== '*' || !Array.isArray(value)) return value;
+  const row: Record<string, unknown> = Object.fromEntries(STAR_FIELDS.map((name, i) => [name, value[i]]));
+  return { ...row, properties: jsonObject(row.properties), elements: [] };
+}
+
+/**
+ * The `person` columns (holding the event's distinct id) as PostHog's `{uuid, created_at, properties, distinct_id}`,
+ * the person read from the person store by distinct id, one statement per page; `{distinct_id}` when it has none.
+ */
+async function withPersons(sql: Sql, projectId: number, select: string[], rows: unknown[][]): Promise<unknown[][]> {
+  const at = select.flatMap((text, i) => (text.trim() === 'person' ? [i] : []));
+  if (at.length === 0) return rows;
+  const ids = [...new Set(rows.flatMap((row) => at.map((i) => String(row[i]))))];
+  const persons = await new PersonReads(sql).byDistinctIds(projectId, ids);
+  return rows.map((row) =>
+    row.map((value, i) => {
+      if (!at.includes(i)) return value;
+      const person = persons.get(String(value));
+      if (person === undefined) return { distinct_id: String(value) };
+      return { uuid: person.uuid, created_at: person.createdAt.toISOString(), properties: person.properties, distinct_id: String(value) };
+    }),
+  );
 }
 
 const instantText = (date: Date) => date.toISOString().replace('T', ' ').replace('Z', '');
@@ -129,6 +143,7 @@ export interface EventsQueryResult extends Omit<HogQLResult, 'types'> {
 
 export async function runEventsQuery(
   ch: ClickHouse,
+  sql: Sql,
   node: Record<string, unknown>,
   ctx: InsightContext,
   run: { queryId: string; timings: { k: string; t: number }[] },
@@ -161,12 +176,23 @@ export async function runEventsQuery(
   const filters = where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '';
   const order = orderBy.length > 0 ? ` ORDER BY ${orderBy.join(', ')}` : '';
   const hogql = `SELECT ${select.join(', ')} FROM events${filters}${order} LIMIT ${limit} OFFSET ${offset}`;
-  const result = await runHogQLAst(ch, ast, hogql, { teamId: ctx.projectId, actions: hogqlActions(ctx), queryId: run.queryId, timings: run.timings });
+  const result = await runHogQLAst(ch, ast, hogql, {
+    teamId: ctx.projectId,
+    timezone: ctx.timezone,
+    actions: hogqlActions(ctx),
+    queryId: run.queryId,
+    timings: run.timings,
+  });
   return {
     ...result,
     columns: select,
     types: result.types.map(([, type]) => type),
-    results: result.results.slice(0, limit).map((row) => row.map((value, i) => renderCell(select[i] ?? '', value))),
+    results: await withPersons(
+      sql,
+      ctx.projectId,
+      select,
+      result.results.slice(0, limit).map((row) => row.map((value, i) => renderCell(select[i] ?? '', value))),
+    ),
     hasMore: result.results.length > limit,
     limit,
   };
