@@ -22,7 +22,8 @@ export const SESSION_SETTINGS = {
 } as const;
 
 const SETTING_NAME = /^[a-z][a-z0-9_]*$/;
-const SETTING_TEXT = /^[A-Za-z0-9_]*$/;
+/** Text settings are spliced between quotes: names and timezones (`Europe/Berlin`, `Etc/GMT+3`), never a quote. */
+const SETTING_TEXT = /^[A-Za-z0-9_/+-]*$/;
 
 /**
  * `sql` with `settings` as its trailing `SETTINGS` clause (after a line break, so a trailing `--` comment cannot

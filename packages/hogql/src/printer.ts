@@ -17,8 +17,15 @@ import { lookupColumn, quoteIdentifier, TEAM_PARAM, VIRTUAL_TABLES, type Column,
 
 export interface PrintOptions {
   teamId: number;
-  /** Values for `{name}` placeholders. */
+  /** Values for `{name}` placeholders (and `{variables.code_name}` ones, keyed `variables.code_name`). */
   values?: Readonly<Record<string, unknown>>;
+  /**
+   * The project's timezone: DateTime columns of the tables read in it (so date functions over them, and the
+   * answers, are in it), as PostHog prints them; absent or UTC leaves them as stored (UTC).
+   */
+  timezone?: string;
+  /** Expressions Plover built for `{name}` placeholders (`{filters}`), printed in the placeholder's scope. */
+  expressions?: Readonly<Record<string, AstNode>>;
   /** Rows returned when the query has no LIMIT. */
   defaultLimit: number;
   /** The most rows a query may return, whatever its LIMIT says. */
@@ -447,7 +454,9 @@ export class Printer {
     const { table, column, path, rest } = found;
     table.virtual?.used.add(path);
     const ref = `${table.sqlAlias}.${quoteIdentifier(path)}`;
-    if (rest.length === 0) return ref;
+    const { timezone } = this.options;
+    if (rest.length === 0)
+      return 'time' in column && column.time === true && timezone && timezone !== 'UTC' ? `toTimeZone(${ref}, ${this.param(timezone)})` : ref;
     if (!('sql' in column) || !column.json) fail(node, `Can not access property "${rest[0]}" on field "${path}"`, 'resolution_error');
     const keys = rest.map((key) => this.param(key)).join(', ');
     // A JSON value as text without its quotes; NULL when the key is missing or null.
@@ -477,7 +486,7 @@ export class Printer {
     const chain = expr?.node === 'Field' ? chainOf(expr) : [];
     const name = chain.join('.');
     const values = this.options.values ?? {};
-    if (chain.length !== 1 || !Object.hasOwn(values, name))
+    if ((chain.length !== 1 && !(chain.length === 2 && chain[0] === 'variables')) || !Object.hasOwn(values, name))
       fail(node, `Placeholder {${name || '?'}} is not available: pass it in "values"`, 'resolution_error');
     return values[name];
   }
@@ -497,8 +506,13 @@ export class Printer {
     switch (node.node) {
       case 'Constant':
         return this.constant(node.value, node);
-      case 'Placeholder':
+      case 'Placeholder': {
+        const expr = asNode(node.expr);
+        const name = expr?.node === 'Field' ? chainOf(expr).join('.') : '';
+        const built = this.options.expressions ?? {};
+        if (Object.hasOwn(built, name)) return this.expr(built[name]!, scope);
         return this.constant(this.placeholderValue(node, scope), node);
+      }
       case 'Field':
         return this.field(node, scope);
       case 'Alias':

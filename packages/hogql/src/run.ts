@@ -18,6 +18,10 @@ export const MAX_LIMIT = 50_000;
 export interface HogQLPrintOptions {
   teamId: number;
   values?: Readonly<Record<string, unknown>>;
+  /** The project's timezone (PrintOptions.timezone); also the session's, for `now()`, `today()` and parsed dates. */
+  timezone?: string;
+  /** Built expressions for placeholders such as `{filters}` (PrintOptions.expressions). */
+  expressions?: Readonly<Record<string, AstNode>>;
   /** Loads the actions the query names in `matchesAction`; without it such a query is refused. */
   actions?: ActionResolver;
 }
@@ -63,7 +67,18 @@ export async function printHogQL(query: string, options: HogQLPrintOptions): Pro
 async function printAst(ast: AstNode, text: string, options: HogQLPrintOptions): Promise<PrintedQuery> {
   const refs = actionRefs(ast);
   const actions = refs.length > 0 && options.actions ? await options.actions(refs) : undefined;
-  return new Printer({ teamId: options.teamId, values: options.values, defaultLimit: DEFAULT_LIMIT, maxLimit: MAX_LIMIT, actions }, text).print(ast);
+  return new Printer(
+    {
+      teamId: options.teamId,
+      values: options.values,
+      timezone: options.timezone,
+      expressions: options.expressions,
+      defaultLimit: DEFAULT_LIMIT,
+      maxLimit: MAX_LIMIT,
+      actions,
+    },
+    text,
+  ).print(ast);
 }
 
 const queryMarker = (queryId: string) => `/* hogql-query ${queryId} */`;
@@ -95,7 +110,8 @@ async function run(ch: ClickHouse, query: string, print: () => Promise<PrintedQu
   const printed = await toApi(print);
   lap('./print');
   const sql = `${queryMarker(options.queryId ?? randomUUID())} ${printed.sql}`;
-  const result = await toApi(() => ch.queryRows('hogql', sql, printed.params, HOGQL_SETTINGS));
+  const settings = options.timezone ? { ...HOGQL_SETTINGS, session_timezone: options.timezone } : HOGQL_SETTINGS;
+  const result = await toApi(() => ch.queryRows('hogql', sql, printed.params, settings));
   lap('./clickhouse_execute');
   const hasMore = result.rows.length > printed.limit;
   return {

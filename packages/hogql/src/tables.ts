@@ -11,10 +11,14 @@
 import { channelTypeSql } from './channel';
 import { HogQLError } from './errors';
 
-/** A column: SQL over the table's source; `json` when it holds JSON text whose keys `col.key.key` reach. */
+/**
+ * A column: SQL over the table's source; `json` when it holds JSON text whose keys `col.key.key` reach; `time` when
+ * it is a DateTime, which the printer reads in the project's timezone.
+ */
 export interface LeafColumn {
   sql: string;
   json?: boolean;
+  time?: boolean;
 }
 
 /** A column that is a group of columns: `person.properties`, `person.id`. */
@@ -73,6 +77,7 @@ function table(columns: Record<string, Column>, star: readonly string[], from: (
 
 const json = (sql: string): LeafColumn => ({ sql, json: true });
 const col = (sql: string): LeafColumn => ({ sql });
+const time = (sql: string): LeafColumn => ({ sql, time: true });
 const prop = (key: string) => `JSONExtractString(e.properties, '${key}')`;
 
 const usesPerson = (used: readonly string[]) => used.some((path) => path === 'person_id' || path === 'person.id');
@@ -81,7 +86,7 @@ const eventsFrom = (join: boolean) => `FROM events AS e FINAL ${join ? `LEFT JOI
 const groupColumns = Object.fromEntries(
   [0, 1, 2, 3, 4].flatMap((i) => [
     [`$group_${i}`, col(`e.\`$group_${i}\``)],
-    [`group_${i}`, { fields: { key: col(`e.\`$group_${i}\``), properties: json(`e.group${i}_properties`), created_at: col(`e.group${i}_created_at`) } }],
+    [`group_${i}`, { fields: { key: col(`e.\`$group_${i}\``), properties: json(`e.group${i}_properties`), created_at: time(`e.group${i}_created_at`) } }],
   ]),
 ) as Record<string, Column>;
 
@@ -90,15 +95,15 @@ const events = table(
     uuid: col('e.uuid'),
     event: col('e.event'),
     properties: json('e.properties'),
-    timestamp: col('e.timestamp'),
+    timestamp: time('e.timestamp'),
     team_id: col('e.team_id'),
     distinct_id: col('e.distinct_id'),
     elements_chain: col('e.elements_chain'),
-    created_at: col('e.created_at'),
+    created_at: time('e.created_at'),
     $session_id: col('e.session_id'),
     $window_id: col('e.window_id'),
     person_id: col(PERSON_ID),
-    person: { fields: { id: col(PERSON_ID), properties: json('e.person_properties'), created_at: col('e.person_created_at') } },
+    person: { fields: { id: col(PERSON_ID), properties: json('e.person_properties'), created_at: time('e.person_created_at') } },
     ...groupColumns,
   },
   ['uuid', 'event', 'properties', 'timestamp', 'distinct_id', 'elements_chain', 'created_at', '$session_id', '$window_id', 'person_id'],
@@ -109,7 +114,7 @@ const persons = table(
   {
     id: col('id'),
     properties: json('argMax(person_properties, timestamp)'),
-    created_at: col('min(person_created_at)'),
+    created_at: time('min(person_created_at)'),
     team_id: col('any(tid)'),
   },
   ['id', 'properties', 'created_at'],
@@ -133,8 +138,8 @@ const groups = table(
     index: col('index'),
     key: col('key'),
     properties: json('argMax(props, timestamp)'),
-    created_at: col('min(created)'),
-    updated_at: col('max(timestamp)'),
+    created_at: time('min(created)'),
+    updated_at: time('max(timestamp)'),
     team_id: col('any(tid)'),
   },
   ['index', 'key', 'properties', 'created_at', 'updated_at'],
@@ -180,8 +185,8 @@ const sessions = table(
     id: col('e.session_id'),
     team_id: col('any(e.team_id)'),
     distinct_id: col('argMax(e.distinct_id, e.timestamp)'),
-    $start_timestamp: col('min(e.timestamp)'),
-    $end_timestamp: col('max(e.timestamp)'),
+    $start_timestamp: time('min(e.timestamp)'),
+    $end_timestamp: time('max(e.timestamp)'),
     $session_duration: col(DURATION),
     duration: col(DURATION),
     $pageview_count: col(PAGEVIEWS),
@@ -228,8 +233,8 @@ const sessionReplayEvents = table(
     session_id: col('r.session_id'),
     team_id: col('any(r.team_id)'),
     distinct_id: col('argMin(r.distinct_id, r.first_timestamp)'),
-    start_time: col('min(r.first_timestamp)'),
-    end_time: col('max(r.last_timestamp)'),
+    start_time: time('min(r.first_timestamp)'),
+    end_time: time('max(r.last_timestamp)'),
     first_url: col('argMinIf(r.first_url, r.first_timestamp, r.first_url IS NOT NULL)'),
     click_count: col('sum(r.click_count)'),
     keypress_count: col('sum(r.keypress_count)'),

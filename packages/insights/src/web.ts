@@ -93,21 +93,36 @@ export function parseWebQuery(node: Record<string, unknown>): WebQueryInput {
   };
 }
 
+/** A table's row limit: `fallback` when absent. */
+function tableLimit(node: Record<string, unknown>, fallback: number): number {
+  const limit = node.limit ?? fallback;
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
+    throw ApiError.validation(`Must be an integer from 1 to ${MAX_LIMIT}.`, 'limit');
+  }
+  return limit;
+}
+
 export function parseWebStatsQuery(node: Record<string, unknown>): WebStatsInput {
   const breakdownBy = node.breakdownBy;
   if (!(WEB_BREAKDOWNS as readonly unknown[]).includes(breakdownBy)) {
     throw ApiError.validation(`${JSON.stringify(breakdownBy ?? null)} is not a valid choice.`, 'breakdownBy', 'invalid_choice');
   }
-  const limit = node.limit ?? 10;
-  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
-    throw ApiError.validation(`Must be an integer from 1 to ${MAX_LIMIT}.`, 'limit');
-  }
   return {
     ...parseWebQuery(node),
     breakdownBy: breakdownBy as WebBreakdown,
     includeBounceRate: flag(node.includeBounceRate, 'includeBounceRate'),
-    limit,
+    limit: tableLimit(node, 10),
   };
+}
+
+export interface WebExternalClicksInput extends WebQueryInput {
+  limit: number;
+  /** The links' URLs without their query string and fragment, so that one destination counts as one row. */
+  stripQueryParams: boolean;
+}
+
+export function parseWebExternalClicksQuery(node: Record<string, unknown>): WebExternalClicksInput {
+  return { ...parseWebQuery(node), limit: tableLimit(node, 100), stripQueryParams: flag(node.stripQueryParams, 'stripQueryParams') };
 }
 
 /** The period and, with compare, the one as long just before it (days, in the project's timezone). */
@@ -136,6 +151,17 @@ async function sessionEvents(
   sessionFields: readonly string[],
   eventFields: readonly string[] = [],
 ) {
+  const scope = await periodEvents(params, input, range, ctx, eventFields);
+  const sessions = source('sessions', ['session_id', '$start_timestamp', ...sessionFields]);
+  return {
+    from: `(${scope.events}) AS ev INNER JOIN (${sessions}) AS s ON s.session_id = ev.\`$session_id\``,
+    inPeriod: scope.inPeriod,
+    started: `s.\`$start_timestamp\` >= ${scope.from} AND s.\`$start_timestamp\` < ${scope.end}`,
+  };
+}
+
+/** The project's events (`events`, to alias `ev`) and the condition of those in the period that pass the filters. */
+async function periodEvents(params: Params, input: WebQueryInput, range: ResolvedRange, ctx: InsightContext, eventFields: readonly string[]) {
   params.values[TEAM_PARAM] = ctx.projectId;
   const tz = params.add(range.timezone, 'String');
   const from = `toDateTime64(${params.add(range.from, 'String')}, 6, ${tz})`;
@@ -149,12 +175,11 @@ async function sessionEvents(
   // Property conditions read the materialized columns of the events table (`mat_$pathname`…) by name: the
   // virtual table has none, so they are computed here from `properties`, as the columns are (unused ones are pruned).
   const materialized = [...MATERIALIZED_PROPERTIES].map(([key, column]) => `${jsonPropertyText('properties', key, params)} AS ${column}`).join(', ');
-  const events = `SELECT *, \`person.properties\` AS person_properties, ${materialized} FROM (${source('events', columns)})`;
-  const sessions = source('sessions', ['session_id', '$start_timestamp', ...sessionFields]);
   return {
-    from: `(${events}) AS ev INNER JOIN (${sessions}) AS s ON s.session_id = ev.\`$session_id\``,
+    events: `SELECT *, \`person.properties\` AS person_properties, ${materialized} FROM (${source('events', columns)})`,
     inPeriod: `ev.timestamp >= ${from} AND ev.timestamp < ${end} AND (${condition})`,
-    started: `s.\`$start_timestamp\` >= ${from} AND s.\`$start_timestamp\` < ${end}`,
+    from,
+    end,
   };
 }
 
@@ -398,6 +423,44 @@ export async function runWebGoals(ch: ClickHouse, input: WebQueryInput, ctx: Ins
     ]),
     hasMore: false,
     limit: WEB_GOALS,
+    offset: 0,
+    samplingRate: { numerator: 1, denominator: null },
+    usedPreAggregatedTables: false,
+  };
+}
+
+interface ExternalClicksRow {
+  url: string;
+  visitors: string | number;
+  clicks: string | number;
+}
+
+/**
+ * `WebExternalClicksTableQuery`: the links to other sites clicked in the period (autocaptured clicks that carry
+ * posthog-js's `$external_click_url`), each with its visitors (persons, counted once per session and link) and
+ * clicks; most visitors first. Events in the period, whatever their session's start (PostHog's definition).
+ */
+export async function runWebExternalClicks(ch: ClickHouse, input: WebExternalClicksInput, ctx: InsightContext) {
+  const { current } = periods({ ...input, compare: false }, ctx);
+  const params = new Params();
+  const scope = await periodEvents(params, input, current, ctx, []);
+  const link = propertyText('ev.properties', '$external_click_url', params);
+  const url = input.stripQueryParams ? `cutQueryStringAndFragment(${link})` : link;
+  const sql = `SELECT url, uniq(person_id) AS visitors, sum(clicks) AS clicks FROM (
+      SELECT any(ev.person_id) AS person_id, count() AS clicks, ${url} AS url
+      FROM (${scope.events}) AS ev
+      WHERE ev.event = '$autocapture' AND ${propertyText('ev.properties', '$event_type', params)} = 'click' AND url != '' AND ${scope.inPeriod}
+      GROUP BY ev.\`$session_id\`, url
+    )
+    GROUP BY url
+    ORDER BY visitors DESC, url ASC
+    LIMIT ${params.add(input.limit + 1, 'UInt32')}`;
+  const rows = await ch.query<ExternalClicksRow>('web.external_clicks', sql, params.values);
+  return {
+    columns: ['context.columns.url', 'context.columns.visitors', 'context.columns.clicks'],
+    results: rows.slice(0, input.limit).map((row) => [row.url, Number(row.visitors), Number(row.clicks)]),
+    hasMore: rows.length > input.limit,
+    limit: input.limit,
     offset: 0,
     samplingRate: { numerator: 1, denominator: null },
     usedPreAggregatedTables: false,

@@ -8,7 +8,16 @@ import { insertEvents, insertPersonOverrides } from '@plover/clickhouse';
 import { ApiError } from '@plover/core';
 import type { InsightContext } from '../src/types';
 import type { ActionDefinition } from '../src/types';
-import { changeFromPrevious, parseWebQuery, parseWebStatsQuery, runWebGoals, runWebOverview, runWebStatsTable } from '../src/web';
+import {
+  changeFromPrevious,
+  parseWebExternalClicksQuery,
+  parseWebQuery,
+  parseWebStatsQuery,
+  runWebExternalClicks,
+  runWebGoals,
+  runWebOverview,
+  runWebStatsTable,
+} from '../src/web';
 import { eventRow } from './support/event-row';
 import { useScratchClickHouse } from './support/scratch-clickhouse';
 import { noActions } from './support/context';
@@ -353,6 +362,89 @@ describe('WebGoalsQuery', () => {
       fc.asyncProperty(sessions, async (events) => {
         const ctx = await project(events, GOALS);
         expect((await goals(ctx)).results).toEqual(goalsReference(events));
+      }),
+      { numRuns: 10 },
+    );
+  });
+});
+
+describe('WebExternalClicksTableQuery', () => {
+  const click = (person: string, session: string, at: number, url: string | undefined, eventType = 'click'): Ev => ({
+    person,
+    session,
+    event: '$autocapture',
+    at,
+    path: '/',
+    extra: { $event_type: eventType, ...(url === undefined ? {} : { $external_click_url: url }) },
+  });
+
+  /** PostHog's definition in plain TypeScript: clicks in the range, visitors counted per session and link. */
+  function clicksReference(events: readonly Ev[], strip: boolean) {
+    const links = new Map<string, { persons: Set<string>; clicks: number }>();
+    for (const ev of events) {
+      const raw = ev.extra?.$external_click_url;
+      if (ev.event !== '$autocapture' || ev.extra?.$event_type !== 'click' || typeof raw !== 'string' || ev.at < FROM || ev.at >= END) continue;
+      const url = strip ? raw.replace(/[?#].*$/, '') : raw;
+      if (url === '') continue;
+      const link = links.get(url) ?? { persons: new Set<string>(), clicks: 0 };
+      link.persons.add(ev.person);
+      link.clicks += 1;
+      links.set(url, link);
+    }
+    return [...links]
+      .map(([url, link]) => [url, link.persons.size, link.clicks] as [string, number, number])
+      .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  }
+
+  const clicks = async (ctx: InsightContext, node: Record<string, unknown> = {}) =>
+    runWebExternalClicks(engine(), parseWebExternalClicksQuery({ dateRange: RANGE, ...node }), ctx);
+
+  it('counts the visitors and clicks of each outbound link, most visitors first', async () => {
+    const t = FROM + 3_600_000;
+    const events: Ev[] = [
+      click('a', v7(80), t, 'https://github.com/plover?tab=readme'),
+      click('a', v7(80), t + 1000, 'https://github.com/plover#top'),
+      click('b', v7(81), t, 'https://github.com/plover'),
+      click('b', v7(81), t + 1000, 'https://docs.example.org/start'),
+      click('c', v7(82), t, 'https://docs.example.org/start', 'submit'),
+      click('c', v7(82), t + 1000, undefined),
+      click('c', v7(83), FROM - 1000, 'https://github.com/plover'),
+      { person: 'c', session: v7(82), event: '$pageview', at: t, path: '/', extra: { $external_click_url: 'https://not-a-click.example' } },
+    ];
+    const ctx = await project(events);
+    const plain = await clicks(ctx);
+    expect(plain).toMatchObject({ columns: ['context.columns.url', 'context.columns.visitors', 'context.columns.clicks'], hasMore: false, limit: 100 });
+    expect(plain.results).toEqual([
+      ['https://docs.example.org/start', 1, 1],
+      ['https://github.com/plover', 1, 1],
+      ['https://github.com/plover#top', 1, 1],
+      ['https://github.com/plover?tab=readme', 1, 1],
+    ]);
+    expect((await clicks(ctx, { stripQueryParams: true })).results).toEqual([
+      ['https://github.com/plover', 2, 3],
+      ['https://docs.example.org/start', 1, 1],
+    ]);
+    const limited = await clicks(ctx, { stripQueryParams: true, limit: 1 });
+    expect([limited.results, limited.hasMore]).toEqual([[['https://github.com/plover', 2, 3]], true]);
+    expect(() => parseWebExternalClicksQuery({ limit: 0 })).toThrow(ApiError);
+  });
+
+  it('equals the reference on random clicks', async () => {
+    const ev = fc.record({
+      person: fc.constantFrom('p1', 'p2', 'p3'),
+      session: fc.integer({ min: 300, max: 304 }).map(v7),
+      at: fc.integer({ min: (FROM - 86_400_000) / 1000, max: (END + 86_400_000) / 1000 }).map((s) => s * 1000),
+      url: fc.option(fc.constantFrom('https://a.example/x', 'https://a.example/x?utm=1', 'https://b.example/#y', ''), { nil: undefined }),
+      eventType: fc.constantFrom('click', 'click', 'change'),
+    });
+    const streams = fc.array(ev, { minLength: 1, maxLength: 30 }).map((events) => {
+      const owner = new Map<string, string>();
+      return events.map((e) => click(owner.get(e.session) ?? (owner.set(e.session, e.person), e.person), e.session, e.at, e.url, e.eventType));
+    });
+    await fc.assert(
+      fc.asyncProperty(streams, fc.boolean(), async (events, strip) => {
+        const ctx = await project(events);
+        expect((await clicks(ctx, { stripQueryParams: strip })).results).toEqual(clicksReference(events, strip));
       }),
       { numRuns: 10 },
     );

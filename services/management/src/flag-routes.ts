@@ -5,10 +5,11 @@ import { cohortRoutes } from './cohorts/routes';
 import { earlyAccessRoutes } from './early-access/routes';
 import { flagRoutes } from './feature-flags/routes';
 import { routerOf, type Route } from './http/route-table';
+import type { NodeRunner } from './shared/node-runner';
 import { surveyRoutes } from './surveys/routes';
 
 /** The routes of flags, cohorts, early access features and surveys under a project: what decide evaluates. */
-export function flagDefinitionRoutes(deps: { sql: Sql } & Partial<Pick<ManagementDeps, 'clickhouse' | 'logger'>>): Route[] {
+export function flagDefinitionRoutes(deps: { sql: Sql; run?: NodeRunner } & Partial<Pick<ManagementDeps, 'clickhouse' | 'logger'>>): Route[] {
   return [...flagRoutes(deps), ...cohortRoutes(deps), ...earlyAccessRoutes(deps), ...surveyRoutes(deps)];
 }
 

@@ -52,7 +52,7 @@ export function routeTable(deps: ManagementDeps): RouteTable {
       ...definitionRoutes(deps),
       // Before the flag-side routes: `/surveys/stats` must not be read as `/surveys/:id`.
       ...surveyResultRoutes(deps),
-      ...flagDefinitionRoutes(deps),
+      ...flagDefinitionRoutes({ ...deps, run }),
       ...experimentRoutes(deps),
       ...llmPromptRoutes(),
     ],

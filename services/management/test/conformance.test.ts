@@ -112,6 +112,7 @@ const KIND_EXAMPLES: Record<string, QueryNode> = {
   WebOverviewQuery: { kind: 'WebOverviewQuery', dateRange: { date_from: '-7d' }, compareFilter: { compare: true }, properties: [] },
   WebStatsTableQuery: { kind: 'WebStatsTableQuery', breakdownBy: 'Page', dateRange: { date_from: '-7d' }, includeBounceRate: true, properties: [] },
   WebGoalsQuery: { kind: 'WebGoalsQuery', dateRange: { date_from: '-7d' }, compareFilter: { compare: true }, properties: [] },
+  WebExternalClicksTableQuery: { kind: 'WebExternalClicksTableQuery', dateRange: { date_from: '-7d' }, stripQueryParams: true, properties: [] },
   InsightVizNode: { kind: 'InsightVizNode', source: TRENDS },
   DataTableNode: { kind: 'DataTableNode', source: HOGQL },
   DataVisualizationNode: { kind: 'DataVisualizationNode', source: HOGQL },

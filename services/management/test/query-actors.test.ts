@@ -1,8 +1,10 @@
 /**
  * ActorsQuery and EventsQuery persons from the person store (identified flag, current properties, every distinct
  * id, missing actors counted), the persons list without a source, and the funnel points PostHog's persons modal
- * opens — trend periods (converted and dropped off), time-to-convert bins and custom steps — each listing as many
- * actors as the number shown, on a seeded dataset checked against a plain TypeScript count.
+ * opens — and saves as a static cohort — trend periods (converted and dropped off), time-to-convert bins and custom steps — each listing as many
+ * actors as the number shown, on a seeded dataset checked against a plain TypeScript count. Also what POST
+ * /query/ applies before running: `filters_override`, `variables_override`, and the project's timezone in HogQL;
+ * and the async refresh modes: 202 with a query status, the result from GET /query/:id/.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -101,6 +103,20 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('Actors
       source: { kind: 'InsightActorsQuery', source: trend, day: wall(at).slice(0, 10) },
     });
     expect(distinct.results).toContainEqual([ann.personUuid, ['ann']]);
+
+    // Saved as a static cohort (PostHog's persons modal): the listed persons the store has become its members.
+    const cohort = await request(world.app)
+      .post(`/api/projects/${t.projectId}/cohorts/`)
+      .set(t.auth)
+      .send({ name: 'Viewers', is_static: true, query: { kind: 'InsightActorsQuery', source: trend, day: wall(at).slice(0, 10) } });
+    expect([cohort.status, cohort.body.count]).toEqual([201, 2]);
+    const members = await request(world.app).get(`/api/projects/${t.projectId}/cohorts/${cohort.body.id}/persons/`).set(t.auth);
+    expect(members.body.results.map((p: { uuid: string }) => p.uuid).sort()).toEqual([ann.personUuid, bob.personUuid].sort());
+    const dynamic = await request(world.app)
+      .post(`/api/projects/${t.projectId}/cohorts/`)
+      .set(t.auth)
+      .send({ name: 'x', query: { kind: 'ActorsQuery' } });
+    expect([dynamic.status, dynamic.body.attr]).toEqual([400, 'query']);
 
     // EventsQuery's person column reads the same store, by the event's distinct id.
     const events = await post(t, { kind: 'EventsQuery', select: ['distinct_id', 'person'], orderBy: ['distinct_id'] });
@@ -210,5 +226,102 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('Actors
       .set(t.auth)
       .send({ query: { kind: 'ActorsQuery', source: { kind: 'FunnelsActorsQuery', source: trendsQuery, funnelTrendsEntrancePeriodStart: '1999-01-01' } } });
     expect([bad.status, bad.body.attr]).toEqual([400, 'funnelTrendsEntrancePeriodStart']);
+  });
+
+  it("applies filters_override and variables_override to the query, and reads HogQL's times in the project's timezone", async () => {
+    const t = await world.tenant();
+    await world.sql.query('t.tz', "UPDATE projects SET timezone = 'Europe/Berlin' WHERE id = $1", [t.projectId]);
+    const person = '00000000-0000-4000-b000-000000000001';
+    const at = (utc: string, name: string, browser: string) => ({
+      ...row(t.projectId, name, 'dee', person, Date.parse(`${utc}Z`)),
+      properties: JSON.stringify({ $browser: browser }),
+    });
+    // 23:30 UTC on 10 March is 00:30 on 11 March in Berlin; 23:30 UTC on 11 March is already 12 March there.
+    await insertEvents(clickhouse, [
+      at('2024-03-10T23:30:00', 'a', 'Chrome'),
+      at('2024-03-11T23:30:00', 'b', 'Firefox'),
+      at('2024-03-11T12:00:00', 'b', 'Chrome'),
+    ]);
+    const run = async (body: Record<string, unknown>) => {
+      const response = await request(world.app).post(`/api/projects/${t.projectId}/query/`).set(t.auth).send(body);
+      expect([response.status, response.body.detail]).toEqual([200, undefined]);
+      return response.body as { results: unknown[][] };
+    };
+    const days = { kind: 'HogQLQuery', query: 'select toString(toStartOfDay(timestamp)) as d, count() from events group by d order by d' };
+    expect((await run({ query: days })).results).toEqual([
+      ['2024-03-11 00:00:00', 2],
+      ['2024-03-12 00:00:00', 1],
+    ]);
+    expect((await run({ query: { kind: 'HogQLQuery', query: "select toString(toDate('2024-03-11') = toDate(min(timestamp))) from events" } })).results).toEqual(
+      [['1']],
+    );
+
+    const filtered = { kind: 'HogQLQuery', query: 'select count() from events where {filters}' };
+    expect((await run({ query: filtered })).results).toEqual([[3]]);
+    const oneDay = { date_from: '2024-03-11', date_to: '2024-03-11' };
+    expect((await run({ query: filtered, filters_override: oneDay })).results).toEqual([[2]]);
+    const chrome = [{ type: 'event', key: '$browser', operator: 'exact', value: ['Chrome'] }];
+    expect((await run({ query: filtered, filters_override: { ...oneDay, properties: chrome } })).results).toEqual([[2]]);
+    expect(
+      (await run({ query: { ...filtered, filters: { properties: chrome } }, filters_override: { date_from: '2024-03-12', date_to: '2024-03-12' } })).results,
+    ).toEqual([[0]]);
+
+    // An insight gets the override's range and, AND-ed with its own, its properties.
+    const trend = { kind: 'TrendsQuery', series: [{ kind: 'EventsNode', event: 'b' }], dateRange: { date_from: '2024-03-01', date_to: '2024-03-20' } };
+    const total = async (body: Record<string, unknown>) => ((await run(body)).results as unknown as Array<{ count: number; days: string[] }>)[0]!;
+    expect((await total({ query: trend })).count).toBe(2);
+    const overridden = await total({
+      query: { kind: 'InsightVizNode', source: trend },
+      filters_override: { date_from: '2024-03-11', date_to: '2024-03-11', properties: chrome },
+    });
+    expect([overridden.count, overridden.days]).toEqual([1, ['2024-03-11']]);
+
+    const named = {
+      kind: 'HogQLQuery',
+      query: 'select count() from events where event = {variables.name}',
+      variables: { 'var-1': { variableId: 'var-1', code_name: 'name', value: 'a' } },
+    };
+    expect((await run({ query: named })).results).toEqual([[1]]);
+    expect((await run({ query: named, variables_override: { 'var-1': { value: 'b' } } })).results).toEqual([[2]]);
+    const unknown = await request(world.app)
+      .post(`/api/projects/${t.projectId}/query/`)
+      .set(t.auth)
+      .send({ query: { ...named, variables: {} } });
+    expect([unknown.status, unknown.body.code]).toEqual([400, 'resolution_error']);
+  });
+
+  it('async modes answer 202 with the query status on a miss, the result from GET /query/:id/, and a cached result at once', async () => {
+    const t = await world.tenant();
+    await insertEvents(clickhouse, [row(t.projectId, 'async', 'ed', '00000000-0000-4000-b000-000000000002', Date.now() - HOUR)]);
+    const url = `/api/projects/${t.projectId}/query/`;
+    const send = (body: Record<string, unknown>) => request(world.app).post(url).set(t.auth).send(body);
+    const poll = async (id: string) => {
+      for (let i = 0; i < 500; i++) {
+        const status = await request(world.app).get(`${url}${id}/`).set(t.auth);
+        if (status.status === 200) return status.body as { query_status: { complete: boolean; error: boolean; results: { results: unknown[][] } } };
+        expect(status.status).toBe(202);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      throw new Error(`query ${id} never completed`);
+    };
+    const query = { kind: 'HogQLQuery', query: "select count() from events where event = 'async'" };
+    for (const refresh of ['force_async', 'async', 'lazy_async']) {
+      const id = `q-${refresh}`;
+      const started = await send({ query: { ...query, query: `${query.query} and '${refresh}' != ''` }, refresh, client_query_id: id });
+      expect([started.status, started.body.query_status]).toEqual([
+        202,
+        expect.objectContaining({ id, query_async: true, complete: false, team_id: t.projectId }),
+      ]);
+      const done = await poll(id);
+      expect([refresh, done.query_status.complete, done.query_status.error, done.query_status.results.results]).toEqual([refresh, true, false, [[1]]]);
+    }
+    // Computed once: async answers it at once; a miss in async_except_on_cache_miss is computed while the client waits.
+    const again = await send({ query: { ...query, query: `${query.query} and 'async' != ''` }, refresh: 'async' });
+    expect([again.status, again.body.results, again.body.is_cached]).toEqual([200, [[1]], true]);
+    const blocking = await send({ query, refresh: 'async_except_on_cache_miss' });
+    expect([blocking.status, blocking.body.results]).toEqual([200, [[1]]]);
+    const failed = await send({ query: { kind: 'HogQLQuery', query: 'select nosuchfn()' }, refresh: 'force_async', client_query_id: 'q-bad' });
+    expect(failed.status).toBe(202);
+    expect((await poll('q-bad')).query_status).toMatchObject({ complete: true, error: true });
   });
 });

@@ -1,11 +1,17 @@
 import { PersonReads } from '@plover/persons';
 import { Type, type Static } from '@sinclair/typebox';
+import type { Request } from 'express';
+import { addCohortMembers } from '@plover/flag-store';
 import type { ManagementDeps } from '../http/deps';
+import { projectOf } from '../http/auth';
 import { callerOf } from '../http/access';
 import { found, idParam, pageOf, resourceRoutes } from '../http/resource-routes';
 import { pageFrom, Q, route, type Route } from '../http/route-table';
 import { calculateCohort } from '../shared/cohort-calculation';
 import { validateCohortFilters } from '../shared/flag-filters';
+import { errors } from '../shared/errors';
+import { insightContext } from '../shared/insight-context';
+import type { NodeRunner } from '../shared/node-runner';
 import { Person, personBody } from '../shared/person-body';
 import { CohortsStore, type CohortRow } from './cohorts-store';
 import { Cohort, CohortWrite } from './schemas';
@@ -29,13 +35,18 @@ const serializeCohort = (row: CohortRow): Static<typeof Cohort> => ({
   created_at: row.created_at.toISOString(),
 });
 
+/** Sources of an ActorsQuery that a static cohort may be made of without the ActorsQuery around them. */
+const ACTOR_SOURCES = new Set(['InsightActorsQuery', 'FunnelsActorsQuery']);
+const QUERY_PAGE = 10_000;
+const MAX_QUERY_MEMBERS = 100_000;
+
 /**
  * `/cohorts/` under a project: a dynamic cohort's filters are checked as decide evaluates them, and it is
  * calculated in the background once written (when the deps hold ClickHouse: not so in decide's tests, which
  * mount these routes alone); a static one lists its members. `/cohorts/:id/persons/` lists the stored members.
  */
-export function cohortRoutes(deps: Pick<ManagementDeps, 'sql'> & Partial<Pick<ManagementDeps, 'clickhouse' | 'logger'>>): Route[] {
-  const { sql, clickhouse, logger } = deps;
+export function cohortRoutes(deps: Pick<ManagementDeps, 'sql'> & Partial<Pick<ManagementDeps, 'clickhouse' | 'logger'>> & { run?: NodeRunner }): Route[] {
+  const { sql, clickhouse, logger, run } = deps;
   const cohorts = new CohortsStore(sql);
   const reads = new PersonReads(sql);
   /** Starts a calculation of the cohort without waiting for it (as PostHog does after a write); errors land on the cohort. */
@@ -60,6 +71,26 @@ export function cohortRoutes(deps: Pick<ManagementDeps, 'sql'> & Partial<Pick<Ma
       return pageFrom(await reads.list(projectId, filter, { limit: page.limit + 1, offset: page.offset }), page, personBody);
     },
   });
+  /**
+   * The person ids an ActorsQuery (or an actors source, wrapped in one) lists, every page of it, at most
+   * {@link MAX_QUERY_MEMBERS}: PostHog's "save as static cohort" of a persons list.
+   */
+  async function queryMembers(req: Request, query: Record<string, unknown>, isStatic: boolean): Promise<number[]> {
+    if (!isStatic) throw errors.validation('A query makes a static cohort: set is_static.', 'query');
+    if (!run) throw errors.validation('Cohorts from a query need the analysis store.', 'query');
+    const node = ACTOR_SOURCES.has(String(query.kind)) ? { kind: 'ActorsQuery', source: query } : query;
+    if (node.kind !== 'ActorsQuery') throw errors.validation('query must be an ActorsQuery or an actors source.', 'query__kind', 'invalid_choice');
+    const project = projectOf(req);
+    const insight = insightContext(sql, project);
+    const ids: number[] = [];
+    for (let offset = 0; ; offset += QUERY_PAGE) {
+      const page = (await run({ ...node, select: ['id'], limit: QUERY_PAGE, offset }, insight, 'cached'))!;
+      const uuids = (page.results as unknown[][]).map((row) => String(row[0]));
+      ids.push(...[...(await reads.byUuids(project.id, uuids)).values()].map((person) => person.id));
+      if (page.hasMore !== true) return ids;
+      if (offset + QUERY_PAGE >= MAX_QUERY_MEMBERS) throw errors.validation(`The query lists more than ${MAX_QUERY_MEMBERS} persons.`, 'query');
+    }
+  }
   const resource = resourceRoutes({
     base: '/cohorts',
     object: 'cohort',
@@ -76,10 +107,13 @@ export function cohortRoutes(deps: Pick<ManagementDeps, 'sql'> & Partial<Pick<Ma
       const isStatic = body.is_static === true;
       const filters = body.filters ?? { properties: { type: 'AND', values: [] } };
       const refs = isStatic ? { cohortIds: new Set<number>() } : validateCohortFilters(filters);
+      // A static cohort of the persons a query lists (the persons behind a chart's point), read before the write.
+      const fromQuery = body.query === undefined ? [] : await queryMembers(req, body.query, isStatic);
       const row = await cohorts.write(caller.projectId, async (tx) => {
         await cohorts.checkCohortRefs(tx, caller.projectId, refs);
         const id = await cohorts.createCohort(tx, caller, { ...body, filters: isStatic ? {} : filters, isStatic });
         if (isStatic) await cohorts.addMembers(tx, caller.projectId, id, (body.distinct_ids ?? []).map(String));
+        if (fromQuery.length > 0) await addCohortMembers(tx, id, fromQuery);
         return found(await cohorts.cohort(caller.projectId, id, tx));
       });
       recalculate(row);

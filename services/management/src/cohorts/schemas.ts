@@ -12,6 +12,7 @@ export const CohortWrite = component(
     is_static: Type.Optional(Type.Boolean({ description: 'create only' })),
     deleted: Type.Optional(Type.Boolean()),
     distinct_ids: Type.Optional(Type.Array(Types<string | number>(['string', 'integer']), { description: 'members added to a static cohort' })),
+    query: Type.Optional(AnyObject({ description: 'create only, static: the persons an ActorsQuery lists become its members' })),
   }),
 );
 

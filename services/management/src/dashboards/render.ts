@@ -6,7 +6,7 @@ import { CAN_EDIT, CAN_VIEW } from '../shared/dashboard-tiles';
 import { insightRecord, type InsightRow } from '../shared/insight-record';
 import type { NodeRunner, RunMode } from '../shared/node-runner';
 import type { DashboardRow, DashboardsStore, TileRow } from './dashboards-store';
-import { tileFilters, withDashboardFilters } from './filters';
+import { tileFilters, withDashboardFilters } from '../shared/dashboard-filters';
 import type { Dashboard, DashboardBasic, DashboardTile } from './schemas';
 
 /** Who looks at a dashboard: a member (with their privilege on it) or a public link. */

@@ -176,7 +176,13 @@ export async function runEventsQuery(
   const filters = where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '';
   const order = orderBy.length > 0 ? ` ORDER BY ${orderBy.join(', ')}` : '';
   const hogql = `SELECT ${select.join(', ')} FROM events${filters}${order} LIMIT ${limit} OFFSET ${offset}`;
-  const result = await runHogQLAst(ch, ast, hogql, { teamId: ctx.projectId, actions: hogqlActions(ctx), queryId: run.queryId, timings: run.timings });
+  const result = await runHogQLAst(ch, ast, hogql, {
+    teamId: ctx.projectId,
+    timezone: ctx.timezone,
+    actions: hogqlActions(ctx),
+    queryId: run.queryId,
+    timings: run.timings,
+  });
   return {
     ...result,
     columns: select,

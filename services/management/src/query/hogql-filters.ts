@@ -1,10 +1,10 @@
 /**
  * PostHog property filters as HogQL expressions over the `events` virtual table, so that the query kinds built on
- * HogQL (EventsQuery) read properties exactly as HogQL does. The semantics are the insights' (docs/insights.md,
+ * HogQL (EventsQuery, HogQLQuery's `{filters}`) read properties exactly as HogQL does. The semantics are the insights' (docs/insights.md,
  * "Which events"): a missing key is "not set", `is_not` and the negated operators match it.
  */
 import { and, call, constant, field, template, type AstNode } from '@plover/hogql';
-import { isPropertyGroup, resolveInstant, type InsightContext, type PropertyFilter, type PropertyGroup } from '@plover/insights';
+import { isPropertyGroup, parsePropertyFilters, resolveInstant, type InsightContext, type PropertyFilter, type PropertyGroup } from '@plover/insights';
 import { errors } from '../shared/errors';
 
 /** The text of a filter's property, NULL when not set. */
@@ -75,4 +75,55 @@ export async function propertiesAst(group: PropertyGroup | null, ctx: InsightCon
   }
   if (parts.length === 0) return null;
   return group.type === 'AND' ? and(parts) : parts.length === 1 ? parts[0]! : { node: 'Or', exprs: parts };
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const instantText = (date: Date) => date.toISOString().replace('T', ' ').replace('Z', '');
+
+/**
+ * HogQLQuery's `filters` — `{dateRange: {date_from?, date_to?}, properties?}` — as the condition its `{filters}`
+ * placeholder stands for, over the `events` table in scope: `true` when they set nothing. Dates take the
+ * insights' grammar in the project's timezone; `date_to` includes the whole day it names.
+ */
+export async function hogqlFiltersAst(raw: unknown, ctx: InsightContext): Promise<AstNode> {
+  if (raw === undefined || raw === null) return constant(true);
+  if (!isObject(raw)) throw errors.validation('filters must be an object.', 'filters');
+  const parts: AstNode[] = [];
+  const range = raw.dateRange ?? null;
+  if (range !== null && !isObject(range)) throw errors.validation('dateRange must be an object.', 'filters__dateRange');
+  for (const [key, op, end] of [
+    ['date_from', '>=', false],
+    ['date_to', '<=', true],
+  ] as const) {
+    const value = range?.[key];
+    if (value === undefined || value === null || value === 'all') continue;
+    if (typeof value !== 'string') throw errors.validation('Must be a date.', `filters__dateRange__${key}`);
+    const instant = resolveInstant(value, ctx, end, `filters__dateRange__${key}`);
+    parts.push(await template(`timestamp ${op} toDateTime64({t}, 6, 'UTC')`, { t: constant(instantText(instant)) }));
+  }
+  const properties = await propertiesAst(parsePropertyFilters(raw.properties, 'filters__properties'), ctx, 'filters__properties');
+  if (properties !== null) parts.push(properties);
+  return parts.length === 0 ? constant(true) : and(parts);
+}
+
+/**
+ * HogQLQuery's `variables` — `{<id>: {variableId, code_name, value}}` — as the values of `{variables.code_name}`
+ * placeholders.
+ */
+export function variableValues(raw: unknown): Record<string, unknown> {
+  if (raw === undefined || raw === null) return {};
+  if (!isObject(raw)) throw errors.validation('variables must be an object.', 'variables');
+  const values: Record<string, unknown> = {};
+  for (const [id, variable] of Object.entries(raw)) {
+    if (!isObject(variable) || typeof variable.code_name !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]{0,99}$/.test(variable.code_name)) {
+      throw errors.validation('A variable is {variableId, code_name, value}, code_name an identifier.', `variables__${id}`);
+    }
+    const { value } = variable;
+    const scalar = (item: unknown) => item === null || ['string', 'number', 'boolean'].includes(typeof item);
+    if (variable.isNull !== true && !(scalar(value) || (Array.isArray(value) && value.every(scalar)))) {
+      throw errors.validation('A variable value is text, a number, a boolean or a list of them.', `variables__${id}__value`);
+    }
+    values[`variables.${variable.code_name}`] = variable.isNull === true ? null : value;
+  }
+  return values;
 }

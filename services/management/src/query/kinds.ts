@@ -23,10 +23,12 @@ import {
   runRetention,
   parseWebQuery,
   parseWebStatsQuery,
+  parseWebExternalClicksQuery,
   resolveRange,
   runWebOverview,
   runWebStatsTable,
   runWebGoals,
+  runWebExternalClicks,
 } from '@plover/insights';
 import { HogQLError, printHogQL, runHogQL, toApiError } from '@plover/hogql';
 import type { Static, TObject } from '@sinclair/typebox';
@@ -34,6 +36,7 @@ import { checkFunnelPoints, checkRetentionPoints, checkTrendPoints } from '../sh
 import { errors } from '../shared/errors';
 import { runActorsQuery } from './actors-query';
 import { hogqlActions } from './hogql-actions';
+import { hogqlFiltersAst, variableValues } from './hogql-filters';
 import { runEventsQuery } from './events-query';
 import { experimentExposureQuery, experimentQuery } from './experiment-queries';
 import type { QueryContext, QueryKind } from './query-kind';
@@ -52,6 +55,7 @@ import {
   WebOverviewQueryResponse,
   WebStatsTableQueryResponse,
   WebGoalsQueryResponse,
+  WebExternalClicksTableQueryResponse,
   type CacheField,
 } from './schemas';
 
@@ -79,7 +83,9 @@ const hogql: QueryKind<typeof HogQLQueryResponse> = {
     const timings: { k: string; t: number }[] = [];
     const result = await runHogQL(ctx.clickhouse, stringField(node, 'query'), {
       teamId: ctx.insight.projectId,
-      values: valuesOf(node),
+      values: { ...variableValues(node.variables), ...valuesOf(node) },
+      expressions: { filters: await hogqlFiltersAst(node.filters, ctx.insight) },
+      timezone: ctx.insight.timezone,
       actions: hogqlActions(ctx.insight),
       queryId: ctx.statementId,
       timings,
@@ -124,7 +130,12 @@ const hogqlMetadata: QueryKind<typeof HogQLMetadataResponse> = {
     const errorsFound: { message: string; start: number | null; end: number | null; fix: null }[] = [];
     try {
       // Parsing and printing resolve every table, field and function; nothing reaches ClickHouse.
-      await printHogQL(query, { teamId: ctx.insight.projectId, values: valuesOf(node), actions: hogqlActions(ctx.insight) });
+      await printHogQL(query, {
+        teamId: ctx.insight.projectId,
+        values: { ...variableValues(node.variables), ...valuesOf(node) },
+        expressions: { filters: await hogqlFiltersAst(node.filters, ctx.insight) },
+        actions: hogqlActions(ctx.insight),
+      });
     } catch (error) {
       if (!(error instanceof HogQLError)) throw toApiError(error);
       errorsFound.push({ message: error.message, start: error.start ?? null, end: error.end ?? null, fix: null });
@@ -248,6 +259,13 @@ const webGoals: QueryKind<typeof WebGoalsQueryResponse> = {
   },
 };
 
+/** Web analytics' outbound links: the links to other sites clicked, with their visitors and clicks. */
+const webExternalClicks: QueryKind<typeof WebExternalClicksTableQueryResponse> = {
+  response: WebExternalClicksTableQueryResponse,
+  run: (node, ctx) => runWebExternalClicks(ctx.clickhouse, parseWebExternalClicksQuery(node), ctx.insight),
+  cacheScope: webRange,
+};
+
 /** A display wrapper: PostHog runs its `source` and answers the source's response unchanged. */
 const wrapper: QueryKind = {
   response: 'source',
@@ -273,6 +291,7 @@ export function queryKinds(): ReadonlyMap<string, QueryKind> {
     ['WebOverviewQuery', webOverview],
     ['WebStatsTableQuery', webStatsTable],
     ['WebGoalsQuery', webGoals],
+    ['WebExternalClicksTableQuery', webExternalClicks],
     ['ExperimentExposureQuery', experimentExposureQuery],
     ['ExperimentQuery', experimentQuery],
     ['InsightVizNode', wrapper],

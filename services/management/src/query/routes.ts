@@ -9,7 +9,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Request } from 'express';
 import { Type } from '@sinclair/typebox';
 import { cancelHogQL } from '@plover/hogql';
-import { InsightResultCache, stableJson, type CacheRequest, type CachedResult } from '@plover/insights';
+import { InsightResultCache, stableJson, type CacheRequest, type CachedResult, type InsightContext } from '@plover/insights';
 import type { ClickHouse } from '@plover/clickhouse';
 import type { Sql } from '@plover/postgres';
 import type { QueryLimits } from '@plover/config';
@@ -17,6 +17,7 @@ import { ApiError } from '@plover/core';
 import { analysisOf, type ManagementDeps } from '../http/deps';
 import { projectOf } from '../http/auth';
 import { errors } from '../shared/errors';
+import { withDashboardFilters, withVariables } from '../shared/dashboard-filters';
 import { Reply, type Route, type RouteInput } from '../http/route-table';
 import { insightContext } from '../shared/insight-context';
 import type { NodeRunner, RunMode } from '../shared/node-runner';
@@ -29,8 +30,10 @@ const MAX_STATUSES = 1000;
 /** How long a client should wait before asking for a fresh computation of the same query. */
 const CLIENT_REFRESH_MS = 60_000;
 const CLIENT_QUERY_ID = /^[A-Za-z0-9_-]{1,128}$/;
-/** `refresh` values that skip the cache; every other mode answers from it when it can, else computes now (never `peek`). */
+/** `refresh` values that skip the cache; every other mode answers from it when it can, else computes (never `peek`). */
 const FORCE = new Set<unknown>([true, 'force_blocking', 'force_async']);
+/** `refresh` values that answer a cached result at once, whatever its age, and compute a miss in the background (202). */
+const ASYNC = new Set<unknown>(['async', 'lazy_async', 'async_except_on_cache_miss']);
 
 interface QueryStatus {
   id: string;
@@ -70,6 +73,8 @@ function pathId(req: Request): string | undefined {
   const { id } = req.params;
   return typeof id === 'string' ? id : undefined;
 }
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 function nodeOf(value: unknown, attr = 'query'): Record<string, unknown> & { kind: string } {
   if (typeof value !== 'object' || value === null || Array.isArray(value) || typeof (value as { kind?: unknown }).kind !== 'string') {
@@ -154,13 +159,9 @@ export function queryRoutes(deps: ManagementDeps, options: RunnerOptions = {}): 
     statuses.set(`${status.projectId}:${status.id}`, status);
   }
 
-  async function create(req: Request, { body }: RouteInput): Promise<unknown> {
-    const node = nodeOf(body.query);
-    // `POST /query/{Kind}/`: the path names the kind (the same path is a query's id for GET and DELETE).
-    const pathKind = pathId(req);
-    if (pathKind !== undefined && pathKind !== node.kind) throw errors.validation(`Query kind mismatch: ${pathKind} != ${node.kind}`, 'kind');
-    const project = projectOf(req);
-    const active = running.get(project.id) ?? 0;
+  /** Takes one of the project's running slots, or throws the 429 that says there is none. */
+  function takeSlot(projectId: number): () => void {
+    const active = running.get(projectId) ?? 0;
     if (active >= MAX_RUNNING) {
       throw new ApiError(
         429,
@@ -171,10 +172,59 @@ export function queryRoutes(deps: ManagementDeps, options: RunnerOptions = {}): 
         1,
       );
     }
+    running.set(projectId, active + 1);
+    return () => {
+      const left = (running.get(projectId) ?? 1) - 1;
+      if (left > 0) running.set(projectId, left);
+      else running.delete(projectId);
+    };
+  }
+
+  /** Runs `node` in `status`'s slot, recording its answer or error there. */
+  async function execute(node: Record<string, unknown>, insight: InsightContext, mode: RunMode, status: QueryStatus, release: () => void) {
+    try {
+      const response = (await run(node, insight, mode, status.statementId))!;
+      status.results = response;
+      return response;
+    } catch (error) {
+      status.error = true;
+      status.error_message = error instanceof ApiError ? error.detail : 'The query failed';
+      throw error;
+    } finally {
+      status.complete = true;
+      status.end_time = new Date().toISOString();
+      release();
+    }
+  }
+
+  async function create(req: Request, { body }: RouteInput): Promise<unknown> {
+    let node = nodeOf(body.query);
+    // A dashboard's filters and variables, applied to the query before it runs (and before it is cached).
+    if (isObject(body.filters_override)) node = nodeOf(withDashboardFilters(node, body.filters_override));
+    if (isObject(body.variables_override)) node = nodeOf(withVariables(node, body.variables_override));
+    // `POST /query/{Kind}/`: the path names the kind (the same path is a query's id for GET and DELETE).
+    const pathKind = pathId(req);
+    if (pathKind !== undefined && pathKind !== node.kind) throw errors.validation(`Query kind mismatch: ${pathKind} != ${node.kind}`, 'kind');
+    const project = projectOf(req);
     const clientId = body.client_query_id;
     if (clientId !== undefined && (typeof clientId !== 'string' || !CLIENT_QUERY_ID.test(clientId))) {
       throw errors.validation('client_query_id must be 1-128 letters, digits, _ or -', 'client_query_id');
     }
+    const insight = insightContext(sql, project);
+    const refresh: unknown = body.async === true && body.refresh === undefined ? 'async' : body.refresh;
+    if (ASYNC.has(refresh)) {
+      // Async modes answer a result already computed for this query at once (computing it afresh behind, if the
+      // data changed and a slot is free); a cache miss is computed behind unless the mode blocks on a miss.
+      const cached = await run(node, insight, 'peek');
+      if (cached !== null) {
+        if ((running.get(project.id) ?? 0) < MAX_RUNNING) {
+          const release = takeSlot(project.id);
+          run(node, insight, 'cached').then(release, release);
+        }
+        return cached;
+      }
+    }
+    const release = takeSlot(project.id);
     const now = new Date();
     const status: QueryStatus = {
       id: clientId ?? randomUUID().replace(/-/g, ''),
@@ -189,22 +239,12 @@ export function queryRoutes(deps: ManagementDeps, options: RunnerOptions = {}): 
       expiresAt: now.getTime() + STATUS_TTL_MS,
     };
     remember(status);
-    running.set(project.id, active + 1);
-    try {
-      const response = (await run(node, insightContext(sql, projectOf(req)), FORCE.has(body.refresh) ? 'force' : 'cached', status.statementId))!;
-      status.results = response;
-      return response;
-    } catch (error) {
-      status.error = true;
-      status.error_message = error instanceof ApiError ? error.detail : 'The query failed';
-      throw error;
-    } finally {
-      status.complete = true;
-      status.end_time = new Date().toISOString();
-      const left = (running.get(project.id) ?? 1) - 1;
-      if (left > 0) running.set(project.id, left);
-      else running.delete(project.id);
-    }
+    const mode: RunMode = FORCE.has(refresh) ? 'force' : 'cached';
+    const computing = execute(node, insight, mode, status, release);
+    if ((refresh !== 'force_async' && !ASYNC.has(refresh)) || refresh === 'async_except_on_cache_miss') return computing;
+    // The error stays in the status, for GET /query/:id/.
+    computing.catch(() => undefined);
+    return new Reply(202, { query_status: statusBody(status) });
   }
 
   function find(req: Request): QueryStatus {

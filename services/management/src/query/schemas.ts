@@ -220,6 +220,19 @@ export const WebGoalsQueryResponse = cached(
   }),
 );
 
+export const WebExternalClicksTableQueryResponse = cached(
+  'WebExternalClicksTableQueryResponse',
+  Type.Object({
+    columns: Type.Array(Type.String()),
+    results: Type.Array(Type.Array(Type.Unknown(), { description: '`[link URL, visitors, clicks]`' })),
+    hasMore: Type.Boolean(),
+    limit: Type.Integer(),
+    offset: Type.Integer(),
+    samplingRate: SamplingRate,
+    usedPreAggregatedTables: Type.Boolean(),
+  }),
+);
+
 /** A query's progress (`GET /query/:id/`). */
 export const QueryStatus = component(
   'QueryStatus',
