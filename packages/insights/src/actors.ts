@@ -15,7 +15,7 @@ import { lifecycleStatusesSql, wallOrdinal } from './lifecycle';
 import { Params } from './params';
 import { insightRange } from './range';
 import { stickinessTargetsSql } from './stickiness';
-import { activeDays, BREAKDOWN_OTHER, query, rankBreakdown, SeriesQuery } from './trends';
+import { activeDays, BREAKDOWN_OTHER, cohortNarrowed, query, rankBreakdown, SeriesQuery } from './trends';
 import { TOTAL_VALUE_DISPLAYS, type InsightContext, type InsightRequest, type LifecycleStatus, type ResolvedRange } from './types';
 
 /** Which number of a series insight: the series, the bucket (`day` as in the result's `days`), breakdown, status. */
@@ -65,8 +65,17 @@ function bucketEnd(range: ResolvedRange, index: number): string {
   return next === undefined ? range.to : formatWall(parseWall(next) - 1000);
 }
 
+/** A point of a cohort breakdown names its cohort (`all`, or an id): its actors are those of the narrowed trend. */
+function cohortOfPoint(point: SeriesPoint): number | 'all' {
+  if (point.breakdown === 'all') return 'all';
+  const id = Number(point.breakdown);
+  if (!Number.isSafeInteger(id) || id < 1) throw ApiError.validation('breakdown must be a cohort id of the breakdown, or "all".', `${ATTR}__breakdown`);
+  return id;
+}
+
 async function trendActors(ch: ClickHouse, point: SeriesPoint, range: ResolvedRange, ctx: InsightContext): Promise<ActorsSql> {
-  const { input } = point.request;
+  const requested = point.request.input;
+  const input = requested.breakdown?.type === 'cohort' && point.breakdown !== null ? cohortNarrowed(requested, cohortOfPoint(point)) : requested;
   const series = input.series[point.series]!;
   const q = new SeriesQuery(series, input, ctx, series.math !== 'unique_group');
   const totalValue = TOTAL_VALUE_DISPLAYS.includes(input.display);

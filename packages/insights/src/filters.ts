@@ -28,6 +28,7 @@ import {
   MATH_TYPES,
   PROPERTY_MATH,
   type Breakdown,
+  type CohortBreakdown,
   type BreakdownType,
   type InsightKind,
   type InsightRequest,
@@ -237,11 +238,32 @@ const BREAKDOWN_TYPES: readonly (BreakdownType | 'hogql')[] = ['event', 'person'
 const DEFAULT_BREAKDOWN_LIMIT = 25;
 const MAX_BREAKDOWN_LIMIT = 1000;
 
+/** Cohorts one cohort breakdown may show. */
+const MAX_BREAKDOWN_COHORTS = 25;
+
+/** `breakdown_type: "cohort"`: `breakdown` lists cohort ids and `all` (every event), as a list, its JSON text, or one id. */
+function parseCohortBreakdown(raw: unknown, attr: string): CohortBreakdown {
+  const parsed = typeof raw === 'string' && raw.startsWith('[') ? tryJson(raw) : raw;
+  const values: unknown[] = Array.isArray(parsed) ? parsed : [parsed];
+  if (values.length === 0 || values.length > MAX_BREAKDOWN_COHORTS) {
+    throw ApiError.validation(`A cohort breakdown lists 1 to ${MAX_BREAKDOWN_COHORTS} cohorts.`, attr);
+  }
+  const cohorts = values.map((value, index) => {
+    if (value === 'all' || value === 0 || value === '0') return 'all';
+    const id = integer(value, `${attr}__${index}`);
+    if (id === null || id < 1) throw ApiError.validation('A cohort breakdown value is a cohort id or "all".', `${attr}__${index}`);
+    return id;
+  });
+  const unique = [...new Set(cohorts)];
+  return { type: 'cohort', cohorts: unique, limit: unique.length - 1 };
+}
+
 function parseBreakdown({ fields, attr }: Section): Breakdown | null {
   const property = fields.breakdown;
   if (isAbsent(property)) return null;
+  if (fields.breakdown_type === 'cohort') return parseCohortBreakdown(property, attr('breakdown'));
   if (typeof property !== 'string' || (property.startsWith('[') && Array.isArray(tryJson(property)))) {
-    throw ApiError.validation('Breakdown must be a property name: cohort breakdowns are not supported.', attr('breakdown'));
+    throw ApiError.validation('Breakdown must be a property name (or cohort ids with breakdown_type "cohort").', attr('breakdown'));
   }
   const given = choice(fields.breakdown_type, BREAKDOWN_TYPES, attr('breakdown_type')) ?? 'event';
   const type = given === 'hogql' ? 'event_metadata' : given;

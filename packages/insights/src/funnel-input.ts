@@ -8,7 +8,7 @@ import { ApiError } from '@plover/core';
 import { bodyFields, choice, decode, describe, integer, isAbsent, isObject, list, object, optionalString, required, tryJson, type Fields } from './fields';
 import { seriesActionsOf } from './series';
 import { parseEntities, parsePropertyFilters } from './filters';
-import { INTERVALS, type Breakdown, type Interval, type PropertyGroup, type Series } from './types';
+import { INTERVALS, type Interval, type PropertyBreakdown, type PropertyGroup, type Series } from './types';
 
 export type FunnelWindowUnit = 'second' | 'minute' | 'hour' | 'day' | 'week' | 'month';
 export const FUNNEL_WINDOW_UNITS: readonly FunnelWindowUnit[] = ['second', 'minute', 'hour', 'day', 'week', 'month'];
@@ -43,7 +43,7 @@ export interface FunnelCore {
   properties: PropertyGroup | null;
 }
 
-export type FunnelBreakdown = Breakdown & { type: 'event' | 'person' | 'group' };
+export type FunnelBreakdown = PropertyBreakdown & { type: 'event' | 'person' | 'group' };
 
 export interface FunnelInput extends FunnelCore {
   orderType: FunnelOrderType;

@@ -15,6 +15,8 @@ import { seriesEventCondition, seriesReference, withActionNames } from './series
 import {
   isPropertyGroup,
   PROPERTY_MATH,
+  type CohortBreakdown,
+  type PropertyFilter,
   TOTAL_VALUE_DISPLAYS,
   type InsightContext,
   type Interval,
@@ -122,7 +124,8 @@ export class SeriesQuery {
 
   breakdownValue(): string {
     const breakdown = this.input.breakdown;
-    if (breakdown === null) return "''";
+    // A cohort breakdown never reaches the SQL: each cohort is a query of its own, unbroken (cohortSeries).
+    if (breakdown === null || breakdown.type === 'cohort') return "''";
     if (breakdown.type === 'event_metadata') return 'e.event';
     return propertyText(propertyColumn(breakdown.type, breakdown.groupTypeIndex), breakdown.property, this.params);
   }
@@ -227,7 +230,32 @@ function rankedBreakdownSql(q: SeriesQuery, input: TrendsInput, where: string, b
     FROM (${ranked}) GROUP BY shown, bucket`;
 }
 
+/** The input narrowed to one value of a cohort breakdown: its members' events (`all`: every event), unbroken. */
+export function cohortNarrowed(input: TrendsInput, cohort: number | 'all'): TrendsInput {
+  if (cohort === 'all') return { ...input, breakdown: null };
+  const member: PropertyFilter = { type: 'cohort', key: 'id', operator: 'in', value: cohort };
+  return { ...input, breakdown: null, properties: { type: 'AND', values: input.properties === null ? [member] : [input.properties, member] } };
+}
+
+/** A cohort breakdown: one unbroken computation per cohort, each a line whose value is the cohort (its id's text, or `all`). */
+async function cohortSeries(
+  ch: ClickHouse,
+  series: Series,
+  input: TrendsInput,
+  cohorts: CohortBreakdown['cohorts'],
+  range: ResolvedRange,
+  ctx: InsightContext,
+) {
+  const aggregates: Aggregates = new Map();
+  for (const cohort of cohorts) {
+    const computed = await computeSeries(ch, series, cohortNarrowed(input, cohort), range, ctx);
+    aggregates.set(String(cohort), computed.aggregates.get('') ?? new Map<string, number>());
+  }
+  return { values: cohorts.map(String), aggregates };
+}
+
 async function computeSeries(ch: ClickHouse, series: Series, input: TrendsInput, range: ResolvedRange, ctx: InsightContext): Promise<Computed> {
+  if (input.breakdown?.type === 'cohort') return cohortSeries(ch, series, input, input.breakdown.cohorts, range, ctx);
   const q = new SeriesQuery(series, input, ctx);
   const totalValue = TOTAL_VALUE_DISPLAYS.includes(input.display);
   const active = activeDays(series.math, totalValue ? 'day' : range.interval);
@@ -293,7 +321,7 @@ function legacyFilter(input: TrendsInput, range: ResolvedRange): Record<string, 
     display: input.display,
     compare: input.compare,
     formula: input.formula,
-    breakdown: input.breakdown?.property ?? null,
+    breakdown: input.breakdown === null ? null : input.breakdown.type === 'cohort' ? input.breakdown.cohorts : input.breakdown.property,
     breakdown_type: input.breakdown?.type ?? null,
     events: input.series.map(actionOf.bind(null, range)),
   };
@@ -373,11 +401,36 @@ function withFormula(formula: string, input: TrendsInput, perSeries: Line[][]): 
   });
 }
 
-function render(line: Line, input: TrendsInput, period: Period, multipleSeries: boolean): TrendSeriesResult {
+/** A cohort breakdown's values as PostHog shows them: the cohort id (`all` stays), and its name for the label (`all users`). */
+async function cohortValues(input: TrendsInput, ctx: InsightContext): Promise<Map<string, { value: number | 'all'; name: string }>> {
+  const shown = new Map<string, { value: number | 'all'; name: string }>();
+  if (input.breakdown?.type !== 'cohort') return shown;
+  for (const cohort of input.breakdown.cohorts) {
+    const name = cohort === 'all' ? 'all users' : ctx.cohortName ? await ctx.cohortName(cohort) : `Cohort ${cohort}`;
+    shown.set(String(cohort), { value: cohort, name });
+  }
+  return shown;
+}
+
+function render(
+  line: Line,
+  input: TrendsInput,
+  period: Period,
+  multipleSeries: boolean,
+  cohorts: ReadonlyMap<string, { value: number | 'all'; name: string }>,
+): TrendSeriesResult {
   const { range } = period;
   const totalValue = TOTAL_VALUE_DISPLAYS.includes(input.display);
   const name = line.series.name;
-  const label = line.value === undefined ? name : multipleSeries ? `${name} - ${breakdownLabel(line.value)}` : breakdownLabel(line.value);
+  const cohort = line.value === undefined ? undefined : cohorts.get(line.value);
+  const label =
+    line.value === undefined
+      ? name
+      : cohort !== undefined
+        ? `${name} - ${cohort.name}`
+        : multipleSeries
+          ? `${name} - ${breakdownLabel(line.value)}`
+          : breakdownLabel(line.value);
   const count = totalValue
     ? 0
     : input.display === 'ActionsLineGraphCumulative'
@@ -395,7 +448,7 @@ function render(line: Line, input: TrendsInput, period: Period, multipleSeries: 
     filter: legacyFilter(input, range),
   };
   if (totalValue) result.aggregated_value = line.aggregated ?? 0;
-  if (line.value !== undefined) result.breakdown_value = breakdownLabel(line.value);
+  if (line.value !== undefined) result.breakdown_value = cohort?.value ?? breakdownLabel(line.value);
   if (period.compareLabel !== undefined) {
     result.compare = true;
     result.compare_label = period.compareLabel;
@@ -420,13 +473,14 @@ export async function runTrends(ch: ClickHouse, request: TrendsInput, ctx: Insig
         { range: previousRange(range), compareLabel: 'previous' },
       ]
     : [{ range }];
+  const cohorts = await cohortValues(input, ctx);
   const results: TrendSeriesResult[] = [];
   for (const period of periods) {
     const perSeries: Line[][] = [];
     for (const series of input.series) perSeries.push(lines(series, input, period.range, await computeSeries(ch, series, input, period.range, ctx)));
     const shown = input.formula === null ? perSeries.flat() : withFormula(input.formula, input, perSeries);
     const multipleSeries = input.formula === null && input.series.length > 1;
-    results.push(...shown.map((line) => render(line, input, period, multipleSeries)));
+    results.push(...shown.map((line) => render(line, input, period, multipleSeries, cohorts)));
   }
   return results;
 }

@@ -96,7 +96,17 @@ export interface Series {
  */
 export type BreakdownType = 'event' | 'person' | 'group' | 'event_metadata';
 
-export interface Breakdown {
+/** A trend broken down by cohorts: one series per cohort id (its members' events), `all` for every event. */
+export interface CohortBreakdown {
+  type: 'cohort';
+  cohorts: readonly (number | 'all')[];
+  /** Every cohort gets its own series: the number of cohorts less one (nothing is summed into "other"). */
+  limit: number;
+}
+
+export type Breakdown = PropertyBreakdown | CohortBreakdown;
+
+export interface PropertyBreakdown {
   /** A property name; for `event_metadata` always `event`. */
   property: string;
   type: BreakdownType;
@@ -182,6 +192,8 @@ export interface InsightContext {
   now: Date;
   /** Members (person uuids) of a cohort of this project; unknown cohort → an ApiError 400 naming the filter. */
   cohortMembers(cohortId: number): Promise<readonly string[]>;
+  /** A cohort's name, for the labels of a cohort breakdown; absent: `Cohort <id>`. */
+  cohortName?(cohortId: number): Promise<string>;
   /**
    * A live action of this project by id (or, given a string, by name: HogQL's `matchesAction`), loaded once per
    * context (make one per request); unknown, deleted or another project's → an ApiError 400 at `attr`.

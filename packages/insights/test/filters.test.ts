@@ -375,6 +375,15 @@ describe('parseTrendsRequest', () => {
     expect(parseTrendsRequest({}, { events: [pageview], actions: [] }).series).toHaveLength(1);
   });
 
+  test('a cohort breakdown lists cohort ids and "all" (0 too), once each, from a list, its JSON text or one id', () => {
+    const cohorts = (breakdown: unknown) => parseTrendsRequest({}, { events: [pageview], breakdown, breakdown_type: 'cohort' }).breakdown;
+    expect(cohorts([3, 'all', '4', 3])).toEqual({ type: 'cohort', cohorts: [3, 'all', 4], limit: 2 });
+    expect(cohorts('[5, 0]')).toEqual({ type: 'cohort', cohorts: [5, 'all'], limit: 1 });
+    expect(cohorts(7)).toEqual({ type: 'cohort', cohorts: [7], limit: 0 });
+    const node = parseTrendsRequest({}, { query: trendsQuery({ breakdownFilter: { breakdown: ['all', 9], breakdown_type: 'cohort' } }) });
+    expect(node.breakdown).toEqual({ type: 'cohort', cohorts: ['all', 9], limit: 1 });
+  });
+
   test('breakdown settings without a breakdown are ignored', () => {
     expect(parseTrendsRequest({}, { events: [pageview], breakdown_type: 'cohort', breakdown_limit: 0 }).breakdown).toBeNull();
   });
@@ -572,14 +581,12 @@ const legacyErrors: [string, Fields, ErrorCase][] = [
   ['interval year', { events: [pageview], interval: 'year' }, { code: 'invalid_choice', attr: 'interval' }],
   ['interval Day (case)', { events: [pageview], interval: 'Day' }, { code: 'invalid_choice', attr: 'interval' }],
   ['display unknown', { events: [pageview], display: 'FunnelViz' }, { code: 'invalid_choice', attr: 'display' }],
-  [
-    'cohort breakdown list',
-    { events: [pageview], breakdown: [1, 2], breakdown_type: 'cohort' },
-    { code: 'invalid_input', attr: 'breakdown', detail: /not supported/ },
-  ],
-  ['cohort breakdown list as text', { events: [pageview], breakdown: '[3]' }, { code: 'invalid_input', attr: 'breakdown' }],
+  ['cohort breakdown of a name', { events: [pageview], breakdown: 'x', breakdown_type: 'cohort' }, { code: 'invalid_input', attr: 'breakdown__0' }],
+  ['cohort breakdown of a negative id', { events: [pageview], breakdown: [2, -1], breakdown_type: 'cohort' }, { code: 'invalid_input', attr: 'breakdown__1' }],
+  ['cohort breakdown of nothing', { events: [pageview], breakdown: [], breakdown_type: 'cohort' }, { code: 'invalid_input', attr: 'breakdown' }],
+  ['property breakdown list as text', { events: [pageview], breakdown: '[3]' }, { code: 'invalid_input', attr: 'breakdown' }],
   ['numeric breakdown', { events: [pageview], breakdown: 3 }, { code: 'invalid_input', attr: 'breakdown', bodyOnly: true }],
-  ...['cohort', 'session', 'data_warehouse', 'Event_metadata'].map((type): [string, Fields, ErrorCase] => [
+  ...['session', 'data_warehouse', 'Event_metadata'].map((type): [string, Fields, ErrorCase] => [
     `breakdown_type ${type}`,
     { events: [pageview], breakdown: 'x', breakdown_type: type },
     { code: 'invalid_choice', attr: 'breakdown_type' },
@@ -785,8 +792,8 @@ const queryErrors: [string, unknown, ErrorCase][] = [
     { code: 'invalid_input', attr: 'query__breakdownFilter__breakdown' },
   ],
   [
-    'cohort breakdown',
-    trendsQuery({ breakdownFilter: { breakdown: [1], breakdown_type: 'cohort' } }),
+    'cohort breakdown of too many cohorts',
+    trendsQuery({ breakdownFilter: { breakdown: Array.from({ length: 26 }, (_, i) => i + 1), breakdown_type: 'cohort' } }),
     { code: 'invalid_input', attr: 'query__breakdownFilter__breakdown' },
   ],
   [

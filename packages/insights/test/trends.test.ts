@@ -111,6 +111,39 @@ describe('runTrends', () => {
     });
   });
 
+  it("breaks down by cohorts: a series per cohort of its members' events, `all` for every event, with math and a formula", async () => {
+    const projectId = await project([
+      { at: '2025-01-02 10:00:00', person: PERSON_A },
+      { at: '2025-01-02 11:00:00', person: PERSON_A },
+      { at: '2025-01-03 10:00:00', person: PERSON_B },
+      { at: '2025-01-04 10:00:00', person: PERSON_C },
+    ]);
+    const members: Record<number, string[]> = { 1: [PERSON_A], 2: [PERSON_B, PERSON_C] };
+    const ctx: InsightContext = {
+      ...context(projectId),
+      cohortMembers: (id) => Promise.resolve(members[id] ?? []),
+      cohortName: (id) => Promise.resolve(`c${id}`),
+    };
+    const breakdown = { type: 'cohort' as const, cohorts: [2, 'all' as const, 1], limit: 2 };
+    const results = await runTrends(ch, trend({ breakdown }), ctx);
+    expect(results.map(({ label, breakdown_value, count, data }) => ({ label, breakdown_value, count, data }))).toEqual([
+      { label: '$pageview - c2', breakdown_value: 2, count: 2, data: [0, 0, 1, 1, 0, 0, 0] },
+      { label: '$pageview - all users', breakdown_value: 'all', count: 4, data: [0, 2, 1, 1, 0, 0, 0] },
+      { label: '$pageview - c1', breakdown_value: 1, count: 2, data: [0, 2, 0, 0, 0, 0, 0] },
+    ]);
+    const people = await runTrends(ch, trend({ breakdown, series: [series({ math: 'dau' })], display: 'ActionsBarValue' }), ctx);
+    expect(people.map((result) => result.aggregated_value)).toEqual([2, 3, 1]);
+    const formula = await runTrends(ch, trend({ breakdown, series: [series(), series({ order: 1 })], formula: 'A + B' }), ctx);
+    expect(formula.map((result) => [result.breakdown_value, result.count])).toEqual([
+      [2, 4],
+      ['all', 8],
+      [1, 4],
+    ]);
+    // Without names (a context that keeps none) the label names the id.
+    const [unnamed] = await runTrends(ch, trend({ breakdown: { type: 'cohort', cohorts: [1], limit: 0 } }), context(projectId));
+    expect(unnamed).toMatchObject({ label: '$pageview - Cohort 1', breakdown_value: 1, filter: { breakdown: [1], breakdown_type: 'cohort' } });
+  });
+
   it('buckets by the project timezone', async () => {
     // 23:10 and 23:30 UTC on 1 January are 2 January in Berlin.
     const projectId = await project([{ at: '2025-01-01 23:30:00' }, { at: '2025-01-01 23:10:00' }]);

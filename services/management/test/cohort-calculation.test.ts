@@ -368,6 +368,7 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('cohort
     const t = await world.tenant();
     const people = await persons(world.sql, t.projectId, { ann: { email: 'ann@example.com' }, bob: {} });
     await insertEvents(clickhouse, [eventRow(t.projectId, people.ann!.uuid, 'buy', Date.now() - DAY)]);
+    await insertEvents(clickhouse, [eventRow(t.projectId, people.bob!.uuid, 'view', Date.now() - DAY)]);
     const base = `/api/projects/${t.projectId}/cohorts`;
     const created = await request(world.app)
       .post(`${base}/`)
@@ -414,5 +415,30 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('cohort
       });
     expect(trends.status).toBe(200);
     expect(trends.body.results[0].count).toBe(1);
+
+    // Broken down by the cohort and all users: one series each, as PostHog labels them.
+    const source = {
+      kind: 'TrendsQuery',
+      series: [{ kind: 'EventsNode', event: null, math: 'total' }],
+      dateRange: { date_from: '-7d' },
+      breakdownFilter: { breakdown: [id, 'all'], breakdown_type: 'cohort' },
+    };
+    const broken = await request(world.app).post(`/api/projects/${t.projectId}/query/`).set(t.auth).send({ query: source });
+    expect(broken.status).toBe(200);
+    const series = (broken.body as { results: Array<{ label: string; breakdown_value: unknown; count: number }> }).results;
+    expect(series.map(({ label, breakdown_value, count }) => ({ label, breakdown_value, count }))).toEqual([
+      { label: 'All events - buyers', breakdown_value: id, count: 1 },
+      { label: 'All events - all users', breakdown_value: 'all', count: 2 },
+    ]);
+    const actors = async (breakdown: unknown) => {
+      const res = await request(world.app)
+        .post(`/api/projects/${t.projectId}/query/`)
+        .set(t.auth)
+        .send({ query: { kind: 'ActorsQuery', source: { kind: 'InsightActorsQuery', source, breakdown } } });
+      expect(res.status).toBe(200);
+      return (res.body as { results: unknown[][] }).results.length;
+    };
+    expect(await actors(id)).toBe(1);
+    expect(await actors('all')).toBe(2);
   });
 });

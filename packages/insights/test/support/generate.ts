@@ -4,7 +4,18 @@
  * timestamps over ~40 days around the 2025 DST transitions) in a random timezone, and random TrendsInputs.
  */
 import fc from 'fast-check';
-import type { Breakdown, BreakdownType, Interval, JsonValue, PropertyFilter, PropertyGroup, PropertyOperator, Series, TrendsInput } from '../../src/types';
+import type {
+  Breakdown,
+  BreakdownType,
+  Interval,
+  JsonValue,
+  PropertyFilter,
+  PropertyGroup,
+  PropertyBreakdown,
+  PropertyOperator,
+  Series,
+  TrendsInput,
+} from '../../src/types';
 import { DISPLAYS, MATH_TYPES, PROPERTY_MATH } from '../../src/types';
 import type { Dataset, DatasetEvent } from './ingest';
 
@@ -258,7 +269,7 @@ const seriesArb = (order: number): fc.Arbitrary<Series> =>
 
 const BREAKDOWN_KEYS: Record<BreakdownType, readonly string[]> = { event: EVENT_KEYS, person: PERSON_KEYS, group: GROUP_KEYS, event_metadata: ['event'] };
 
-const breakdownArb: fc.Arbitrary<Breakdown> = fc.constantFrom<BreakdownType>('event', 'event', 'person', 'group', 'event_metadata').chain((type) =>
+const breakdownArb: fc.Arbitrary<PropertyBreakdown> = fc.constantFrom<BreakdownType>('event', 'event', 'person', 'group', 'event_metadata').chain((type) =>
   fc.record({
     type: fc.constant(type),
     property: fc.constantFrom(...BREAKDOWN_KEYS[type]),
@@ -315,6 +326,7 @@ function seriesFields(series: Series): Fields {
 
 function breakdownFields(breakdown: Breakdown | null): Fields {
   if (!breakdown) return {};
+  if (breakdown.type === 'cohort') return { breakdown: [...breakdown.cohorts], breakdown_type: 'cohort' };
   const { property, type, groupTypeIndex, limit } = breakdown;
   return {
     breakdown: property,

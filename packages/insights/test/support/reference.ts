@@ -415,6 +415,7 @@ interface Computed extends SeriesValues {
 
 function breakdownText(event: PlainEvent, input: TrendsInput): string {
   const breakdown = input.breakdown!;
+  if (breakdown.type === 'cohort') throw new Error('The reference computes property breakdowns only.');
   if (breakdown.type === 'event_metadata') return event.event;
   return propertyText(propertySource(event, breakdown.type, breakdown.groupTypeIndex)[breakdown.property]) ?? 'none';
 }

@@ -3,6 +3,7 @@ import type { SqlExecutor } from '@plover/postgres';
 import { errors } from './errors';
 
 interface CohortRow {
+  name: string;
   is_static: boolean;
   filters: { properties?: unknown } | null;
 }
@@ -46,12 +47,14 @@ export class CohortConditions {
     private readonly behavioral?: BehavioralLeaf,
   ) {}
 
+  /** A live cohort of the project; 400 naming `properties` otherwise. */
   async load(id: number): Promise<CohortRow> {
     const row = (
-      await this.db.query<CohortRow>('management.insightCohort', 'SELECT is_static, filters FROM cohorts WHERE id = $1 AND project_id = $2 AND NOT deleted', [
-        id,
-        this.projectId,
-      ])
+      await this.db.query<CohortRow>(
+        'management.insightCohort',
+        'SELECT name, is_static, filters FROM cohorts WHERE id = $1 AND project_id = $2 AND NOT deleted',
+        [id, this.projectId],
+      )
     ).rows[0];
     if (!row) throw invalidCohort(`Cohort ${id} does not exist.`);
     return row;

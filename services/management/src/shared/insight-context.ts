@@ -42,7 +42,7 @@ function actionResolver(sql: Sql, projectId: number): InsightContext['action'] {
 
 /**
  * What a computation or an events filter needs about the project now: its timezone and, per request, its cohorts'
- * members and its actions (also those web analytics takes as goals).
+ * members (and names) and its actions (also those web analytics takes as goals).
  */
 export function insightContext(sql: Sql, project: { id: number; timezone: string }): InsightContext {
   return {
@@ -50,6 +50,7 @@ export function insightContext(sql: Sql, project: { id: number; timezone: string
     timezone: project.timezone,
     now: new Date(),
     cohortMembers: cohortResolver(sql, project.id),
+    cohortName: async (id) => (await new CohortConditions(sql, project.id).load(id)).name,
     action: actionResolver(sql, project.id),
     goalActions: () => goalActions(sql, project.id, WEB_GOALS),
   };
