@@ -210,4 +210,21 @@ describeWithBrowser()('the Logs and LLM analytics screens', () => {
     await screenshot(page, 'llm-models');
     expect(problems).toEqual([]);
   });
+
+  it("Settings: the Logs panel turns the project's console-log capture on, as the remote config then says", async () => {
+    const { page, problems } = view;
+    const { plover } = target.console;
+    const config = async () => ((await (await fetch(`${target.console.base}/array/${plover.credentials.token}/config`)).json()) as { logs: unknown }).logs;
+    await expect(config()).resolves.toEqual({ captureConsoleLogs: false });
+    await signIn(page, target.console.base, plover.credentials.personalKey);
+    await page.waitForURL(`**/project/${plover.credentials.projectId}`);
+    await page.getByRole('link', { name: 'Settings' }).click();
+    await page.waitForURL('**/settings');
+    await page.getByLabel('Send the browser console to Logs').check();
+    await page.getByRole('button', { name: 'Save logs settings' }).click();
+    await page.getByText('Saved. posthog-js picks the setting up on its next page load.').waitFor();
+    await expect(config()).resolves.toEqual({ captureConsoleLogs: true });
+    await screenshot(page, 'logs-settings');
+    expect(problems).toEqual([]);
+  });
 });
