@@ -57,6 +57,7 @@ export function observeInserts(inner: ClickHouse, inserted: (table: string, rows
     query: (name, sql, params, settings) => inner.query(name, sql, params, settings),
     queryRows: (name, sql, params, settings) => inner.queryRows(name, sql, params, settings),
     queryRaw: (name, sql, params, settings) => inner.queryRaw(name, sql, params, settings),
+    queryRawStream: (name, sql, params, settings) => inner.queryRawStream(name, sql, params, settings),
     insert: async (table, rows) => {
       await inner.insert(table, rows);
       inserted(table, rows);

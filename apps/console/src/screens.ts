@@ -16,6 +16,8 @@ import { FunnelCorrelation } from './screens/funnel-correlation';
 import { FunnelEditorScreen } from './screens/funnel-editor';
 import { InsightEditor } from './screens/insight-editor';
 import { InsightList } from './screens/insight-list';
+import { LlmAnalytics } from './screens/llm-analytics';
+import { Logs } from './screens/logs';
 import { Overview } from './screens/overview';
 import { PathsEditorScreen } from './screens/paths-editor';
 import { PersonScreen } from './screens/person';
@@ -64,5 +66,7 @@ export const screens: Screen[] = [
   { path: 'recordings', title: 'Recordings', nav: true, component: Recordings },
   { path: 'recordings/playlists', title: 'Playlists', component: Playlists },
   { path: 'recordings/playlists/:shortId', title: 'Playlist', component: PlaylistScreen },
+  { path: 'logs', title: 'Logs', nav: true, component: Logs },
+  { path: 'llm-analytics', title: 'LLM analytics', nav: true, component: LlmAnalytics },
   { path: 'settings', title: 'Settings', nav: true, component: Settings },
 ];

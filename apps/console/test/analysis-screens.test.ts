@@ -255,6 +255,18 @@ describeWithBrowser()('the analysis screens in Chromium', () => {
     await expect(rowTexts.first().locator('td').allTextContents()).resolves.toEqual(['', '100.0%', '45.0%', '20.0%', '0.0%', '0.0%', '0.0%', '0.0%']);
     await screenshot(page, 'retention-recurring');
 
+    // In 24-hour windows from each person's first pageview, everyone has one cohort: the first day's.
+    await page.getByRole('checkbox', { name: /24-hour windows/ }).check();
+    const rolling = await query<{ results: Array<{ values: Array<{ count: number }> }> }>({
+      ...node('retention_recurring'),
+      retentionFilter: { ...node('retention_recurring').retentionFilter, timeWindowMode: '24_hour_windows' },
+    });
+    const rollingSizes = rolling.results.map((row) => row.values[0]!.count);
+    expect(rollingSizes).toEqual([10, 0, 0, 0, 0, 0, 0]);
+    await texts(grid.locator('tbody tr td:nth-child(2)'), ['', ...rollingSizes.map(String)]);
+    await page.getByRole('checkbox', { name: /24-hour windows/ }).uncheck();
+    await texts(grid.locator('tbody tr td:nth-child(2)'), ['', ...sizes.map(String)]);
+
     await page.getByRole('button', { name: 'Save insight' }).click();
     await page.waitForURL(/\/insights\/(?!retention)[A-Za-z0-9]+$/);
     await page.reload();

@@ -10,6 +10,8 @@ import {
   type RetentionForm,
 } from '../src/insights/retention-form';
 
+const asRecord = (value: unknown) => value as Record<string, unknown>;
+
 const form: RetentionForm = {
   targetEvent: 'signup',
   returningEvent: '$pageview',
@@ -17,6 +19,7 @@ const form: RetentionForm = {
   period: 'Week',
   totalIntervals: 4,
   cumulative: true,
+  rollingWindows: false,
   filters: [{ type: 'event', key: '$browser', operator: 'exact', value: 'Chrome, Safari', groupTypeIndex: 0 }],
 };
 
@@ -40,12 +43,16 @@ describe('the retention form', () => {
     expect(retentionFormFromNode({ kind: 'InsightVizNode', source: node })).toEqual(form);
     expect(retentionFormFromNode({ kind: 'InsightVizNode', source: { kind: 'RetentionQuery' } })).toEqual(defaultRetentionForm());
     expect(retentionFormFromNode({ kind: 'FunnelsQuery' })).toBeNull();
+    const rolling = { ...form, cumulative: false, rollingWindows: true };
+    expect(asRecord(retentionQuery(rolling).retentionFilter)).toMatchObject({ timeWindowMode: '24_hour_windows', cumulative: false });
+    expect(retentionFormFromNode(retentionQuery(rolling))).toEqual(rolling);
   });
 
   it('says what is missing and names the insight', () => {
     expect(retentionProblem(form)).toBeNull();
     expect(retentionProblem({ ...form, targetEvent: '' })).toBe('Choose the event that starts a cohort.');
     expect(retentionProblem({ ...form, totalIntervals: 0 })).toBe('The number of periods is a whole number from 1 to 100.');
+    expect(retentionProblem({ ...form, rollingWindows: true })).toBe('Cumulative retention is counted in calendar periods only.');
     expect(describeRetention(form)).toBe('Retention: signup then $pageview');
     expect(describeRetention(defaultRetentionForm())).toBe('Retention of $pageview');
   });

@@ -13,20 +13,26 @@ import { ConsoleTarget, screenshot, signIn, usePage } from './support/console';
 
 const SITE_PATHS = ['/', '/pricing', '/about'];
 
-/** A page of the site: posthog-js sending every event at once (no batching), pageviews and pageleaves, no autocapture. */
-function sitePage(title: string, apiHost: string, token: string): string {
+/** A link to another site on the last page: its click is an outbound click (`$external_click_url`). */
+const OUTBOUND = 'https://outbound.example/docs';
+
+/**
+ * A page of the site: posthog-js sending every event at once (no batching), pageviews and pageleaves; autocapture
+ * only on the last page, which links to another site.
+ */
+function sitePage(title: string, apiHost: string, token: string, outbound: boolean): string {
   // Headless Chromium's user agent reads as a bot, whose events posthog-js drops unless told otherwise.
   const config = {
     api_host: apiHost,
     person_profiles: 'always',
-    autocapture: false,
+    autocapture: outbound,
     capture_pageview: true,
     capture_pageleave: true,
     request_batching: false,
     opt_out_useragent_filter: true,
     disable_session_recording: true,
   };
-  const links = SITE_PATHS.map((href) => `<a href="${href}">${href}</a>`).join(' ');
+  const links = [...SITE_PATHS, ...(outbound ? [`${OUTBOUND}?ref=site#intro`] : [])].map((href) => `<a href="${href}">${href}</a>`).join(' ');
   return `<!doctype html>
 <html lang="en">
   <head>
@@ -49,7 +55,9 @@ const target = {} as { console: ConsoleTarget; site: Site; browser: Browser };
 beforeAll(async () => {
   target.console = new ConsoleTarget(await startEmbedded());
   const { plover } = target.console;
-  const pages = Object.fromEntries(SITE_PATHS.map((at) => [at, sitePage(`Site ${at}`, target.console.base, plover.credentials.token)]));
+  const pages = Object.fromEntries(
+    SITE_PATHS.map((at) => [at, sitePage(`Site ${at}`, target.console.base, plover.credentials.token, at === SITE_PATHS.at(-1))]),
+  );
   target.site = await startSite(pages, path.dirname(require.resolve('posthog-js/dist/array.js')));
 }, 180_000);
 
@@ -65,6 +73,15 @@ async function overview(properties: unknown[] = []): Promise<Record<string, numb
     refresh: 'force_blocking',
   });
   return Object.fromEntries(results.map((item) => [item.key, item.value]));
+}
+
+/** The outbound links' rows `[url, visitors, clicks]`, computed afresh. */
+async function outboundClicks(): Promise<unknown[][]> {
+  const { results } = await target.console.api<{ results: unknown[][] }>('POST', `/api/projects/${target.console.plover.credentials.projectId}/query/`, {
+    query: { kind: 'WebExternalClicksTableQuery', dateRange: { date_from: '-7d' }, stripQueryParams: true },
+    refresh: 'force_blocking',
+  });
+  return results;
 }
 
 /** Opens `url` and waits for posthog-js's pageview to be accepted by Plover. */
@@ -91,6 +108,10 @@ describeWithBrowser()('web analytics from posthog-js in Chromium', () => {
     const reader = await browser.newContext();
     const readerPage = await reader.newPage();
     for (const at of SITE_PATHS) await visit(readerPage, new URL(at, target.site.url).toString());
+    // The last page's link to another site (answered here, never fetched): posthog-js sends the click first.
+    await readerPage.route(`${OUTBOUND}**`, (route) => route.fulfill({ contentType: 'text/html', body: '<title>Elsewhere</title>' }));
+    await readerPage.getByRole('link', { name: /outbound\.example/ }).click();
+    await readerPage.waitForURL(`${OUTBOUND}**`);
     await readerPage.close({ runBeforeUnload: true });
     await reader.close();
     const bouncer = await browser.newContext();
@@ -106,6 +127,13 @@ describeWithBrowser()('web analytics from posthog-js in Chromium', () => {
       figures = await overview();
     }
     expect(figures).toMatchObject({ visitors: 2, views: 4, sessions: 2, 'bounce rate': 50 });
+    // The reader's click on the link to another site, one row whatever its query string and fragment.
+    let clicks = await outboundClicks();
+    while (clicks.length === 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      clicks = await outboundClicks();
+    }
+    expect(clicks).toEqual([[OUTBOUND, 1, 1]]);
   }, 180_000);
 
   describe('the Web analytics screen', () => {
@@ -139,6 +167,12 @@ describeWithBrowser()('web analytics from posthog-js in Chromium', () => {
       const entries = page.getByRole('region', { name: 'Entry path: visitors and views' });
       await entries.getByRole('row', { name: /^\/pricing/ }).waitFor();
       await expect(entries.getByRole('row').allTextContents()).resolves.toEqual(['Entry pathVisitorsViewsBounce rate', '/130%', '/pricing11100%']);
+      await page.getByRole('radio', { name: 'Outbound link' }).check();
+      const outbound = page.getByRole('region', { name: 'Outbound link: visitors and clicks' });
+      await expect(outbound.getByRole('link', { name: OUTBOUND }).getAttribute('href')).resolves.toBe(OUTBOUND);
+      await expect(outbound.getByRole('row').allTextContents()).resolves.toEqual(['Outbound linkVisitorsClicks', `${OUTBOUND}11`]);
+      await screenshot(page, 'web-analytics-outbound');
+      await page.getByRole('radio', { name: 'Entry path' }).check();
       await screenshot(page, 'web-analytics');
 
       // Comparing: the previous week had nothing.

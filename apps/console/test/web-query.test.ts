@@ -2,6 +2,7 @@ import type { WebOverviewItem } from '../src/api/types';
 import {
   breakdownLabel,
   chartInterval,
+  isWebAddress,
   limiter,
   overviewChange,
   overviewNode,
@@ -179,4 +180,16 @@ describe('limiter', () => {
     await expect(third).resolves.toBe(3);
     expect(ran).toEqual([1, 3]);
   });
+});
+
+it('links only web addresses from the outbound links table', () => {
+  expect(['https://x.example/a', 'HTTP://x.example'].map(isWebAddress)).toEqual([true, true]);
+  expect(['javascript:alert(1)', ' https://x.example', 'data:text/html,x', '//x.example', null, 3].map(isWebAddress)).toEqual([
+    false,
+    false,
+    false,
+    false,
+    false,
+    false,
+  ]);
 });

@@ -100,8 +100,15 @@ export class ChdbClickHouse implements ClickHouse {
   /** Calls waiting for a connection, first come first served. */
   private readonly waiting: ((session: Session) => void)[] = [];
   private closing: Promise<void> | undefined;
+  /** Connections of streamed statements not streaming now, kept for the next one. */
+  private readonly idleStreams: Session[] = [];
+  /** Connections streaming now. */
+  private readonly streaming = new Set<Session>();
 
-  private constructor(private readonly sessions: readonly Session[]) {
+  private constructor(
+    private readonly sessions: readonly Session[],
+    private readonly connect: () => Session,
+  ) {
     this.idle = [...sessions];
   }
 
@@ -113,15 +120,16 @@ export class ChdbClickHouse implements ClickHouse {
     const configFile = path.join(options.dataDir, 'plover-engine.xml');
     await writeFile(configFile, ENGINE_CONFIG);
     const connectionArgs = [...SETTING_ARGS, `--config-file=${configFile}`];
+    const connect = () => new Session(options.dataDir, { connectionArgs });
     const sessions: Session[] = [];
     try {
-      for (let i = 0; i < count; i++) sessions.push(new Session(options.dataDir, { connectionArgs }));
+      for (let i = 0; i < count; i++) sessions.push(connect());
     } catch (error) {
       for (const session of sessions) session.close();
       throw classify(`chDB open ${options.dataDir}`, error);
     }
     restoreDefaultSignalActions();
-    return new ChdbClickHouse(sessions);
+    return new ChdbClickHouse(sessions, connect);
   }
 
   async command(name: string, sql: string, params?: ClickHouseParams): Promise<void> {
@@ -140,6 +148,44 @@ export class ChdbClickHouse implements ClickHouse {
       const bytes = (await execute(session, withSettings(sql, settings), params, 'TabSeparatedRaw')).bytes();
       return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     });
+  }
+
+  /**
+   * On a connection of its own (opened at the first stream, kept for the next), not one of the pool's: an export
+   * streams for minutes, and the pool's few connections serve every other statement meanwhile. Each chunk is one
+   * fetch on a libuv thread; the engine runs ahead of the consumer by at most the block it is writing. chdb formats
+   * each chunk on its own (a format's header or footer would repeat in every chunk), hence a row format only.
+   */
+  async *queryRawStream(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings): AsyncIterable<Uint8Array> {
+    const operation = `ClickHouse query ${name}`;
+    if (this.closing) throw closedFailure(operation);
+    let session: Session;
+    try {
+      session = this.idleStreams.pop() ?? this.connect();
+    } catch (error) {
+      throw classify(operation, error);
+    }
+    this.streaming.add(session);
+    let clean = false;
+    try {
+      const text = withSettings(sql, settings);
+      const stream =
+        params && Object.keys(params).length > 0
+          ? session.queryStreamBind(text, normalizeParams(params), { format: 'TabSeparatedRaw' })
+          : session.queryStream(text, { format: 'TabSeparatedRaw' });
+      for await (const chunk of stream) {
+        if (this.closing) throw closedFailure(operation);
+        yield chunk.raw();
+      }
+      clean = true;
+    } catch (error) {
+      throw classify(operation, error);
+    } finally {
+      this.streaming.delete(session);
+      // A stream broken off or failed may leave output behind on its connection (see flushLeftovers): closed, not kept.
+      if (clean && !this.closing) this.idleStreams.push(session);
+      else session.close();
+    }
   }
 
   async queryRows(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings): Promise<RowsResult> {
@@ -193,6 +239,8 @@ export class ChdbClickHouse implements ClickHouse {
       // none is still running on a connection when it is destroyed.
       const sessions = await Promise.all(this.sessions.map(() => this.acquire()));
       for (const session of sessions) session.close();
+      // chdb cancels a stream still open on a connection it closes, after the fetch in flight (if any).
+      for (const session of [...this.idleStreams, ...this.streaming]) session.close();
       // chdb still defers a destruction while native calls of OTHER handles run; wait for those too, since
       // the directory is only free once the last connection is really gone.
       await drainPending();
@@ -277,10 +325,15 @@ function parseJsonEachRow<R>(result: ChdbResult): R[] {
   return rows;
 }
 
-/** chDB errors carry the engine's numeric `clickhouseCode` when ClickHouse raised them, else chdb's own `code`. */
+/**
+ * chDB errors carry the engine's numeric `clickhouseCode` when ClickHouse raised them, else chdb's own `code`; a
+ * streamed statement's failure carries neither, only the engine's message (`Code: N. DB::Exception: …`).
+ */
 function classify(operation: string, error: unknown): StorageError {
   if (error instanceof StorageError) return error;
-  const { clickhouseCode, code } = (error ?? {}) as { clickhouseCode?: unknown; code?: unknown };
+  const { clickhouseCode, code, message } = (error ?? {}) as { clickhouseCode?: unknown; code?: unknown; message?: unknown };
   if (typeof clickhouseCode === 'number') return clickHouseFailure(operation, clickhouseCode, error);
+  const engineCode = typeof message === 'string' ? /^Code: (\d+)\. DB::Exception/.exec(message) : null;
+  if (engineCode) return clickHouseFailure(operation, Number(engineCode[1]), error);
   return unclassifiedFailure(operation, error, typeof code === 'string' ? code : undefined);
 }

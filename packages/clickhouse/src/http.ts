@@ -76,6 +76,32 @@ export class HttpClickHouse implements ClickHouse {
     return this.select(name, withSettings(sql, settings), params, 'TabSeparatedRaw', async (result) => Buffer.from(await result.text()));
   }
 
+  /**
+   * The response body as it arrives. The adapter's deadline covers the statement until its first bytes; after
+   * that the stream runs as long as the consumer reads (breaking off destroys the request, which cancels the
+   * query on the server). A server that fails after it sent the first bytes appends its exception to the body.
+   */
+  async *queryRawStream(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings): AsyncIterable<Uint8Array> {
+    const operation = `ClickHouse query ${name}`;
+    const abort = new AbortController();
+    const deadline = setTimeout(() => abort.abort(), this.timeoutMs);
+    const { stream } = await this.call(operation, () =>
+      this.client.exec({
+        query: `${withSettings(sql, settings)}\nFORMAT TabSeparatedRaw`,
+        query_params: params && normalizeParams(params),
+        clickhouse_settings: { log_comment: name },
+        abort_signal: abort.signal,
+      }),
+    ).finally(() => clearTimeout(deadline));
+    try {
+      for await (const chunk of stream as AsyncIterable<Buffer>) yield chunk;
+    } catch (error) {
+      throw classify(operation, error, undefined);
+    } finally {
+      stream.destroy();
+    }
+  }
+
   async insert(table: string, rows: readonly Record<string, unknown>[]): Promise<void> {
     assertTableName(table);
     if (rows.length === 0) return;

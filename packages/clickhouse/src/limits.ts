@@ -36,6 +36,17 @@ export function limitSettings(limits: QueryLimits): Record<string, number> {
 }
 
 /**
+ * The settings clause of a streamed statement under `limits`. A stream is an export (every matching row, however
+ * many: no row, result or time cap), and exports already wait for one of the process's few export turns, so it
+ * runs on the engine's default threads; `max_memory_usage` and the threads' priority still hold.
+ */
+export function streamSettings(limits: QueryLimits): Record<string, number> {
+  const settings: Record<string, number> = { max_memory_usage: limits.maxMemoryBytes };
+  if (limits.threadNice > 0) settings.os_thread_priority = limits.threadNice;
+  return settings;
+}
+
+/**
  * The 400 a statement that hit one of `limits` answers with (`code` the ClickHouse error's name, as PostHog
  * exposes ClickHouse errors a user can act on); undefined for any other failure.
  */
@@ -49,12 +60,13 @@ export function limitExceeded(error: unknown, limits: QueryLimits): ApiError | u
 /**
  * `clickhouse` with every `query` bounded by `limits`: the limit settings join the statement's own settings in its
  * one `SETTINGS` clause (a statement's own setting of the same name is overridden: a caller cannot loosen a limit),
- * and a limit the engine hit becomes a 400 ApiError. `beforeQuery` runs before each query and may hold it back or
+ * and a limit the engine hit becomes a 400 ApiError. A `queryRawStream` is bounded by {@link streamSettings} instead. `beforeQuery` runs before each query and may hold it back or
  * refuse it by rejecting (the management API's concurrency gate).
  * Commands and inserts pass through: handlers of analysis routes only read.
  */
 export function limitedClickHouse(clickhouse: ClickHouse, limits: QueryLimits, beforeQuery: () => Promise<void> | undefined = () => undefined): ClickHouse {
   const bounds = limitSettings(limits);
+  const streaming = streamSettings(limits);
   async function bounded<T>(read: () => Promise<T>): Promise<T> {
     await beforeQuery();
     try {
@@ -74,6 +86,16 @@ export function limitedClickHouse(clickhouse: ClickHouse, limits: QueryLimits, b
       bounded(() => clickhouse.query<R>(name, sql, params, { ...settings, ...bounds })),
     queryRows: (name, sql, params, settings) => bounded(() => clickhouse.queryRows(name, sql, params, { ...settings, ...bounds })),
     queryRaw: (name, sql, params, settings) => bounded(() => clickhouse.queryRaw(name, sql, params, { ...settings, ...bounds })),
+    queryRawStream: (name, sql, params, settings) => ({
+      async *[Symbol.asyncIterator]() {
+        await beforeQuery();
+        try {
+          yield* clickhouse.queryRawStream(name, sql, params, { ...settings, ...streaming });
+        } catch (error) {
+          throw limitExceeded(error, limits) ?? error;
+        }
+      },
+    }),
   };
 }
 

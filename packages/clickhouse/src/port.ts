@@ -48,6 +48,12 @@ export interface ClickHouse {
    * serializing it again would cost more than the query.
    */
   queryRaw(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings): Promise<Buffer>;
+  /**
+   * {@link queryRaw}'s bytes streamed, chunk by chunk while the statement runs (a chunk ends at a line break): for
+   * answers too large to hold at once. Breaking off the iteration cancels the statement; a failure after the first
+   * chunk rejects the iteration where it happened.
+   */
+  queryRawStream(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings): AsyncIterable<Uint8Array>;
   /** Inserts rows as JSONEachRow into `table`; resolves once ClickHouse has stored them. */
   insert(table: string, rows: readonly Record<string, unknown>[]): Promise<void>;
   /**

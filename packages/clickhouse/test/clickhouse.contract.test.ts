@@ -23,6 +23,13 @@ import { ChdbClickHouse } from '@plover/chdb';
 import { splitStatements } from '../src/migrate';
 import { tempDir, variants, type Target } from './support/variants';
 
+/** Every chunk of a stream, joined. */
+async function streamed(chunks: AsyncIterable<Uint8Array>): Promise<Buffer> {
+  const all: Uint8Array[] = [];
+  for await (const chunk of chunks) all.push(chunk);
+  return Buffer.concat(all);
+}
+
 let nextProject = 1;
 function event(projectId: number, overrides: Partial<EventRow> = {}): EventRow {
   return {
@@ -286,6 +293,31 @@ describe.each(variants)('ClickHouse contract: $name', (variant) => {
       expect((await ch.queryRaw('test.empty', 'SELECT 1 FROM numbers(0)')).length).toBe(0);
     });
 
+    it('queryRawStream streams queryRaw’s bytes chunk by chunk, with bound parameters', async () => {
+      const sql =
+        'SELECT number AS n, concat({s:String}, toString(number)) AS s FROM numbers(200000) WHERE number < {below:UInt32} ORDER BY n SETTINGS max_block_size = 10000';
+      const params = { s: 'a\\b "c"\u00e9', below: 150_000 };
+      const chunks: Uint8Array[] = [];
+      for await (const chunk of ch.queryRawStream('test.stream', sql, params)) chunks.push(chunk);
+      expect(chunks.length).toBeGreaterThan(1);
+      expect(Buffer.concat(chunks).equals(await ch.queryRaw('test.text', sql, params))).toBe(true);
+
+      expect((await streamed(ch.queryRawStream('test.empty', 'SELECT 1 FROM numbers(0)'))).length).toBe(0);
+    });
+
+    it('queryRawStream broken off cancels the statement; a failing one rejects with the engine code; the handle goes on', async () => {
+      for (let round = 0; round < 3; round++) {
+        for await (const chunk of ch.queryRawStream('test.cut', 'SELECT number FROM numbers(10000000) SETTINGS max_block_size = 1000')) {
+          expect(chunk.length).toBeGreaterThan(0);
+          break;
+        }
+      }
+      const error = await streamed(ch.queryRawStream('test.syntax', 'SELEC 1')).catch((caught: unknown) => caught);
+      expect(error).toMatchObject({ retriable: false, code: '62' });
+      expect((await streamed(ch.queryRawStream('test.next', 'SELECT 42'))).toString()).toBe('42\n');
+      await expect(ch.query('test.next', 'SELECT 42 AS answer')).resolves.toEqual([{ answer: 42 }]);
+    });
+
     it('refuse integers that have already lost precision', async () => {
       const error = await failure(ch.query('test.unsafe', 'SELECT {i:Int64} AS i', { i: 2 ** 60 }));
       expect(error).toMatchObject({ retriable: false, code: 'BAD_PARAMETER' });
@@ -379,6 +411,16 @@ describe.each(variants)('ClickHouse contract: $name', (variant) => {
       expect((await limited.queryRaw('test.text', 'SELECT number FROM numbers(3)')).toString()).toBe('0\n1\n2\n');
       const error = await limited.queryRaw('test.text', 'SELECT number FROM numbers(100000)').catch((caught: unknown) => caught);
       expect(error).toMatchObject({ status: 400, code: 'too_many_rows_or_bytes' });
+    });
+
+    it('queryRawStream is an export: no row, result or time cap, but the memory limit and thread priority hold', async () => {
+      const limited = limitedClickHouse(ch, { ...generous, maxResultRows: 10, maxRowsToRead: 1000, threadNice: 10 });
+      const text = await streamed(limited.queryRawStream('test.stream', "SELECT number, getSetting('os_thread_priority') FROM numbers(100000)"));
+      expect(text.toString().split('\n')).toHaveLength(100001);
+      expect(text.toString().startsWith('0\t10\n')).toBe(true);
+      const memory = limitedClickHouse(ch, { ...generous, maxMemoryBytes: 1_000_000 });
+      const error = await streamed(memory.queryRawStream('test.memory', 'SELECT groupArray(number) FROM numbers(10000000)')).catch((caught: unknown) => caught);
+      expect(error).toMatchObject({ status: 400, code: 'memory_limit_exceeded' });
     });
 
     it('the rows a refused statement had produced never reach the next statement', async () => {

@@ -38,10 +38,18 @@ export interface RetentionInput {
   breakdown: FunnelBreakdown | null;
   /** Count an actor in every column up to the furthest one they came back in. */
   cumulative: boolean;
-  /** A return interval counts with at least this many returning events in it. */
+  /** A return interval counts with at least this many returning events in it (calendar intervals only). */
   minimumOccurrences: number;
+  /**
+   * `strict_calendar_dates`: intervals are the calendar's (a return the next day is "Day 1"); `24_hour_windows`:
+   * they are counted from each actor's first target event (a return 24–48 hours after it is "Day 1").
+   */
+  timeWindowMode: TimeWindowMode;
   aggregationGroupTypeIndex: number | null;
 }
+
+export type TimeWindowMode = 'strict_calendar_dates' | '24_hour_windows';
+const TIME_WINDOW_MODES: readonly TimeWindowMode[] = ['strict_calendar_dates', '24_hour_windows'];
 
 export interface RetentionRow {
   values: { count: number; label: string }[];
@@ -63,6 +71,7 @@ const RETENTION_FIELDS: Record<string, string> = {
   total_intervals: 'retentionFilter__totalIntervals',
   cumulative: 'retentionFilter__cumulative',
   minimum_occurrences: 'retentionFilter__minimumOccurrences',
+  time_window_mode: 'retentionFilter__timeWindowMode',
   date_from: 'dateRange__date_from',
   date_to: 'dateRange__date_to',
   properties: 'properties',
@@ -96,6 +105,7 @@ export function parseRetentionQuery(raw: unknown, attr: string): RetentionInput 
     total_intervals: filter.totalIntervals,
     cumulative: filter.cumulative,
     minimum_occurrences: filter.minimumOccurrences,
+    time_window_mode: filter.timeWindowMode,
     date_from: dateRange.date_from,
     date_to: dateRange.date_to,
     properties: node.properties,
@@ -128,6 +138,10 @@ function parseRetentionFields(fields: Fields, defaultIntervals: number): Retenti
   if (!isAbsent(fields.cumulative) && !cumulative && fields.cumulative !== false && fields.cumulative !== 'false') {
     throw ApiError.validation('Must be a valid boolean.', 'cumulative');
   }
+  const timeWindowMode = choice(fields.time_window_mode, TIME_WINDOW_MODES, 'time_window_mode') ?? 'strict_calendar_dates';
+  if (cumulative && timeWindowMode === '24_hour_windows') {
+    throw ApiError.validation('Cumulative retention is not supported for 24 hour windows.', 'cumulative');
+  }
   const groupIndex = integer(fields.aggregation_group_type_index, 'aggregation_group_type_index');
   if (groupIndex !== null && (groupIndex < 0 || groupIndex > 4)) throw ApiError.validation('Must be between 0 and 4.', 'aggregation_group_type_index');
   return {
@@ -142,6 +156,7 @@ function parseRetentionFields(fields: Fields, defaultIntervals: number): Retenti
     breakdown: parsePropertyBreakdown(fields),
     cumulative,
     minimumOccurrences: bounded(fields.minimum_occurrences, 'minimum_occurrences', 1, MAX_OCCURRENCES, 1),
+    timeWindowMode,
     aggregationGroupTypeIndex: groupIndex,
   };
 }
@@ -172,22 +187,61 @@ export async function retentionCellsSql(input: RetentionInput, params: Params, c
   const value =
     input.breakdown === null ? "''" : propertyText(propertyColumn(input.breakdown.type, input.breakdown.groupTypeIndex), input.breakdown.property, params);
   const index = `indexOf(${params.add(range.buckets, 'Array(String)')}, ${periodExpression(interval, tz)}) - 1`;
+  const rolling = input.timeWindowMode === '24_hour_windows';
+  // Calendar first-time retention looks for each actor's first target event over all time, and for returns only in
+  // the range; 24-hour windows take returns over all time too, as PostHog's rolling query does.
+  const relevant = firstTime
+    ? rolling
+      ? `(${target} OR ${returning})`
+      : `(${target} OR (${inRange} AND ${returning}))`
+    : `(${inRange} AND (${target} OR ${returning}))`;
   const events = `SELECT ${actor} AS actor, e.timestamp AS ts, ${value} AS bd, ${target} AS is_target, ${returning} AS is_return, if(${inRange}, ${index}, -1) AS idx
     FROM events AS e FINAL LEFT JOIN (${PERSON_OVERRIDES_SUBQUERY}) AS o ON e.person_id = o.old_person_id
-    WHERE e.team_id = {projectId:Int64} AND ${global} AND (${firstTime ? `${target} OR ` : ''}(${inRange} AND (${target} OR ${returning})))`;
+    WHERE e.team_id = {projectId:Int64} AND ${global} AND ${relevant} ${group === null ? '' : "AND actor != ''"}`;
+  const lookahead = params.add(input.totalIntervals, 'Int64');
+  if (rolling) return rollingCellsSql(events, input.period, params.add(range.from, 'String'), tz, params.add(range.buckets.length, 'Int64'), lookahead);
   const starts = firstTime ? 'if(argMinIf(idx, ts, is_target) >= 0, [argMinIf(idx, ts, is_target)], [])' : 'groupUniqArrayIf(idx, is_target AND idx >= 0)';
   const occurrences = params.add(input.minimumOccurrences, 'UInt32');
   const returns = input.minimumOccurrences === 1 ? 'arrayDistinct(rets)' : `arrayDistinct(arrayFilter(i -> countEqual(rets, i) >= ${occurrences}, rets))`;
-  const lookahead = params.add(input.totalIntervals, 'Int64');
   const offsets = `arrayFilter(k -> k > 0 AND k < ${lookahead}, arrayMap(i -> toInt64(i) - r, ${returns}))`;
   const columns = input.cumulative ? `range(toInt64(arrayMax(arrayPushBack(${offsets}, 0))) + 1)` : `arrayPushFront(${offsets}, 0)`;
   return `SELECT actor, bd, r, k FROM (
       SELECT actor, bd, ${starts} AS starts, groupArrayIf(idx, is_return AND idx >= 0) AS rets
-      FROM (${events}) ${group === null ? '' : "WHERE actor != '' "}
+      FROM (${events})
       GROUP BY actor, bd
     )
     ARRAY JOIN starts AS r
     ARRAY JOIN ${columns} AS k`;
+}
+
+/** The unit and length of a 24-hour window of each period, PostHog's: weeks are 7 days, months 30. */
+const WINDOWS: Record<RetentionPeriod, { unit: 'hour' | 'day'; length: number }> = {
+  Hour: { unit: 'hour', length: 1 },
+  Day: { unit: 'hour', length: 24 },
+  Week: { unit: 'day', length: 7 },
+  Month: { unit: 'day', length: 30 },
+};
+
+/**
+ * Retention cells in 24-hour windows: each actor's `t0` is their first target event (in the range when recurring,
+ * ever when first-time); their one cohort row is the window of `t0` counted from the range's start, and a returning
+ * event at or after `t0` falls in window `floor(dateDiff(unit, t0, ts) / length)`. `dateDiff` counts the unit's
+ * boundaries crossed in the project's timezone, as ClickHouse does for PostHog. An actor split by a breakdown
+ * value starts a cohort with each value of their events from `t0` on, as in PostHog's query.
+ */
+function rollingCellsSql(events: string, period: RetentionPeriod, from: string, tz: string, rows: string, lookahead: string): string {
+  const { unit, length } = WINDOWS[period];
+  const windowOf = (start: string, end: string) => `toInt64(floor(dateDiff('${unit}', ${start}, ${end}, ${tz}) / ${length}))`;
+  return `SELECT actor, bd, r, k FROM (
+      SELECT ev.actor AS actor, ev.bd AS bd, ${windowOf(`toDateTime64(${from}, 6, ${tz})`, 'a.t0')} AS r,
+        arrayDistinct(arrayConcat([0], arrayFilter(x -> x >= 0, groupUniqArray(if(ev.is_return, ${windowOf('a.t0', 'ev.ts')}, -1))))) AS ks
+      FROM (${events}) AS ev
+      INNER JOIN (SELECT actor, minIf(ts, is_target) AS t0 FROM (${events}) GROUP BY actor HAVING countIf(is_target) > 0) AS a ON ev.actor = a.actor
+      WHERE ev.ts >= a.t0
+      GROUP BY ev.actor, a.t0, ev.bd
+    )
+    ARRAY JOIN ks AS k
+    WHERE r >= 0 AND r < ${rows} AND k < ${lookahead}`;
 }
 
 /** `YYYY-MM-DDTHH:MM:SS` of a local wall clock with the timezone's offset then (`Z` for none). */

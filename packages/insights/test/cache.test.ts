@@ -19,6 +19,9 @@ function versioned(): { ch: ClickHouse; version: { value: number }; reads: { cou
     },
     queryRows: () => Promise.reject(new Error('not used')),
     queryRaw: () => Promise.reject(new Error('not used')),
+    queryRawStream: () => {
+      throw new Error('not used');
+    },
     insert: () => Promise.resolve(),
     ping: () => Promise.resolve(),
     close: () => Promise.resolve(),

@@ -1,7 +1,8 @@
 /**
- * Retention on PostHog's own worked cases (its retention query runner tests), events straight into chDB's
- * `events` table; and bad input.
+ * Retention on PostHog's own worked cases (its retention query runner tests), 24-hour windows against a plain
+ * TypeScript reference on random events, events straight into chDB's `events` table; and bad input.
  */
+import fc from 'fast-check';
 import { insertEvents } from '@plover/clickhouse';
 import { ApiError } from '@plover/core';
 import { parseRetentionRequest, runRetention } from '../src/retention';
@@ -144,6 +145,109 @@ describe("PostHog's worked cases", () => {
     ]);
     const rows = await runRetention(engine(), parseRetentionRequest({}, { date_to: '2020-06-14', total_intervals: 5, cumulative: true }), ctx);
     expect(counts(rows)[0]).toEqual([2, 2, 1, 1, 0]);
+  });
+});
+
+describe('24-hour windows', () => {
+  const HOUR = 3_600_000;
+  const JAN1 = Date.UTC(2025, 0, 1);
+  /** Events `[person, event, epoch ms]`, in day offsets the project helper's way. */
+  const at = (ms: number) => (ms - DAY0) / DAY;
+  const node = (fields: Record<string, unknown>) =>
+    parseRetentionRequest(
+      {},
+      { query: { kind: 'RetentionQuery', ...fields, retentionFilter: { timeWindowMode: '24_hour_windows', ...(fields.retentionFilter as object) } } },
+    );
+
+  it("counts days from each actor's first target event (PostHog's 24-hour window case)", async () => {
+    const ctx = await project([
+      [1, 'signed_up', at(JAN1 + 9 * HOUR)],
+      [2, 'signed_up', at(JAN1 + 10 * HOUR)],
+      [3, 'signed_up', at(JAN1 + DAY + 9 * HOUR)],
+      [4, 'signed_up', at(JAN1 + DAY + 10 * HOUR)],
+      [1, 'renewed', at(JAN1 + DAY + 12 * HOUR)],
+      [2, 'renewed', at(JAN1 + 2 * DAY + 12 * HOUR)],
+      [3, 'renewed', at(JAN1 + 2 * DAY + 13 * HOUR)],
+    ]);
+    const input = node({
+      dateRange: { date_from: '2025-01-01T00:00:00Z', date_to: '2025-01-05T00:00:00Z' },
+      retentionFilter: {
+        period: 'Day',
+        totalIntervals: 4,
+        targetEntity: { id: 'signed_up', type: 'events' },
+        returningEntity: { id: 'renewed', type: 'events' },
+      },
+    });
+    const rows = counts(await runRetention(engine(), input, ctx));
+    // Day 0: user 1 came back 27 hours after signing up (window 1), user 2 50 hours after (window 2).
+    expect(rows[0]).toEqual([2, 1, 1, 0]);
+    // Day 1: user 3 came back 28 hours later; user 4 never did and still counts in the cohort.
+    expect(rows[1]).toEqual([2, 1, 0, 0]);
+  });
+
+  it('puts a return 23 hours later, on the next calendar day, in Day 0', async () => {
+    const ctx = await project([
+      [1, '$pageview', at(JAN1 + 20 * HOUR)],
+      [1, '$pageview', at(JAN1 + DAY + 19 * HOUR)],
+    ]);
+    const dateRange = { date_from: '2025-01-01', date_to: '2025-01-03' };
+    const rolling = counts(await runRetention(engine(), node({ dateRange, retentionFilter: { totalIntervals: 3 } }), ctx));
+    const calendar = counts(
+      await runRetention(engine(), parseRetentionRequest({}, { query: { kind: 'RetentionQuery', dateRange, retentionFilter: { totalIntervals: 3 } } }), ctx),
+    );
+    expect(rolling[0]).toEqual([1, 0, 0]);
+    expect(calendar[0]).toEqual([1, 1, 0]);
+  });
+
+  it('refuses cumulative retention in 24-hour windows, as PostHog does', () => {
+    expect(() => node({ retentionFilter: { cumulative: true } })).toThrow('Cumulative retention is not supported for 24 hour windows.');
+  });
+
+  /** PostHog's rolling retention in plain TypeScript (UTC, so `dateDiff` in hours is whole hours crossed). */
+  function rollingReference(events: [number, string, number][], firstTime: boolean, from: number, rows: number, lookahead: number) {
+    const end = from + rows * DAY;
+    const hoursCrossed = (a: number, b: number) => Math.floor(b / HOUR) - Math.floor(a / HOUR);
+    const cells = new Map<string, Set<number>>();
+    const persons = new Set(events.map(([who]) => who));
+    for (const who of persons) {
+      const relevant = events
+        .filter(([person, , time]) => person === who && (firstTime || (time >= from && time < end)))
+        .map(([, event, time]) => ({ event, time }));
+      const starts = relevant.filter((ev) => ev.event === 'signup').map((ev) => ev.time);
+      if (starts.length === 0) continue;
+      const t0 = Math.min(...starts);
+      const r = Math.floor(hoursCrossed(from, t0) / 24);
+      if (r < 0 || r >= rows) continue;
+      const ks = new Set([0, ...relevant.filter((ev) => ev.event === '$pageview' && ev.time >= t0).map((ev) => Math.floor(hoursCrossed(t0, ev.time) / 24))]);
+      for (const k of ks) if (k < lookahead) cells.set(`${r}:${k}`, (cells.get(`${r}:${k}`) ?? new Set()).add(who));
+    }
+    return Array.from({ length: rows }, (_, r) => Array.from({ length: lookahead }, (_, k) => cells.get(`${r}:${k}`)?.size ?? 0));
+  }
+
+  it('equals the reference on random events, recurring and first-time', async () => {
+    const from = Date.UTC(2020, 5, 10);
+    const event = fc.tuple(
+      fc.integer({ min: 1, max: 4 }),
+      fc.constantFrom('signup', '$pageview', '$pageview'),
+      fc.integer({ min: -2 * 24 * 60, max: 7 * 24 * 60 }).map((minutes) => from + minutes * 60_000),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(event, { minLength: 1, maxLength: 25 }), fc.boolean(), async (events, firstTime) => {
+        const ctx = await project(events.map(([who, name, time]): [number, string, number] => [who, name, at(time)]));
+        const input = node({
+          dateRange: { date_from: '2020-06-10', date_to: '2020-06-14' },
+          retentionFilter: {
+            totalIntervals: 4,
+            retentionType: firstTime ? 'retention_first_time' : 'retention_recurring',
+            targetEntity: { id: 'signup', type: 'events' },
+            returningEntity: { id: '$pageview', type: 'events' },
+          },
+        });
+        const rows = counts(await runRetention(engine(), input, ctx));
+        expect(rows).toEqual(rollingReference(events, firstTime, from, rows.length, 4));
+      }),
+      { numRuns: 15 },
+    );
   });
 });
 

@@ -15,6 +15,7 @@ function holdingHistoricalInserts(inner: ClickHouse): { clickhouse: ClickHouse; 
     query: (name, sql, params, settings) => inner.query(name, sql, params, settings),
     queryRows: (name, sql, params, settings) => inner.queryRows(name, sql, params, settings),
     queryRaw: (name, sql, params, settings) => inner.queryRaw(name, sql, params, settings),
+    queryRawStream: (name, sql, params, settings) => inner.queryRawStream(name, sql, params, settings),
     async insert(table, rows) {
       if (table === 'events' && rows.some((row) => row.historical_migration === true)) await released;
       await inner.insert(table, rows);

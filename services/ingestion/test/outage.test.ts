@@ -56,6 +56,7 @@ function switchedClickHouse(inner: ClickHouse, power: Switch): ClickHouse {
       power.check(name),
       inner.queryRaw(name, sql, params, settings)
     ),
+    queryRawStream: (name, sql, params, settings) => (power.check(name), inner.queryRawStream(name, sql, params, settings)),
     insert: (table, rows) => (power.check(`insert into ${table}`), inner.insert(table, rows)),
     ping: () => (power.check('ping'), inner.ping()),
     close: () => inner.close(),

@@ -63,6 +63,7 @@ class RefusingClickHouse implements ClickHouse {
   query: ClickHouse['query'] = (name, sql, params, settings) => this.clickhouse.query(name, sql, params, settings);
   queryRows: ClickHouse['queryRows'] = (name, sql, params, settings) => this.clickhouse.queryRows(name, sql, params, settings);
   queryRaw: ClickHouse['queryRaw'] = (name, sql, params, settings) => this.clickhouse.queryRaw(name, sql, params, settings);
+  queryRawStream: ClickHouse['queryRawStream'] = (name, sql, params, settings) => this.clickhouse.queryRawStream(name, sql, params, settings);
   sync = () => this.clickhouse.sync?.() ?? Promise.resolve();
   ping = () => this.clickhouse.ping();
   close = () => this.clickhouse.close();

@@ -8,8 +8,9 @@ export async function runQuery<Response>(client: ApiClient, projectId: string, q
   return (await client.call(operations.query, { project_id: projectId }, { body: { query }, signal })) as Response;
 }
 
-export function runHogQL(client: ApiClient, projectId: string, query: string, signal?: AbortSignal): Promise<HogQLResponse> {
-  return runQuery<HogQLResponse>(client, projectId, { kind: 'HogQLQuery', query }, signal);
+/** Runs a HogQL SELECT; `values` fill its `{placeholders}`, bound by the server (never pasted into the text). */
+export function runHogQL(client: ApiClient, projectId: string, query: string, signal?: AbortSignal, values?: Record<string, unknown>): Promise<HogQLResponse> {
+  return runQuery<HogQLResponse>(client, projectId, { kind: 'HogQLQuery', query, ...(values ? { values } : {}) }, signal);
 }
 
 /** Whether `query` is valid HogQL, with each problem's position, without running it. */

@@ -60,6 +60,10 @@ export function RetentionBuilder({ form, onChange, suggestions }: { form: Retent
           <input type="checkbox" checked={form.cumulative} onChange={(event) => set('cumulative', event.currentTarget.checked)} />
           <span>Cumulative: count a person in every period up to their last return</span>
         </label>
+        <label class="checkbox">
+          <input type="checkbox" checked={form.rollingWindows} onChange={(event) => set('rollingWindows', event.currentTarget.checked)} />
+          <span>24-hour windows: count periods from each person's first event, not from the calendar</span>
+        </label>
       </fieldset>
 
       <FiltersFieldset filters={form.filters} onChange={(filters) => set('filters', filters)} cohorts={suggestions.cohorts} unfiltered="Every event counts." />

@@ -1,7 +1,8 @@
 /**
  * The retention builder's state and the `RetentionQuery` node it stands for (docs/insights.md, "Retention"):
  * who starts a cohort (the target event), what counts as coming back (the returning event), first-time or
- * recurring cohorts, the period and how many, cumulative or not, and filters. Reading a saved node back is lenient.
+ * recurring cohorts, the period and how many, calendar periods or 24-hour windows from each person's first event,
+ * cumulative or not, and filters. Reading a saved node back is lenient.
  */
 import { asObject, sourceOfKind } from '../api/nodes';
 import type { QueryNode } from '../api/types';
@@ -21,6 +22,8 @@ export interface RetentionForm {
   /** Cohort rows, and periods in each row. */
   totalIntervals: number;
   cumulative: boolean;
+  /** Periods counted from each person's first target event (`24_hour_windows`) instead of the calendar's. */
+  rollingWindows: boolean;
   filters: FilterForm[];
 }
 
@@ -32,6 +35,7 @@ export function defaultRetentionForm(): RetentionForm {
     period: 'Day',
     totalIntervals: 7,
     cumulative: false,
+    rollingWindows: false,
     filters: [],
   };
 }
@@ -41,6 +45,7 @@ export function retentionProblem(form: RetentionForm): string | null {
   if (form.returningEvent.trim() === '') return 'Choose the event that counts as coming back.';
   if (!Number.isInteger(form.totalIntervals) || form.totalIntervals < 1 || form.totalIntervals > MAX_INTERVALS)
     return `The number of periods is a whole number from 1 to ${MAX_INTERVALS}.`;
+  if (form.cumulative && form.rollingWindows) return 'Cumulative retention is counted in calendar periods only.';
   return form.filters.map(filterProblem).find((problem) => problem !== null) ?? null;
 }
 
@@ -57,6 +62,7 @@ export function retentionQuery(form: RetentionForm): QueryNode {
       period: form.period,
       totalIntervals: form.totalIntervals,
       cumulative: form.cumulative,
+      ...(form.rollingWindows && { timeWindowMode: '24_hour_windows' }),
       meanRetentionCalculation: 'simple',
     },
     ...(properties.length > 0 && { properties }),
@@ -82,6 +88,7 @@ export function retentionFormFromNode(node: QueryNode | null): RetentionForm | n
     period: RETENTION_PERIODS.find((period) => period === filter.period) ?? defaults.period,
     totalIntervals: Number.isInteger(intervals) && intervals >= 1 && intervals <= MAX_INTERVALS ? intervals : defaults.totalIntervals,
     cumulative: filter.cumulative === true,
+    rollingWindows: filter.timeWindowMode === '24_hour_windows',
     filters: filtersOf(query.properties),
   };
 }

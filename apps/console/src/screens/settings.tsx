@@ -1,7 +1,8 @@
 /**
  * Project settings: name and timezone, the project API key with the posthog-js set-up for this server, session
  * replay (recording on or off, sampling, minimum length, console logs, network timing, masking, canvas, a linked
- * flag, retention) and the signed-in user's personal API keys (create with scopes, shown once; revoke).
+ * flag, retention), logs (the browser console sent to the Logs screen) and the signed-in user's personal API keys
+ * (create with scopes, shown once; revoke).
  */
 import { useState } from 'preact/hooks';
 import { operations } from '../api/operations';
@@ -35,6 +36,7 @@ export function Settings() {
             <ProjectForm project={data} onSaved={project.reload} />
             <SdkSetup project={data} />
             <ReplaySettingsForm project={data} />
+            <LogsSettingsForm project={data} />
             <PersonalKeys />
           </div>
         )}
@@ -230,6 +232,36 @@ function ReplaySettingsForm({ project }: { project: ProjectSettings }) {
           </p>
         )}
         <SaveBar state={state} label="Save replay settings" disabled={problem !== null} />
+      </form>
+    </Panel>
+  );
+}
+
+function LogsSettingsForm({ project }: { project: ProjectSettings }) {
+  const { client, projectId } = useConsole();
+  const [enabled, setEnabled] = useState(project.logs_settings?.capture_console_logs === true);
+  const [state, save] = useSave();
+  const submit = (event: Event) => {
+    event.preventDefault();
+    void save(async () => {
+      const saved = await client.call(
+        operations.updateProject,
+        { project_id: projectId },
+        { body: { logs_settings: { ...project.logs_settings, capture_console_logs: enabled } } },
+      );
+      setEnabled(saved.logs_settings?.capture_console_logs === true);
+      return 'Saved. posthog-js picks the setting up on its next page load.';
+    });
+  };
+  return (
+    <Panel id="logs-settings" title="Logs">
+      <form class="settings-form" onSubmit={submit}>
+        <label class="checkbox">
+          <input type="checkbox" checked={enabled} onChange={(event) => setEnabled(event.currentTarget.checked)} />
+          <span>Send the browser console to Logs</span>
+        </label>
+        <p class="muted small">posthog-js then sends every console line of your site, with its session and person, to the Logs screen.</p>
+        <SaveBar state={state} label="Save logs settings" />
       </form>
     </Panel>
   );

@@ -22,6 +22,7 @@ import { useSearchParams } from '../search-params';
 import {
   breakdownLabel,
   chartInterval,
+  isWebAddress,
   limiter,
   LIVE_VISITORS,
   OVERVIEW_LABELS,
@@ -233,6 +234,7 @@ function StatsTable({
   onFilter: (filter: WebFilter) => void;
 }) {
   const property = table.property;
+  if (table.outbound) return <OutboundTable table={table} rows={rows} />;
   return (
     <DataTable
       caption={`${table.label}: visitors and views`}
@@ -256,6 +258,34 @@ function StatsTable({
         { label: 'Visitors', numeric: true, cell: (row) => <Figure cell={row[1]} compare={compare} /> },
         { label: 'Views', numeric: true, cell: (row) => <Figure cell={row[2]} compare={compare} /> },
         ...(bounceRate ? [{ label: 'Bounce rate', numeric: true, cell: (row: unknown[]) => <Figure cell={row[3]} compare={compare} percent /> }] : []),
+      ]}
+    />
+  );
+}
+
+/** Links to other sites clicked: each destination (a link that opens it), its visitors and clicks. */
+function OutboundTable({ table, rows }: { table: WebTable; rows: unknown[][] }) {
+  return (
+    <DataTable
+      caption={`${table.label}: visitors and clicks`}
+      rows={rows}
+      rowKey={(row) => String(row[0])}
+      empty="No clicks on links to other sites in this range (posthog-js reports them with autocapture on)."
+      columns={[
+        {
+          label: table.label,
+          // A link only to a web address: the URL is whatever an event sent (`javascript:` must stay text).
+          cell: (row) =>
+            isWebAddress(row[0]) ? (
+              <a class="cell-name" href={row[0]} target="_blank" rel="noopener noreferrer">
+                {row[0]}
+              </a>
+            ) : (
+              <span class="cell-name">{String(row[0])}</span>
+            ),
+        },
+        { label: 'Visitors', numeric: true, cell: (row) => figure(Number(row[1])) },
+        { label: 'Clicks', numeric: true, cell: (row) => figure(Number(row[2])) },
       ]}
     />
   );

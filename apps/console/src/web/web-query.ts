@@ -72,6 +72,8 @@ export interface WebTable {
   label: string;
   /** Null for session breakdowns (entry and exit page, sources): the query API filters on event and person properties only. */
   property: string | null;
+  /** The outbound links table: `WebExternalClicksTableQuery` rows `[url, visitors, clicks]` instead of a breakdown. */
+  outbound?: true;
 }
 
 /** The tabbed panels: pages, sources, devices, places. */
@@ -84,6 +86,7 @@ export const WEB_PANELS: ReadonlyArray<{ id: string; title: string; bounceRate: 
       { breakdownBy: 'Page', label: 'Path', property: '$pathname' },
       { breakdownBy: 'InitialPage', label: 'Entry path', property: null },
       { breakdownBy: 'ExitPage', label: 'Exit path', property: null },
+      { breakdownBy: 'ExternalClick', label: 'Outbound link', property: null, outbound: true },
     ],
   },
   {
@@ -124,6 +127,8 @@ export const WEB_PANELS: ReadonlyArray<{ id: string; title: string; bounceRate: 
 export const TABLE_ROWS = 10;
 
 export function statsNode(state: WebState, table: WebTable, bounceRate: boolean): QueryNode {
+  // One row per destination, whatever the query string or fragment it was linked with.
+  if (table.outbound) return { kind: 'WebExternalClicksTableQuery', ...shared(state), stripQueryParams: true, limit: TABLE_ROWS };
   return { kind: 'WebStatsTableQuery', ...shared(state), breakdownBy: table.breakdownBy, includeBounceRate: bounceRate, limit: TABLE_ROWS };
 }
 
@@ -221,4 +226,9 @@ export function breakdownLabel(breakdownBy: string, value: unknown): string {
   if (breakdownBy === 'Timezone' && typeof value === 'number') return value === 0 ? 'UTC' : `UTC${value > 0 ? '+' : '−'}${Math.abs(value)}`;
   const text = propertyText(value);
   return breakdownBy === 'Country' ? countryName(text) : text;
+}
+
+/** Whether a value an event sent may be a link's target: an http(s) address (never `javascript:` or `data:`). */
+export function isWebAddress(value: unknown): value is string {
+  return typeof value === 'string' && /^https?:\/\//i.test(value);
 }

@@ -36,6 +36,11 @@ export class RecordingClickHouse implements ClickHouse {
     return Promise.resolve(Buffer.alloc(0));
   }
 
+  queryRawStream(name: string, sql: string, params?: ClickHouseParams, settings?: StatementSettings): AsyncIterable<Uint8Array> {
+    this.recorded.push({ kind: 'query', name, sql: withSettings(sql, settings), params });
+    return (async function* () {})();
+  }
+
   insert(table: string): Promise<void> {
     return Promise.reject(new Error(`unexpected insert into ${table}`));
   }

@@ -33,6 +33,7 @@ async function main(): Promise<void> {
     query: (name, sql, params, settings) => stores.clickhouse.query(name, sql, params, settings),
     queryRows: (name, sql, params, settings) => stores.clickhouse.queryRows(name, sql, params, settings),
     queryRaw: (name, sql, params, settings) => stores.clickhouse.queryRaw(name, sql, params, settings),
+    queryRawStream: (name, sql, params, settings) => stores.clickhouse.queryRawStream(name, sql, params, settings),
     async insert(table, rows) {
       if (hangTable === undefined) {
         await stores.clickhouse.insert(table, rows);

@@ -15,11 +15,16 @@ export interface EventCursor {
 /** The cursor of a listed row. */
 export const eventCursor = (row: EventRow): EventCursor => ({ ts: row.ts.slice(0, 23), uuid_text: row.uuid_text });
 
-/** Events as the JSON lines of the listing (UTF-8), with the cursor of the last line. */
-export interface EventLines {
-  text: Buffer;
-  count: number;
-  cursor: EventCursor | undefined;
+/**
+ * Events one statement of an events export sorts at most (unless a day alone holds more): about 30 MiB of lines,
+ * which ClickHouse holds while it sorts them.
+ */
+export const EXPORT_WINDOW_ROWS = 50_000;
+
+/** The events of one day matching a condition (`day` as ClickHouse writes a Date), counted before merges. */
+export interface EventDay {
+  day: string;
+  n: number;
 }
 
 /**
@@ -116,19 +121,30 @@ export class DataStore {
   }
 
   /**
-   * The same events as {@link events}, as the listing's JSON lines written by ClickHouse: the bytes are passed on
-   * as they are, and only the last line is read here, for the cursor (its `timestamp` and `uuid`).
+   * The days holding events that match `condition`, newest first, with how many each holds (without FINAL: rows
+   * not yet merged count twice), for cutting an export into windows of whole days.
    */
-  async eventLines(condition: EventsCondition, size: number, offset: number, after?: EventCursor, days?: number): Promise<EventLines> {
-    const { sql, params } = eventsPage(condition, size, offset, after, days);
-    const text = await this.clickhouse.queryRaw('management.exportEvents', `SELECT ${EVENT_LINE} ${sql}`, params, {
-      output_format_json_escape_forward_slashes: 0,
-    });
-    if (text.length === 0) return { text, count: 0, cursor: undefined };
-    let count = 0;
-    for (let at = text.indexOf(0x0a); at !== -1; at = text.indexOf(0x0a, at + 1)) count++;
-    const last = JSON.parse(text.toString('utf8', text.lastIndexOf(0x0a, text.length - 2) + 1)) as { uuid: string; timestamp: string };
-    return { text, count, cursor: { ts: last.timestamp.slice(0, 23).replace('T', ' '), uuid_text: last.uuid } };
+  async eventDays(condition: EventsCondition): Promise<EventDay[]> {
+    const rows = await this.clickhouse.query<{ day: string; n: string }>(
+      'management.eventDays',
+      `SELECT toString(toDate(timestamp)) AS day, count() AS n FROM events WHERE ${condition.where} GROUP BY day ORDER BY day DESC`,
+      condition.params,
+    );
+    return rows.map((row) => ({ day: row.day, n: Number(row.n) }));
+  }
+
+  /**
+   * The events of the days `from` to `to` (inclusive) matching `condition`, in the listing's order, as its JSON
+   * lines written by ClickHouse and streamed as the engine writes them: one statement that sorts those days' events.
+   */
+  eventLines(condition: EventsCondition, from: string, to: string): AsyncIterable<Uint8Array> {
+    return this.clickhouse.queryRawStream(
+      'management.exportEvents',
+      `SELECT ${EVENT_LINE} FROM events FINAL WHERE ${condition.where} AND toDate(timestamp) BETWEEN {from_day:Date} AND {to_day:Date}
+        ORDER BY toDateTime64(timestamp, 3, 'UTC') DESC, uuid DESC`,
+      { ...condition.params, from_day: from, to_day: to },
+      { output_format_json_escape_forward_slashes: 0 },
+    );
   }
 
   /** The time of the earliest event matching `condition` (ClickHouse text, microseconds), if any. */

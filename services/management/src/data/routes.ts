@@ -6,9 +6,10 @@ import { projectOf } from '../http/auth';
 import { errors } from '../shared/errors';
 import { Type, type Static } from '@sinclair/typebox';
 import { csvStream, pageFrom, Q, route, type Route } from '../http/route-table';
+import { lineRange, type JsonlSource } from '../http/render';
 import { clickHouseTime } from '../shared/times';
 import { insightContext } from '../shared/insight-context';
-import { DataStore, eventCursor, type EventCursor, type EventRow, type EventsCondition, type IngestionWarningRow } from './data-store';
+import { DataStore, eventCursor, EXPORT_WINDOW_ROWS, type EventCursor, type EventRow, type EventsCondition, type IngestionWarningRow } from './data-store';
 import { Event, Group, GroupType, IngestionWarning } from './schemas';
 
 function dateParam(value: string | undefined, name: string): Date | undefined {
@@ -31,34 +32,48 @@ function eventBody(row: EventRow): Static<typeof Event> {
 }
 
 /**
- * The batches of an events export (CSV, JSON lines), read by `read`: after the first, each reads a window of days
- * ending at the previous batch's last event, widened fourfold until it holds a whole batch or reaches the earliest
- * event (then the batch may be short: the export's end). A window stays as wide as the last batch needed, so an
- * export of events spread over many days reads each day's granules a few times instead of every older event per
- * batch.
+ * The batches of an events CSV export: after the first, each reads a window of days ending at the previous batch's
+ * last event, widened fourfold until it holds a whole batch or reaches the earliest event (then the batch may be
+ * short: the export's end). A window stays as wide as the last batch needed, so an export of events spread over
+ * many days reads each day's granules a few times instead of every older event per batch.
  */
-function exportWindows<B>(
-  store: DataStore,
-  condition: EventsCondition,
-  offset: number,
-  read: (size: number, offset: number, after?: EventCursor, days?: number) => Promise<B>,
-  count: (batch: B) => number,
-): (after: EventCursor | undefined, size: number) => Promise<B> {
+function exportWindows(store: DataStore, condition: EventsCondition, offset: number): (after: EventCursor | undefined, size: number) => Promise<EventRow[]> {
   let days = 1;
   let earliest: Date | null | undefined;
   return async (after, size) => {
-    if (!after) return read(size, offset);
+    if (!after) return store.events(condition, size, offset);
     if (earliest === undefined) {
       const ts = await store.earliestEvent(condition);
       earliest = ts === undefined ? null : clickHouseTime(ts);
     }
     for (;;) {
       const whole = earliest === null || clickHouseTime(after.ts).getTime() - days * 86_400_000 <= earliest.getTime();
-      const batch = await read(size, 0, after, whole ? undefined : days);
-      if (count(batch) === size || whole) return batch;
+      const rows = await store.events(condition, size, 0, after, whole ? undefined : days);
+      if (rows.length === size || whole) return rows;
       days *= 4;
     }
   };
+}
+
+/**
+ * An events export as JSON lines, from the request's `offset`: the days holding matching events cut into windows
+ * of whole consecutive days, newest first, each of at most EXPORT_WINDOW_ROWS events (a busier day is a window of
+ * its own), then one streamed statement per window (DataStore.eventLines). ClickHouse sorts one window at a time,
+ * so neither its memory nor the server's grows with the export. Days are listed when the export starts: events of
+ * a later day are not in it.
+ */
+function eventsJsonl(store: DataStore, condition: EventsCondition, offset: number): JsonlSource {
+  async function* windows(): AsyncGenerator<Uint8Array> {
+    const days = await store.eventDays(condition);
+    for (let first = 0; first < days.length;) {
+      let last = first;
+      let rows = days[first]!.n;
+      while (last + 1 < days.length && rows + days[last + 1]!.n <= EXPORT_WINDOW_ROWS) rows += days[++last]!.n;
+      yield* store.eventLines(condition, days[last]!.day, days[first]!.day);
+      first = last + 1;
+    }
+  }
+  return () => lineRange(windows(), offset);
 }
 
 const EVENTS_QUERY = Type.Object({ event: Q.string, distinct_id: Q.string, person_id: Q.string, properties: Q.string, after: Q.string, before: Q.string });
@@ -147,22 +162,10 @@ export function dataRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
       async handler(req, { page, query, format }) {
         const condition = await eventsCondition(req, query);
         if (format !== 'json') {
-          const rows = exportWindows(
-            store,
-            condition,
-            page.offset,
-            (...at) => store.events(condition, ...at),
-            (batch) => batch.length,
-          );
+          const rows = exportWindows(store, condition, page.offset);
           return csvStream<EventCursor>(
             async (after, size) => (await rows(after, size)).map((row) => ({ row: eventBody(row), cursor: eventCursor(row) })),
-            exportWindows(
-              store,
-              condition,
-              page.offset,
-              (...at) => store.eventLines(condition, ...at),
-              (batch) => batch.count,
-            ),
+            eventsJsonl(store, condition, page.offset),
           );
         }
         const paged = pageFrom(await store.events(condition, page.limit + 1, page.offset), page, eventBody);

@@ -137,11 +137,6 @@ export const CSV_EXPORT_MAX_ROWS = 100_000;
 export const CSV_EXPORT_TRUNCATED_HEADER = 'X-Plover-Export-Truncated';
 /** Rows of a streamed export read at once when they are parsed and serialized here. */
 const EXPORT_BATCH = 5000;
-/**
- * Lines of a JSON lines export read at once when the store writes them itself (text only, about 12 MiB of events):
- * an events batch reads a window of whole days, so larger batches read fewer rows they then leave out.
- */
-export const SERIALIZED_BATCH = 20_000;
 
 /**
  * The next rows of a listing in its order, at most `size`, after the row whose cursor is `after` (undefined:
@@ -150,47 +145,59 @@ export const SERIALIZED_BATCH = 20_000;
 export type ExportBatch<C> = (after: C | undefined, size: number) => Promise<Array<{ row: unknown; cursor: C }>>;
 
 /**
- * The next lines of a JSON lines export, like an {@link ExportBatch} but already serialized: `text` holds `count`
- * lines, each ended by a line break, and `cursor` is the last one's.
+ * The JSON lines of a listing (UTF-8), from the request's `offset` on, in the listing's order, each ended by a line
+ * break, in chunks however they come (a chunk may end inside a line); read until the export has what it needs.
  */
-export type JsonlBatch<C> = (after: C | undefined, size: number) => Promise<{ text: string | Uint8Array; count: number; cursor: C | undefined }>;
+export type JsonlSource = () => AsyncIterable<Uint8Array>;
 
-/** An {@link ExportBatch}'s rows as JSON lines, serialized here. */
-export function jsonlOf<C>(batch: ExportBatch<C>): JsonlBatch<C> {
-  return async (after, size) => {
-    const rows = await batch(after, size);
-    return { text: rows.map(({ row }) => `${JSON.stringify(row)}\n`).join(''), count: rows.length, cursor: rows.at(-1)?.cursor };
+/** An {@link ExportBatch}'s rows as JSON lines, serialized here a batch at a time. */
+export function jsonlOf<C>(batch: ExportBatch<C>): JsonlSource {
+  return async function* () {
+    for await (const rows of exportRows(batch, Number.MAX_SAFE_INTEGER)) yield Buffer.from(rows.map((row) => `${JSON.stringify(row)}\n`).join(''));
   };
 }
 
-/** A listing's batches one after another, each after the previous one's last row, until `max` rows or the end. */
-async function* batches<C, B>(
-  read: (after: C | undefined, size: number) => Promise<B>,
-  count: (batch: B) => number,
-  last: (batch: B) => C | undefined,
-  max: number,
-  perBatch = EXPORT_BATCH,
-): AsyncGenerator<B> {
-  let after: C | undefined;
-  for (let written = 0; written < max;) {
-    const size = Math.min(perBatch, max - written);
-    const batch = await read(after, size);
-    const n = count(batch);
-    if (n > 0) yield batch;
-    written += n;
-    if (n < size) return;
-    after = last(batch);
+/**
+ * `chunks` of lines (each ended by a line break, however the chunks cut them) without their first `skip` lines and
+ * ending after `max` more; stops reading `chunks` there. Only line breaks are looked for: the bytes pass unread.
+ */
+export async function* lineRange(chunks: AsyncIterable<Uint8Array>, skip: number, max = Number.MAX_SAFE_INTEGER): AsyncGenerator<Uint8Array> {
+  if (max <= 0) return;
+  let line = 0;
+  const end = Math.min(skip + max, Number.MAX_SAFE_INTEGER);
+  for await (const chunk of chunks) {
+    let start = 0;
+    let at = -1;
+    while (line < skip && (at = chunk.indexOf(0x0a, at + 1)) !== -1) {
+      line++;
+      start = at + 1;
+    }
+    if (line < skip) continue;
+    if (end === Number.MAX_SAFE_INTEGER) {
+      if (start < chunk.length) yield chunk.subarray(start);
+      continue;
+    }
+    at = start - 1;
+    while (line < end && (at = chunk.indexOf(0x0a, at + 1)) !== -1) line++;
+    if (line === end) {
+      yield chunk.subarray(start, at + 1);
+      return;
+    }
+    if (start < chunk.length) yield chunk.subarray(start);
   }
 }
 
+/** A listing's rows a batch at a time, each batch after the previous one's last row, until `max` rows or the end. */
 async function* exportRows<C>(batch: ExportBatch<C>, max: number): AsyncGenerator<unknown[]> {
-  for await (const rows of batches(
-    batch,
-    (rows) => rows.length,
-    (rows) => rows.at(-1)?.cursor,
-    max,
-  ))
-    yield rows.map(({ row }) => row);
+  let after: C | undefined;
+  for (let written = 0; written < max;) {
+    const size = Math.min(EXPORT_BATCH, max - written);
+    const rows = await batch(after, size);
+    if (rows.length > 0) yield rows.map(({ row }) => row);
+    written += rows.length;
+    if (rows.length < size) return;
+    after = rows.at(-1)!.cursor;
+  }
 }
 
 /** Writes `text`, then waits until the client drained it (or went away): memory holds one batch, never the export. */
@@ -269,24 +276,18 @@ export async function streamCsv<C>(req: Request, res: Response, filename: string
 }
 
 /**
- * `format=jsonl` of a listing: every matching row as one JSON object a line (`application/jsonl`), from `offset`,
- * `limit` rows when the request names a limit and without a cap otherwise. One pass in keyset batches, written
- * as the client drains them, so an export of any size holds one batch in memory. A failure after the first row
- * ends the response early; the client sees the body cut off, not a 200 that looks whole.
+ * `format=jsonl` of a listing: every matching row as one JSON object a line (`application/jsonl`), from `offset`
+ * (which `source` starts at), `limit` rows when the request names a limit and without a cap otherwise. The chunks
+ * are written as the client drains them, so an export of any size holds one chunk in memory. A failure after the
+ * first row ends the response early; the client sees the body cut off, not a 200 that looks whole.
  */
-export async function streamJsonl<C>(req: Request, res: Response, filename: string, batch: JsonlBatch<C>, perBatch = EXPORT_BATCH): Promise<void> {
+export async function streamJsonl(req: Request, res: Response, filename: string, source: JsonlSource): Promise<void> {
   const max = queryValue(req, 'limit') ? pageOf(req).limit : Number.MAX_SAFE_INTEGER;
   res.status(200).type('application/jsonl; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="${filename}.jsonl"`);
   try {
-    for await (const lines of batches(
-      batch,
-      (lines) => lines.count,
-      (lines) => lines.cursor,
-      max,
-      perBatch,
-    )) {
+    for await (const chunk of lineRange(source(), 0, max)) {
       if (res.destroyed) return;
-      await writeDrained(res, lines.text);
+      await writeDrained(res, chunk);
     }
   } catch (error) {
     if (!res.headersSent) throw error;

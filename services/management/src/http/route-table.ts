@@ -16,9 +16,8 @@ import {
   streamCsv,
   streamJsonl,
   jsonlOf,
-  SERIALIZED_BATCH,
   type ExportBatch,
-  type JsonlBatch,
+  type JsonlSource,
   type Format,
   type Page,
 } from './render';
@@ -169,22 +168,20 @@ export class Written {
 }
 
 /**
- * Every matching row of a listing, read in keyset batches: as CSV, or as JSON lines on a route that declares
+ * Every matching row of a listing: as CSV, read in keyset batches, or as JSON lines on a route that declares
  * `jsonl` (from `lines` when the listing's store writes them itself, else serialized from `batch`'s rows).
  */
 export class ListingExport<C = unknown> extends CsvExport {
-  readonly lines: JsonlBatch<C>;
-  readonly linesPerBatch: number | undefined;
+  readonly lines: JsonlSource;
 
-  constructor(batch: ExportBatch<C>, lines?: JsonlBatch<C>) {
+  constructor(batch: ExportBatch<C>, lines?: JsonlSource) {
     super((req, res, file) => streamCsv(req, res, file, batch, AnalysisGate.csvMaxColumns()));
     this.lines = lines ?? jsonlOf(batch);
-    this.linesPerBatch = lines && SERIALIZED_BATCH;
   }
 }
 
 /** A streamed listing (http/render.ts's streamCsv and streamJsonl), for `format=csv` and `format=jsonl`. */
-export const csvStream = <C>(batch: ExportBatch<C>, lines?: JsonlBatch<C>): ListingExport<C> => new ListingExport(batch, lines);
+export const csvStream = <C>(batch: ExportBatch<C>, lines?: JsonlSource): ListingExport<C> => new ListingExport(batch, lines);
 
 /** A CSV text of the handler's own, under its own file name. */
 export const csvText = (file: string, text: string): CsvExport =>
@@ -245,7 +242,7 @@ async function answer(route: Route, req: Request, res: Response, input: RouteInp
     return;
   }
   if (result instanceof ListingExport && input.format === 'jsonl') {
-    await streamJsonl(req, res, route.csv!.file, result.lines, result.linesPerBatch);
+    await streamJsonl(req, res, route.csv!.file, result.lines);
     return;
   }
   if (result instanceof CsvExport) {

@@ -25,6 +25,7 @@ export const noClickHouse: ClickHouse = {
   query: () => Promise.resolve([]),
   queryRows: () => Promise.resolve({ columns: [], rows: [] }),
   queryRaw: () => Promise.resolve(Buffer.alloc(0)),
+  queryRawStream: async function* () {},
   insert: () => Promise.resolve(),
   ping: () => Promise.resolve(),
   close: () => Promise.resolve(),
