@@ -351,6 +351,8 @@ export interface CohortCreate {
   filters?: { properties: { type: 'AND' | 'OR'; values: (AnyPropertyFilter | BehavioralFilter)[] } };
   /** The members of a fixed list, by distinct id. */
   distinct_ids?: string[];
+  /** A fixed list of the persons an actors query lists (the persons behind a chart's point). */
+  query?: QueryNode;
 }
 
 export interface EarlyAccessFeature {
