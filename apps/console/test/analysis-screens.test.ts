@@ -348,6 +348,55 @@ describeWithBrowser()('the analysis screens in Chromium', () => {
     expect(problems).toEqual([]);
   }, 240_000);
 
+  it('opens the persons behind a trend point and a funnel drop-off, and saves them as a static cohort', async () => {
+    const { page, problems } = view;
+    // The builder's request (the overview, shown first, asks for other trends).
+    const asked = page.waitForRequest(
+      (each) => each.url().includes('/insights/trend/') && (JSON.parse(each.postData() ?? '{}') as { date_from?: string }).date_from === '-7d',
+    );
+    await open(page, 'New insight');
+    const projectId = target.console.plover.credentials.projectId;
+    // The default trend: pageviews per day over the last 7 days; ten viewers six days ago.
+    const request = await asked;
+    const trend = await target.console.api<{ result: Array<{ data: number[] }> }>(
+      'POST',
+      `/api/projects/${projectId}/insights/trend/`,
+      JSON.parse(request.postData()!),
+    );
+    const data = trend.result[0]!.data;
+    const busiest = data.indexOf(10);
+    expect(busiest).toBeGreaterThanOrEqual(0);
+    const plot = page.locator('.result .chart .u-over');
+    await plot.waitFor();
+    const box = (await plot.boundingBox())!;
+    await plot.click({ position: { x: ((busiest + 0.5) / data.length) * box.width, y: box.height / 2 } });
+    const dialog = page.getByRole('dialog', { name: /^Persons · / });
+    const listed = dialog.getByRole('list', { name: 'Persons' }).getByRole('link');
+    await listed.nth(9).waitFor();
+    expect((await listed.allTextContents()).sort()).toEqual(Array.from({ length: 10 }, (_, user) => `user-${user}`).sort());
+    await screenshot(page, 'trend-point-persons');
+    await dialog.getByRole('button', { name: 'Save as static cohort' }).click();
+    await expect(dialog.getByRole('status').textContent()).resolves.toMatch(/^Saved as Persons of .*: 10 persons\.$/);
+    await dialog.getByRole('button', { name: 'Close' }).click();
+
+    // A funnel's drop-off: the four viewers who did not sign up, each a link to the person.
+    await page.getByRole('link', { name: 'Insights', exact: true }).click();
+    await page.getByRole('link', { name: 'New funnel', exact: true }).click();
+    await page.getByRole('group', { name: 'Step 2' }).getByLabel('Event').fill('signup');
+    const dropOff = page.getByTestId('step-drop-off');
+    await texts(dropOff, ['4 dropped off (40%)']);
+    await dropOff.click();
+    const dropped = page.getByRole('dialog', { name: 'Persons · Dropped off before signup' }).getByRole('list', { name: 'Persons' }).getByRole('link');
+    await dropped.nth(3).waitFor();
+    expect((await dropped.allTextContents()).sort()).toEqual(['user-6', 'user-7', 'user-8', 'user-9']);
+    await screenshot(page, 'funnel-drop-off-persons');
+    await page.getByRole('dialog').getByRole('button', { name: 'Save as static cohort' }).click();
+    await expect(page.getByRole('dialog').getByRole('status').textContent()).resolves.toMatch(/: 4 persons\.$/);
+    await dropped.first().click();
+    await page.waitForURL(/\/persons\/[0-9a-f-]{36}$/);
+    expect(problems).toEqual([]);
+  }, 240_000);
+
   it('shows stickiness and lifecycle as the trend endpoint computes them, saved and reopened', async () => {
     const { page, problems } = view;
     await open(page, 'New insight');

@@ -332,6 +332,8 @@ export interface CohortCreate {
   filters?: { properties: { type: 'AND'; values: AnyPropertyFilter[] } };
   /** The members of a fixed list, by distinct id. */
   distinct_ids?: string[];
+  /** A fixed list of the persons an actors query lists (the persons behind a chart's point). */
+  query?: QueryNode;
 }
 
 export interface EarlyAccessFeature {

@@ -36,6 +36,8 @@ function seriesColour(element: Element, index: number): string {
 
 interface Drawn {
   series: ChartSeries;
+  /** Its index in the model. */
+  index: number;
   /** Its palette entry. */
   colour: number;
   values: number[];
@@ -43,7 +45,7 @@ interface Drawn {
 
 /** The series in the order uPlot paints them: stacked bars outermost first, so each inner one is painted over the one around it. */
 function drawnSeries(model: ChartModel, kind: ChartKind): Drawn[] {
-  const all = model.series.map((series, index) => ({ series, colour: series.colour ?? index, values: series.values }));
+  const all = model.series.map((series, index) => ({ series, index, colour: series.colour ?? index, values: series.values }));
   if (kind !== 'stacked') return all;
   const edges = stackedValues(model.series.map((series) => series.values));
   return all.map((each, index) => ({ ...each, values: edges[index]! })).reverse();
@@ -104,7 +106,33 @@ function options(model: ChartModel, drawn: Drawn[], kind: ChartKind, element: HT
   };
 }
 
-export function Chart({ model, kind, label, height = 260 }: { model: ChartModel; kind: ChartKind; label: string; height?: number }) {
+/** The drawn series nearest the cursor at its bucket (the model's index), or null when the cursor is off the data. */
+function pointAt(plot: uPlot, drawn: Drawn[]): { series: number; index: number } | null {
+  const index = plot.cursor.idx;
+  if (index === null || index === undefined) return null;
+  const value = plot.posToVal(plot.cursor.top ?? 0, 'y');
+  let nearest: Drawn | undefined;
+  for (const each of drawn) {
+    const at = each.values[index];
+    if (at !== undefined && (nearest === undefined || Math.abs(at - value) < Math.abs(nearest.values[index]! - value))) nearest = each;
+  }
+  return nearest ? { series: nearest.index, index } : null;
+}
+
+export function Chart({
+  model,
+  kind,
+  label,
+  height = 260,
+  onPoint,
+}: {
+  model: ChartModel;
+  kind: ChartKind;
+  label: string;
+  height?: number;
+  /** Called with the clicked point: the series' index in the model and the bucket's. */
+  onPoint?: (series: number, index: number) => void;
+}) {
   const container = useRef<HTMLDivElement>(null);
   const dark = useColourScheme();
   useEffect(() => {
@@ -115,11 +143,20 @@ export function Chart({ model, kind, label, height = 260 }: { model: ChartModel;
     const plot = new uPlot(options(model, drawn, kind, element, element.clientWidth, height), data, element);
     const resize = new ResizeObserver(() => plot.setSize({ width: element.clientWidth, height }));
     resize.observe(element);
+    const click = () => {
+      const point = pointAt(plot, drawn);
+      if (point && onPoint) onPoint(point.series, point.index);
+    };
+    if (onPoint) {
+      plot.over.style.cursor = 'pointer';
+      plot.over.addEventListener('click', click);
+    }
     return () => {
+      plot.over.removeEventListener('click', click);
       resize.disconnect();
       plot.destroy();
     };
-  }, [model, kind, height, dark]);
+  }, [model, kind, height, dark, onPoint]);
   const summary = model.series.map((series) => (series.total === null ? series.label : `${series.label}: ${figure(series.total)}`)).join('; ');
   return (
     <figure class="chart">

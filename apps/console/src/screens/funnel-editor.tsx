@@ -34,7 +34,7 @@ export function FunnelEditor({ saved }: { saved: Insight | null }) {
       suggestions={suggestions}
       result={(answer: InsightQueryResponse<unknown>, sent) => {
         const sentForm = funnelFormFromNode(sent)!;
-        return <FunnelResult result={answer.results} vizType={sentForm.vizType} interval={sentForm.interval} />;
+        return <FunnelResult result={answer.results} vizType={sentForm.vizType} interval={sentForm.interval} node={sent} />;
       }}
     />
   );

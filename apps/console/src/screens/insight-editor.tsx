@@ -8,7 +8,7 @@
 import { useMemo, useState } from 'preact/hooks';
 import { operations } from '../api/operations';
 import { sourceOfKind } from '../api/nodes';
-import type { Insight, TrendRequest } from '../api/types';
+import type { Insight, QueryNode, TrendRequest } from '../api/types';
 import { Async } from '../components/async';
 import { PageHeader } from '../components/page-header';
 import { Problem } from '../components/problem';
@@ -66,13 +66,14 @@ function Editor({ saved }: { saved: Insight | null }) {
   const request = useMemo(() => trendRequest(form), [form]);
   const problem = formProblem(form);
   // Nothing is asked while the form lacks something (it says what instead).
-  const settled = useDebounced(problem === null ? JSON.stringify(request) : null, RECOMPUTE_AFTER_MS);
-  // The answer keeps the request it answers: while the next one computes, the chart shown is still this one's.
+  const settled = useDebounced(problem === null ? JSON.stringify({ request, node: trendQuery(form) }) : null, RECOMPUTE_AFTER_MS);
+  // The answer keeps the request it answers (and its query node, which the persons of a point are asked by):
+  // while the next one computes, the chart shown is still this one's.
   const result = useLoad(
     async (signal) => {
       if (settled === null) return null;
-      const body = JSON.parse(settled) as TrendRequest;
-      return { body, response: await client.call(operations.trend, { project_id: projectId }, { body, signal }) };
+      const { request: body, node } = JSON.parse(settled) as { request: TrendRequest; node: QueryNode };
+      return { body, node, response: await client.call(operations.trend, { project_id: projectId }, { body, signal }) };
     },
     [client, projectId, settled],
     { keep: true },
@@ -104,7 +105,7 @@ function Editor({ saved }: { saved: Insight | null }) {
             </p>
           ) : (
             <Async value={result} onRetry={result.reload} label="Calculating…">
-              {(answer) => answer && <TrendResult result={answer.response.result} request={answer.body} />}
+              {(answer) => answer && <TrendResult result={answer.response.result} request={answer.body} node={answer.node} />}
             </Async>
           )}
         </section>
