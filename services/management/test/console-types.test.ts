@@ -84,6 +84,7 @@ const NOT_COMPONENTS = [
   'CorrelationEntry',
   'CorrelationResult',
   'AnyPropertyFilter',
+  'BehavioralFilter',
   'FlagFilters',
   'SurveyQuestion',
   'QueryNode',

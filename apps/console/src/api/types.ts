@@ -320,16 +320,35 @@ export interface Cohort {
   name: string;
   description: string;
   is_static: boolean;
+  /** Members: of a fixed list, or of a dynamic cohort as last calculated (null before). */
   count: number | null;
+  is_calculating: boolean;
+  last_calculation: string | null;
+  errors_calculating: number;
   created_at: string;
 }
 
-/** A new cohort: by person properties (`filters.properties`, an AND group) or a fixed list of persons (`is_static`). */
+/** A condition on what a person did: `value` is the kind, `key` the event, the window `time_value` `time_interval`s back. */
+export interface BehavioralFilter {
+  type: 'behavioral';
+  key: string;
+  event_type: 'events';
+  value: string;
+  time_value: number;
+  time_interval: string;
+  negation?: boolean;
+  operator?: string;
+  operator_value?: number;
+  seq_time_value?: number;
+  seq_time_interval?: string;
+}
+
+/** A new cohort: dynamic (`filters.properties`, one AND or OR group) or a fixed list of persons (`is_static`). */
 export interface CohortCreate {
   name: string;
   description?: string;
   is_static: boolean;
-  filters?: { properties: { type: 'AND'; values: AnyPropertyFilter[] } };
+  filters?: { properties: { type: 'AND' | 'OR'; values: (AnyPropertyFilter | BehavioralFilter)[] } };
   /** The members of a fixed list, by distinct id. */
   distinct_ids?: string[];
   /** A fixed list of the persons an actors query lists (the persons behind a chart's point). */

@@ -6,8 +6,9 @@ import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import type { Operation } from '../api/operations';
 import { operations } from '../api/operations';
-import type { CohortCreate, EarlyAccessFeatureCreate, Page, SurveyCreate } from '../api/types';
+import type { Cohort, CohortCreate, EarlyAccessFeatureCreate, Page, SurveyCreate } from '../api/types';
 import { Async } from '../components/async';
+import { BehaviorFilters } from '../components/behavior-filters';
 import { EmptyState } from '../components/empty-state';
 import { FieldMessage, fieldError, FormField, FormProblem } from '../components/form-field';
 import { PageHeader } from '../components/page-header';
@@ -262,7 +263,7 @@ function NewCohort({ onCreated }: { onCreated: OnCreated }) {
       <div class="segmented" role="radiogroup" aria-label="Members">
         <label>
           <input type="radio" name="cohort-kind" checked={form.kind === 'properties'} onChange={() => set('kind', 'properties')} />
-          <span>By person properties</span>
+          <span>By properties and behavior</span>
         </label>
         <label>
           <input type="radio" name="cohort-kind" checked={form.kind === 'list'} onChange={() => set('kind', 'list')} />
@@ -271,7 +272,17 @@ function NewCohort({ onCreated }: { onCreated: OnCreated }) {
       </div>
       {form.kind === 'properties' ? (
         <fieldset class="condition" aria-describedby={filtersError === undefined ? undefined : 'cohort-filters-error'}>
-          <legend>Persons matching all of</legend>
+          <legend>Persons matching</legend>
+          <div class="segmented" role="radiogroup" aria-label="Match">
+            <label>
+              <input type="radio" name="cohort-match" checked={form.match === 'AND'} onChange={() => set('match', 'AND')} />
+              <span>all of</span>
+            </label>
+            <label>
+              <input type="radio" name="cohort-match" checked={form.match === 'OR'} onChange={() => set('match', 'OR')} />
+              <span>any of</span>
+            </label>
+          </div>
           <PropertyFilters
             filters={form.filters}
             onChange={(filters) => set('filters', filters)}
@@ -279,6 +290,7 @@ function NewCohort({ onCreated }: { onCreated: OnCreated }) {
             operators={FLAG_OPERATORS}
             label="Condition"
           />
+          <BehaviorFilters behaviors={form.behaviors} onChange={(behaviors) => set('behaviors', behaviors)} />
           <FieldMessage id="cohort-filters-error" error={filtersError} />
         </fieldset>
       ) : (
@@ -296,6 +308,13 @@ function NewCohort({ onCreated }: { onCreated: OnCreated }) {
   );
 }
 
+/** A cohort's size as the list shows it: calculating, failing, not yet calculated, or its count. */
+function cohortSize(cohort: Cohort): string {
+  if (cohort.is_calculating) return 'Calculating…';
+  if (cohort.count === null) return cohort.errors_calculating > 0 ? 'Calculation failed' : '—';
+  return cohort.count.toLocaleString();
+}
+
 export function Cohorts() {
   return (
     <ListScreen
@@ -304,12 +323,17 @@ export function Cohorts() {
       create={(onCreated) => <NewCohort onCreated={onCreated} />}
       empty={{
         title: 'No cohorts yet',
-        body: <p>A cohort is a group of persons, by their properties or a fixed list, that flag conditions can target. Create one above.</p>,
+        body: (
+          <p>
+            A cohort is a group of persons: by their properties and what they did (recalculated every few minutes), or a fixed list. Flag conditions can target
+            those without behaviors; insights can filter and break down by any. Create one above.
+          </p>
+        ),
       }}
       columns={[
         { label: 'Name', cell: (cohort) => cohort.name },
-        { label: 'Kind', cell: (cohort) => (cohort.is_static ? 'Fixed list' : 'By properties') },
-        { label: 'Persons', numeric: true, cell: (cohort) => (cohort.count === null ? '—' : cohort.count.toLocaleString()) },
+        { label: 'Kind', cell: (cohort) => (cohort.is_static ? 'Fixed list' : 'Dynamic') },
+        { label: 'Persons', numeric: true, cell: (cohort) => cohortSize(cohort) },
         { label: 'Created', cell: (cohort) => dateTime(cohort.created_at) },
       ]}
     />

@@ -4,18 +4,6 @@ import type { Sql } from '@plover/postgres';
 import type { Page } from '../http/render';
 
 /**
- * Where an export's batch ends: the last event's time to the millisecond (ClickHouse text, `YYYY-MM-DD
- * hh:mm:ss.sss`, as the listing shows it) and uuid. The listing is ordered by exactly these two.
- */
-export interface EventCursor {
-  ts: string;
-  uuid_text: string;
-}
-
-/** The cursor of a listed row. */
-export const eventCursor = (row: EventRow): EventCursor => ({ ts: row.ts.slice(0, 23), uuid_text: row.uuid_text });
-
-/**
  * Events one statement of an events export sorts at most (unless a day alone holds more): about 30 MiB of lines,
  * which ClickHouse holds while it sorts them.
  */
@@ -58,30 +46,6 @@ export interface EventsCondition {
   params: ClickHouseParams;
 }
 
-/**
- * The FROM … LIMIT of a page of events newest first (to the millisecond, then by uuid: a JSON line carries the
- * cursor itself): `size` of them after `offset`, or after the event `after` (the keyset an export pages with), only
- * from the `days` days before it when given.
- */
-function eventsPage(condition: EventsCondition, size: number, offset: number, after?: EventCursor, days?: number): { sql: string; params: ClickHouseParams } {
-  let keyset = '';
-  const params: ClickHouseParams = { ...condition.params };
-  if (after) {
-    keyset =
-      " AND (toDateTime64(timestamp, 3, 'UTC'), uuid) < ({after_ts:DateTime64(3, 'UTC')}, {after_uuid:UUID})" +
-      " AND timestamp < {after_ts:DateTime64(3, 'UTC')} + toIntervalMillisecond(1)";
-    Object.assign(params, { after_ts: after.ts, after_uuid: after.uuid_text });
-    if (days !== undefined) {
-      keyset += " AND timestamp >= {after_ts:DateTime64(3, 'UTC')} - toIntervalDay({days:UInt32})";
-      params.days = days;
-    }
-  }
-  return {
-    sql: `FROM events FINAL WHERE ${condition.where}${keyset} ORDER BY toDateTime64(timestamp, 3, 'UTC') DESC, uuid DESC LIMIT ${size} OFFSET ${after ? 0 : offset}`,
-    params,
-  };
-}
-
 /** The read-only data of a project: group types and groups (Postgres), events and ingestion warnings (ClickHouse). */
 export class DataStore {
   readonly groupTypes: GroupStore;
@@ -104,19 +68,14 @@ export class DataStore {
     return this.groupTypes.list(projectId, typeIndex, search, page);
   }
 
-  /**
-   * Events matching `condition`, newest first: `size` of them after `offset`, or after the event `after` (the
-   * keyset an export pages with; `ts` keeps the microseconds), only from the `days` days before it when given.
-   * The table's sort key leads with the day, so bounding the time both ways lets ClickHouse read those days'
-   * granules only: a page of an export then costs what its window holds, not every older event.
-   */
-  events(condition: EventsCondition, size: number, offset: number, after?: EventCursor, days?: number): Promise<EventRow[]> {
-    const { sql, params } = eventsPage(condition, size, offset, after, days);
+  /** Events matching `condition`, newest first (to the millisecond, then by uuid): `size` of them after `offset`. */
+  events(condition: EventsCondition, size: number, offset: number): Promise<EventRow[]> {
     // Aliases differ from column names: ClickHouse substitutes SELECT aliases in WHERE and ORDER BY.
     return this.clickhouse.query<EventRow>(
       'management.listEvents',
-      `SELECT toString(uuid) AS uuid_text, event, distinct_id, properties, toString(timestamp) AS ts, toString(person_id) AS person_id_text ${sql}`,
-      params,
+      `SELECT toString(uuid) AS uuid_text, event, distinct_id, properties, toString(timestamp) AS ts, toString(person_id) AS person_id_text
+        FROM events FINAL WHERE ${condition.where} ORDER BY toDateTime64(timestamp, 3, 'UTC') DESC, uuid DESC LIMIT ${size} OFFSET ${offset}`,
+      condition.params,
     );
   }
 
@@ -145,16 +104,6 @@ export class DataStore {
       { ...condition.params, from_day: from, to_day: to },
       { output_format_json_escape_forward_slashes: 0 },
     );
-  }
-
-  /** The time of the earliest event matching `condition` (ClickHouse text, microseconds), if any. */
-  async earliestEvent(condition: EventsCondition): Promise<string | undefined> {
-    const [row] = await this.clickhouse.query<{ ts: string; n: string }>(
-      'management.earliestEvent',
-      `SELECT toString(min(timestamp)) AS ts, count() AS n FROM events WHERE ${condition.where}`,
-      condition.params,
-    );
-    return row && Number(row.n) > 0 ? row.ts : undefined;
   }
 
   async countEvents(condition: EventsCondition): Promise<number> {

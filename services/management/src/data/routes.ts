@@ -5,11 +5,11 @@ import type { ManagementDeps } from '../http/deps';
 import { projectOf } from '../http/auth';
 import { errors } from '../shared/errors';
 import { Type, type Static } from '@sinclair/typebox';
-import { csvStream, pageFrom, Q, route, type Route } from '../http/route-table';
+import { linesStream, pageFrom, Q, route, type Route } from '../http/route-table';
 import { lineRange, type JsonlSource } from '../http/render';
 import { clickHouseTime } from '../shared/times';
 import { insightContext } from '../shared/insight-context';
-import { DataStore, eventCursor, EXPORT_WINDOW_ROWS, type EventCursor, type EventRow, type EventsCondition, type IngestionWarningRow } from './data-store';
+import { DataStore, EXPORT_WINDOW_ROWS, type EventRow, type EventsCondition, type IngestionWarningRow } from './data-store';
 import { Event, Group, GroupType, IngestionWarning } from './schemas';
 
 function dateParam(value: string | undefined, name: string): Date | undefined {
@@ -32,31 +32,7 @@ function eventBody(row: EventRow): Static<typeof Event> {
 }
 
 /**
- * The batches of an events CSV export: after the first, each reads a window of days ending at the previous batch's
- * last event, widened fourfold until it holds a whole batch or reaches the earliest event (then the batch may be
- * short: the export's end). A window stays as wide as the last batch needed, so an export of events spread over
- * many days reads each day's granules a few times instead of every older event per batch.
- */
-function exportWindows(store: DataStore, condition: EventsCondition, offset: number): (after: EventCursor | undefined, size: number) => Promise<EventRow[]> {
-  let days = 1;
-  let earliest: Date | null | undefined;
-  return async (after, size) => {
-    if (!after) return store.events(condition, size, offset);
-    if (earliest === undefined) {
-      const ts = await store.earliestEvent(condition);
-      earliest = ts === undefined ? null : clickHouseTime(ts);
-    }
-    for (;;) {
-      const whole = earliest === null || clickHouseTime(after.ts).getTime() - days * 86_400_000 <= earliest.getTime();
-      const rows = await store.events(condition, size, 0, after, whole ? undefined : days);
-      if (rows.length === size || whole) return rows;
-      days *= 4;
-    }
-  };
-}
-
-/**
- * An events export as JSON lines, from the request's `offset`: the days holding matching events cut into windows
+ * An events export (JSON lines, and CSV made from them), from the request's `offset`: the days holding matching events cut into windows
  * of whole consecutive days, newest first, each of at most EXPORT_WINDOW_ROWS events (a busier day is a window of
  * its own), then one streamed statement per window (DataStore.eventLines). ClickHouse sorts one window at a time,
  * so neither its memory nor the server's grows with the export. Days are listed when the export starts: events of
@@ -162,11 +138,7 @@ export function dataRoutes({ sql, clickhouse }: ManagementDeps): Route[] {
       async handler(req, { page, query, format }) {
         const condition = await eventsCondition(req, query);
         if (format !== 'json') {
-          const rows = exportWindows(store, condition, page.offset);
-          return csvStream<EventCursor>(
-            async (after, size) => (await rows(after, size)).map((row) => ({ row: eventBody(row), cursor: eventCursor(row) })),
-            eventsJsonl(store, condition, page.offset),
-          );
+          return linesStream(eventsJsonl(store, condition, page.offset));
         }
         const paged = pageFrom(await store.events(condition, page.limit + 1, page.offset), page, eventBody);
         const counted = paged.hasMore || (paged.results.length === 0 && page.offset > 0);

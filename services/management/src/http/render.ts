@@ -150,6 +150,34 @@ export type ExportBatch<C> = (after: C | undefined, size: number) => Promise<Arr
  */
 export type JsonlSource = () => AsyncIterable<Uint8Array>;
 
+/** A listing's rows from the request's `offset` on, a batch at a time, until `max` rows or the end. */
+export type RowSource = (max: number) => AsyncIterable<unknown[]>;
+
+/** An {@link ExportBatch}'s rows, a batch at a time. */
+export const rowsOf =
+  <C>(batch: ExportBatch<C>): RowSource =>
+  (max) =>
+    exportRows(batch, max);
+
+/**
+ * The rows of a {@link JsonlSource}, parsed here EXPORT_BATCH lines at a time (a line cut by a chunk's end is joined
+ * with the rest of it from the next chunk, as bytes: a chunk may end inside a character too).
+ */
+export function rowsOfLines(source: JsonlSource): RowSource {
+  return async function* (max) {
+    let rest = Buffer.alloc(0);
+    for await (const chunk of lineRange(source(), 0, max)) {
+      const bytes = Buffer.concat([rest, chunk]);
+      const end = bytes.lastIndexOf(0x0a);
+      rest = bytes.subarray(end + 1);
+      if (end === -1) continue;
+      const lines = bytes.toString('utf8', 0, end).split('\n');
+      for (let start = 0; start < lines.length; start += EXPORT_BATCH)
+        yield lines.slice(start, start + EXPORT_BATCH).map((line) => JSON.parse(line) as unknown);
+    }
+  };
+}
+
 /** An {@link ExportBatch}'s rows as JSON lines, serialized here a batch at a time. */
 export function jsonlOf<C>(batch: ExportBatch<C>): JsonlSource {
   return async function* () {
@@ -220,7 +248,7 @@ const CSV_ROWS_PER_TURN = 200;
 /**
  * `format=csv` of a listing: every matching row (from `offset`; `limit` rows when the request names a limit),
  * at most CSV_EXPORT_MAX_ROWS, with CSV_EXPORT_TRUNCATED_HEADER `true` when rows were left out. The listing is
- * read twice in batches through `batch` (keyset pages): once for the columns (the sorted union of every row's
+ * read twice from `source`, a batch at a time: once for the columns (the sorted union of every row's
  * flattened keys, which the header needs before the first row), then to write the rows as they come, waiting
  * for the client to drain. Memory holds one batch and the column names, never the export. A row that appears
  * between the two reads with a column the first did not see loses that column.
@@ -229,12 +257,12 @@ const CSV_ROWS_PER_TURN = 200;
  * with the data, not with rows × every key ever seen. Rows are formatted a few hundred at a time, yielding the
  * event loop between them.
  */
-export async function streamCsv<C>(req: Request, res: Response, filename: string, batch: ExportBatch<C>, maxColumns: number): Promise<void> {
+export async function streamCsv(req: Request, res: Response, filename: string, source: RowSource, maxColumns: number): Promise<void> {
   const max = queryValue(req, 'limit') ? pageOf(req).limit : CSV_EXPORT_MAX_ROWS;
   const columns = new Set<string>();
   let overflow = false;
   let seen = 0;
-  for await (const rows of exportRows(batch, max + 1)) {
+  for await (const rows of source(max + 1)) {
     for (const row of rows.slice(0, max - seen)) {
       for (const key of Object.keys(flatten(row))) {
         if (columns.size < maxColumns) columns.add(key);
@@ -259,7 +287,7 @@ export async function streamCsv<C>(req: Request, res: Response, filename: string
     }
     return csvLine(header, flat);
   };
-  for await (const rows of exportRows(batch, max)) {
+  for await (const rows of source(max)) {
     for (let start = 0; start < rows.length; start += CSV_ROWS_PER_TURN) {
       if (res.destroyed) return;
       await writeDrained(

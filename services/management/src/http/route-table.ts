@@ -16,7 +16,10 @@ import {
   streamCsv,
   streamJsonl,
   jsonlOf,
+  rowsOf,
+  rowsOfLines,
   type ExportBatch,
+  type RowSource,
   type JsonlSource,
   type Format,
   type Page,
@@ -167,21 +170,21 @@ export class Written {
   constructor(readonly write: (res: Response) => Promise<void>) {}
 }
 
-/**
- * Every matching row of a listing: as CSV, read in keyset batches, or as JSON lines on a route that declares
- * `jsonl` (from `lines` when the listing's store writes them itself, else serialized from `batch`'s rows).
- */
-export class ListingExport<C = unknown> extends CsvExport {
-  readonly lines: JsonlSource;
-
-  constructor(batch: ExportBatch<C>, lines?: JsonlSource) {
-    super((req, res, file) => streamCsv(req, res, file, batch, AnalysisGate.csvMaxColumns()));
-    this.lines = lines ?? jsonlOf(batch);
+/** Every matching row of a listing: as CSV from `rows`, or as JSON lines from `lines` on a route that declares `jsonl`. */
+export class ListingExport extends CsvExport {
+  constructor(
+    rows: RowSource,
+    readonly lines: JsonlSource,
+  ) {
+    super((req, res, file) => streamCsv(req, res, file, rows, AnalysisGate.csvMaxColumns()));
   }
 }
 
-/** A streamed listing (http/render.ts's streamCsv and streamJsonl), for `format=csv` and `format=jsonl`. */
-export const csvStream = <C>(batch: ExportBatch<C>, lines?: JsonlSource): ListingExport<C> => new ListingExport(batch, lines);
+/** A listing read in keyset batches (http/render.ts's streamCsv and streamJsonl), for `format=csv` and `format=jsonl`. */
+export const csvStream = <C>(batch: ExportBatch<C>): ListingExport => new ListingExport(rowsOf(batch), jsonlOf(batch));
+
+/** A listing whose store writes its JSON lines itself: CSV rows are those lines parsed. */
+export const linesStream = (lines: JsonlSource): ListingExport => new ListingExport(rowsOfLines(lines), lines);
 
 /** A CSV text of the handler's own, under its own file name. */
 export const csvText = (file: string, text: string): CsvExport =>

@@ -31,7 +31,7 @@ export class PersonsStore {
   }
 
   /** Every person of the listing from `offset`, as a streamed CSV (keyset batches). */
-  export(projectId: number, filter: PersonListFilter, offset: number): ListingExport<ListedPerson> {
+  export(projectId: number, filter: PersonListFilter, offset: number): ListingExport {
     return csvStream<ListedPerson>(async (after, size) =>
       (await this.reads.list(projectId, filter, after ? { limit: size, after: after.cursor } : { limit: size, offset })).map((person) => ({
         row: personBody(person),
