@@ -243,6 +243,19 @@ describeWithBrowser()('the analysis screens in Chromium', () => {
     await texts(rowTexts.first().locator('td'), ['', '100.0%', '50.0%', '20.0%', '0.0%', '0.0%', '0.0%', '0.0%']);
     await expect(rowTexts.nth(1).locator('td').allTextContents()).resolves.toEqual(['10', '100.0%', '50.0%', '20.0%', '0.0%', '0.0%', '0.0%', '0.0%*']);
     await screenshot(page, 'retention-first-time');
+    // The cohort's size opens its persons.
+    await rowTexts
+      .nth(1)
+      .getByRole('button', { name: /^Persons of the .* cohort: 10$/ })
+      .click();
+    const cohortPersons = page
+      .getByRole('dialog', { name: /^Persons · Cohort of / })
+      .getByRole('list', { name: 'Persons' })
+      .getByRole('link');
+    await cohortPersons.nth(9).waitFor();
+    expect(await cohortPersons.count()).toBe(10);
+    await screenshot(page, 'retention-cohort-persons');
+    await page.getByRole('dialog').getByRole('button', { name: 'Close' }).click();
 
     // Recurring: the five who came back start a cohort of their own the next day, of whom two come back again.
     await page.getByRole('radio', { name: 'Recurring' }).check();

@@ -1,13 +1,15 @@
 /**
  * A retention answer as a grid: a row per cohort with its size, then per period the share of the cohort that came
  * back, the cell's colour as strong as the share; the mean line on top; the period in progress marked with `*`.
+ * Given the node it answers, a cohort's size opens its persons.
  */
-import { useMemo } from 'preact/hooks';
-import type { RetentionRow } from '../api/types';
+import { useMemo, useState } from 'preact/hooks';
+import type { QueryNode, RetentionRow } from '../api/types';
 import { EmptyState } from '../components/empty-state';
 import { figure } from '../format';
 import { meanLine, retentionGrid, type RetentionCell } from './retention-data';
 import type { RetentionPeriod } from './retention-form';
+import { PersonsDialog, type PersonsPoint } from './persons-dialog';
 
 const pct = (value: number) => `${(Math.round(value * 10) / 10).toFixed(1)}%`;
 
@@ -36,8 +38,9 @@ function Cell({ cell, mean = false }: { cell: RetentionCell | null; mean?: boole
   );
 }
 
-export function RetentionResult({ rows, period, endsNow }: { rows: RetentionRow[]; period: RetentionPeriod; endsNow: boolean }) {
+export function RetentionResult({ rows, period, endsNow, node }: { rows: RetentionRow[]; period: RetentionPeriod; endsNow: boolean; node?: QueryNode }) {
   const grid = useMemo(() => retentionGrid(rows, endsNow), [rows, endsNow]);
+  const [point, setPoint] = useState<PersonsPoint | null>(null);
   const mean = useMemo(() => meanLine(grid), [grid]);
   if (grid.length === 0) return <EmptyState title="Nothing to show">No cohort in this range.</EmptyState>;
   const periods = mean.length;
@@ -67,12 +70,28 @@ export function RetentionResult({ rows, period, endsNow }: { rows: RetentionRow[
                 <Cell key={k} cell={{ count: 0, percent: value, inProgress: false }} mean />
               ))}
             </tr>
-            {grid.map((row) => (
+            {grid.map((row, r) => (
               <tr key={row.date}>
                 <th scope="row" class="cell-name">
                   {cohortLabel(row.date, period)}
                 </th>
-                <td class="numeric">{figure(row.size)}</td>
+                <td class="numeric">
+                  {node ? (
+                    <button
+                      type="button"
+                      class="link-button"
+                      disabled={row.size === 0}
+                      aria-label={`Persons of the ${cohortLabel(row.date, period)} cohort: ${figure(row.size)}`}
+                      onClick={() =>
+                        setPoint({ title: `Cohort of ${cohortLabel(row.date, period)}`, source: { kind: 'InsightActorsQuery', source: node, interval: r } })
+                      }
+                    >
+                      {figure(row.size)}
+                    </button>
+                  ) : (
+                    figure(row.size)
+                  )}
+                </td>
                 {row.cells.map((cell, k) => (
                   <Cell key={k} cell={cell} />
                 ))}
@@ -82,6 +101,7 @@ export function RetentionResult({ rows, period, endsNow }: { rows: RetentionRow[
         </table>
       </div>
       {endsNow && <p class="muted">* The period in progress: its share may still grow.</p>}
+      <PersonsDialog point={point} onClose={() => setPoint(null)} />
     </>
   );
 }

@@ -39,7 +39,7 @@ export function RetentionEditor({ saved }: { saved: Insight | null }) {
       builder={(loaded) => <RetentionBuilder form={form} onChange={setForm} suggestions={loaded} />}
       suggestions={suggestions}
       // The builder has no end date: the range always ends now, so the last period is in progress.
-      result={(answer, sent) => <RetentionResult rows={answer.results as RetentionRow[]} period={retentionFormFromNode(sent)!.period} endsNow />}
+      result={(answer, sent) => <RetentionResult rows={answer.results as RetentionRow[]} period={retentionFormFromNode(sent)!.period} endsNow node={sent} />}
     />
   );
 }
