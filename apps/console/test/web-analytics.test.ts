@@ -173,6 +173,7 @@ describeWithBrowser()('web analytics from posthog-js in Chromium', () => {
       await expect(outbound.getByRole('row').allTextContents()).resolves.toEqual(['Outbound linkVisitorsClicks', `${OUTBOUND}11`]);
       await screenshot(page, 'web-analytics-outbound');
       await page.getByRole('radio', { name: 'Entry path' }).check();
+      await entries.getByRole('row', { name: /^\/pricing/ }).waitFor();
       await screenshot(page, 'web-analytics');
 
       // Comparing: the previous week had nothing.

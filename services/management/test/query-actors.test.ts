@@ -111,7 +111,8 @@ describe.each(backends.map((backend, index) => ({ ...backend, index })))('Actors
       .send({ name: 'Viewers', is_static: true, query: { kind: 'InsightActorsQuery', source: trend, day: wall(at).slice(0, 10) } });
     expect([cohort.status, cohort.body.count]).toEqual([201, 2]);
     const members = await request(world.app).get(`/api/projects/${t.projectId}/cohorts/${cohort.body.id}/persons/`).set(t.auth);
-    expect(members.body.results.map((p: { uuid: string }) => p.uuid).sort()).toEqual([ann.personUuid, bob.personUuid].sort());
+    const memberUuids = (members.body as { results: Array<{ uuid: string }> }).results.map((p) => p.uuid);
+    expect(memberUuids.sort()).toEqual([ann.personUuid, bob.personUuid].sort());
     const dynamic = await request(world.app)
       .post(`/api/projects/${t.projectId}/cohorts/`)
       .set(t.auth)
