@@ -20,15 +20,9 @@ import type { IngestionConsumer } from './consumer';
 import { deadLetterMessage, deadLetterOf, type DeadLetter } from './dead-letter';
 import { identityOf } from './message';
 import { metric } from './metrics';
+import { startTopicConsumer, type TopicConsumerSettings } from './topic-consumer';
 
-export interface LogsSettings {
-  topic: string;
-  groupId: string;
-  deadLetterTopic: string;
-  /** Most messages handled at once; a message holds at most about a megabyte. */
-  batchSize: number;
-  lingerMs: number;
-  retryBackoffMs: number;
+export interface LogsSettings extends TopicConsumerSettings {
   /** Days a record is kept from its UTC day. */
   retentionDays: number;
 }
@@ -69,7 +63,6 @@ export async function createLogsConsumer(deps: LogsConsumerDeps): Promise<Ingest
     'plover_logs_records_total',
     (name) => new Counter({ name, help: 'Log records handled and committed, by outcome', labelNames: ['outcome'], registers: [deps.metrics] }),
   );
-  await deps.bus.ensureTopics([settings.topic, settings.deadLetterTopic]);
   const handleBatch = async (batch: Batch): Promise<void> => {
     try {
       const deadLetters: DeadLetter[] = [];
@@ -93,22 +86,7 @@ export async function createLogsConsumer(deps: LogsConsumerDeps): Promise<Ingest
       throw error;
     }
   };
-  const consumer = await deps.bus.consume({
-    groupId: settings.groupId,
-    topics: [settings.topic],
-    handleBatch,
-    maxBatchSize: settings.batchSize,
-    lingerMs: settings.lingerMs,
-    retryBackoffMs: settings.retryBackoffMs,
-  });
-  logger.info({ topic: settings.topic, groupId: settings.groupId }, 'logs consumer started');
-  let stopping: Promise<void> | undefined;
-  return {
-    stop() {
-      stopping ??= consumer.stop().then(() => logger.info('logs consumer stopped'));
-      return stopping;
-    },
-  };
+  return startTopicConsumer(deps.bus, settings, handleBatch, logger, 'logs');
 }
 
 /** The row of one message, or why it cannot be stored. */

@@ -11,22 +11,11 @@ import type { Logger } from '@plover/core';
 import type { MetricsRegistry } from '@plover/http';
 import type { Sql } from '@plover/postgres';
 import type { IngestionConsumer } from '../consumer';
+import { startTopicConsumer, type TopicConsumerSettings } from '../topic-consumer';
 import { replayBatchHandler } from './handler';
 
-export interface ReplaySettings {
-  topic: string;
-  groupId: string;
-  /** Where messages that are not snapshot messages go, with the reason (docs/ingestion.md#dead-letters). */
-  deadLetterTopic: string;
-  /**
-   * Most messages handled at once. A message holds up to about a megabyte of rrweb events, so this bounds the
-   * memory a batch takes.
-   */
-  batchSize: number;
-  /** How long a short batch waits for more messages (ConsumeOptions.lingerMs). */
-  lingerMs: number;
-  retryBackoffMs: number;
-}
+/** A replay message holds up to about a megabyte of rrweb events: `batchSize` is kept small. */
+export type ReplaySettings = TopicConsumerSettings;
 
 const INGESTION_DEFAULTS = sectionDefaults(sections.ingestion);
 
@@ -58,21 +47,6 @@ export interface ReplayConsumerDeps {
 export async function createReplayConsumer(deps: ReplayConsumerDeps): Promise<IngestionConsumer> {
   const settings: ReplaySettings = { ...DEFAULT_REPLAY_SETTINGS, ...deps.settings };
   const logger = deps.logger.child({ component: 'replay-ingestion' });
-  await deps.bus.ensureTopics([settings.topic, settings.deadLetterTopic]);
-  const consumer = await deps.bus.consume({
-    groupId: settings.groupId,
-    topics: [settings.topic],
-    handleBatch: replayBatchHandler({ ...deps, logger, deadLetterTopic: settings.deadLetterTopic, now: deps.now ?? (() => new Date()) }),
-    maxBatchSize: settings.batchSize,
-    lingerMs: settings.lingerMs,
-    retryBackoffMs: settings.retryBackoffMs,
-  });
-  logger.info({ topic: settings.topic, groupId: settings.groupId }, 'replay consumer started');
-  let stopping: Promise<void> | undefined;
-  return {
-    stop() {
-      stopping ??= consumer.stop().then(() => logger.info('replay consumer stopped'));
-      return stopping;
-    },
-  };
+  const handleBatch = replayBatchHandler({ ...deps, logger, deadLetterTopic: settings.deadLetterTopic, now: deps.now ?? (() => new Date()) });
+  return startTopicConsumer(deps.bus, settings, handleBatch, logger, 'replay');
 }
